@@ -1,0 +1,194 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"strconv"
+	"strings"
+
+	"github.com/steadyllm/steady/resilience"
+)
+
+// build decodes the merged, normalized LLM tree into a Config and checks what only the merged
+// result can show: option ranges and relations, provider settings, references between names.
+// Every problem goes to ps; the Config is only used when ps stays empty.
+func build(llm map[string]any, ps *problems) *Config {
+	cfg := &Config{
+		Resilience: resilience.DefaultOptions(),
+		Policies:   map[string]resilience.Options{},
+		Providers:  map[string]Provider{},
+	}
+	apply(&cfg.Resilience, llm[keyResilience])
+	rootPath := keyLLM + "." + keyResilience
+	rootFaults := checkOptions(ps, rootPath, cfg.Resilience, nil)
+
+	policyFaults := map[string]map[string]bool{}
+	policies, _ := llm[keyPolicies].(map[string]any)
+	for _, name := range sortedKeys(policies) {
+		o := cloneOptions(cfg.Resilience)
+		apply(&o, policies[name])
+		cfg.Policies[name] = o
+		policyFaults[name] = checkOptions(ps, joinPath(keyLLM+"."+keyPolicies, name), o, rootFaults)
+	}
+
+	providers, _ := llm[keyProviders].(map[string]any)
+	for _, name := range sortedKeys(providers) {
+		tree, _ := providers[name].(map[string]any)
+		cfg.Providers[name] = buildProvider(ps, cfg, name, tree, rootFaults, policyFaults)
+	}
+
+	fallback, _ := llm[keyFallback].([]string)
+	cfg.Fallback = checkFallback(ps, cfg, fallback)
+	return cfg
+}
+
+func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any,
+	rootFaults map[string]bool, policyFaults map[string]map[string]bool) Provider {
+	path := joinPath(keyLLM+"."+keyProviders, name)
+	str := func(key string) string { s, _ := tree[key].(string); return s }
+	p := Provider{
+		Name:       name,
+		Type:       strings.ToLower(strings.TrimSpace(str(keyType))),
+		BaseURL:    str(keyBaseURL),
+		APIKeyEnv:  str(keyAPIKeyEnv),
+		Model:      str(keyModel),
+		APIVersion: str(keyAPIVersion),
+	}
+	add := func(key string, value any, allowed string) {
+		ps.add(Problem{Path: path + "." + key, Value: value, Allowed: allowed})
+	}
+
+	switch {
+	case p.Type == "":
+		add(keyType, nil, "is required: "+oneOf(providerTypes))
+	case indexOf(providerTypes, p.Type) < 0:
+		add(keyType, str(keyType), oneOf(providerTypes)+didYouMean(p.Type, providerTypes))
+	}
+	if p.APIKeyEnv == "" && (p.Type == TypeOpenAI || p.Type == TypeAzure || p.Type == TypeAnthropic) {
+		add(keyAPIKeyEnv, nil, fmt.Sprintf("is required for Type %q: the name of the environment "+
+			"variable that holds the API key", p.Type))
+	}
+	checkBaseURL(add, p.Type, p.BaseURL)
+	if p.APIVersion != "" && p.Type != TypeAzure && p.Type != "" {
+		add(keyAPIVersion, p.APIVersion, fmt.Sprintf("is only used with Type %q", TypeAzure))
+	}
+
+	parent, parentFaults := cfg.Resilience, rootFaults
+	if ref := str(keyPolicy); ref != "" {
+		known := sortedKeys(cfg.Policies)
+		if c, ok := canonical(ref, known); ok {
+			p.Policy = c
+			parent, parentFaults = cfg.Policies[c], policyFaults[c]
+		} else {
+			add(keyPolicy, ref, "must name a policy of LLM.Policies"+
+				didYouMean(ref, known))
+			p.Policy = ref
+		}
+	}
+	p.Resilience = cloneOptions(parent)
+	apply(&p.Resilience, tree[keyResilience])
+	checkOptions(ps, path+"."+keyResilience, p.Resilience, parentFaults)
+	return p
+}
+
+// checkBaseURL reports a BaseURL that is missing where required or not an http(s) URL. A URL
+// with credentials in it is refused without repeating it.
+func checkBaseURL(add func(key string, value any, allowed string), typ, raw string) {
+	if raw == "" {
+		if typ == TypeAzure || typ == TypeOpenAICompatible {
+			add(keyBaseURL, nil, fmt.Sprintf("is required for Type %q", typ))
+		}
+		return
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case strings.Contains(raw, "@") && (err != nil || u.User != nil):
+		add(keyBaseURL, nil, "must not contain credentials: put the API key in an environment "+
+			"variable and name that variable in APIKeyEnv")
+	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+		add(keyBaseURL, raw, `must be an absolute http or https URL, such as "https://api.example.com/v1"`)
+	}
+}
+
+// checkFallback resolves the fallback names to the providers' spelling.
+func checkFallback(ps *problems, cfg *Config, names []string) []string {
+	if names == nil {
+		return nil
+	}
+	known := sortedKeys(cfg.Providers)
+	out := make([]string, len(names))
+	seen := map[string]int{}
+	for i, n := range names {
+		path := fmt.Sprintf("%s.%s[%d]", keyLLM, keyFallback, i)
+		c, ok := canonical(n, known)
+		if !ok {
+			ps.add(Problem{Path: path, Value: n, Allowed: "must name a provider of LLM.Providers" + didYouMean(n, known)})
+			c = n
+		} else if first, dup := seen[c]; dup {
+			ps.add(Problem{Path: path, Value: n, Allowed: fmt.Sprintf("is listed twice: already at index %d", first)})
+		} else {
+			seen[c] = i
+		}
+		out[i] = c
+	}
+	return out
+}
+
+// checkOptions reports what Options.Validate finds, under path. A problem the parent policy
+// already has (same field, same value: inherited, not set here) is reported once, at the
+// parent. It returns the problems found, for the children of this policy.
+func checkOptions(ps *problems, path string, o resilience.Options, parent map[string]bool) map[string]bool {
+	err := o.Validate()
+	if err == nil {
+		return nil
+	}
+	var ve *resilience.ValidationError
+	if !errors.As(err, &ve) {
+		ps.add(Problem{Path: path, Allowed: err.Error(), Err: err})
+		return nil
+	}
+	faults := map[string]bool{}
+	for _, fe := range ve.Problems {
+		id := fmt.Sprintf("%s=%v", fe.Field, fe.Value)
+		faults[id] = true
+		if parent[id] {
+			continue
+		}
+		value := fe.Value
+		if s, ok := value.(string); ok { // Validate quotes strings; Problem.Error quotes them again
+			if u, err := strconv.Unquote(s); err == nil {
+				value = u
+			}
+		}
+		ps.add(Problem{Path: path + "." + fe.Field, Value: value, Allowed: fe.Allowed})
+	}
+	return faults
+}
+
+// apply sets the fields a normalized (partial) resilience tree holds.
+func apply(o *resilience.Options, tree any) {
+	m, _ := tree.(map[string]any)
+	for key, v := range m {
+		if f, ok := lookupOption(key); ok {
+			setOption(o, f, v)
+		}
+	}
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}
+
+func oneOf(list []string) string {
+	quoted := make([]string, len(list))
+	for i, s := range list {
+		quoted[i] = fmt.Sprintf("%q", s)
+	}
+	return "must be one of " + strings.Join(quoted, ", ")
+}

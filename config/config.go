@@ -1,0 +1,154 @@
+package config
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"slices"
+
+	"github.com/knadh/koanf/providers/confmap"
+	"github.com/knadh/koanf/providers/env/v2"
+	"github.com/knadh/koanf/providers/rawbytes"
+	"github.com/knadh/koanf/v2"
+
+	"github.com/steadyllm/steady/resilience"
+)
+
+// Config is the LLM section of an application's settings, resolved and validated: every
+// resilience.Options in it passes Validate, every name it refers to exists.
+type Config struct {
+	// Resilience is LLM.Resilience over resilience.DefaultOptions(): the policy of providers
+	// that name no policy and override nothing.
+	Resilience resilience.Options
+	// Policies are the named policies of LLM.Policies, each resolved over Resilience: a key a
+	// policy leaves out has the value of LLM.Resilience (which defaults to DefaultOptions).
+	// Keys are the names as first declared. Never nil after a successful load.
+	Policies map[string]resilience.Options
+	// Providers are the providers of LLM.Providers by name, as first declared. Never nil
+	// after a successful load.
+	Providers map[string]Provider
+	// Fallback is LLM.Fallback: provider names in the order to try them, each a key of
+	// Providers. Nil when not configured.
+	Fallback []string
+}
+
+// Load reads the configuration: the defaults, then each JSON file in order (a later file
+// overrides an earlier one key by key; a list is replaced as a whole), then the process
+// environment (see [LoadWithEnv]). With no path, only the defaults and the environment count.
+//
+// A missing or unreadable file, invalid JSON, an unknown key, a value of the wrong type or out
+// of range, and a reference to an unknown policy or provider are all errors; Load reports all
+// of them at once in an *[Error] and then returns a nil *Config, never a partial one.
+func Load(paths ...string) (*Config, error) {
+	return LoadWithEnv(os.Environ(), paths...)
+}
+
+// LoadWithEnv is [Load] with the environment given as "NAME=value" strings (the format of
+// os.Environ), so a test or a caller controls it. A nil environ means no variables.
+//
+// Variables follow the .NET convention: "__" separates the levels, LLM__Resilience__RetryCount
+// sets LLM.Resilience.RetryCount, LLM__Providers__openai__BaseURL a provider's BaseURL,
+// LLM__Fallback__0 the first element of a list. List elements merge by index into the list
+// the files set at that same path (a list the files leave out starts empty there, rather than
+// copying an inherited one), and an index past the end must not leave a gap; a variable cannot
+// shorten a list. Names are matched to the known keys, and to the policy and provider names the
+// files declare, case-insensitively; a variable may also declare a new policy or provider.
+// Variables starting with LLM__ that match no setting are errors; others are ignored.
+func LoadWithEnv(environ []string, paths ...string) (*Config, error) {
+	l := newLoader()
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			l.unreadable(path, err)
+			continue
+		}
+		l.loadJSON(path, data)
+	}
+	l.loadEnv(environ)
+	return l.finish()
+}
+
+// Parse reads the configuration from JSON already in memory, over the defaults. It does not
+// read the environment (use [ParseWithEnv] for that), so its result depends on data alone.
+// Errors are as for [Load]; problems name the source "input".
+func Parse(data []byte) (*Config, error) {
+	return ParseWithEnv(data, nil)
+}
+
+// ParseWithEnv is [Parse] followed by the environment overrides of [LoadWithEnv].
+func ParseWithEnv(data []byte, environ []string) (*Config, error) {
+	l := newLoader()
+	l.loadJSON("input", data)
+	l.loadEnv(environ)
+	return l.finish()
+}
+
+// delim separates the levels of koanf keys. It is a control character because policy and
+// provider names (say "gpt-4.1") may contain dots, colons or underscores, and koanf splits keys
+// on its delimiter; checkName refuses names with control characters, so no name is ever split.
+const delim = "\x1f"
+
+// loader merges the sources in koanf: the defaults from a confmap, each file through rawbytes
+// and a schema-checking JSON parser, the environment through koanf's env provider with a
+// schema-aware key mapping.
+type loader struct {
+	k      *koanf.Koanf
+	ps     problems
+	names  names
+	broken bool // a source could not be read or decoded: skip the checks of the merged result
+}
+
+func newLoader() *loader {
+	l := &loader{k: koanf.New(delim)}
+	defaults := map[string]any{keyLLM: map[string]any{keyResilience: optionsTree(resilience.DefaultOptions())}}
+	l.mustLoad("defaults", confmap.Provider(defaults, ""), nil)
+	return l
+}
+
+// mustLoad loads into koanf. None of the providers and parsers used here can fail (the JSON
+// parser turns its errors into problems), so an error is a bug, reported rather than lost.
+func (l *loader) mustLoad(src string, p koanf.Provider, pa koanf.Parser) {
+	if err := l.k.Load(p, pa); err != nil {
+		l.ps.add(Problem{Source: src, Allowed: "internal error: " + err.Error(), Err: err})
+		l.broken = true
+	}
+}
+
+func (l *loader) unreadable(path string, err error) {
+	msg := "cannot read the file: " + err.Error()
+	if errors.Is(err, fs.ErrNotExist) {
+		msg = "file not found"
+	}
+	l.ps.add(Problem{Source: path, Allowed: msg, Err: err})
+	l.broken = true
+}
+
+func (l *loader) loadJSON(src string, data []byte) {
+	l.mustLoad(src, rawbytes.Provider(data), &jsonParser{src: src, ps: &l.ps, names: &l.names, broken: &l.broken})
+}
+
+func (l *loader) loadEnv(environ []string) {
+	r := newEnvReader(&l.ps, &l.names, l.k.Raw())
+	sorted := slices.Clone(environ)
+	slices.Sort(sorted) // so that problems, and the spelling of new names, do not depend on order
+	l.mustLoad("environment", env.Provider(delim, env.Opt{
+		TransformFunc: r.transform,
+		EnvironFunc:   func() []string { return sorted },
+	}), nil)
+	if lists := r.finishLists(); len(lists) > 0 {
+		l.mustLoad("environment", confmap.Provider(lists, delim), nil)
+	}
+}
+
+// finish checks the merged tree and builds the Config, or returns every problem found.
+func (l *loader) finish() (*Config, error) {
+	if l.broken {
+		return nil, l.ps.err()
+	}
+	llm, _ := l.k.Raw()[keyLLM].(map[string]any)
+	cfg := build(llm, &l.ps)
+	if err := l.ps.err(); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}

@@ -1,0 +1,340 @@
+package config
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// envPrefix starts every variable this package reads, in any case ("llm__" too).
+const envPrefix = "LLM__"
+
+// maxEnvIndex bounds list indexes in variable names, so a typo cannot ask for a huge list.
+const maxEnvIndex = 999
+
+// envReader maps environment variables written in the .NET convention
+// (LLM__Providers__openai__BaseURL, LLM__Fallback__0) to canonical koanf keys. It is the
+// TransformFunc of koanf's env provider. koanf's own mapping (replace "__" by the delimiter)
+// would give LLM.PROVIDERS… or keep the variable's spelling, a different key from the file's,
+// and the override would be silently lost; here every segment is matched against the schema
+// and the names already declared, case-insensitively.
+//
+// List elements cannot be merged by koanf one index at a time (it replaces whole values), so
+// they are collected here and merged with the list from the files by finishLists.
+type envReader struct {
+	ps    *problems
+	names *names
+	base  map[string]any    // the merged tree before the environment
+	seen  map[string]string // target key → the first variable that set it
+	lists map[string]*envList
+}
+
+// envList collects the elements of one list set from the environment.
+type envList struct {
+	path  []string // canonical path of the list
+	kind  kind
+	elems map[int]any
+	vars  map[int]string // index → variable, for messages
+}
+
+// envTarget is the setting a variable names.
+type envTarget struct {
+	path  []string // canonical, starting with LLM
+	kind  kind
+	index int // list element index, or -1
+}
+
+func newEnvReader(ps *problems, n *names, base map[string]any) *envReader {
+	return &envReader{ps: ps, names: n, base: base, seen: map[string]string{}, lists: map[string]*envList{}}
+}
+
+// transform returns the koanf key and normalized value for one variable, or "" to skip it.
+func (r *envReader) transform(name, value string) (string, any) {
+	if len(name) < len(envPrefix) || !strings.EqualFold(name[:len(envPrefix)], envPrefix) {
+		return "", nil // not ours
+	}
+	t, ok := r.target(name, strings.Split(name[len(envPrefix):], "__"))
+	if !ok {
+		return "", nil
+	}
+	key := strings.Join(t.path, delim)
+	id := key
+	if t.index >= 0 {
+		id += delim + strconv.Itoa(t.index)
+	}
+	if first, dup := r.seen[id]; dup {
+		if first != name { // the same variable listed twice: the first wins, as with os.Getenv
+			r.problem(name, t.display(), nil, fmt.Sprintf("also set by %s: names are case-insensitive", first))
+		}
+		return "", nil
+	}
+	r.seen[id] = name
+
+	k := t.kind
+	if t.index >= 0 {
+		k = k.elem()
+	}
+	v, ok := fromEnv(k, value)
+	switch {
+	case !ok:
+		r.problem(name, t.display(), value, k.allowed())
+		return "", nil
+	case t.path[len(t.path)-1] == keyAPIKeyEnv && !validEnvName(value):
+		r.problem(name, t.display(), nil, envNameAdvice)
+		return "", nil
+	case t.index >= 0:
+		l := r.lists[key]
+		if l == nil {
+			l = &envList{path: t.path, kind: t.kind, elems: map[int]any{}, vars: map[int]string{}}
+			r.lists[key] = l
+		}
+		l.elems[t.index], l.vars[t.index] = v, name
+		return "", nil
+	}
+	return key, v
+}
+
+func (r *envReader) problem(src, path string, value any, allowed string) {
+	r.ps.add(Problem{Source: src, Path: path, Value: value, Allowed: allowed})
+}
+
+// target walks the segments of a variable name through the schema.
+func (r *envReader) target(name string, segs []string) (envTarget, bool) {
+	w := envWalk{r: r, name: name, segs: segs, path: []string{keyLLM}}
+	sec, ok := w.match(0, llmKeys)
+	if !ok {
+		return envTarget{}, false
+	}
+	switch sec {
+	case keyResilience:
+		return w.option(1)
+	case keyFallback:
+		return w.list(1, kindStringList)
+	case keyPolicies:
+		if !w.declared(1, &r.names.policies) {
+			return envTarget{}, false
+		}
+		return w.option(2)
+	}
+	if !w.declared(1, &r.names.providers) || !w.more(2, "a provider", "Type") {
+		return envTarget{}, false
+	}
+	if isSecretKey(segs[2]) {
+		w.fail(2, secretAdvice)
+		return envTarget{}, false
+	}
+	field, ok := w.match(2, providerKeys)
+	switch {
+	case !ok:
+		return envTarget{}, false
+	case field == keyResilience:
+		return w.option(3)
+	case len(segs) > 3:
+		w.fail(3, "unknown key: "+field+" has no fields")
+		return envTarget{}, false
+	}
+	return envTarget{path: w.path, kind: kindString, index: -1}, true
+}
+
+// envWalk is the state of target's walk: the canonical path so far.
+type envWalk struct {
+	r    *envReader
+	name string
+	segs []string
+	path []string
+}
+
+// fail reports a problem at segment i.
+func (w *envWalk) fail(i int, allowed string) {
+	path := displayPath(w.path, -1)
+	if i < len(w.segs) {
+		path = joinPath(path, w.segs[i])
+	}
+	w.r.problem(w.name, path, nil, allowed)
+}
+
+// more reports whether segment i exists; what names the object that ends the variable.
+func (w *envWalk) more(i int, what, example string) bool {
+	if i < len(w.segs) {
+		return true
+	}
+	w.r.problem(w.name, displayPath(w.path, -1), nil, fmt.Sprintf(
+		"names %s, not a setting: set one of its fields, such as %s__%s", what, w.name, example))
+	return false
+}
+
+// match matches segment i against known keys, suggesting a corrected variable name if it fails.
+func (w *envWalk) match(i int, known []string) (string, bool) {
+	if !w.more(i, "an object", known[0]) {
+		return "", false
+	}
+	c, ok := canonical(w.segs[i], known)
+	if ok {
+		w.path = append(w.path, c)
+		return c, true
+	}
+	fix := suggest(w.segs[i], known)
+	if fix == "" {
+		if f, ok := lookupOption(w.segs[i]); ok && slices.Contains(known, keyResilience) {
+			fix = keyResilience + "__" + f.name
+		}
+	}
+	msg := "unknown key"
+	if fix != "" {
+		fixed := slices.Clone(w.segs)
+		fixed[i] = fix
+		msg += "; did you mean " + envPrefix + strings.Join(fixed, "__") + "?"
+	}
+	w.fail(i, msg)
+	return "", false
+}
+
+// declared resolves a policy or provider name at segment i against the names already declared.
+func (w *envWalk) declared(i int, known *[]string) bool {
+	if !w.more(i, "a map of names", "<name>") {
+		return false
+	}
+	if msg := checkName(w.segs[i]); msg != "" {
+		w.fail(i, msg)
+		return false
+	}
+	w.path = append(w.path, resolve(known, w.segs[i]))
+	return true
+}
+
+// option resolves a resilience field at segment i.
+func (w *envWalk) option(i int) (envTarget, bool) {
+	if !w.more(i, "a resilience object", optionNames[0]) {
+		return envTarget{}, false
+	}
+	field, ok := w.match(i, optionNames)
+	if !ok {
+		return envTarget{}, false
+	}
+	f, _ := lookupOption(field)
+	if f.kind.isList() {
+		return w.list(i+1, f.kind)
+	}
+	if len(w.segs) > i+1 {
+		w.fail(i+1, "unknown key: "+field+" has no fields")
+		return envTarget{}, false
+	}
+	return envTarget{path: w.path, kind: f.kind, index: -1}, true
+}
+
+// list resolves the index of a list element at segment i.
+func (w *envWalk) list(i int, k kind) (envTarget, bool) {
+	if i >= len(w.segs) {
+		w.r.problem(w.name, displayPath(w.path, -1), nil, fmt.Sprintf(
+			"is a list: set its elements by index, as %s__0, %s__1, …", w.name, w.name))
+		return envTarget{}, false
+	}
+	idx, err := strconv.Atoi(w.segs[i])
+	if err != nil || idx < 0 || idx > maxEnvIndex || strconv.Itoa(idx) != w.segs[i] {
+		w.fail(i, fmt.Sprintf("must be a list index between 0 and %d", maxEnvIndex))
+		return envTarget{}, false
+	}
+	if len(w.segs) > i+1 {
+		w.r.problem(w.name, joinPath(displayPath(w.path, idx), w.segs[i+1]), nil,
+			"unknown key: a list element has no fields")
+		return envTarget{}, false
+	}
+	return envTarget{path: w.path, kind: k, index: idx}, true
+}
+
+func (t envTarget) display() string { return displayPath(t.path, t.index) }
+
+// displayPath renders a canonical path as a JSON path, with an element index when index ≥ 0.
+func displayPath(path []string, index int) string {
+	s := ""
+	for _, p := range path {
+		s = joinPath(s, p)
+	}
+	if index >= 0 {
+		s += fmt.Sprintf("[%d]", index)
+	}
+	return s
+}
+
+// finishLists merges the collected list elements into the lists of the files, element by
+// element as .NET does, and returns them as koanf keys. An index past the end of the list must
+// not leave a gap: the values in between would be undefined.
+func (r *envReader) finishLists() map[string]any {
+	out := map[string]any{}
+	keys := make([]string, 0, len(r.lists))
+	for k := range r.lists {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
+		l := r.lists[key]
+		var base []any
+		switch b := lookup(r.base, l.path).(type) {
+		case []int:
+			for _, v := range b {
+				base = append(base, v)
+			}
+		case []string:
+			for _, v := range b {
+				base = append(base, v)
+			}
+		}
+		top := len(base) - 1
+		for i := range l.elems {
+			top = max(top, i)
+		}
+		merged := make([]any, top+1)
+		copy(merged, base)
+		gap := false
+		for i := len(base); i <= top && !gap; i++ {
+			if _, ok := l.elems[i]; !ok {
+				next := i + 1
+				for l.elems[next] == nil {
+					next++
+				}
+				r.problem(l.vars[next], displayPath(l.path, next), nil, fmt.Sprintf(
+					"leaves %s unset: the list has %d elements before the environment, so its "+
+						"indexes must continue from %d without gaps", displayPath(l.path, i), len(base), len(base)))
+				gap = true
+			}
+		}
+		if gap {
+			continue
+		}
+		for i, v := range l.elems {
+			merged[i] = v
+		}
+		out[key] = typedList(l.kind, merged)
+	}
+	return out
+}
+
+// typedList converts normalized elements to the list type of kind k.
+func typedList(k kind, elems []any) any {
+	if k == kindIntList {
+		ints := make([]int, len(elems))
+		for i, v := range elems {
+			ints[i], _ = v.(int)
+		}
+		return ints
+	}
+	strs := make([]string, len(elems))
+	for i, v := range elems {
+		strs[i], _ = v.(string)
+	}
+	return strs
+}
+
+// lookup returns the value at a canonical path of a tree, or nil.
+func lookup(tree map[string]any, path []string) any {
+	var cur any = tree
+	for _, p := range path {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil
+		}
+		cur = m[p]
+	}
+	return cur
+}

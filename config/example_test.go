@@ -1,0 +1,53 @@
+package config_test
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/steadyllm/steady/config"
+)
+
+// Load reads the files, then the environment. LoadWithEnv takes the environment explicitly;
+// Load(paths...) is LoadWithEnv(os.Environ(), paths...).
+func ExampleLoad() {
+	cfg, err := config.LoadWithEnv([]string{
+		"LLM__Resilience__RetryCount=5",
+		"LLM__Providers__openai__Model=gpt-4.1-mini",
+	}, "../examples/config/appsettings.json")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("retries:", cfg.Resilience.RetryCount)
+	for _, name := range cfg.Fallback {
+		p := cfg.Providers[name]
+		o := p.EffectiveResilience()
+		fmt.Printf("%s: %s %s, policy %q, %d retries, timeout %gs\n",
+			name, p.Type, p.Model, p.Policy, o.RetryCount, o.TimeoutSeconds)
+	}
+	// Output:
+	// retries: 5
+	// openai: openai gpt-4.1-mini, policy "interactive", 1 retries, timeout 15s
+	// azure: azure gpt-4o-deployment, policy "interactive", 1 retries, timeout 20s
+	// anthropic: anthropic claude-sonnet-4-5, policy "batch", 6 retries, timeout 600s
+	// local: openai-compatible llama3.2, policy "", 0 retries, timeout 30s
+}
+
+func ExampleParse() {
+	_, err := config.Parse([]byte(`{
+  "LLM": {
+    "Resilience": { "RetryCont": 5, "TimeoutSeconds": "2m" },
+    "Providers": { "openai": { "Type": "openai", "ApiKey": "sk-…" } }
+  }
+}`))
+	var cerr *config.Error
+	if errors.As(err, &cerr) {
+		for _, p := range cerr.Problems {
+			fmt.Println(p.Path+":", p.Allowed)
+		}
+	}
+	// Output:
+	// LLM.Providers.openai.ApiKey: an API key must not be written into the configuration: put it in an environment variable and name that variable in APIKeyEnv
+	// LLM.Resilience.RetryCont: unknown key; did you mean RetryCount?
+	// LLM.Providers.openai.APIKeyEnv: is required for Type "openai": the name of the environment variable that holds the API key
+}

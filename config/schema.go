@@ -1,0 +1,289 @@
+package config
+
+import (
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/steadyllm/steady/resilience"
+)
+
+// The schema: which keys exist under LLM, and what each leaf accepts. Leaf values are
+// normalized per source (file or environment) to one Go type per kind before they reach koanf,
+// so the merged tree decodes without surprises.
+
+// Canonical key names.
+const (
+	keyLLM        = "LLM"
+	keyResilience = "Resilience"
+	keyPolicies   = "Policies"
+	keyProviders  = "Providers"
+	keyFallback   = "Fallback"
+
+	keyType       = "Type"
+	keyBaseURL    = "BaseURL"
+	keyAPIKeyEnv  = "APIKeyEnv"
+	keyModel      = "Model"
+	keyAPIVersion = "APIVersion"
+	keyPolicy     = "Policy"
+)
+
+var (
+	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback}
+	providerKeys = []string{keyType, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience}
+)
+
+// kind is what a leaf accepts. Normalized values: kindString → string, kindBool → bool,
+// kindInt → int, kindNumber and kindSeconds → float64, kindIntList → []int,
+// kindStringList → []string.
+type kind int
+
+const (
+	kindString kind = iota
+	kindBool
+	kindInt
+	kindNumber
+	kindSeconds // a number of seconds, or a Go duration string such as "750ms"
+	kindIntList
+	kindStringList
+)
+
+// allowed describes the values a kind accepts, for messages.
+func (k kind) allowed() string {
+	switch k {
+	case kindBool:
+		return "must be true or false"
+	case kindInt:
+		return "must be a whole number"
+	case kindNumber:
+		return "must be a number"
+	case kindSeconds:
+		return `must be a number of seconds (0.75) or a Go duration string ("750ms")`
+	case kindIntList:
+		return "must be a list of whole numbers"
+	case kindStringList:
+		return "must be a list of strings"
+	}
+	return "must be a string"
+}
+
+// elem is the kind of one element of a list kind.
+func (k kind) elem() kind {
+	if k == kindIntList {
+		return kindInt
+	}
+	return kindString
+}
+
+func (k kind) isList() bool { return k == kindIntList || k == kindStringList }
+
+// optionField is one field of resilience.Options.
+type optionField struct {
+	name  string // the JSON key
+	index int    // the struct field index
+	kind  kind
+}
+
+// optionFields lists the fields of resilience.Options in declaration order. It is derived from
+// the struct so that a field added there is configurable here without a change. It is never
+// modified after package initialization.
+var optionFields, optionNames = describeOptions()
+
+func describeOptions() ([]optionField, []string) {
+	t := reflect.TypeFor[resilience.Options]()
+	var fields []optionField
+	var names []string
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		var k kind
+		switch f.Type.Kind() {
+		case reflect.String:
+			k = kindString
+		case reflect.Bool:
+			k = kindBool
+		case reflect.Int, reflect.Int64, reflect.Int32:
+			k = kindInt
+		case reflect.Float64:
+			k = kindNumber
+			if strings.HasSuffix(name, "Seconds") {
+				k = kindSeconds
+			}
+		case reflect.Slice:
+			if f.Type.Elem().Kind() != reflect.Int {
+				continue // not configurable; TestOptionFields_CoverEveryField catches it
+			}
+			k = kindIntList
+		default:
+			continue
+		}
+		fields = append(fields, optionField{name: name, index: i, kind: k})
+		names = append(names, name)
+	}
+	return fields, names
+}
+
+// optionField returns the field whose JSON name matches key case-insensitively.
+func lookupOption(key string) (optionField, bool) {
+	for _, f := range optionFields {
+		if strings.EqualFold(f.name, key) {
+			return f, true
+		}
+	}
+	return optionField{}, false
+}
+
+// canonical returns the name in names that matches key case-insensitively.
+func canonical(key string, names []string) (string, bool) {
+	for _, n := range names {
+		if strings.EqualFold(n, key) {
+			return n, true
+		}
+	}
+	return "", false
+}
+
+// isSecretKey reports whether a key under a provider looks like an API key or other credential
+// written literally into the configuration ("APIKey", "api_key", "Key", "token", …).
+func isSecretKey(key string) bool {
+	k := strings.ToLower(strings.NewReplacer("_", "", "-", "", ".", "", " ", "").Replace(key))
+	switch k {
+	case "apikey", "key", "secret", "secretkey", "token", "accesstoken", "authtoken", "bearertoken",
+		"password", "authorization", "credentials", "azureapikey", "openaiapikey", "anthropicapikey":
+		return true
+	}
+	return false
+}
+
+// fromJSON converts a decoded JSON value to the normalized value of kind k. ok is false when
+// the value has the wrong type; the caller reports it.
+func fromJSON(k kind, v any) (any, bool) {
+	switch k {
+	case kindString:
+		s, ok := v.(string)
+		return s, ok
+	case kindBool:
+		b, ok := v.(bool)
+		return b, ok
+	case kindInt:
+		f, ok := v.(float64)
+		if !ok {
+			return nil, false
+		}
+		return wholeNumber(f)
+	case kindNumber:
+		f, ok := v.(float64)
+		return f, ok
+	case kindSeconds:
+		switch v := v.(type) {
+		case float64:
+			return v, true
+		case string:
+			d, err := time.ParseDuration(strings.TrimSpace(v))
+			if err != nil {
+				return nil, false
+			}
+			return d.Seconds(), true
+		}
+		return nil, false
+	}
+	return nil, false // lists are handled element by element
+}
+
+// fromEnv converts an environment variable's text to the normalized value of kind k.
+func fromEnv(k kind, s string) (any, bool) {
+	t := strings.TrimSpace(s)
+	switch k {
+	case kindString:
+		return s, true
+	case kindBool:
+		b, err := strconv.ParseBool(t)
+		return b, err == nil
+	case kindInt:
+		n, err := strconv.ParseInt(t, 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		return wholeNumber(float64(n))
+	case kindNumber:
+		f, err := strconv.ParseFloat(t, 64)
+		return f, err == nil
+	case kindSeconds:
+		if f, err := strconv.ParseFloat(t, 64); err == nil {
+			return f, true
+		}
+		d, err := time.ParseDuration(t)
+		if err != nil {
+			return nil, false
+		}
+		return d.Seconds(), true
+	}
+	return nil, false
+}
+
+// maxWhole bounds whole numbers: every int field's allowed range is far inside it, and a
+// float64 holds every integer up to it exactly.
+const maxWhole = 1 << 53
+
+func wholeNumber(f float64) (any, bool) {
+	if f != math.Trunc(f) || math.Abs(f) > maxWhole {
+		return nil, false
+	}
+	return int(f), true
+}
+
+// setOption sets field f of o from a normalized value. Lists are copied, so o never shares
+// memory with the tree it came from.
+func setOption(o *resilience.Options, f optionField, v any) {
+	fv := reflect.ValueOf(o).Elem().Field(f.index)
+	switch v := v.(type) {
+	case int:
+		fv.SetInt(int64(v))
+	case float64:
+		fv.SetFloat(v)
+	case string:
+		fv.SetString(v)
+	case bool:
+		fv.SetBool(v)
+	case []int:
+		fv.Set(reflect.ValueOf(append([]int{}, v...)))
+	}
+}
+
+// optionsTree renders o as a normalized tree, for loading the defaults into koanf.
+func optionsTree(o resilience.Options) map[string]any {
+	tree := make(map[string]any, len(optionFields))
+	rv := reflect.ValueOf(o)
+	for _, f := range optionFields {
+		fv := rv.Field(f.index)
+		switch f.kind {
+		case kindString:
+			tree[f.name] = fv.String()
+		case kindBool:
+			tree[f.name] = fv.Bool()
+		case kindInt:
+			tree[f.name] = int(fv.Int())
+		case kindNumber, kindSeconds:
+			tree[f.name] = fv.Float()
+		case kindIntList:
+			tree[f.name] = append([]int{}, fv.Interface().([]int)...)
+		}
+	}
+	return tree
+}
+
+// cloneOptions returns a copy of o that shares no memory with it.
+func cloneOptions(o resilience.Options) resilience.Options {
+	if o.RetryableStatusCodes != nil {
+		o.RetryableStatusCodes = append([]int{}, o.RetryableStatusCodes...)
+	}
+	return o
+}

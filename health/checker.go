@@ -1,0 +1,234 @@
+package health
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/steadyllm/steady/resilience"
+)
+
+// CircuitSource is anything whose circuit state can be read: a *resilience.Pipeline, or
+// each provider of a client. CircuitState must be cheap, must not block and must be safe
+// for concurrent use, since every health request calls it.
+//
+// A source that also has a method CircuitInfo() resilience.CircuitInfo (as
+// *resilience.Pipeline does) is read through that method instead, in one consistent
+// snapshot, and its time until the next probe is reported while it is open.
+type CircuitSource interface {
+	CircuitState() resilience.CircuitState
+}
+
+// circuitInfoSource is the optional richer form of a CircuitSource.
+type circuitInfoSource interface {
+	CircuitInfo() resilience.CircuitInfo
+}
+
+// CircuitSet is implemented by anything that owns several named circuits, typically the
+// steady client with one pipeline per provider. It is declared here, and uses only
+// resilience types, so that the owner satisfies it without importing health; hand it to
+// [Checker.AddSet].
+type CircuitSet interface {
+	// Circuits returns the circuits by name, usually the provider name ("openai"). The
+	// checker reads the map once, when the set is added.
+	Circuits() map[string]*resilience.Pipeline
+}
+
+// Option configures a Checker.
+type Option func(*Checker)
+
+// WithFallback tells the checker that its sources form one fallback chain: a call goes to
+// the next provider when one is down, so the application still works while any of them
+// passes. The overall status is then fail only when every source fails, and warn when
+// some fail while another passes. Without this option the worst source decides. To watch
+// two independent chains, use one Checker per chain.
+func WithFallback() Option { return func(c *Checker) { c.fallback = true } }
+
+// WithNow replaces the clock that stamps the "time" field of each check, so tests get a
+// fixed output. A nil function keeps time.Now. It does not affect the time until the next
+// probe, which the source itself computes.
+func WithNow(now func() time.Time) Option {
+	return func(c *Checker) {
+		if now != nil {
+			c.now = now
+		}
+	}
+}
+
+// Checker reports the health of named circuit sources: closed is pass, half-open is warn,
+// open and isolated are fail, and the overall status is the worst of them (see
+// [WithFallback] for chains). It reads each source's state at the moment it is asked, so
+// it does no I/O, starts no goroutine and sees an open circuit turn half-open without any
+// traffic.
+//
+// Serve it with [Checker.Handler] on a readiness endpoint, or plug [Checker.Check] into
+// another health library. The zero value is not usable; call [NewChecker]. A Checker is
+// safe for concurrent use, including adding sources while it is being served.
+type Checker struct {
+	now      func() time.Time
+	fallback bool
+
+	mu      sync.RWMutex
+	sources map[string]CircuitSource
+}
+
+// NewChecker returns a checker with no sources. With no sources it reports pass.
+func NewChecker(opts ...Option) *Checker {
+	c := &Checker{now: time.Now, sources: make(map[string]CircuitSource)}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
+}
+
+// Add registers src under name, which appears in the output as the check "name:circuit".
+// Use the provider's name ("openai"), never anything that carries a secret. Adding a name
+// again replaces its source. Add panics when name is empty or src is nil (including a nil
+// *resilience.Pipeline), as these are programming errors.
+func (c *Checker) Add(name string, src CircuitSource) {
+	if name == "" {
+		panic("health: Add with an empty name")
+	}
+	if src == nil {
+		panic(fmt.Sprintf("health: Add(%q) with a nil source", name))
+	}
+	if p, ok := src.(*resilience.Pipeline); ok && p == nil {
+		panic(fmt.Sprintf("health: Add(%q) with a nil *resilience.Pipeline", name))
+	}
+	c.mu.Lock()
+	c.sources[name] = src
+	c.mu.Unlock()
+}
+
+// AddAll registers every pipeline of sources under its map key, as Add does.
+func (c *Checker) AddAll(sources map[string]*resilience.Pipeline) {
+	for name, p := range sources {
+		c.Add(name, p)
+	}
+}
+
+// AddSet registers every circuit of set, as AddAll does. The set is read once: circuits
+// that set gains later are not seen until AddSet is called again.
+func (c *Checker) AddSet(set CircuitSet) {
+	c.AddAll(set.Circuits())
+}
+
+// CheckResult is one source's state at the time of a check.
+type CheckResult struct {
+	// Name is the name the source was added under.
+	Name string
+	// State is the circuit state read from the source.
+	State resilience.CircuitState
+	// Status is StatusOf(State).
+	Status Status
+	// NextProbeIn is the time until an open circuit lets a probe through. It is meaningful
+	// only when HasNextProbe is true.
+	NextProbeIn time.Duration
+	// HasNextProbe is true when the circuit is open and the source reports the time until
+	// the next probe (it has a CircuitInfo method). Half-open circuits are probing already;
+	// isolated ones wait for a manual reset.
+	HasNextProbe bool
+}
+
+// Report is the outcome of one check of every source. Its JSON form is the
+// application/health+json document that [Checker.Handler] serves.
+type Report struct {
+	// Status is the overall status.
+	Status Status
+	// Time is when the sources were read.
+	Time time.Time
+	// Checks holds one result per source, sorted by name.
+	Checks []CheckResult
+}
+
+// Report reads every source now and aggregates their statuses.
+func (c *Checker) Report() Report {
+	c.mu.RLock()
+	results := make([]CheckResult, 0, len(c.sources))
+	srcs := make([]CircuitSource, 0, len(c.sources))
+	for name, src := range c.sources {
+		results = append(results, CheckResult{Name: name})
+		srcs = append(srcs, src)
+	}
+	c.mu.RUnlock()
+
+	// Sources are read outside the lock: reading a pipeline may run its event observer.
+	for i, src := range srcs {
+		r := &results[i]
+		if is, ok := src.(circuitInfoSource); ok {
+			info := is.CircuitInfo()
+			r.State = info.State
+			if info.State == resilience.CircuitOpen {
+				r.NextProbeIn, r.HasNextProbe = max(info.NextProbeIn, 0), true
+			}
+		} else {
+			r.State = src.CircuitState()
+		}
+		r.Status = StatusOf(r.State)
+	}
+	slices.SortFunc(results, func(a, b CheckResult) int { return strings.Compare(a.Name, b.Name) })
+	return Report{Status: aggregate(results, c.fallback), Time: c.now(), Checks: results}
+}
+
+// Check reports whether the application is ready to serve LLM calls, in the form most Go
+// health libraries accept (func(context.Context) error). It returns ctx.Err() when ctx is
+// already done, nil when the overall status is pass or warn, and an *UnhealthyError
+// (matching ErrUnhealthy) listing the failing sources when it is fail. It never blocks.
+func (c *Checker) Check(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	r := c.Report()
+	if r.Status != StatusFail {
+		return nil
+	}
+	e := &UnhealthyError{}
+	for _, cr := range r.Checks {
+		if cr.Status == StatusFail {
+			e.Failing = append(e.Failing, cr)
+		}
+	}
+	return e
+}
+
+// ErrUnhealthy is matched, with errors.Is, by every error Check returns for a failing
+// status.
+var ErrUnhealthy = errors.New("health: unhealthy")
+
+// UnhealthyError is the error Check returns when the overall status is fail. It names the
+// failing sources and their states only: no URLs, headers or keys.
+type UnhealthyError struct {
+	// Failing holds the results whose status is fail, sorted by name.
+	Failing []CheckResult
+}
+
+// Error lists the failing sources, e.g.
+// "health: unhealthy: azure circuit isolated, openai circuit open (next probe in 12.5s)".
+func (e *UnhealthyError) Error() string {
+	var b strings.Builder
+	b.WriteString(ErrUnhealthy.Error())
+	for i, r := range e.Failing {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%s circuit %s", r.Name, r.State)
+		if r.HasNextProbe {
+			fmt.Fprintf(&b, " (next probe in %s)", formatProbe(r.NextProbeIn))
+		}
+	}
+	return b.String()
+}
+
+// Unwrap returns ErrUnhealthy.
+func (e *UnhealthyError) Unwrap() error { return ErrUnhealthy }
+
+// formatProbe renders a wait as a Go duration string rounded to the millisecond ("12.5s").
+func formatProbe(d time.Duration) string {
+	return d.Round(time.Millisecond).String()
+}

@@ -1,0 +1,132 @@
+package health
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// ContentType is the media type of the health document, from the IETF health-check draft.
+const ContentType = "application/health+json"
+
+// ComponentType is the "componentType" of every check: each provider is a component the
+// application depends on.
+const ComponentType = "component"
+
+// document is the JSON shape of the IETF health-check draft, restricted to what a circuit
+// can tell: no version, links or output text, so nothing secret can leak.
+type document struct {
+	Status Status             `json:"status"`
+	Checks map[string][]check `json:"checks"`
+}
+
+type check struct {
+	ComponentType string `json:"componentType"`
+	ObservedValue string `json:"observedValue"`
+	Status        Status `json:"status"`
+	Time          string `json:"time"`
+	NextProbeIn   string `json:"nextProbeIn,omitempty"`
+}
+
+// MarshalJSON encodes the report as an application/health+json document:
+//
+//	{
+//	  "status": "fail",
+//	  "checks": {
+//	    "openai:circuit": [{
+//	      "componentType": "component",
+//	      "observedValue": "open",
+//	      "status": "fail",
+//	      "time": "2025-06-01T12:00:00Z",
+//	      "nextProbeIn": "12.5s"
+//	    }]
+//	  }
+//	}
+//
+// Each source is the check "<name>:circuit", holding one object. observedValue is the
+// circuit state (closed, half-open, open or isolated), status its own pass/warn/fail, and
+// time the moment of the reading in UTC, RFC 3339. nextProbeIn, an extension to the draft,
+// is present only while the circuit is open and the source knows it: the time until the
+// next probe as a Go duration string rounded to the millisecond. "checks" is an empty
+// object when there are no sources.
+func (r Report) MarshalJSON() ([]byte, error) {
+	doc := document{Status: r.Status, Checks: make(map[string][]check, len(r.Checks))}
+	stamp := r.Time.UTC().Format(time.RFC3339)
+	for _, cr := range r.Checks {
+		ck := check{
+			ComponentType: ComponentType,
+			ObservedValue: cr.State.String(),
+			Status:        cr.Status,
+			Time:          stamp,
+		}
+		if cr.HasNextProbe {
+			ck.NextProbeIn = formatProbe(cr.NextProbeIn)
+		}
+		doc.Checks[cr.Name+":circuit"] = []check{ck}
+	}
+	return json.Marshal(doc)
+}
+
+// Handler returns the readiness handler: it reads every source on each request and
+// answers with the report as application/health+json, 200 for pass and warn, 503 for
+// fail. GET gets the document, HEAD the same status and headers without a body; any other
+// method gets 405 with "Allow: GET, HEAD". Responses carry Cache-Control: no-store, since
+// a cached "pass" would hide an outage.
+//
+// Mount it on the readiness probe only, never on liveness: a provider outage should take
+// the instance out of the load balancer, not get it restarted. See [LivenessHandler].
+func (c *Checker) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !allowMethod(w, r) {
+			return
+		}
+		rep := c.Report()
+		body, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil { // cannot happen: the document holds only strings
+			http.Error(w, "health: cannot encode report", http.StatusInternalServerError)
+			return
+		}
+		writeDocument(w, r, rep.Status.HTTPStatus(), append(body, '\n'))
+	})
+}
+
+// livenessBody is the whole answer of the liveness handler.
+var livenessBody = []byte(`{"status":"pass"}` + "\n")
+
+// LivenessHandler returns a liveness handler that answers every GET and HEAD with 200 and
+// {"status":"pass"} as application/health+json. It never looks at any provider: if the
+// process can serve this request it is alive, and restarting it would not bring an LLM
+// provider back. Other methods get 405, as with [Checker.Handler].
+func LivenessHandler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if allowMethod(w, r) {
+			writeDocument(w, r, http.StatusOK, livenessBody)
+		}
+	})
+}
+
+// allowMethod answers 405 to anything but GET and HEAD and reports whether to go on.
+func allowMethod(w http.ResponseWriter, r *http.Request) bool {
+	if r.Method == http.MethodGet || r.Method == http.MethodHead {
+		return true
+	}
+	h := w.Header()
+	h.Set("Allow", "GET, HEAD")
+	h.Set("Cache-Control", "no-store")
+	http.Error(w, http.StatusText(http.StatusMethodNotAllowed), http.StatusMethodNotAllowed)
+	return false
+}
+
+// writeDocument sends body with the health headers; for HEAD it sends the headers only.
+func writeDocument(w http.ResponseWriter, r *http.Request, code int, body []byte) {
+	h := w.Header()
+	h.Set("Content-Type", ContentType)
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(code)
+	if r.Method != http.MethodHead {
+		_, _ = w.Write(body) // the client went away: nothing left to tell it
+	}
+}

@@ -1,0 +1,232 @@
+package resilience
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// Outcomes reported to gobreaker. The breaker sees logical calls (it sits outside retry),
+// and classifies each as a success, a failure (5xx, network error, our own timeout, a
+// failure reported inside a stream) or neither (the caller's cancellation or deadline).
+var (
+	errCallFailed   = errors.New("resilience: call failed")
+	errCallExcluded = errors.New("resilience: call abandoned by caller")
+)
+
+// breaker wraps gobreaker's two-step breaker. Isolation is our own flag, and Reset swaps in
+// a fresh gobreaker, since gobreaker has neither. State changes, which gobreaker reports
+// while holding its lock, are queued and emitted after the lock is released.
+type breaker struct {
+	cb       atomic.Pointer[gobreaker.TwoStepCircuitBreaker[struct{}]]
+	isolated atomic.Bool
+	openedAt atomic.Int64 // wall-clock UnixNano of the last transition to open
+	duration time.Duration
+
+	mu      sync.Mutex
+	pending []Event
+	npend   atomic.Int32
+}
+
+func (b *breaker) init(p *Pipeline) {
+	b.duration = seconds(p.opts.CircuitBreakerDurationSeconds)
+	b.cb.Store(b.newBreaker(p))
+}
+
+func (b *breaker) newBreaker(p *Pipeline) *gobreaker.TwoStepCircuitBreaker[struct{}] {
+	o := p.opts
+	threshold := uint32(o.CircuitBreakerThreshold)
+	st := gobreaker.Settings{
+		Name:        p.name,
+		MaxRequests: uint32(o.CircuitBreakerHalfOpenMaxRequests),
+		Timeout:     b.duration,
+		IsExcluded:  func(err error) bool { return err == errCallExcluded },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			if to == gobreaker.StateOpen {
+				b.openedAt.Store(time.Now().UnixNano())
+			}
+			b.mu.Lock()
+			b.pending = append(b.pending, Event{Kind: EventBreakerStateChanged, From: fromGobreaker(from), To: fromGobreaker(to)})
+			b.mu.Unlock()
+			b.npend.Add(1)
+		},
+	}
+	if ratio := o.CircuitBreakerFailureRatio; ratio > 0 {
+		// Ratio mode needs a sliding window: ten buckets over the sampling period.
+		st.Interval = seconds(o.CircuitBreakerSamplingSeconds)
+		st.BucketPeriod = st.Interval / 10
+		minCalls := uint32(o.CircuitBreakerMinThroughput)
+		st.ReadyToTrip = func(c gobreaker.Counts) bool {
+			if c.ConsecutiveFailures >= threshold {
+				return true
+			}
+			valid := c.Requests - c.TotalExclusions
+			return valid >= minCalls && float64(c.TotalFailures) >= ratio*float64(valid)
+		}
+	} else {
+		// gobreaker's default trips on threshold+1; ours trips on the threshold-th failure.
+		st.ReadyToTrip = func(c gobreaker.Counts) bool { return c.ConsecutiveFailures >= threshold }
+	}
+	return gobreaker.NewTwoStepCircuitBreaker[struct{}](st)
+}
+
+// flush emits the state changes gobreaker queued, outside its lock.
+func (b *breaker) flush(p *Pipeline) {
+	if b.npend.Load() == 0 {
+		return
+	}
+	b.mu.Lock()
+	events := b.pending
+	b.pending = nil
+	b.npend.Store(0)
+	b.mu.Unlock()
+	for _, e := range events {
+		p.emit(e)
+	}
+}
+
+func (b *breaker) state(p *Pipeline) CircuitState {
+	if b.isolated.Load() {
+		return CircuitIsolated
+	}
+	s := fromGobreaker(b.cb.Load().State())
+	b.flush(p)
+	return s
+}
+
+func (b *breaker) info(p *Pipeline) CircuitInfo {
+	cb := b.cb.Load()
+	info := CircuitInfo{State: b.state(p), ConsecutiveFailures: int(cb.Counts().ConsecutiveFailures)}
+	if info.State == CircuitOpen {
+		info.NextProbeIn = b.nextProbeIn()
+	}
+	return info
+}
+
+func (b *breaker) nextProbeIn() time.Duration {
+	d := time.Until(time.Unix(0, b.openedAt.Load()).Add(b.duration))
+	if d < 0 {
+		return 0
+	}
+	return d
+}
+
+func (b *breaker) isolate(p *Pipeline) {
+	if b.isolated.Swap(true) {
+		return
+	}
+	from := fromGobreaker(b.cb.Load().State())
+	b.flush(p)
+	p.emit(Event{Kind: EventBreakerStateChanged, From: from, To: CircuitIsolated})
+}
+
+func (b *breaker) reset(p *Pipeline) {
+	from := b.state(p)
+	b.cb.Store(b.newBreaker(p))
+	b.isolated.Store(false)
+	if from != CircuitClosed {
+		p.emit(Event{Kind: EventBreakerStateChanged, From: from, To: CircuitClosed})
+	}
+}
+
+// outcome classifies how a call ended for gobreaker.
+func outcome(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if ctx.Err() != nil {
+		if _, ours := context.Cause(ctx).(*TimeoutError); !ours {
+			return errCallExcluded
+		}
+	}
+	return errCallFailed
+}
+
+func fromGobreaker(s gobreaker.State) CircuitState {
+	switch s {
+	case gobreaker.StateOpen:
+		return CircuitOpen
+	case gobreaker.StateHalfOpen:
+		return CircuitHalfOpen
+	}
+	return CircuitClosed
+}
+
+// breakerTransport asks the breaker before each logical call and reports its outcome. A 5xx
+// (including 529) is a failure known at once; any other response is judged when its body
+// ends, so a stream that breaks halfway, or that the caller marks with ReportStreamFailure,
+// counts as a failure. The report is guaranteed (EOF, read error or Close), so a half-open
+// probe can never leave the breaker stuck.
+type breakerTransport struct {
+	p    *Pipeline
+	next http.RoundTripper
+}
+
+func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p, b := t.p, &t.p.breaker
+	if b.isolated.Load() {
+		return nil, t.reject(req, CircuitIsolated, 0)
+	}
+	done, err := b.cb.Load().Allow()
+	b.flush(p)
+	if err != nil {
+		if errors.Is(err, gobreaker.ErrTooManyRequests) {
+			return nil, t.reject(req, CircuitHalfOpen, 0)
+		}
+		return nil, t.reject(req, CircuitOpen, b.nextProbeIn())
+	}
+	ctx := req.Context()
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		done(outcome(ctx, err))
+		b.flush(p)
+		return nil, err
+	}
+	if resp.StatusCode >= 500 {
+		done(errCallFailed)
+		b.flush(p)
+		return resp, nil
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	c := &breakerCall{ctx: ctx, done: done, p: p}
+	c.rc, c.f = resp.Body, c
+	resp.Body = c
+	return resp, nil
+}
+
+func (t *breakerTransport) reject(req *http.Request, s CircuitState, retryAfter time.Duration) error {
+	closeRequestBody(req)
+	t.p.emit(Event{Kind: EventBreakerRejected, To: s, Delay: retryAfter})
+	return &CircuitOpenError{Pipeline: t.p.name, State: s, RetryAfter: retryAfter}
+}
+
+// breakerCall reports the call's outcome to the breaker when the response body ends. It is
+// its own body wrapper's finisher, so one allocation serves both.
+type breakerCall struct {
+	doneBody
+	ctx  context.Context
+	done func(error)
+	p    *Pipeline
+}
+
+func (c *breakerCall) finish(err error) {
+	if err == nil {
+		err = reportedFailure(c.ctx)
+	}
+	c.done(outcome(c.ctx, err))
+	c.p.breaker.flush(c.p)
+}
+
+// blocked reports whether the breaker currently rejects calls (open or isolated), which
+// tells the retry layer that other calls tripped it and retrying is pointless.
+func (b *breaker) blocked(p *Pipeline) bool {
+	s := b.state(p)
+	return s == CircuitOpen || s == CircuitIsolated
+}

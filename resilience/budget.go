@@ -1,0 +1,65 @@
+package resilience
+
+import (
+	"sync"
+	"time"
+)
+
+// Retry budget: over a sliding window, retries may not exceed a percentage of the calls
+// seen, plus a small floor so a quiet client can still retry. During an outage every call
+// fails and wants to retry; the budget keeps the extra load at a bounded fraction instead
+// of multiplying it by RetryCount+1.
+const (
+	budgetBuckets = 10
+	budgetBucket  = time.Second // the window is budgetBuckets × budgetBucket = 10 s
+	budgetFloor   = 3
+)
+
+type budget struct {
+	mu      sync.Mutex
+	percent float64
+	clock   Clock
+	buckets [budgetBuckets]budgetCount
+}
+
+type budgetCount struct {
+	epoch          int64 // which bucket period the counts belong to
+	calls, retries int
+}
+
+func newBudget(percent float64, c Clock) *budget { return &budget{percent: percent, clock: c} }
+
+func (b *budget) bucket(epoch int64) *budgetCount {
+	c := &b.buckets[epoch%budgetBuckets]
+	if c.epoch != epoch {
+		*c = budgetCount{epoch: epoch}
+	}
+	return c
+}
+
+// recordCall counts a logical call in the window.
+func (b *budget) recordCall() {
+	epoch := b.clock.Now().UnixNano() / int64(budgetBucket)
+	b.mu.Lock()
+	b.bucket(epoch).calls++
+	b.mu.Unlock()
+}
+
+// tryRetry reports whether one more retry fits the budget and, if so, counts it.
+func (b *budget) tryRetry() bool {
+	epoch := b.clock.Now().UnixNano() / int64(budgetBucket)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	calls, retries := 0, 0
+	for i := range b.buckets {
+		if c := &b.buckets[i]; c.epoch > epoch-budgetBuckets && c.epoch <= epoch {
+			calls += c.calls
+			retries += c.retries
+		}
+	}
+	if float64(retries+1) > budgetFloor+b.percent/100*float64(calls) {
+		return false
+	}
+	b.bucket(epoch).retries++
+	return true
+}

@@ -1,0 +1,109 @@
+package resilience
+
+import (
+	"context"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// bulkhead bounds the exchanges in flight. A slot is a token in a buffered channel; callers
+// that find no free slot block on the channel send, and Go serves blocked senders in arrival
+// order, so the queue is first come, first served, and a freed slot passes straight to the
+// oldest waiter instead of to a newcomer.
+type bulkhead struct {
+	slots        chan struct{}
+	waiting      atomic.Int64
+	maxQueue     int64
+	queueTimeout time.Duration
+}
+
+func (b *bulkhead) init(o Options) {
+	b.slots = make(chan struct{}, o.BulkheadMaxConcurrency)
+	b.maxQueue = int64(o.BulkheadMaxQueue)
+	b.queueTimeout = seconds(o.BulkheadQueueTimeoutSeconds)
+}
+
+// finish releases a slot; it makes *bulkhead a finisher for doneBody.
+func (b *bulkhead) finish(error) { <-b.slots }
+
+// acquire takes a slot, waiting in the queue if there is room. It returns a
+// *BulkheadRejectedError when the queue is full or the queue timeout passes, and the
+// context's error when the caller gives up first.
+func (b *bulkhead) acquire(ctx context.Context, p *Pipeline) error {
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	if b.waiting.Add(1) > b.maxQueue {
+		b.waiting.Add(-1)
+		return b.reject(p, 0)
+	}
+	defer b.waiting.Add(-1)
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	var expired chan struct{}
+	if b.queueTimeout > 0 {
+		expired = make(chan struct{})
+		t := p.clock.AfterFunc(b.queueTimeout, func() { close(expired) })
+		defer t.Stop()
+	}
+	select {
+	case b.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-expired:
+		return b.reject(p, b.queueTimeout)
+	}
+}
+
+func (b *bulkhead) reject(p *Pipeline, waited time.Duration) error {
+	p.emit(Event{Kind: EventBulkheadRejected, Duration: waited})
+	return &BulkheadRejectedError{
+		Pipeline:       p.name,
+		MaxConcurrency: cap(b.slots),
+		MaxQueue:       int(b.maxQueue),
+		Waited:         waited,
+	}
+}
+
+// inFlight returns the number of slots taken.
+func (b *bulkhead) inFlight() int { return len(b.slots) }
+
+// bulkheadTransport is the outermost layer. An exchange holds its slot until the response
+// body is read to EOF or closed, or until the round trip fails, so a long stream counts
+// against the limit for as long as it is open.
+type bulkheadTransport struct {
+	p    *Pipeline
+	next http.RoundTripper
+	base http.RoundTripper
+}
+
+func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	b := &t.p.bulkhead
+	if err := b.acquire(req.Context(), t.p); err != nil {
+		closeRequestBody(req)
+		return nil, err
+	}
+	resp, err := t.next.RoundTrip(req)
+	if err != nil {
+		b.finish(err)
+		return nil, err
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	resp.Body = &doneBody{rc: resp.Body, f: b}
+	return resp, nil
+}
+
+// CloseIdleConnections forwards to the base transport, so http.Client.CloseIdleConnections
+// keeps working through the pipeline. The pipeline itself never calls it.
+func (t *bulkheadTransport) CloseIdleConnections() {
+	if c, ok := t.base.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}

@@ -1,0 +1,99 @@
+package resilience
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Sentinel errors for the conditions the pipeline creates. Match them with errors.Is; they
+// are found through *url.Error too, so a plain http.Client's error matches.
+var (
+	// ErrCircuitOpen: the circuit is open, half-open with every probe slot taken, or isolated,
+	// so the call was rejected without touching the network. The error is a *CircuitOpenError.
+	ErrCircuitOpen = errors.New("resilience: circuit open")
+	// ErrBulkheadRejected: every slot was busy and the queue was full, or the wait for a slot
+	// outlasted BulkheadQueueTimeoutSeconds. The error is a *BulkheadRejectedError.
+	ErrBulkheadRejected = errors.New("resilience: bulkhead full")
+	// ErrTimeout: one of the pipeline's own time limits ran out. The error is a *TimeoutError
+	// and also matches context.DeadlineExceeded. The caller's own cancellation or deadline is
+	// never reported as ErrTimeout.
+	ErrTimeout = errors.New("resilience: timeout")
+)
+
+// CircuitOpenError is returned when the circuit breaker rejects a call.
+type CircuitOpenError struct {
+	Pipeline string       // the pipeline's name
+	State    CircuitState // CircuitOpen, CircuitHalfOpen (no probe slot left) or CircuitIsolated
+	// RetryAfter is the time until the circuit lets a probe through; 0 when unknown or
+	// isolated (only Reset ends isolation).
+	RetryAfter time.Duration
+}
+
+func (e *CircuitOpenError) Error() string {
+	msg := fmt.Sprintf("resilience: circuit %s for %q", e.State, e.Pipeline)
+	if e.RetryAfter > 0 {
+		msg += fmt.Sprintf(", next probe in %s", e.RetryAfter.Round(time.Millisecond))
+	}
+	return msg
+}
+
+// Is reports whether target is ErrCircuitOpen.
+func (e *CircuitOpenError) Is(target error) bool { return target == ErrCircuitOpen }
+
+// BulkheadRejectedError is returned when the bulkhead turns a call away.
+type BulkheadRejectedError struct {
+	Pipeline       string
+	MaxConcurrency int
+	MaxQueue       int
+	// Waited is how long the call queued before it was rejected: 0 when the queue was full,
+	// the queue timeout otherwise.
+	Waited time.Duration
+}
+
+func (e *BulkheadRejectedError) Error() string {
+	if e.Waited > 0 {
+		return fmt.Sprintf("resilience: bulkhead of %q: no slot free after waiting %s (%d in flight)",
+			e.Pipeline, e.Waited.Round(time.Millisecond), e.MaxConcurrency)
+	}
+	return fmt.Sprintf("resilience: bulkhead of %q full (%d in flight, %d queued)",
+		e.Pipeline, e.MaxConcurrency, e.MaxQueue)
+}
+
+// Is reports whether target is ErrBulkheadRejected.
+func (e *BulkheadRejectedError) Is(target error) bool { return target == ErrBulkheadRejected }
+
+// TimeoutKind says which of the pipeline's time limits ran out.
+type TimeoutKind string
+
+// The pipeline's time limits.
+const (
+	TimeoutTotal      TimeoutKind = "total"       // TimeoutSeconds
+	TimeoutAttempt    TimeoutKind = "attempt"     // AttemptTimeoutSeconds
+	TimeoutStreamIdle TimeoutKind = "stream-idle" // StreamIdleTimeoutSeconds
+)
+
+// TimeoutError is returned when one of the pipeline's own time limits runs out.
+// It matches ErrTimeout and context.DeadlineExceeded, and Timeout() reports true,
+// so code that checks net.Error or os.IsTimeout treats it as a timeout.
+type TimeoutError struct {
+	Pipeline string
+	Kind     TimeoutKind
+	After    time.Duration // the limit that ran out
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("resilience: %s timeout of %s exceeded for %q", e.Kind, e.After, e.Pipeline)
+}
+
+// Is reports whether target is ErrTimeout or context.DeadlineExceeded.
+func (e *TimeoutError) Is(target error) bool {
+	return target == ErrTimeout || target == context.DeadlineExceeded
+}
+
+// Timeout reports true, as net.Error's Timeout does.
+func (e *TimeoutError) Timeout() bool { return true }
+
+// Temporary reports true: a later call may succeed. It completes the net.Error interface.
+func (e *TimeoutError) Temporary() bool { return true }

@@ -1,0 +1,108 @@
+package resilience
+
+import "time"
+
+// EventKind says what a pipeline layer did.
+type EventKind int
+
+// The events a pipeline reports to its observer (see OnEvent).
+const (
+	// EventAttemptStarted: the retry layer sends an attempt to the base transport.
+	EventAttemptStarted EventKind = iota + 1
+	// EventAttemptFinished: an attempt ended with a status (Status) or an error (Err).
+	EventAttemptFinished
+	// EventRetryScheduled: the attempt failed in a retryable way and the next one starts after
+	// Delay; ServerHint says whether Delay came from Retry-After or retry-after-ms.
+	EventRetryScheduled
+	// EventGaveUp: a retryable failure was not retried; Reason says why (see the Reason… constants).
+	EventGaveUp
+	// EventTimeout: one of the pipeline's own time limits ran out (Timeout, Delay = the limit).
+	EventTimeout
+	// EventBreakerStateChanged: the circuit went From → To.
+	EventBreakerStateChanged
+	// EventBreakerRejected: the circuit rejected a call without touching the network.
+	EventBreakerRejected
+	// EventBulkheadRejected: the bulkhead turned a call away.
+	EventBulkheadRejected
+)
+
+// String returns a stable snake_case name, suitable as a metric or log attribute.
+func (k EventKind) String() string {
+	switch k {
+	case EventAttemptStarted:
+		return "attempt_started"
+	case EventAttemptFinished:
+		return "attempt_finished"
+	case EventRetryScheduled:
+		return "retry_scheduled"
+	case EventGaveUp:
+		return "gave_up"
+	case EventTimeout:
+		return "timeout"
+	case EventBreakerStateChanged:
+		return "breaker_state_changed"
+	case EventBreakerRejected:
+		return "breaker_rejected"
+	case EventBulkheadRejected:
+		return "bulkhead_rejected"
+	}
+	return "unknown"
+}
+
+// Reasons carried by EventGaveUp.
+const (
+	ReasonExhausted   = "retries exhausted"             // RetryCount retries were made
+	ReasonHintTooLong = "server hint exceeds max delay" // Retry-After above RetryMaxDelaySeconds
+	ReasonDeadline    = "wait would pass the deadline"  // the delay outlasts the time left
+	ReasonBudget      = "retry budget exhausted"        // RetryBudgetPercent reached
+	ReasonCircuitOpen = "circuit opened"                // another call tripped the breaker
+)
+
+// Event is one thing a layer did. It never carries headers, bodies, URLs or query strings,
+// so it is safe to log or export as it is.
+type Event struct {
+	Kind     EventKind
+	Pipeline string    // the pipeline's name (WithName)
+	Time     time.Time // from the pipeline's clock
+
+	// Attempt is the 1-based number of the attempt the event is about (attempt events,
+	// EventRetryScheduled: the attempt that failed, EventGaveUp: the last attempt).
+	Attempt int
+	// MaxAttempts is RetryCount+1.
+	MaxAttempts int
+	// Status is the HTTP status of the attempt, or 0 when it ended without a response.
+	Status int
+	// Err is the attempt's or call's error, if any. Transport errors name addresses, never URLs.
+	Err error
+	// Reason is a short human explanation: why an attempt is retried ("status 503",
+	// "connection reset") or why the retry layer gave up (the Reason… constants).
+	Reason string
+	// Delay is the wait before the next attempt (EventRetryScheduled), the rejected server
+	// hint (EventGaveUp), the limit that ran out (EventTimeout) or the time until the next
+	// probe (EventBreakerRejected).
+	Delay time.Duration
+	// ServerHint reports whether Delay came from the server (Retry-After, retry-after-ms).
+	ServerHint bool
+	// Duration is how long the attempt took (EventAttemptFinished) or how long the call
+	// queued (EventBulkheadRejected).
+	Duration time.Duration
+	// Timeout is the limit that ran out (EventTimeout).
+	Timeout TimeoutKind
+	// From and To are the circuit states of EventBreakerStateChanged; To is also set on
+	// EventBreakerRejected.
+	From, To CircuitState
+}
+
+// Observer receives a pipeline's events. It is called synchronously on the goroutine that
+// made the call (never under a pipeline lock), so it must be quick and safe for concurrent use.
+type Observer func(Event)
+
+func (p *Pipeline) emit(e Event) {
+	if p.observer == nil {
+		return
+	}
+	e.Pipeline = p.name
+	e.Time = p.clock.Now()
+	e.MaxAttempts = p.opts.RetryCount + 1
+	p.observer(e)
+}

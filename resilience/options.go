@@ -1,0 +1,224 @@
+package resilience
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Backoff names accepted in [Options.RetryBackoff].
+const (
+	BackoffConstant    = "constant"    // every retry waits RetryBaseDelaySeconds
+	BackoffLinear      = "linear"      // retry n waits n × RetryBaseDelaySeconds
+	BackoffExponential = "exponential" // retry n waits 2^(n-1) × RetryBaseDelaySeconds
+)
+
+// Options is the resilience policy of one pipeline: the JSON object LLM.Resilience. Field names
+// are the JSON keys. Durations are seconds as float64, so 0.25 means 250 ms.
+//
+// Start from [DefaultOptions] and change what you need: the zero value is not a usable policy
+// and [Options.Validate] says why, field by field.
+type Options struct {
+	// RetryCount is the number of retries after the first attempt: 3 means at most 4 attempts.
+	// 0 disables retries. Allowed: 0..20.
+	RetryCount int `json:"RetryCount"`
+	// RetryBaseDelaySeconds is the base of the computed backoff. Allowed: 0..3600.
+	RetryBaseDelaySeconds float64 `json:"RetryBaseDelaySeconds"`
+	// RetryMaxDelaySeconds caps every wait. A server hint (Retry-After, retry-after-ms) above it
+	// is not shortened: the call gives up at once and returns the response with the hint intact.
+	// Allowed: RetryBaseDelaySeconds..3600.
+	RetryMaxDelaySeconds float64 `json:"RetryMaxDelaySeconds"`
+	// RetryBackoff is "constant", "linear" or "exponential".
+	RetryBackoff string `json:"RetryBackoff"`
+	// RetryUseJitter multiplies each computed delay by a random factor in [0.5, 1.5) so that
+	// clients that failed together do not retry together. Server hints are never jittered.
+	RetryUseJitter bool `json:"RetryUseJitter"`
+	// RetryableStatusCodes are the HTTP statuses that are retried. An x-should-retry response
+	// header overrides this list either way. Allowed: codes in 400..599.
+	RetryableStatusCodes []int `json:"RetryableStatusCodes"`
+	// RetryBudgetPercent limits retries, over a sliding 10 s window, to this percentage of the
+	// calls in that window, plus a floor of 3, so an outage does not multiply the load on a
+	// provider. 0 turns the budget off. Allowed: 0..100.
+	RetryBudgetPercent float64 `json:"RetryBudgetPercent"`
+
+	// CircuitBreakerThreshold is the number of consecutive failed calls that opens the circuit.
+	// Allowed: 1..1000.
+	CircuitBreakerThreshold int `json:"CircuitBreakerThreshold"`
+	// CircuitBreakerDurationSeconds is how long the circuit stays open before it lets probes
+	// through. Allowed: 0.001..86400.
+	CircuitBreakerDurationSeconds float64 `json:"CircuitBreakerDurationSeconds"`
+	// CircuitBreakerFailureRatio, when above 0, also opens the circuit once this fraction of
+	// the calls in the last CircuitBreakerSamplingSeconds failed, provided at least
+	// CircuitBreakerMinThroughput calls were seen. 0 turns ratio mode off. Allowed: 0..1.
+	CircuitBreakerFailureRatio float64 `json:"CircuitBreakerFailureRatio"`
+	// CircuitBreakerSamplingSeconds is the sliding window of ratio mode. Allowed: 1..86400.
+	CircuitBreakerSamplingSeconds float64 `json:"CircuitBreakerSamplingSeconds"`
+	// CircuitBreakerMinThroughput is the number of calls ratio mode needs in its window before
+	// it may open the circuit. Allowed: 1..100000.
+	CircuitBreakerMinThroughput int `json:"CircuitBreakerMinThroughput"`
+	// CircuitBreakerHalfOpenMaxRequests is the number of probes let through when the break
+	// has elapsed; that many consecutive successes close the circuit, one failure reopens it.
+	// Allowed: 1..1000.
+	CircuitBreakerHalfOpenMaxRequests int `json:"CircuitBreakerHalfOpenMaxRequests"`
+
+	// TimeoutSeconds bounds the whole logical call: every attempt, every backoff and reading an
+	// ordinary response body. For an event stream it ends when the stream's headers arrive.
+	// 0 disables it. Allowed: 0..86400.
+	TimeoutSeconds float64 `json:"TimeoutSeconds"`
+	// AttemptTimeoutSeconds bounds each attempt until its response headers arrive; an attempt
+	// that runs out is retried. 0 disables it. Allowed: 0..86400, below TimeoutSeconds.
+	AttemptTimeoutSeconds float64 `json:"AttemptTimeoutSeconds"`
+	// StreamIdleTimeoutSeconds bounds each wait for more bytes of an event stream
+	// (Content-Type text/event-stream). 0 disables it. Allowed: 0..86400.
+	StreamIdleTimeoutSeconds float64 `json:"StreamIdleTimeoutSeconds"`
+
+	// BulkheadMaxConcurrency is the number of exchanges in flight at once; an exchange holds
+	// its slot until its response body is closed or read to the end. Allowed: 1..100000.
+	BulkheadMaxConcurrency int `json:"BulkheadMaxConcurrency"`
+	// BulkheadMaxQueue is the number of callers that may wait for a slot, first come first
+	// served; the next one is rejected at once. 0 means no waiting. Allowed: 0..1000000.
+	BulkheadMaxQueue int `json:"BulkheadMaxQueue"`
+	// BulkheadQueueTimeoutSeconds is the longest a caller waits for a slot. 0 means the
+	// caller waits until its own context ends. Allowed: 0..86400.
+	BulkheadQueueTimeoutSeconds float64 `json:"BulkheadQueueTimeoutSeconds"`
+}
+
+// DefaultOptions returns the policy steady uses when nothing is configured: the seed values
+// (3 retries from 1 s up to 30 s, circuit open for 30 s after 5 failures, 30 s timeout, 10
+// concurrent calls with 100 waiting) plus the extensions' defaults.
+func DefaultOptions() Options {
+	return Options{
+		RetryCount:                        3,
+		RetryBaseDelaySeconds:             1,
+		RetryMaxDelaySeconds:              30,
+		RetryBackoff:                      BackoffExponential,
+		RetryUseJitter:                    true,
+		RetryableStatusCodes:              []int{429, 502, 503, 504, 529},
+		RetryBudgetPercent:                20,
+		CircuitBreakerThreshold:           5,
+		CircuitBreakerDurationSeconds:     30,
+		CircuitBreakerFailureRatio:        0,
+		CircuitBreakerSamplingSeconds:     60,
+		CircuitBreakerMinThroughput:       10,
+		CircuitBreakerHalfOpenMaxRequests: 1,
+		TimeoutSeconds:                    30,
+		AttemptTimeoutSeconds:             0,
+		StreamIdleTimeoutSeconds:          60,
+		BulkheadMaxConcurrency:            10,
+		BulkheadMaxQueue:                  100,
+		BulkheadQueueTimeoutSeconds:       30,
+	}
+}
+
+// FieldError is one invalid option: its name, the value found and what is allowed.
+type FieldError struct {
+	Field   string // the JSON key, e.g. "RetryCount"
+	Value   any    // the value that was rejected
+	Allowed string // a human description of the allowed values
+}
+
+func (e FieldError) Error() string {
+	return fmt.Sprintf("%s = %v: %s", e.Field, e.Value, e.Allowed)
+}
+
+// ValidationError lists every invalid option of an [Options] at once.
+type ValidationError struct {
+	Problems []FieldError
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("resilience: invalid options: ")
+	for i, p := range e.Problems {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(p.Error())
+	}
+	return b.String()
+}
+
+// Validate reports every invalid field at once as a *[ValidationError], or nil when the
+// options describe a usable policy. It checks ranges, finiteness and the relations between
+// fields (RetryMaxDelaySeconds ≥ RetryBaseDelaySeconds, AttemptTimeoutSeconds < TimeoutSeconds).
+func (o Options) Validate() error {
+	v := validator{}
+	v.intRange("RetryCount", o.RetryCount, 0, 20)
+	v.secRange("RetryBaseDelaySeconds", o.RetryBaseDelaySeconds, 0, 3600)
+	if v.secRange("RetryMaxDelaySeconds", o.RetryMaxDelaySeconds, 0, 3600) &&
+		o.RetryMaxDelaySeconds < o.RetryBaseDelaySeconds && isFinite(o.RetryBaseDelaySeconds) {
+		v.add("RetryMaxDelaySeconds", o.RetryMaxDelaySeconds,
+			fmt.Sprintf("must be at least RetryBaseDelaySeconds (%g)", o.RetryBaseDelaySeconds))
+	}
+	switch o.RetryBackoff {
+	case BackoffConstant, BackoffLinear, BackoffExponential:
+	default:
+		v.add("RetryBackoff", fmt.Sprintf("%q", o.RetryBackoff), `must be "constant", "linear" or "exponential"`)
+	}
+	for i, code := range o.RetryableStatusCodes {
+		if code < 400 || code > 599 {
+			v.add(fmt.Sprintf("RetryableStatusCodes[%d]", i), code, "must be an HTTP error status between 400 and 599")
+		}
+	}
+	v.secRange("RetryBudgetPercent", o.RetryBudgetPercent, 0, 100)
+
+	v.intRange("CircuitBreakerThreshold", o.CircuitBreakerThreshold, 1, 1000)
+	v.secRange("CircuitBreakerDurationSeconds", o.CircuitBreakerDurationSeconds, 0.001, 86400)
+	v.secRange("CircuitBreakerFailureRatio", o.CircuitBreakerFailureRatio, 0, 1)
+	if o.CircuitBreakerFailureRatio > 0 {
+		v.secRange("CircuitBreakerSamplingSeconds", o.CircuitBreakerSamplingSeconds, 1, 86400)
+		v.intRange("CircuitBreakerMinThroughput", o.CircuitBreakerMinThroughput, 1, 100000)
+	}
+	v.intRange("CircuitBreakerHalfOpenMaxRequests", o.CircuitBreakerHalfOpenMaxRequests, 1, 1000)
+
+	timeoutOK := v.secRange("TimeoutSeconds", o.TimeoutSeconds, 0, 86400)
+	if v.secRange("AttemptTimeoutSeconds", o.AttemptTimeoutSeconds, 0, 86400) && timeoutOK &&
+		o.AttemptTimeoutSeconds > 0 && o.TimeoutSeconds > 0 && o.AttemptTimeoutSeconds >= o.TimeoutSeconds {
+		v.add("AttemptTimeoutSeconds", o.AttemptTimeoutSeconds,
+			fmt.Sprintf("must be below TimeoutSeconds (%g), or 0 to disable", o.TimeoutSeconds))
+	}
+	v.secRange("StreamIdleTimeoutSeconds", o.StreamIdleTimeoutSeconds, 0, 86400)
+
+	v.intRange("BulkheadMaxConcurrency", o.BulkheadMaxConcurrency, 1, 100000)
+	v.intRange("BulkheadMaxQueue", o.BulkheadMaxQueue, 0, 1000000)
+	v.secRange("BulkheadQueueTimeoutSeconds", o.BulkheadQueueTimeoutSeconds, 0, 86400)
+
+	if len(v.problems) == 0 {
+		return nil
+	}
+	return &ValidationError{Problems: v.problems}
+}
+
+type validator struct{ problems []FieldError }
+
+func (v *validator) add(field string, value any, allowed string) {
+	v.problems = append(v.problems, FieldError{Field: field, Value: value, Allowed: allowed})
+}
+
+func (v *validator) intRange(field string, value, lo, hi int) bool {
+	if value < lo || value > hi {
+		v.add(field, value, fmt.Sprintf("must be between %d and %d", lo, hi))
+		return false
+	}
+	return true
+}
+
+// secRange checks a float field; it reports NaN and infinities as well as values out of range.
+func (v *validator) secRange(field string, value, lo, hi float64) bool {
+	if !isFinite(value) || value < lo || value > hi {
+		v.add(field, value, fmt.Sprintf("must be a number between %g and %g", lo, hi))
+		return false
+	}
+	return true
+}
+
+func isFinite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+
+// seconds converts a float number of seconds to a Duration; non-positive values become 0.
+func seconds(s float64) time.Duration {
+	if s <= 0 {
+		return 0
+	}
+	return time.Duration(s * float64(time.Second))
+}

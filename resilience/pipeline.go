@@ -1,0 +1,140 @@
+package resilience
+
+import (
+	"net/http"
+	"time"
+)
+
+// Pipeline holds the shared state of one resilience policy — the bulkhead's slots, the
+// circuit breaker, the retry budget — and builds the RoundTripper chain that enforces it.
+// Give each provider (each upstream that fails on its own) its own Pipeline: they do not
+// share a circuit. A Pipeline is safe for concurrent use.
+type Pipeline struct {
+	name     string
+	opts     Options
+	clock    Clock
+	observer Observer
+
+	baseDelay, maxDelay  time.Duration
+	timeout, attemptTime time.Duration
+	idleTimeout          time.Duration
+	retryable            statusSet
+
+	bulkhead bulkhead
+	breaker  breaker
+	budget   *budget // nil when RetryBudgetPercent is 0
+}
+
+// Option configures a Pipeline beyond its Options.
+type Option func(*Pipeline)
+
+// WithName names the pipeline in events and errors, usually after the provider ("openai").
+// The default name is "default".
+func WithName(name string) Option { return func(p *Pipeline) { p.name = name } }
+
+// OnEvent sends every event of the pipeline to fn. See Observer for the rules fn must follow.
+func OnEvent(fn Observer) Option { return func(p *Pipeline) { p.observer = fn } }
+
+// WithClock replaces the wall clock, so tests can control backoff sleeps and timeouts.
+// A nil clock keeps the wall clock.
+func WithClock(c Clock) Option {
+	return func(p *Pipeline) {
+		if c != nil {
+			p.clock = c
+		}
+	}
+}
+
+// New validates opts and builds a pipeline. It returns a *ValidationError listing every bad
+// field when opts are invalid.
+func New(opts Options, options ...Option) (*Pipeline, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, err
+	}
+	p := &Pipeline{name: "default", clock: wallClock{}}
+	for _, o := range options {
+		o(p)
+	}
+	opts.RetryableStatusCodes = append([]int(nil), opts.RetryableStatusCodes...)
+	p.opts = opts
+	p.baseDelay = seconds(opts.RetryBaseDelaySeconds)
+	p.maxDelay = seconds(opts.RetryMaxDelaySeconds)
+	p.timeout = seconds(opts.TimeoutSeconds)
+	p.attemptTime = seconds(opts.AttemptTimeoutSeconds)
+	p.idleTimeout = seconds(opts.StreamIdleTimeoutSeconds)
+	for _, c := range opts.RetryableStatusCodes {
+		p.retryable.add(c)
+	}
+	p.bulkhead.init(opts)
+	p.breaker.init(p)
+	if opts.RetryBudgetPercent > 0 {
+		p.budget = newBudget(opts.RetryBudgetPercent, p.clock)
+	}
+	return p, nil
+}
+
+// Name returns the pipeline's name.
+func (p *Pipeline) Name() string { return p.name }
+
+// Options returns a copy of the options the pipeline enforces.
+func (p *Pipeline) Options() Options {
+	o := p.opts
+	o.RetryableStatusCodes = append([]int(nil), o.RetryableStatusCodes...)
+	return o
+}
+
+// Wrap returns base wrapped in the pipeline's layers, outermost first: bulkhead, timeout,
+// circuit breaker, retry. A nil base means http.DefaultTransport. Every RoundTripper that
+// Wrap returns shares this pipeline's state, so wrapping two transports still gives one
+// circuit and one set of bulkhead slots.
+//
+// The chain honours the http.RoundTripper contract: it never modifies the caller's
+// request, always closes the request body, and returns a response whose body must be
+// closed by the caller, as usual. Closing it (or reading it to EOF) also releases the
+// bulkhead slot, ends the total timeout and reports the call's outcome to the breaker.
+func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	retry := newRetryTransport(p, base)
+	brk := &breakerTransport{p: p, next: retry}
+	tmo := &timeoutTransport{p: p, next: brk}
+	return &bulkheadTransport{p: p, next: tmo, base: base}
+}
+
+// CircuitState returns the circuit's state now. It is computed on read: an open circuit
+// whose break has elapsed reads as half-open without any call passing through.
+func (p *Pipeline) CircuitState() CircuitState { return p.breaker.state(p) }
+
+// CircuitInfo is a snapshot of a circuit for health checks and dashboards.
+type CircuitInfo struct {
+	State CircuitState
+	// NextProbeIn is the time until an open circuit lets a probe through; 0 otherwise.
+	NextProbeIn time.Duration
+	// ConsecutiveFailures counted while closed.
+	ConsecutiveFailures int
+}
+
+// CircuitInfo returns the circuit's state with the time until the next probe.
+func (p *Pipeline) CircuitInfo() CircuitInfo { return p.breaker.info(p) }
+
+// Isolate holds the circuit open until Reset, whatever calls or time do: every call fails
+// at once with ErrCircuitOpen and CircuitState reports CircuitIsolated. Use it to take a
+// provider out of service by hand.
+func (p *Pipeline) Isolate() { p.breaker.isolate(p) }
+
+// Reset ends isolation and closes the circuit with fresh counts.
+func (p *Pipeline) Reset() { p.breaker.reset(p) }
+
+// statusSet is a bitset of HTTP status codes 0..639.
+type statusSet [10]uint64
+
+func (s *statusSet) add(code int) {
+	if code >= 0 && code < 640 {
+		s[code/64] |= 1 << (code % 64)
+	}
+}
+
+func (s *statusSet) has(code int) bool {
+	return code >= 0 && code < 640 && s[code/64]&(1<<(code%64)) != 0
+}

@@ -1,0 +1,315 @@
+package resilience
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/hashicorp/go-retryablehttp"
+)
+
+// keepLimit bounds how much of a retryable error body is kept in memory during the backoff,
+// in case the call gives up after the wait and must return that response intact.
+const keepLimit = 64 << 10
+
+// retryTransport runs the attempts of a call with go-retryablehttp as the engine. The engine
+// is configured so that none of its known defects in v0.7.8 reach the caller:
+//
+//   - It would log every request to stderr: Logger is nil and no hooks are set.
+//   - Its policy retries 500 and 501 and its backoff honours Retry-After uncapped, only on
+//     429/503: CheckRetry is ours and makes every decision, including the wait, which it
+//     also sleeps (on the pipeline's clock, ending at once when the context ends); Backoff
+//     returns 0.
+//   - It buffers the whole request body and ignores GetBody (FromRequest): we build the
+//     Request without a body reader, send the caller's body on the first attempt and a fresh
+//     one from GetBody on each retry. Only a body without GetBody is buffered.
+//   - It calls CloseIdleConnections on every give-up, flushing the caller's pool: its
+//     http.Client's transport is attemptTransport, which does not have that method.
+//   - It replaces the last response with a generic "giving up" error: CheckRetry answers
+//     "do not retry, no error" so the response goes back untouched, and ErrorHandler passes
+//     errors through (unwrapping the *url.Error its inner http.Client adds, which would
+//     repeat the URL with its query string).
+//   - Its inner http.Client would follow redirects a second time: CheckRedirect stops it.
+type retryTransport struct {
+	p      *Pipeline
+	client *retryablehttp.Client
+}
+
+func newRetryTransport(p *Pipeline, base http.RoundTripper) *retryTransport {
+	t := &retryTransport{p: p}
+	t.client = &retryablehttp.Client{
+		HTTPClient: &http.Client{
+			Transport:     &attemptTransport{p: p, base: base},
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		},
+		Logger:       nil,
+		RetryMax:     p.opts.RetryCount,
+		CheckRetry:   checkRetry,
+		Backoff:      func(time.Duration, time.Duration, int, *http.Response) time.Duration { return 0 },
+		ErrorHandler: passError,
+	}
+	return t
+}
+
+// callState is one logical call's retry state. It is also the context of the call's
+// attempts, so the engine's CheckRetry, which only receives a context, can find it.
+type callState struct {
+	context.Context
+	p       *Pipeline
+	attempt int
+	getBody func() (io.ReadCloser, error)
+	req     retryablehttp.Request
+}
+
+type callStateKey struct{}
+
+// Value returns the call state itself for callStateKey and defers everything else.
+func (s *callState) Value(key any) any {
+	if key == (callStateKey{}) {
+		return s
+	}
+	return s.Context.Value(key)
+}
+
+func stateOf(ctx context.Context) *callState {
+	if s, ok := ctx.(*callState); ok {
+		return s
+	}
+	s, _ := ctx.Value(callStateKey{}).(*callState)
+	return s
+}
+
+func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	s := &callState{Context: req.Context(), p: t.p}
+	out := req.WithContext(s)
+	if req.Body != nil && req.Body != http.NoBody {
+		if req.GetBody != nil {
+			s.getBody = req.GetBody
+		} else {
+			// No way to rewind: buffer once, so every attempt sends the same bytes.
+			buf, err := io.ReadAll(req.Body)
+			_ = req.Body.Close()
+			if err != nil {
+				return nil, err
+			}
+			s.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+			out.Body, _ = s.getBody()
+		}
+	}
+	if t.p.budget != nil {
+		t.p.budget.recordCall()
+	}
+	s.req.Request = out
+	return t.client.Do(&s.req)
+}
+
+// attemptTransport is the engine's inner transport: it rewinds the body for retries,
+// applies the attempt timeout, and reports each attempt.
+type attemptTransport struct {
+	p    *Pipeline
+	base http.RoundTripper
+}
+
+func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := t.p
+	s := stateOf(req.Context())
+	s.attempt++
+	if s.attempt > 1 && s.getBody != nil {
+		// The engine made a shallow copy of the request for this retry; it is ours to change.
+		body, err := s.getBody()
+		if err != nil {
+			return nil, err
+		}
+		req.Body = body
+	}
+	var start time.Time
+	if p.observer != nil {
+		start = p.clock.Now()
+		p.emit(Event{Kind: EventAttemptStarted, Attempt: s.attempt})
+	}
+	var resp *http.Response
+	var err error
+	if p.attemptTime > 0 {
+		resp, err = t.timedAttempt(req)
+	} else {
+		resp, err = t.base.RoundTrip(req)
+	}
+	if p.observer != nil {
+		e := Event{Kind: EventAttemptFinished, Attempt: s.attempt, Err: err, Duration: p.clock.Now().Sub(start)}
+		if resp != nil {
+			e.Status = resp.StatusCode
+		}
+		p.emit(e)
+	}
+	return resp, err
+}
+
+// timedAttempt bounds one attempt until its response headers arrive. The attempt's context
+// lives on until the body ends, so the body stays readable.
+func (t *attemptTransport) timedAttempt(req *http.Request) (*http.Response, error) {
+	p := t.p
+	ctx, cancel := context.WithCancelCause(req.Context())
+	timer := p.clock.AfterFunc(p.attemptTime, func() {
+		cancel(&TimeoutError{Pipeline: p.name, Kind: TimeoutAttempt, After: p.attemptTime})
+	})
+	resp, err := t.base.RoundTrip(req.WithContext(ctx))
+	timer.Stop()
+	if err != nil {
+		if te, ok := context.Cause(ctx).(*TimeoutError); ok && req.Context().Err() == nil {
+			err = te
+			p.emit(Event{Kind: EventTimeout, Timeout: te.Kind, Delay: te.After, Err: te})
+		}
+		cancel(nil)
+		return nil, err
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	resp.Body = &doneBody{rc: resp.Body, f: cancelFinisher(cancel)}
+	return resp, nil
+}
+
+type cancelFinisher context.CancelCauseFunc
+
+func (c cancelFinisher) finish(error) { c(nil) }
+
+// checkRetry is the engine's CheckRetry and the whole retry policy. It answers (false, nil)
+// to hand the response or error back as it is, (true, nil) after sleeping to retry, and
+// (false, err) only when the call's context ended during the wait.
+func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	s := stateOf(ctx)
+	if s == nil || ctx.Err() != nil {
+		return false, nil
+	}
+	p := s.p
+	var retry bool
+	var reason string
+	if err != nil {
+		retry, reason = classifyError(err)
+	} else {
+		retry, reason = p.classifyResponse(resp)
+	}
+	if !retry {
+		return false, nil
+	}
+	giveUp := func(why string, hint time.Duration) (bool, error) {
+		e := Event{Kind: EventGaveUp, Attempt: s.attempt, Reason: why, Err: err, Delay: hint}
+		if resp != nil {
+			e.Status = resp.StatusCode
+		}
+		p.emit(e)
+		return false, nil
+	}
+	if s.attempt > p.opts.RetryCount {
+		return giveUp(ReasonExhausted, 0)
+	}
+	delay, fromServer := p.retryDelay(s.attempt, resp)
+	if fromServer && delay > p.maxDelay {
+		return giveUp(ReasonHintTooLong, delay)
+	}
+	if dl, ok := ctx.Deadline(); ok && p.clock.Now().Add(delay).After(dl) {
+		return giveUp(ReasonDeadline, delay)
+	}
+	if p.breaker.blocked(p) {
+		return giveUp(ReasonCircuitOpen, 0)
+	}
+	if p.budget != nil && !p.budget.tryRetry() {
+		return giveUp(ReasonBudget, 0)
+	}
+	if resp != nil {
+		keepBody(resp)
+	}
+	e := Event{Kind: EventRetryScheduled, Attempt: s.attempt, Reason: reason, Err: err, Delay: delay, ServerHint: fromServer}
+	if resp != nil {
+		e.Status = resp.StatusCode
+	}
+	p.emit(e)
+	if err := sleep(ctx, p.clock, delay); err != nil {
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		return false, err
+	}
+	if p.breaker.blocked(p) {
+		return giveUp(ReasonCircuitOpen, 0)
+	}
+	return true, nil
+}
+
+// retryDelay returns the wait before retry number n (1-based) and whether it is the
+// server's. Server hints are used as they are; computed delays are capped and jittered.
+func (p *Pipeline) retryDelay(n int, resp *http.Response) (time.Duration, bool) {
+	if resp != nil {
+		if d, ok := serverHint(resp.Header, p.clock.Now()); ok {
+			return d, true
+		}
+	}
+	base := float64(p.baseDelay)
+	var d float64
+	switch p.opts.RetryBackoff {
+	case BackoffConstant:
+		d = base
+	case BackoffLinear:
+		d = base * float64(n)
+	default:
+		d = base * math.Pow(2, float64(n-1))
+	}
+	max := float64(p.maxDelay)
+	d = math.Min(d, max)
+	if p.opts.RetryUseJitter {
+		d = math.Min(d*(0.5+rand.Float64()), max)
+	}
+	return time.Duration(d), false
+}
+
+// keepBody swaps a retryable response's body for an in-memory copy of its first keepLimit
+// bytes and closes the original, freeing the connection during the wait while keeping the
+// response returnable if the call gives up after it.
+func keepBody(resp *http.Response) {
+	if resp.Body == nil || resp.Body == http.NoBody {
+		return
+	}
+	buf, _ := io.ReadAll(io.LimitReader(resp.Body, keepLimit))
+	drain(resp.Body, 4<<10)
+	resp.Body = io.NopCloser(bytes.NewReader(buf))
+	resp.ContentLength = int64(len(buf))
+}
+
+// sleep waits for d on clock c, or until ctx ends, returning ctx's error then.
+func sleep(ctx context.Context, c Clock, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	ch := make(chan struct{})
+	t := c.AfterFunc(d, func() { close(ch) })
+	select {
+	case <-ch:
+		return nil
+	case <-ctx.Done():
+		t.Stop()
+		return ctx.Err()
+	}
+}
+
+// passError is the engine's ErrorHandler: it hands errors back as they are. It strips the
+// *url.Error that the engine's inner http.Client wraps around transport errors (it repeats
+// the URL, query string included), and closes a response that comes with an error.
+func passError(resp *http.Response, err error, _ int) (*http.Response, error) {
+	if err == nil {
+		return resp, nil
+	}
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		err = ue.Err
+	}
+	return nil, err
+}

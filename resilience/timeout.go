@@ -1,0 +1,145 @@
+package resilience
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"sync/atomic"
+	"time"
+)
+
+// timeoutTransport bounds the whole logical call by TimeoutSeconds, and each read of an
+// event stream by StreamIdleTimeoutSeconds.
+//
+// The deadline lives in a context that stays alive until the response body is read to EOF
+// or closed: cancelling it when RoundTrip returns, as a naive context.WithTimeout + defer
+// cancel does, would cut the body the caller has not read yet. For an event stream the
+// total limit stops when the stream's headers arrive; from then on only the idle limit
+// applies, re-armed on every read.
+//
+// Only the pipeline's own expiry becomes a *TimeoutError. When the caller's context ends
+// first, the caller's error comes back unchanged.
+type timeoutTransport struct {
+	p    *Pipeline
+	next http.RoundTripper
+}
+
+func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	p := t.p
+	if p.timeout <= 0 && p.idleTimeout <= 0 {
+		return t.next.RoundTrip(req)
+	}
+	parent := req.Context()
+	ctx, cancel := context.WithCancelCause(parent)
+	c := &timeoutCall{Context: ctx, parent: parent, cancel: cancel, p: p}
+	if p.timeout > 0 {
+		c.deadline = p.clock.Now().Add(p.timeout)
+		c.total = p.clock.AfterFunc(p.timeout, c.expireTotal)
+	}
+	resp, err := t.next.RoundTrip(req.WithContext(c))
+	if err != nil {
+		c.stopTotal()
+		err = c.mapErr(err)
+		cancel(nil)
+		return nil, err
+	}
+	if isEventStream(resp) {
+		c.stopTotal()
+		if p.idleTimeout > 0 {
+			c.idle = p.clock.AfterFunc(p.idleTimeout, c.expireIdle)
+			c.idle.Stop()
+		}
+	}
+	if resp.Body == nil {
+		resp.Body = http.NoBody
+	}
+	c.rc = resp.Body
+	resp.Body = c
+	return resp, nil
+}
+
+// timeoutCall is one call's deadline context and, once the response arrives, the wrapper of
+// its body: one allocation serves as both.
+type timeoutCall struct {
+	context.Context // cancellable child of the caller's context
+	parent          context.Context
+	cancel          context.CancelCauseFunc
+	p               *Pipeline
+	deadline        time.Time // zero without a total timeout
+	total, idle     Timer
+	rc              io.ReadCloser
+	done, reported  atomic.Bool
+}
+
+// Deadline reports the earlier of the caller's deadline and the pipeline's total deadline,
+// so the retry layer can tell when a wait would outlast the call.
+func (c *timeoutCall) Deadline() (time.Time, bool) {
+	pd, ok := c.parent.Deadline()
+	if c.deadline.IsZero() || (ok && pd.Before(c.deadline)) {
+		return pd, ok
+	}
+	return c.deadline, true
+}
+
+func (c *timeoutCall) expireTotal() {
+	c.cancel(&TimeoutError{Pipeline: c.p.name, Kind: TimeoutTotal, After: c.p.timeout})
+}
+
+func (c *timeoutCall) expireIdle() {
+	c.cancel(&TimeoutError{Pipeline: c.p.name, Kind: TimeoutStreamIdle, After: c.p.idleTimeout})
+}
+
+func (c *timeoutCall) stopTotal() {
+	if c.total != nil {
+		c.total.Stop()
+	}
+}
+
+// mapErr turns an error caused by the pipeline's own expiry into the *TimeoutError that
+// caused it, and reports the timeout once. The caller's own cancellation is left as it is.
+func (c *timeoutCall) mapErr(err error) error {
+	if c.Context.Err() == nil || c.parent.Err() != nil {
+		return err
+	}
+	te, ok := context.Cause(c.Context).(*TimeoutError)
+	if !ok {
+		return err
+	}
+	if c.reported.CompareAndSwap(false, true) {
+		c.p.emit(Event{Kind: EventTimeout, Timeout: te.Kind, Delay: te.After, Err: te})
+	}
+	return te
+}
+
+func (c *timeoutCall) Read(b []byte) (int, error) {
+	if c.idle != nil {
+		c.idle.Reset(c.p.idleTimeout)
+	}
+	n, err := c.rc.Read(b)
+	if c.idle != nil {
+		c.idle.Stop()
+	}
+	if err != nil {
+		if err != io.EOF {
+			err = c.mapErr(err)
+		}
+		c.end()
+	}
+	return n, err
+}
+
+func (c *timeoutCall) Close() error {
+	err := c.rc.Close()
+	c.end()
+	return err
+}
+
+func (c *timeoutCall) end() {
+	if c.done.CompareAndSwap(false, true) {
+		c.stopTotal()
+		if c.idle != nil {
+			c.idle.Stop()
+		}
+		c.cancel(nil)
+	}
+}
