@@ -188,6 +188,7 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 		return false, nil
 	}
 	p := s.p
+	err = stripURL(err)
 	var retry bool
 	var reason string
 	if err != nil {
@@ -297,9 +298,8 @@ func sleep(ctx context.Context, c Clock, d time.Duration) error {
 	}
 }
 
-// passError is the engine's ErrorHandler: it hands errors back as they are. It strips the
-// *url.Error that the engine's inner http.Client wraps around transport errors (it repeats
-// the URL, query string included), and closes a response that comes with an error.
+// passError is the engine's ErrorHandler: it hands errors back as they are, without the
+// engine's *url.Error, and closes a response that comes with an error.
 func passError(resp *http.Response, err error, _ int) (*http.Response, error) {
 	if err == nil {
 		return resp, nil
@@ -307,9 +307,15 @@ func passError(resp *http.Response, err error, _ int) (*http.Response, error) {
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
+	return nil, stripURL(err)
+}
+
+// stripURL removes the *url.Error that the engine's inner http.Client wraps around transport
+// errors: it repeats the URL, query string included, which may hold a key.
+func stripURL(err error) error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
-		err = ue.Err
+		return ue.Err
 	}
-	return nil, err
+	return err
 }

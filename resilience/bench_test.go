@@ -1,0 +1,272 @@
+package resilience_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"net/http"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/steadyllm/steady/resilience"
+)
+
+// Benchmarks for DESIGN §5. The base transport is in memory, so the difference between
+// BenchmarkPipeline_Success and BenchmarkBaseTransport is the pipeline's own overhead.
+//
+//	go test ./resilience -run '^$' -bench . -benchmem -count 5
+
+// benchBody is a small chat-completion-shaped JSON body, shared by every response: the base
+// wraps it in a fresh reader per call, so nothing is copied.
+var benchBody = []byte(`{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini",` +
+	`"choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],` +
+	`"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
+
+var benchContentType = []string{"application/json"}
+
+// memTransport answers every request in memory with a canned response: a fresh *http.Response,
+// header map and body reader per call, as a real transport would allocate, and nothing else.
+type memTransport struct{ status int }
+
+func (t memTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		_ = req.Body.Close()
+	}
+	return &http.Response{
+		Status:        strconv.Itoa(t.status),
+		StatusCode:    t.status,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        http.Header{"Content-Type": benchContentType},
+		Body:          io.NopCloser(bytes.NewReader(benchBody)),
+		ContentLength: int64(len(benchBody)),
+		Request:       req,
+	}, nil
+}
+
+// benchRequest is built once and reused: the layers must not mutate the caller's request.
+func benchRequest(b *testing.B) *http.Request {
+	b.Helper()
+	req, err := http.NewRequest(http.MethodGet, "https://api.example.com/v1/chat/completions", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return req
+}
+
+// consume reads the body to EOF and closes it, as a client decoding JSON would.
+func consume(resp *http.Response) error {
+	_, err := io.Copy(io.Discard, resp.Body)
+	if cerr := resp.Body.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func call(rt http.RoundTripper, req *http.Request) error {
+	resp, err := rt.RoundTrip(req)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		_ = consume(resp)
+		return errors.New("status " + resp.Status)
+	}
+	return consume(resp)
+}
+
+func newPipeline(b *testing.B, opts resilience.Options) *resilience.Pipeline {
+	b.Helper()
+	p, err := resilience.New(opts, resilience.WithName("bench"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+func BenchmarkBaseTransport(b *testing.B) {
+	rt := http.RoundTripper(memTransport{status: http.StatusOK})
+	req := benchRequest(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := call(rt, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkPipeline_Success: one successful call through all four layers with
+// DefaultOptions (total timeout, breaker, bulkhead, retry budget and jitter all on).
+func BenchmarkPipeline_Success(b *testing.B) {
+	rt := newPipeline(b, resilience.DefaultOptions()).Wrap(memTransport{status: http.StatusOK})
+	req := benchRequest(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := call(rt, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkBaseTransportParallel(b *testing.B) {
+	rt := http.RoundTripper(memTransport{status: http.StatusOK})
+	req := benchRequest(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := call(rt, req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkPipeline_SuccessParallel shares one pipeline (one bulkhead, breaker and budget)
+// between GOMAXPROCS goroutines, which is how an SDK client is used.
+func BenchmarkPipeline_SuccessParallel(b *testing.B) {
+	rt := newPipeline(b, resilience.DefaultOptions()).Wrap(memTransport{status: http.StatusOK})
+	req := benchRequest(b)
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := call(rt, req); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkPipeline_CircuitOpen: a call rejected by the breaker, either isolated by hand or
+// genuinely open after CircuitBreakerThreshold consecutive 500s.
+func BenchmarkPipeline_CircuitOpen(b *testing.B) {
+	b.Run("isolated", func(b *testing.B) {
+		p := newPipeline(b, resilience.DefaultOptions())
+		rt := p.Wrap(memTransport{status: http.StatusOK})
+		p.Isolate()
+		benchRejected(b, rt, resilience.ErrCircuitOpen)
+	})
+	b.Run("tripped", func(b *testing.B) {
+		opts := resilience.DefaultOptions()
+		p := newPipeline(b, opts)
+		rt := p.Wrap(memTransport{status: http.StatusInternalServerError}) // 500: a failure, not retried
+		req := benchRequest(b)
+		for range opts.CircuitBreakerThreshold {
+			if err := call(rt, req); err == nil {
+				b.Fatal("500 reported as success")
+			}
+		}
+		if s := p.CircuitState(); s != resilience.CircuitOpen {
+			b.Fatalf("circuit %s after %d failures, want open", s, opts.CircuitBreakerThreshold)
+		}
+		benchRejected(b, rt, resilience.ErrCircuitOpen)
+		if s := p.CircuitState(); s != resilience.CircuitOpen {
+			b.Fatalf("circuit %s at the end, want open (the benchmark outlasted the break?)", s)
+		}
+	})
+}
+
+// BenchmarkPipeline_BulkheadFull: a call rejected by a full bulkhead. Its only slot is held
+// by a response whose body is still open; the queue has no room.
+func BenchmarkPipeline_BulkheadFull(b *testing.B) {
+	opts := resilience.DefaultOptions()
+	opts.BulkheadMaxConcurrency = 1
+	opts.BulkheadMaxQueue = 0
+	rt := newPipeline(b, opts).Wrap(memTransport{status: http.StatusOK})
+	held, err := rt.RoundTrip(benchRequest(b))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer held.Body.Close()
+	benchRejected(b, rt, resilience.ErrBulkheadRejected)
+}
+
+func benchRejected(b *testing.B, rt http.RoundTripper, want error) {
+	b.Helper()
+	req := benchRequest(b)
+	if _, err := rt.RoundTrip(req); !errors.Is(err, want) {
+		b.Fatalf("got %v, want %v", err, want)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if resp, err := rt.RoundTrip(req); err == nil {
+			_ = consume(resp)
+			b.Fatal("call was not rejected")
+		}
+	}
+}
+
+// BenchmarkNew reports what building a pipeline allocates: New alone, and New plus Wrap.
+func BenchmarkNew(b *testing.B) {
+	opts := resilience.DefaultOptions()
+	base := memTransport{status: http.StatusOK}
+	b.Run("New", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := resilience.New(opts, resilience.WithName("bench")); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("New+Wrap", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			p, err := resilience.New(opts, resilience.WithName("bench"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = p.Wrap(base)
+		}
+	})
+}
+
+// BenchmarkPipelineRetained measures the heap one live pipeline keeps (B/pipeline), as the
+// HeapAlloc growth after a GC while a batch of pipelines is kept alive. What New allocates
+// and frees at once (validation, option closures) is not counted. Each iteration builds a
+// batch of retainedBatch pipelines, so ns/op is per batch; ns/pipeline is reported as well.
+func BenchmarkPipelineRetained(b *testing.B) {
+	const retainedBatch = 1000
+	opts := resilience.DefaultOptions()
+	base := memTransport{status: http.StatusOK}
+	for _, wrap := range []bool{false, true} {
+		name := "New"
+		if wrap {
+			name = "New+Wrap"
+		}
+		b.Run(name, func(b *testing.B) {
+			keep := make([]any, retainedBatch)
+			var ms runtime.MemStats
+			var grown, built float64
+			for b.Loop() {
+				b.StopTimer()
+				clear(keep)
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				before := ms.HeapAlloc
+				b.StartTimer()
+				for i := range keep {
+					p, err := resilience.New(opts, resilience.WithName("bench"))
+					if err != nil {
+						b.Fatal(err)
+					}
+					keep[i] = p
+					if wrap {
+						keep[i] = p.Wrap(base) // the chain references p
+					}
+				}
+				b.StopTimer()
+				runtime.GC()
+				runtime.ReadMemStats(&ms)
+				grown += float64(int64(ms.HeapAlloc) - int64(before))
+				built += retainedBatch
+				runtime.KeepAlive(keep)
+				b.StartTimer()
+			}
+			b.ReportMetric(grown/built, "B/pipeline")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/built, "ns/pipeline")
+		})
+	}
+}

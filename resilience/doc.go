@@ -1,0 +1,35 @@
+// Package resilience makes any HTTP client survive flaky LLM providers by wrapping its
+// transport in four layers, outermost first:
+//
+//	bulkhead → timeout → circuit breaker → retry → base transport
+//
+// Wrap a client's transport once and every call through it is protected:
+//
+//	p, err := resilience.New(resilience.DefaultOptions(), resilience.WithName("openai"))
+//	if err != nil { … }
+//	httpClient := &http.Client{Transport: p.Wrap(http.DefaultTransport)}
+//
+// The layers:
+//
+//   - Bulkhead: at most BulkheadMaxConcurrency exchanges in flight, each holding its slot
+//     until its response body is closed or read to EOF, so streams count for as long as they
+//     are open. Up to BulkheadMaxQueue callers wait, first come first served; the next is
+//     rejected at once with ErrBulkheadRejected.
+//   - Timeout: TimeoutSeconds bounds the whole call, backoffs and body included; for an event
+//     stream it ends when the headers arrive and StreamIdleTimeoutSeconds bounds each read.
+//     Only the pipeline's own expiry is ErrTimeout; the caller's cancellation is returned as it is.
+//   - Circuit breaker (sony/gobreaker/v2): counts logical calls; 5xx, 529, network errors,
+//     our timeouts and reported in-stream failures are failures, 4xx and 429 are not. After
+//     CircuitBreakerThreshold consecutive failures it rejects calls with ErrCircuitOpen for
+//     CircuitBreakerDurationSeconds, then lets probes through. Its state is computed on read.
+//   - Retry (hashicorp/go-retryablehttp as the engine): retries 429, 502, 503, 504, 529 and
+//     network errors with exponential backoff and jitter, honouring retry-after-ms and
+//     Retry-After; a hint beyond RetryMaxDelaySeconds or the deadline returns the response at
+//     once, hint intact, so the caller can defer the work. When retries run out the last
+//     response is returned as a response, so SDKs build their usual typed errors.
+//
+// Guarantees: the caller's request is never modified and its body always closed; bodies are
+// never buffered (only a request body without GetBody, once); discarded responses are
+// drained so connections are reused, and the caller's idle connections are never closed;
+// nothing is logged, and events carry no URLs, headers or bodies.
+package resilience

@@ -1,0 +1,58 @@
+package resilience_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+
+	"github.com/steadyllm/steady/resilience"
+)
+
+// Wrap any client's transport: here a server fails twice with 503 before answering.
+func ExamplePipeline_Wrap() {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) <= 2 {
+			w.Header().Set("retry-after-ms", "10")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		io.WriteString(w, "hello")
+	}))
+	defer srv.Close()
+
+	p, err := resilience.New(resilience.DefaultOptions(), resilience.WithName("example"),
+		resilience.OnEvent(func(e resilience.Event) {
+			if e.Kind == resilience.EventRetryScheduled {
+				fmt.Printf("retry after attempt %d: %s, waiting %s (server hint: %v)\n", e.Attempt, e.Reason, e.Delay, e.ServerHint)
+			}
+		}))
+	if err != nil {
+		panic(err)
+	}
+	httpClient := &http.Client{Transport: p.Wrap(http.DefaultTransport)}
+
+	resp, err := httpClient.Get(srv.URL)
+	if err != nil {
+		panic(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, string(body), "circuit:", p.CircuitState())
+	// Output:
+	// retry after attempt 1: status 503, waiting 10ms (server hint: true)
+	// retry after attempt 2: status 503, waiting 10ms (server hint: true)
+	// 200 hello circuit: closed
+}
+
+// Validate reports every problem at once.
+func ExampleOptions_Validate() {
+	o := resilience.DefaultOptions()
+	o.RetryCount = 50
+	o.BulkheadMaxConcurrency = 0
+	fmt.Println(o.Validate())
+	// Output:
+	// resilience: invalid options: RetryCount = 50: must be between 0 and 20; BulkheadMaxConcurrency = 0: must be between 1 and 100000
+}

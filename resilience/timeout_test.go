@@ -1,0 +1,250 @@
+package resilience
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTimeout_FiresAfterDuration(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	s := newScript(t, stall(done))
+	o := testOptions()
+	o.TimeoutSeconds = 0.05
+	var rec recorder
+	c, _ := client(t, o, OnEvent(rec.observe))
+	_, err := post(t, c, s.url(), `{}`)
+	if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("got %v, want ErrTimeout and context.DeadlineExceeded", err)
+	}
+	var ne net.Error
+	if !errors.As(err, &ne) || !ne.Timeout() {
+		t.Fatal("the error does not report Timeout() as a net.Error")
+	}
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Kind != TimeoutTotal || te.After != 50*time.Millisecond {
+		t.Fatalf("timeout error %#v", te)
+	}
+	if ev := rec.kind(EventTimeout); len(ev) != 1 || ev[0].Timeout != TimeoutTotal {
+		t.Fatalf("timeout events %+v", ev)
+	}
+}
+
+func TestTimeout_CoversAStalledBody(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	s := newScript(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"partial":`)
+		w.(http.Flusher).Flush()
+		stall(done)(w, r)
+	})
+	o := testOptions()
+	o.TimeoutSeconds = 0.1
+	c, _ := client(t, o)
+	resp, err := post(t, c, s.url(), `{}`)
+	if err != nil {
+		t.Fatalf("headers arrived in time, got %v", err)
+	}
+	defer resp.Body.Close()
+	_, err = io.ReadAll(resp.Body)
+	if !errors.Is(err, ErrTimeout) {
+		t.Fatalf("reading a stalled body: %v, want ErrTimeout", err)
+	}
+}
+
+func TestTimeout_BodyStaysReadableAfterRoundTripReturns(t *testing.T) {
+	release := make(chan struct{})
+	s := newScript(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"a":`)
+		w.(http.Flusher).Flush()
+		<-release // the rest comes only after RoundTrip has returned
+		_, _ = io.WriteString(w, `1}`)
+	})
+	o := testOptions()
+	o.AttemptTimeoutSeconds = 5
+	c, _ := client(t, o)
+	resp, err := post(t, c, s.url(), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	if got := readAll(t, resp); got != `{"a":1}` {
+		t.Fatalf("body %q", got)
+	}
+}
+
+func TestTimeout_CallerCancellationIsNotErrTimeout(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	s := newScript(t, stall(done))
+	c, _ := client(t, testOptions())
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { time.Sleep(10 * time.Millisecond); cancel() }()
+	_, err := postCtx(ctx, c, s.url(), `{}`)
+	if !errors.Is(err, context.Canceled) || errors.Is(err, ErrTimeout) {
+		t.Fatalf("got %v, want context.Canceled and not ErrTimeout", err)
+	}
+}
+
+func TestTimeout_CallerDeadlineIsNotErrTimeout(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	s := newScript(t, stall(done))
+	c, _ := client(t, testOptions())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err := postCtx(ctx, c, s.url(), `{}`)
+	if !errors.Is(err, context.DeadlineExceeded) || errors.Is(err, ErrTimeout) {
+		t.Fatalf("got %v, want the caller's context.DeadlineExceeded, not ErrTimeout", err)
+	}
+}
+
+func TestTimeout_AttemptTimeoutIsRetried(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	s := newScript(t, stall(done), ok())
+	o := testOptions()
+	o.AttemptTimeoutSeconds = 0.05
+	var rec recorder
+	c, _ := client(t, o, OnEvent(rec.observe))
+	code, err := call(t, c, s.url())
+	if err != nil || code != 200 || s.hits.Load() != 2 {
+		t.Fatalf("%d %v after %d attempts", code, err, s.hits.Load())
+	}
+	sched := rec.kind(EventRetryScheduled)
+	if len(sched) != 1 || !errors.Is(sched[0].Err, ErrTimeout) {
+		t.Fatalf("retry events %+v", sched)
+	}
+}
+
+func TestTimeout_AttemptTimeoutExhaustedIsErrTimeout(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	s := newScript(t, stall(done))
+	o := testOptions()
+	o.RetryCount = 1
+	o.AttemptTimeoutSeconds = 0.03
+	c, _ := client(t, o)
+	_, err := call(t, c, s.url())
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Kind != TimeoutAttempt || s.hits.Load() != 2 {
+		t.Fatalf("got %v after %d attempts, want an attempt timeout after 2", err, s.hits.Load())
+	}
+}
+
+// sse serves n events, one every gap, flushing each.
+func sse(n int, gap time.Duration) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		for i := 0; i < n; i++ {
+			_, _ = io.WriteString(w, "data: {\"i\":"+string(rune('0'+i))+"}\n\n")
+			w.(http.Flusher).Flush()
+			time.Sleep(gap)
+		}
+		_, _ = io.WriteString(w, "data: [DONE]\n\n")
+	}
+}
+
+func TestStream_PassesThroughUnbuffered(t *testing.T) {
+	next := make(chan struct{})
+	s := newScript(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: first\n\n")
+		w.(http.Flusher).Flush()
+		<-next // the second event waits until the client has seen the first
+		_, _ = io.WriteString(w, "data: second\n\n")
+	})
+	c, _ := client(t, testOptions())
+	resp, err := post(t, c, s.url(), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	got := make(chan string, 1)
+	go func() { line, _ := r.ReadString('\n'); got <- line }()
+	select {
+	case line := <-got:
+		if line != "data: first\n" {
+			t.Fatalf("first line %q", line)
+		}
+	case <-time.After(5 * time.Second):
+		close(next)
+		t.Fatal("the first event did not reach the caller before the stream went on: something buffers")
+	}
+	close(next)
+	rest, _ := io.ReadAll(r)
+	if !strings.Contains(string(rest), "data: second") {
+		t.Fatalf("rest %q", rest)
+	}
+}
+
+// The total timeout ends when a stream's headers arrive: a stream that outlives it is fine
+// as long as no gap exceeds the idle timeout.
+func TestStream_OutlivesTotalTimeoutWhileEventsFlow(t *testing.T) {
+	s := newScript(t, sse(6, 30*time.Millisecond))
+	o := testOptions()
+	o.TimeoutSeconds = 0.06
+	o.StreamIdleTimeoutSeconds = 2
+	c, _ := client(t, o)
+	resp, err := post(t, c, s.url(), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body := readAll(t, resp); !strings.HasSuffix(body, "data: [DONE]\n\n") {
+		t.Fatalf("stream cut short: %q", body)
+	}
+}
+
+func TestStream_IdleTimeoutCutsAStalledStream(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	s := newScript(t, func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: one\n\n")
+		w.(http.Flusher).Flush()
+		stall(done)(w, r)
+	})
+	o := testOptions()
+	o.StreamIdleTimeoutSeconds = 0.05
+	var rec recorder
+	c, _ := client(t, o, OnEvent(rec.observe))
+	resp, err := post(t, c, s.url(), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Kind != TimeoutStreamIdle || string(body) != "data: one\n\n" {
+		t.Fatalf("got %q, %v; want the first event, then a stream-idle timeout", body, err)
+	}
+	if ev := rec.kind(EventTimeout); len(ev) != 1 || ev[0].Timeout != TimeoutStreamIdle {
+		t.Fatalf("timeout events %+v", ev)
+	}
+}
+
+func TestStream_SlowConsumerIsNotIdle(t *testing.T) {
+	s := newScript(t, sse(3, 0))
+	o := testOptions()
+	o.StreamIdleTimeoutSeconds = 0.02
+	c, _ := client(t, o)
+	resp, err := post(t, c, s.url(), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond) // the caller is slow; the server is not idle
+	if body := readAll(t, resp); !strings.HasSuffix(body, "[DONE]\n\n") {
+		t.Fatalf("body %q", body)
+	}
+}
