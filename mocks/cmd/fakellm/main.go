@@ -1,0 +1,118 @@
+// Command fakellm runs the steady fake LLM server standalone, for tests written in other
+// languages or driven by tools such as curl:
+//
+//	go run ./mocks/cmd/fakellm -addr 127.0.0.1:8080 [-scenario file.json] [-seed N] [-chaos 0.2]
+//
+// It speaks the OpenAI (/v1/chat/completions, /v1/embeddings, /v1/models), Azure OpenAI
+// (/openai/deployments/{name}/…) and Anthropic (/v1/messages) wire formats. Faults come from the
+// scenario file (format: mocks.Config), from the X-Fake-Scenario request header (a scenario of
+// the file, or a builtin such as rate-limited, overloaded, stall, reset, cut-stream), or from
+// chaos mode. It listens on loopback addresses only unless -allow-remote is given, and stops on
+// SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/steadyllm/steady/mocks"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run starts the server as args say, prints its URL on stdout and serves until ctx ends. It
+// returns the exit code: 0 after a clean stop, 2 for bad flags or files, 1 when it cannot listen.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on (loopback only unless -allow-remote)")
+	file := fs.String("scenario", "", "scenario `file` (JSON, see mocks.Config)")
+	seed := fs.Int64("seed", 0, "chaos seed (overrides the file's)")
+	rate := fs.Float64("chaos", 0, "fraction `0..1` of calls given a random fault (overrides the file's)")
+	reply := fs.String("reply", "", "text of every reply (default: echo the last user message)")
+	key := fs.String("api-key", "", "accept only this API key (default: any non-empty key)")
+	remote := fs.Bool("allow-remote", false, "allow listening on a non-loopback address")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "fakellm: unexpected arguments: %s\n", strings.Join(fs.Args(), " "))
+		return 2
+	}
+	if *rate < 0 || *rate > 1 {
+		fmt.Fprintf(stderr, "fakellm: -chaos %v out of range [0, 1]\n", *rate)
+		return 2
+	}
+	if err := checkLoopback(*addr); err != nil && !*remote {
+		fmt.Fprintf(stderr, "fakellm: %v (pass -allow-remote to listen there anyway)\n", err)
+		return 2
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var opts []mocks.Option
+	if *file != "" {
+		cfg, err := mocks.LoadConfig(*file)
+		if err != nil {
+			fmt.Fprintf(stderr, "fakellm: %v\n", err)
+			return 2
+		}
+		opts = append(opts, mocks.WithConfig(cfg))
+		if !set["seed"] {
+			*seed = cfg.Seed
+		}
+		if !set["chaos"] {
+			*rate = cfg.Chaos
+		}
+	}
+	if *reply != "" {
+		opts = append(opts, mocks.WithReply(*reply))
+	}
+	if *key != "" {
+		opts = append(opts, mocks.WithAPIKey(*key))
+	}
+	if set["seed"] || set["chaos"] {
+		opts = append(opts, mocks.WithChaos(*seed, *rate))
+	}
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "fakellm: %v\n", err)
+		return 1
+	}
+	s := mocks.NewServer(append(opts, mocks.WithListener(l))...)
+	defer s.Close()
+	fmt.Fprintf(stdout, "fakellm listening on %s\n", s.URL())
+	fmt.Fprintf(stdout, "  OpenAI base URL:    %s\n  Anthropic base URL: %s\n", s.OpenAIBaseURL(), s.AnthropicBaseURL())
+	<-ctx.Done()
+	fmt.Fprintln(stdout, "fakellm stopping")
+	return 0
+}
+
+// checkLoopback returns an error unless addr's host is a loopback IP or "localhost".
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	if host == "" {
+		return errors.New("address " + addr + " listens on every interface")
+	}
+	return errors.New("address " + addr + " is not a loopback address")
+}

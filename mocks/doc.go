@@ -1,0 +1,36 @@
+// Package mocks is a fake LLM server for tests, examples and demos: it speaks the OpenAI, Azure
+// OpenAI and Anthropic wire formats, JSON and streaming, and fails on command.
+//
+// # Endpoints
+//
+//   - OpenAI: POST /v1/chat/completions (stream, stream_options.include_usage, tool calls),
+//     POST /v1/embeddings (float or base64), GET /v1/models. Auth: Authorization: Bearer.
+//   - Azure OpenAI: POST /openai/deployments/{deployment}/chat/completions and …/embeddings,
+//     with ?api-version= required. Auth: api-key header (or Bearer).
+//   - Anthropic: POST /v1/messages (JSON, or the full event stream message_start,
+//     content_block_start, ping, content_block_delta…, content_block_stop, message_delta,
+//     message_stop), GET /v1/models with anthropic-version. Auth: x-api-key or Bearer;
+//     anthropic-version is required.
+//
+// A missing key is the provider's 401, a bad body its 400, before any fault is chosen. Replies
+// are deterministic: the scripted text, the server's [WithReply] text, or an echo of the last
+// user message; token counts follow [Tokens] (about 4 bytes per token). Every reply carries a
+// request id (x-request-id or request-id) and the provider's rate-limit headers.
+//
+// # Choosing faults
+//
+// Each call takes one [Step]: from the scenario its [ScenarioHeader] header names (user-defined
+// with [WithScenario], or one of [BuiltinScenarios]); else from the default script
+// ([WithScript], [Server.Script]); else, in chaos mode ([WithChaos]), a random fault for a seeded
+// fraction of calls; else a normal reply. Steps cover error statuses in the provider's envelope,
+// 429 with retry-after-ms, Retry-After and rate-limit headers, quota exhaustion, Anthropic's 529,
+// x-should-retry, latency, stalls, connection resets, cut or truncated streams, error events in a
+// 200 stream, malformed JSON and slow streams. A [Config] loads the same from a JSON file.
+//
+// # Guarantees
+//
+// The server listens on 127.0.0.1 only. Stalls, delays and slow streams end when the client
+// goes away or [Server.Close] is called, so Close never hangs and no goroutine outlives it. The
+// [Journal] records every request (secrets redacted) and the peak concurrency. The package
+// imports only the standard library.
+package mocks

@@ -1,0 +1,274 @@
+package mocks
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// defaultModels are listed by GET /v1/models unless WithModels says otherwise.
+var defaultModels = []string{"gpt-4o-mini", "gpt-4o", "text-embedding-3-small", "claude-sonnet-4-5", "claude-haiku-4-5"}
+
+// openAIAuth checks the bearer token (Azure: also the api-key header) against want ("" = any).
+func openAIAuth(r *http.Request, isAzure bool, want string) string {
+	key, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if isAzure && r.Header.Get("Api-Key") != "" {
+		key = r.Header.Get("Api-Key")
+	}
+	switch {
+	case strings.TrimSpace(key) == "" && isAzure:
+		return "Access denied due to missing subscription key. Make sure to include the api-key header."
+	case strings.TrimSpace(key) == "":
+		return "You didn't provide an API key. You need to provide your API key in an Authorization header using Bearer auth (i.e. Authorization: Bearer YOUR_KEY)."
+	case want != "" && key != want:
+		return "Incorrect API key provided."
+	}
+	return ""
+}
+
+// openAIHeaders sets the request id and the x-ratelimit-* headers.
+func openAIHeaders(h http.Header, id string, tokens int, limited bool, reset time.Duration) {
+	const reqLimit, tokLimit = 10000, 2000000
+	reqLeft, tokLeft := reqLimit-1, tokLimit-tokens
+	if limited {
+		reqLeft, tokLeft = 0, 0
+	}
+	h.Set("X-Request-Id", id)
+	h.Set("Openai-Processing-Ms", "1")
+	h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(reqLimit))
+	h.Set("X-Ratelimit-Limit-Tokens", strconv.Itoa(tokLimit))
+	h.Set("X-Ratelimit-Remaining-Requests", strconv.Itoa(reqLeft))
+	h.Set("X-Ratelimit-Remaining-Tokens", strconv.Itoa(tokLeft))
+	h.Set("X-Ratelimit-Reset-Requests", reset.String())
+	h.Set("X-Ratelimit-Reset-Tokens", reset.String())
+}
+
+// openAIError builds {"error":{"message","type","param","code"}} for st.
+func openAIError(st Step) obj {
+	errType, code, msg := "invalid_request_error", any(nil), st.Message
+	switch {
+	case st.Status == http.StatusUnauthorized:
+		code = "invalid_api_key"
+	case st.Status == http.StatusTooManyRequests && st.Quota:
+		errType, code = "insufficient_quota", "insufficient_quota"
+		if msg == "" {
+			msg = "You exceeded your current quota, please check your plan and billing details."
+		}
+	case st.Status == http.StatusTooManyRequests:
+		errType, code = "requests", "rate_limit_exceeded"
+		if msg == "" {
+			msg = fmt.Sprintf("Rate limit reached for requests. Please try again in %s.", max(st.RetryAfter, time.Millisecond))
+		}
+	case st.Status >= 500:
+		errType = "server_error"
+	}
+	if st.ErrorType != "" {
+		errType = st.ErrorType
+	}
+	if st.Code != "" {
+		code = st.Code
+	}
+	if msg == "" {
+		msg = defaultMessage(st.Status)
+	}
+	return obj{"error": obj{"message": msg, "type": errType, "param": nil, "code": code}}
+}
+
+// defaultMessage returns a provider-like message for status.
+func defaultMessage(status int) string {
+	switch status {
+	case 503:
+		return "The server is overloaded or not ready yet."
+	case 529:
+		return "Overloaded"
+	}
+	if t := http.StatusText(status); t != "" {
+		return t
+	}
+	return "Error " + strconv.Itoa(status)
+}
+
+// parseChat reads a chat completions request.
+func (c *call) parseChat(body []byte) error {
+	var req struct {
+		Model         string    `json:"model"`
+		Messages      []message `json:"messages"`
+		Stream        bool      `json:"stream"`
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+		MaxTokens           int `json:"max_tokens"`
+		MaxCompletionTokens int `json:"max_completion_tokens"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return fmt.Errorf("We could not parse the JSON body of your request: %v", err)
+	}
+	if c.deployment != "" {
+		req.Model = c.deployment
+	}
+	if req.Model == "" {
+		return errors.New("you must provide a model parameter")
+	}
+	if len(req.Messages) == 0 {
+		return errors.New("'messages' must contain at least one message")
+	}
+	c.model, c.stream, c.includeUsage = req.Model, req.Stream, req.StreamOptions.IncludeUsage
+	c.maxTokens = req.MaxCompletionTokens
+	if c.maxTokens == 0 {
+		c.maxTokens = req.MaxTokens
+	}
+	c.lastUser, c.promptTokens = prompt(nil, req.Messages)
+	return nil
+}
+
+// openAIChat sends a chat completion, as JSON or as a stream of chunks.
+func (c *call) openAIChat(st Step) {
+	text, cut := limitTokens(replyText(st, c.s.reply, c.lastUser), c.maxTokens)
+	finish, completion := "stop", Tokens(text)
+	if cut {
+		finish = "length"
+	}
+	var calls []obj
+	if tc := st.ToolCall; tc != nil {
+		text, finish, completion = "", "tool_calls", Tokens(tc.Name+toolArgs(tc))
+		calls = []obj{{"id": toolID(tc, "call_", c.seq), "type": "function",
+			"function": obj{"name": tc.Name, "arguments": toolArgs(tc)}}}
+	}
+	usage := obj{"prompt_tokens": c.promptTokens, "completion_tokens": completion,
+		"total_tokens": c.promptTokens + completion}
+	id, created := fmt.Sprintf("chatcmpl-fake%08d", c.seq), time.Now().Unix()
+	if !c.stream {
+		msg := obj{"role": "assistant", "content": text, "refusal": nil}
+		if calls != nil {
+			msg["content"], msg["tool_calls"] = nil, calls
+		}
+		choice := obj{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}
+		c.sendJSON(st, obj{"id": id, "object": "chat.completion", "created": created, "model": c.model,
+			"choices": []obj{choice}, "usage": usage, "system_fingerprint": "fp_fake", "service_tier": "default"})
+		return
+	}
+	sw := c.startStream(st)
+	chunk := func(delta obj, finish any) obj {
+		ch := obj{"id": id, "object": "chat.completion.chunk", "created": created, "model": c.model,
+			"system_fingerprint": "fp_fake",
+			"choices":            []obj{{"index": 0, "delta": delta, "logprobs": nil, "finish_reason": finish}}}
+		if c.includeUsage {
+			ch["usage"] = nil
+		}
+		return ch
+	}
+	first := obj{"role": "assistant", "content": "", "refusal": nil}
+	if calls != nil {
+		tc := st.ToolCall
+		first = obj{"role": "assistant", "content": nil, "tool_calls": []obj{{"index": 0,
+			"id": toolID(tc, "call_", c.seq), "type": "function", "function": obj{"name": tc.Name, "arguments": ""}}}}
+	}
+	if !sw.send("", chunk(first, nil)) {
+		return
+	}
+	if calls != nil {
+		for _, part := range argChunks(toolArgs(st.ToolCall)) {
+			if !sw.send("", chunk(obj{"tool_calls": []obj{{"index": 0, "function": obj{"arguments": part}}}}, nil)) {
+				return
+			}
+		}
+	}
+	for _, part := range chunks(text) {
+		if !sw.send("", chunk(obj{"content": part}, nil)) {
+			return
+		}
+	}
+	if !sw.send("", chunk(obj{}, finish)) {
+		return
+	}
+	if c.includeUsage {
+		last := obj{"id": id, "object": "chat.completion.chunk", "created": created, "model": c.model,
+			"system_fingerprint": "fp_fake", "choices": []obj{}, "usage": usage}
+		if !sw.send("", last) {
+			return
+		}
+	}
+	sw.send("", "[DONE]")
+}
+
+// parseEmbeddings reads an embeddings request.
+func (c *call) parseEmbeddings(body []byte) error {
+	var req struct {
+		Model          string          `json:"model"`
+		Input          json.RawMessage `json:"input"`
+		Dimensions     int             `json:"dimensions"`
+		EncodingFormat string          `json:"encoding_format"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return fmt.Errorf("We could not parse the JSON body of your request: %v", err)
+	}
+	if c.deployment != "" {
+		req.Model = c.deployment
+	}
+	if req.Model == "" {
+		return errors.New("you must provide a model parameter")
+	}
+	var one string
+	var many []string
+	switch {
+	case json.Unmarshal(req.Input, &one) == nil:
+		c.inputs = []string{one}
+	case json.Unmarshal(req.Input, &many) == nil && len(many) > 0:
+		c.inputs = many
+	case len(req.Input) > 2 && req.Input[0] == '[':
+		c.inputs = []string{string(req.Input)} // token arrays: embed their JSON text
+	default:
+		return errors.New("'input' is a required property")
+	}
+	if req.Dimensions < 0 || req.Dimensions > 4096 {
+		return fmt.Errorf("invalid 'dimensions': %d", req.Dimensions)
+	}
+	c.model, c.dims, c.base64 = req.Model, req.Dimensions, req.EncodingFormat == "base64"
+	if c.dims == 0 {
+		c.dims = 8
+	}
+	for _, in := range c.inputs {
+		c.promptTokens += Tokens(in)
+	}
+	return nil
+}
+
+// embeddingsBody builds the embeddings reply: a deterministic unit vector per input.
+func (c *call) embeddingsBody() obj {
+	data := make([]obj, len(c.inputs))
+	for i, in := range c.inputs {
+		v := embedding(in, c.dims)
+		var enc any = v
+		if c.base64 {
+			enc = base64.StdEncoding.EncodeToString(float32LE(v))
+		}
+		data[i] = obj{"object": "embedding", "index": i, "embedding": enc}
+	}
+	return obj{"object": "list", "data": data, "model": c.model,
+		"usage": obj{"prompt_tokens": c.promptTokens, "total_tokens": c.promptTokens}}
+}
+
+// modelsBody lists the server's models in the call's dialect.
+func (c *call) modelsBody() obj {
+	data := make([]obj, len(c.s.models))
+	for i, id := range c.s.models {
+		if c.api == anthropic {
+			data[i] = obj{"type": "model", "id": id, "display_name": id, "created_at": "2025-01-01T00:00:00Z"}
+		} else {
+			data[i] = obj{"id": id, "object": "model", "created": 1735689600, "owned_by": "fakellm"}
+		}
+	}
+	if c.api != anthropic {
+		return obj{"object": "list", "data": data}
+	}
+	first, last := "", ""
+	if len(c.s.models) > 0 {
+		first, last = c.s.models[0], c.s.models[len(c.s.models)-1]
+	}
+	return obj{"data": data, "has_more": false, "first_id": first, "last_id": last}
+}

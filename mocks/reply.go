@@ -1,0 +1,158 @@
+package mocks
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+)
+
+// defaultReply answers a call with no user text to echo.
+const defaultReply = "Hello from fakellm."
+
+// obj is a JSON object under construction.
+type obj = map[string]any
+
+// Tokens estimates the token count of s the way the fake server does: one token per 4 bytes,
+// rounded up, so "" is 0 and "hello" is 2. Tests can use it to predict the usage a reply carries.
+func Tokens(s string) int { return (len(s) + 3) / 4 }
+
+// message is a chat message reduced to what the fake needs.
+type message struct {
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+}
+
+// contentText returns the text of a content field: a string, or an array of blocks whose "text"
+// (and, for Anthropic tool results, nested "content") is joined.
+func contentText(raw json.RawMessage) string {
+	if len(raw) == 0 {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var blocks []struct {
+		Text    string          `json:"text"`
+		Content json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(raw, &blocks) != nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, blk := range blocks {
+		b.WriteString(blk.Text)
+		b.WriteString(contentText(blk.Content))
+	}
+	return b.String()
+}
+
+// prompt sums the prompt tokens of msgs plus system and returns the last user message's text.
+func prompt(system json.RawMessage, msgs []message) (lastUser string, tokens int) {
+	tokens = Tokens(contentText(system))
+	for _, m := range msgs {
+		text := contentText(m.Content)
+		tokens += Tokens(text)
+		if m.Role == "user" {
+			lastUser = text
+		}
+	}
+	return lastUser, max(tokens, 1)
+}
+
+// replyText picks the text of a reply: the step's, else the server's, else an echo.
+func replyText(st Step, serverReply, lastUser string) string {
+	switch {
+	case st.Text != "":
+		return st.Text
+	case serverReply != "":
+		return serverReply
+	case lastUser != "":
+		return lastUser
+	}
+	return defaultReply
+}
+
+// limitTokens cuts text to maxTokens tokens (<= 0: no limit) and reports whether it cut.
+func limitTokens(text string, maxTokens int) (string, bool) {
+	if maxTokens <= 0 || Tokens(text) <= maxTokens {
+		return text, false
+	}
+	return text[:maxTokens*4], true
+}
+
+// chunks splits text into stream deltas, one word each with its leading space, so that joining
+// them gives text back.
+func chunks(text string) []string {
+	var out []string
+	start := 0
+	for i := 1; i < len(text); i++ {
+		if text[i] == ' ' && text[i-1] != ' ' {
+			out = append(out, text[start:i])
+			start = i
+		}
+	}
+	if start < len(text) {
+		out = append(out, text[start:])
+	}
+	return out
+}
+
+// argChunks splits tool-call arguments into a few deltas.
+func argChunks(args string) []string {
+	const size = 16
+	var out []string
+	for len(args) > size {
+		out = append(out, args[:size])
+		args = args[size:]
+	}
+	return append(out, args)
+}
+
+// toolArgs returns tc's arguments, {} when empty.
+func toolArgs(tc *ToolCall) string {
+	if tc.Arguments == "" {
+		return "{}"
+	}
+	return tc.Arguments
+}
+
+// toolID returns tc's id, or a deterministic one with the given prefix.
+func toolID(tc *ToolCall, prefix string, seq int) string {
+	if tc.ID != "" {
+		return tc.ID
+	}
+	return fmt.Sprintf("%s%08d", prefix, seq)
+}
+
+// embedding returns a deterministic unit vector of dims values for input.
+func embedding(input string, dims int) []float32 {
+	v := make([]float32, dims)
+	var norm float64
+	for i := range v {
+		h := fnv.New64a()
+		_, _ = fmt.Fprintf(h, "%d:%s", i, input)
+		x := float64(h.Sum64()%2000)/1000 - 1
+		v[i] = float32(x)
+		norm += x * x
+	}
+	if norm == 0 {
+		v[0], norm = 1, 1
+	}
+	for i := range v {
+		v[i] = float32(float64(v[i]) / math.Sqrt(norm))
+	}
+	return v
+}
+
+// float32LE encodes v as little-endian float32 bytes, OpenAI's base64 embedding encoding.
+func float32LE(v []float32) []byte {
+	b := make([]byte, 4*len(v))
+	for i, x := range v {
+		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
+	}
+	return b
+}

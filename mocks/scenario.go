@@ -1,0 +1,187 @@
+package mocks
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+)
+
+// Config is a scenario file: the JSON form of the server's options, read by the fakellm command
+// (-scenario) and by [WithConfig]. Every field is optional:
+//
+//	{
+//	  "reply": "text of every successful reply (default: echo the last user message)",
+//	  "seed": 42, "chaos": 0.2,
+//	  "script": [ step, … ],
+//	  "scenarios": { "name": [ step, … ] },
+//	  "default": "name of the scenario answering calls that name none"
+//	}
+//
+// A step is an object with these optional keys (the [Step] fields; durations in milliseconds):
+//
+//	status, error_type, code, message, quota, retry_after_ms, should_retry, headers (object of
+//	strings), delay_ms, stall, reset, malformed, text, tool_call ({name, arguments, id}),
+//	chunk_delay_ms, cut ("abort" or "clean"), cut_after, stream_error, error_after, repeat,
+//	forever
+//
+// Unknown keys are errors, so a typo does not silently become a normal reply.
+type Config struct {
+	Reply     string            `json:"reply,omitempty"`
+	Seed      int64             `json:"seed,omitempty"`
+	Chaos     float64           `json:"chaos,omitempty"`
+	Script    []Step            `json:"script,omitempty"`
+	Scenarios map[string][]Step `json:"scenarios,omitempty"`
+	Default   string            `json:"default,omitempty"`
+}
+
+// ParseConfig reads a scenario file's JSON and validates it.
+func ParseConfig(data []byte) (*Config, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var cfg Config
+	if err := dec.Decode(&cfg); err != nil {
+		return nil, fmt.Errorf("mocks: scenario file: %w", err)
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("mocks: scenario file: %w", err)
+	}
+	return &cfg, nil
+}
+
+// LoadConfig reads and parses the scenario file at path.
+func LoadConfig(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseConfig(data)
+}
+
+// validate reports every bad value at once.
+func (cfg *Config) validate() error {
+	var errs []error
+	if cfg.Chaos < 0 || cfg.Chaos > 1 {
+		errs = append(errs, fmt.Errorf("chaos %v out of range [0, 1]", cfg.Chaos))
+	}
+	check := func(where string, steps []Step) {
+		for i, st := range steps {
+			if err := st.validate(); err != nil {
+				errs = append(errs, fmt.Errorf("%s[%d]: %w", where, i, err))
+			}
+		}
+	}
+	check("script", cfg.Script)
+	for name, steps := range cfg.Scenarios {
+		if name == "" {
+			errs = append(errs, errors.New("scenario with an empty name"))
+		}
+		check("scenarios."+name, steps)
+	}
+	if _, ok := cfg.Scenarios[cfg.Default]; cfg.Default != "" && !ok {
+		if _, builtin := builtins()[cfg.Default]; !builtin {
+			errs = append(errs, fmt.Errorf("default scenario %q is not defined", cfg.Default))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validate reports what is wrong with st.
+func (st Step) validate() error {
+	var errs []error
+	if st.Status != 0 && (st.Status < 100 || st.Status > 599) {
+		errs = append(errs, fmt.Errorf("status %d out of range [100, 599]", st.Status))
+	}
+	if st.Cut != "" && st.Cut != CutAbort && st.Cut != CutClean {
+		errs = append(errs, fmt.Errorf("cut %q is neither %q nor %q", st.Cut, CutAbort, CutClean))
+	}
+	for name, v := range map[string]int{"cut_after": st.CutAfter, "error_after": st.ErrorAfter, "repeat": st.Repeat} {
+		if v < 0 {
+			errs = append(errs, fmt.Errorf("%s %d is negative", name, v))
+		}
+	}
+	for name, d := range map[string]time.Duration{"delay_ms": st.Delay, "retry_after_ms": st.RetryAfter, "chunk_delay_ms": st.ChunkDelay} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s %d is negative", name, d.Milliseconds()))
+		}
+	}
+	if st.ToolCall != nil && st.ToolCall.Name == "" {
+		errs = append(errs, errors.New("tool_call without a name"))
+	}
+	return errors.Join(errs...)
+}
+
+// stepJSON is the wire form of a Step.
+type stepJSON struct {
+	Status       int               `json:"status,omitempty"`
+	ErrorType    string            `json:"error_type,omitempty"`
+	Code         string            `json:"code,omitempty"`
+	Message      string            `json:"message,omitempty"`
+	Quota        bool              `json:"quota,omitempty"`
+	RetryAfterMs float64           `json:"retry_after_ms,omitempty"`
+	ShouldRetry  *bool             `json:"should_retry,omitempty"`
+	Headers      map[string]string `json:"headers,omitempty"`
+	DelayMs      float64           `json:"delay_ms,omitempty"`
+	Stall        bool              `json:"stall,omitempty"`
+	Reset        bool              `json:"reset,omitempty"`
+	Malformed    bool              `json:"malformed,omitempty"`
+	Text         string            `json:"text,omitempty"`
+	ToolCall     *ToolCall         `json:"tool_call,omitempty"`
+	ChunkDelayMs float64           `json:"chunk_delay_ms,omitempty"`
+	Cut          CutMode           `json:"cut,omitempty"`
+	CutAfter     int               `json:"cut_after,omitempty"`
+	StreamError  string            `json:"stream_error,omitempty"`
+	ErrorAfter   int               `json:"error_after,omitempty"`
+	Repeat       int               `json:"repeat,omitempty"`
+	Forever      bool              `json:"forever,omitempty"`
+}
+
+// ms converts milliseconds to a Duration; toMs converts back.
+func ms(f float64) time.Duration   { return time.Duration(f * float64(time.Millisecond)) }
+func toMs(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// MarshalJSON writes st in the scenario file format (see [Config]).
+func (st Step) MarshalJSON() ([]byte, error) { return json.Marshal(st.wire()) }
+
+// wire converts st to its JSON form.
+func (st Step) wire() stepJSON {
+	w := stepJSON{Status: st.Status, ErrorType: st.ErrorType, Code: st.Code, Message: st.Message,
+		Quota: st.Quota, RetryAfterMs: toMs(st.RetryAfter), ShouldRetry: st.ShouldRetry,
+		DelayMs: toMs(st.Delay), Stall: st.Stall, Reset: st.Reset, Malformed: st.Malformed,
+		Text: st.Text, ToolCall: st.ToolCall, ChunkDelayMs: toMs(st.ChunkDelay), Cut: st.Cut,
+		CutAfter: st.CutAfter, StreamError: st.StreamError, ErrorAfter: st.ErrorAfter,
+		Repeat: st.Repeat, Forever: st.Forever}
+	if len(st.Header) > 0 {
+		w.Headers = map[string]string{}
+		for k := range st.Header {
+			w.Headers[k] = st.Header.Get(k)
+		}
+	}
+	return w
+}
+
+// UnmarshalJSON reads a step in the scenario file format (see [Config]); unknown keys are errors.
+func (st *Step) UnmarshalJSON(data []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var w stepJSON
+	if err := dec.Decode(&w); err != nil {
+		return err
+	}
+	*st = Step{Status: w.Status, ErrorType: w.ErrorType, Code: w.Code, Message: w.Message,
+		Quota: w.Quota, RetryAfter: ms(w.RetryAfterMs), ShouldRetry: w.ShouldRetry,
+		Delay: ms(w.DelayMs), Stall: w.Stall, Reset: w.Reset, Malformed: w.Malformed,
+		Text: w.Text, ToolCall: w.ToolCall, ChunkDelay: ms(w.ChunkDelayMs), Cut: w.Cut,
+		CutAfter: w.CutAfter, StreamError: w.StreamError, ErrorAfter: w.ErrorAfter,
+		Repeat: w.Repeat, Forever: w.Forever}
+	for k, v := range w.Headers {
+		if st.Header == nil {
+			st.Header = http.Header{}
+		}
+		st.Header.Set(k, v)
+	}
+	return nil
+}

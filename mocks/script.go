@@ -1,0 +1,204 @@
+package mocks
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+)
+
+// ScenarioHeader is the request header that selects a named scenario for one call.
+const ScenarioHeader = "X-Fake-Scenario"
+
+// chaosScenario is the journal's Scenario for a call answered by chaos mode.
+const chaosScenario = "chaos"
+
+// sequence is a list of steps consumed one call at a time.
+type sequence struct {
+	steps []Step
+	pos   int // index of the current step
+	used  int // calls the current step has answered
+}
+
+// next returns the step for the next call and false once the sequence is spent.
+func (q *sequence) next() (Step, bool) {
+	for q.pos < len(q.steps) {
+		st := q.steps[q.pos]
+		if st.Forever {
+			return st, true
+		}
+		if q.used < max(st.Repeat, 1) {
+			q.used++
+			return st, true
+		}
+		q.pos, q.used = q.pos+1, 0
+	}
+	return Step{}, false
+}
+
+// builtins are the scenarios every server knows; each answers every call that names it, so a
+// tool such as curl can ask for a fault with one header and no setup.
+func builtins() map[string][]Step {
+	return map[string][]Step{
+		"ok":              {OK().Always()},
+		"rate-limited":    {RateLimited(200 * time.Millisecond).Always()},
+		"quota-exceeded":  {QuotaExceeded().Always()},
+		"server-error":    {Status(500).Always()},
+		"bad-gateway":     {Status(502).Always()},
+		"unavailable":     {Status(503).Always()},
+		"gateway-timeout": {Status(504).Always()},
+		"overloaded":      {Overloaded().Always()},
+		"slow":            {Latency(2 * time.Second).Always()},
+		"slow-stream":     {SlowStream(200 * time.Millisecond).Always()},
+		"stall":           {Stall().Always()},
+		"reset":           {ResetConnection().Always()},
+		"cut-stream":      {CutStream(3).Always()},
+		"truncated":       {TruncateStream(3).Always()},
+		"stream-error":    {StreamError(3, "overloaded_error").Always()},
+		"malformed":       {Malformed().Always()},
+	}
+}
+
+// BuiltinScenarios returns the names of the scenarios every server knows, sorted: each answers
+// every call that names it with one fault ("rate-limited", "overloaded", "stall", …).
+func BuiltinScenarios() []string {
+	var names []string
+	for name := range builtins() {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// chaos injects a random fault into a fraction of calls, from a seeded source so that a run is
+// reproducible for a given seed and arrival order.
+type chaos struct {
+	rate float64
+	rng  *rand.Rand
+}
+
+func newChaos(seed int64, rate float64) *chaos {
+	return &chaos{rate: rate, rng: rand.New(rand.NewPCG(uint64(seed), 0x5eed))}
+}
+
+// chaosFaults is what chaos mode draws from. Stalls are left out: a client without a timeout
+// would hang forever, which no one wants from a random run.
+var chaosFaults = []Step{
+	RateLimited(100 * time.Millisecond),
+	Status(500),
+	Status(502),
+	Status(503),
+	Status(504),
+	Overloaded(),
+	ResetConnection(),
+	Latency(250 * time.Millisecond),
+	CutStream(2),
+	StreamError(2, "overloaded_error"),
+}
+
+// draw returns a fault, or false when this call is left alone.
+func (c *chaos) draw() (Step, bool) {
+	if c.rng.Float64() >= c.rate {
+		return Step{}, false
+	}
+	return chaosFaults[c.rng.IntN(len(chaosFaults))], true
+}
+
+// script holds the server's fault selection: the default sequence, the named scenarios and
+// chaos mode. It is safe for concurrent use.
+type script struct {
+	mu        sync.Mutex
+	def       *sequence            // the default sequence; nil when none
+	defName   string               // the named scenario in use as default, if any
+	scenarios map[string]*sequence // user scenarios, then builtins
+	chaos     *chaos               // nil when off
+}
+
+func newScript() *script {
+	return &script{scenarios: map[string]*sequence{}}
+}
+
+// setDefault replaces the default sequence.
+func (sc *script) setDefault(steps []Step) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.def, sc.defName = &sequence{steps: append([]Step(nil), steps...)}, ""
+}
+
+// setScenario defines (or redefines and rewinds) the scenario name.
+func (sc *script) setScenario(name string, steps []Step) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.scenarios[name] = &sequence{steps: append([]Step(nil), steps...)}
+}
+
+// lookup returns the scenario name, user-defined first, then builtin; sc.mu must be held.
+func (sc *script) lookup(name string) (*sequence, bool) {
+	if q, ok := sc.scenarios[name]; ok {
+		return q, true
+	}
+	steps, ok := builtins()[name]
+	if !ok {
+		return nil, false
+	}
+	q := &sequence{steps: steps}
+	sc.scenarios[name] = q
+	return q, true
+}
+
+// use makes the scenario name answer calls that name none.
+func (sc *script) use(name string) error {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	q, ok := sc.lookup(name)
+	if !ok {
+		return fmt.Errorf("mocks: unknown scenario %q", name)
+	}
+	sc.def, sc.defName = q, name
+	return nil
+}
+
+// setChaos turns chaos mode on (rate > 0) or off.
+func (sc *script) setChaos(seed int64, rate float64) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if rate <= 0 {
+		sc.chaos = nil
+		return
+	}
+	sc.chaos = newChaos(seed, min(rate, 1))
+}
+
+// errUnknownScenario is returned by next for a header naming no scenario.
+type errUnknownScenario string
+
+func (e errUnknownScenario) Error() string { return fmt.Sprintf("unknown fake scenario %q", string(e)) }
+
+// next chooses the step for one call: the scenario the header names, else the default sequence,
+// else chaos, else a normal reply. It returns the scenario name for the journal.
+func (sc *script) next(header string) (Step, string, error) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if header != "" {
+		q, ok := sc.lookup(header)
+		if !ok {
+			return Step{}, header, errUnknownScenario(header)
+		}
+		if st, ok := q.next(); ok {
+			return st, header, nil
+		}
+		return OK(), header, nil
+	}
+	if sc.def != nil {
+		if st, ok := sc.def.next(); ok {
+			return st, sc.defName, nil
+		}
+	}
+	if sc.chaos != nil {
+		if st, ok := sc.chaos.draw(); ok {
+			return st, chaosScenario, nil
+		}
+	}
+	return OK(), sc.defName, nil
+}

@@ -1,0 +1,296 @@
+package mocks
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// maxBody bounds the request body the server reads and journals.
+const maxBody = 10 << 20
+
+// Server is a fake LLM server speaking the OpenAI, Azure OpenAI and Anthropic wire formats, with
+// faults chosen per call. Create it with [NewServer] and Close it when done; its methods are safe
+// for concurrent use.
+type Server struct {
+	ts      *httptest.Server
+	journal *Journal
+	script  *script
+	reply   string
+	apiKey  string
+	models  []string
+	ids     atomic.Int64
+	closing chan struct{} // closed by Close: ends stalls, delays and slow streams
+	once    sync.Once
+}
+
+// Option configures a [Server].
+type Option func(*options)
+
+type options struct {
+	listener  net.Listener
+	reply     string
+	apiKey    string
+	script    []Step
+	scenarios map[string][]Step
+	use       string
+	seed      int64
+	chaos     float64
+	models    []string
+}
+
+// WithScript sets the default sequence of steps: each call that names no scenario takes the next
+// step; once they are spent, calls get normal replies (or chaos faults). Same as [Server.Script].
+func WithScript(steps ...Step) Option { return func(o *options) { o.script = steps } }
+
+// WithScenario defines the scenario name, selected per call by the [ScenarioHeader] header or
+// for every call by [WithDefaultScenario]. Its steps are consumed one call at a time, across
+// all the calls that select it; once spent, it answers normally.
+func WithScenario(name string, steps ...Step) Option {
+	return func(o *options) {
+		if o.scenarios == nil {
+			o.scenarios = map[string][]Step{}
+		}
+		o.scenarios[name] = steps
+	}
+}
+
+// WithDefaultScenario makes the scenario name (user-defined or builtin) answer the calls that
+// name none, in place of a script. An unknown name makes NewServer panic.
+func WithDefaultScenario(name string) Option { return func(o *options) { o.use = name } }
+
+// WithChaos injects a random fault into a fraction rate (0 to 1) of the calls that no script or
+// scenario answers. The choice is drawn from a source seeded with seed, so the same seed and
+// the same order of calls give the same faults. Stalls are never drawn.
+func WithChaos(seed int64, rate float64) Option {
+	return func(o *options) { o.seed, o.chaos = seed, rate }
+}
+
+// WithReply sets the text of every successful reply ("" = echo the last user message).
+func WithReply(text string) Option { return func(o *options) { o.reply = text } }
+
+// WithAPIKey makes the server accept only key; by default any non-empty key is accepted.
+func WithAPIKey(key string) Option { return func(o *options) { o.apiKey = key } }
+
+// WithModels sets the models that GET /v1/models lists.
+func WithModels(ids ...string) Option { return func(o *options) { o.models = ids } }
+
+// WithListener serves on l instead of a new listener on 127.0.0.1 with a free port. The server
+// takes ownership of l. This is for the fakellm command; tests should not need it.
+func WithListener(l net.Listener) Option { return func(o *options) { o.listener = l } }
+
+// WithConfig applies a scenario file (see [ParseConfig]).
+func WithConfig(cfg *Config) Option {
+	return func(o *options) {
+		if cfg.Reply != "" {
+			o.reply = cfg.Reply
+		}
+		if len(cfg.Script) > 0 {
+			o.script = cfg.Script
+		}
+		for name, steps := range cfg.Scenarios {
+			WithScenario(name, steps...)(o)
+		}
+		if cfg.Default != "" {
+			o.use = cfg.Default
+		}
+		if cfg.Chaos > 0 {
+			o.seed, o.chaos = cfg.Seed, cfg.Chaos
+		}
+	}
+}
+
+// NewServer starts a fake LLM server on 127.0.0.1 with a free port (never another address
+// unless [WithListener] gives one). It panics if it cannot listen, like httptest.NewServer.
+func NewServer(opts ...Option) *Server {
+	o := options{models: defaultModels}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &Server{
+		journal: newJournal(),
+		script:  newScript(),
+		reply:   o.reply,
+		apiKey:  o.apiKey,
+		models:  o.models,
+		closing: make(chan struct{}),
+	}
+	for name, steps := range o.scenarios {
+		s.script.setScenario(name, steps)
+	}
+	if o.script != nil {
+		s.script.setDefault(o.script)
+	}
+	if o.use != "" {
+		if err := s.script.use(o.use); err != nil {
+			panic(err)
+		}
+	}
+	s.script.setChaos(o.seed, o.chaos)
+	l := o.listener
+	if l == nil {
+		var err error
+		if l, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+			panic(fmt.Sprintf("mocks: listen on 127.0.0.1: %v", err))
+		}
+	}
+	s.ts = &httptest.Server{Listener: l, Config: &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}}
+	s.ts.Start()
+	return s
+}
+
+// URL returns the server's base URL, such as http://127.0.0.1:41234.
+func (s *Server) URL() string { return s.ts.URL }
+
+// OpenAIBaseURL returns the base URL for OpenAI clients: URL() + "/v1".
+func (s *Server) OpenAIBaseURL() string { return s.ts.URL + "/v1" }
+
+// AnthropicBaseURL returns the base URL for Anthropic clients: URL(), as they add /v1 themselves.
+func (s *Server) AnthropicBaseURL() string { return s.ts.URL }
+
+// Client returns an HTTP client for the server whose idle connections Close releases.
+func (s *Server) Client() *http.Client { return s.ts.Client() }
+
+// Journal returns the record of the requests received.
+func (s *Server) Journal() *Journal { return s.journal }
+
+// Script replaces the default sequence of steps and rewinds it (see [WithScript]).
+func (s *Server) Script(steps ...Step) { s.script.setDefault(steps) }
+
+// Scenario defines or redefines (and rewinds) the scenario name (see [WithScenario]).
+func (s *Server) Scenario(name string, steps ...Step) { s.script.setScenario(name, steps) }
+
+// UseScenario makes the scenario name answer the calls that name none, replacing the default
+// sequence; it fails for an unknown name.
+func (s *Server) UseScenario(name string) error { return s.script.use(name) }
+
+// Chaos turns chaos mode on with the given seed and rate (see [WithChaos]); rate <= 0 turns it off.
+func (s *Server) Chaos(seed int64, rate float64) { s.script.setChaos(seed, rate) }
+
+// Close ends every stall, delay and slow stream in progress (their connections drop without a
+// response), then shuts the server down and waits for its handlers. It is safe to call twice.
+func (s *Server) Close() {
+	s.once.Do(func() {
+		close(s.closing)
+		s.ts.Close()
+	})
+}
+
+// ServeHTTP answers one call. It is exported so the server can also be mounted elsewhere.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	arrived := time.Now()
+	s.journal.enter()
+	defer s.journal.leave()
+	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	entry := s.journal.record(r, body, arrived)
+	c := &call{s: s, w: w, r: r, seq: entry.Seq}
+	rt, ok := route(r)
+	c.api, c.endpoint, c.deployment = rt.api, rt.endpoint, rt.deployment
+	reject := func(status int, errType, message, note string) {
+		s.journal.setStep(entry, "", fmt.Sprintf("%d %s", status, note))
+		c.headers(Step{Status: status})
+		c.writeError(Step{Status: status, ErrorType: errType, Message: message})
+	}
+	switch {
+	case !ok:
+		reject(http.StatusNotFound, "", "Unknown request URL: "+r.Method+" "+r.URL.Path, "route")
+		return
+	case r.Method != rt.method:
+		reject(http.StatusMethodNotAllowed, "", "Method "+r.Method+" not allowed on "+r.URL.Path, "method")
+		return
+	case len(body) > maxBody:
+		reject(http.StatusRequestEntityTooLarge, "request_too_large", "Request body too large", "size")
+		return
+	}
+	if msg := c.checkAuth(); msg != "" {
+		reject(http.StatusUnauthorized, "", msg, "auth")
+		return
+	}
+	if msg := c.checkRequest(); msg != "" {
+		reject(http.StatusBadRequest, "", msg, "header")
+		return
+	}
+	if err := c.parse(body); err != nil {
+		reject(http.StatusBadRequest, "", err.Error(), "body")
+		return
+	}
+	st, scenario, err := s.script.next(r.Header.Get(ScenarioHeader))
+	if err != nil {
+		reject(http.StatusBadRequest, "", err.Error(), "scenario")
+		return
+	}
+	s.journal.setStep(entry, scenario, st.String())
+	c.serve(st)
+}
+
+// requestID returns the deterministic id of call seq, with the provider's prefix.
+func (s *Server) requestID(prefix string, seq int) string {
+	return fmt.Sprintf("%s%020d", prefix, seq)
+}
+
+// endpoint is what a request asks for.
+type endpoint int
+
+const (
+	chatEndpoint endpoint = iota + 1
+	embeddingsEndpoint
+	modelsEndpoint
+	messagesEndpoint
+)
+
+// api is the wire dialect of a request.
+type api int
+
+const (
+	openAI api = iota
+	azure
+	anthropic
+)
+
+// routed is the result of route.
+type routed struct {
+	api        api
+	endpoint   endpoint
+	method     string
+	deployment string
+}
+
+// route maps a request path to its dialect and endpoint. /v1/models answers in the Anthropic
+// shape when the request carries anthropic-version.
+func route(r *http.Request) (routed, bool) {
+	p := strings.TrimSuffix(r.URL.Path, "/")
+	switch p {
+	case "/v1/chat/completions":
+		return routed{api: openAI, endpoint: chatEndpoint, method: http.MethodPost}, true
+	case "/v1/embeddings":
+		return routed{api: openAI, endpoint: embeddingsEndpoint, method: http.MethodPost}, true
+	case "/v1/models":
+		if r.Header.Get("Anthropic-Version") != "" {
+			return routed{api: anthropic, endpoint: modelsEndpoint, method: http.MethodGet}, true
+		}
+		return routed{api: openAI, endpoint: modelsEndpoint, method: http.MethodGet}, true
+	case "/v1/messages":
+		return routed{api: anthropic, endpoint: messagesEndpoint, method: http.MethodPost}, true
+	}
+	rest, ok := strings.CutPrefix(p, "/openai/deployments/")
+	if !ok {
+		return routed{api: openAI}, false
+	}
+	deployment, op, ok := strings.Cut(rest, "/")
+	if !ok || deployment == "" {
+		return routed{api: azure}, false
+	}
+	switch op {
+	case "chat/completions":
+		return routed{api: azure, endpoint: chatEndpoint, method: http.MethodPost, deployment: deployment}, true
+	case "embeddings":
+		return routed{api: azure, endpoint: embeddingsEndpoint, method: http.MethodPost, deployment: deployment}, true
+	}
+	return routed{api: azure}, false
+}

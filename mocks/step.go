@@ -1,0 +1,232 @@
+package mocks
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// Step says how the server answers one call. The zero Step is a normal, successful reply in the
+// wire format of the endpoint that was called. Fields combine: a Step may delay its headers, add
+// headers, and then answer with an error, a cut stream or a tool call.
+//
+// Build steps with the constructors ([OK], [Status], [RateLimited], [Stall], …) and refine them
+// with the With… methods, which return a modified copy:
+//
+//	mocks.Status(503).WithShouldRetry(false).WithDelay(50 * time.Millisecond)
+//
+// A step answers one call unless [Step.Repeat] or [Step.Forever] says otherwise.
+type Step struct {
+	// Status is the HTTP status of an error reply, sent in the provider's own error envelope.
+	// 0 and 200 mean a successful reply.
+	Status int
+	// ErrorType overrides the provider error type ("" = the provider's type for Status, such as
+	// "rate_limit_error" or "overloaded_error" for Anthropic, "server_error" for OpenAI).
+	ErrorType string
+	// Code overrides the OpenAI error code ("" = the usual code for Status, or null).
+	Code string
+	// Message overrides the error message ("" = a message like the provider's).
+	Message string
+	// Quota marks a 429 as a permanent quota or spend-limit error: OpenAI insufficient_quota,
+	// Anthropic enforced_spend_limit_reached. No retry hint is sent unless RetryAfter is set.
+	Quota bool
+	// RetryAfter, when positive, sends retry-after-ms (milliseconds) and Retry-After (whole
+	// seconds, rounded up), on any status.
+	RetryAfter time.Duration
+	// ShouldRetry, when set, sends x-should-retry: true or false.
+	ShouldRetry *bool
+	// Header holds extra response headers, added after the standard ones (so they win).
+	Header http.Header
+	// Delay holds the response headers back this long. It ends early, without a reply, when the
+	// client goes away or the server closes.
+	Delay time.Duration
+	// Stall never answers: the connection stays open until the client gives up or the server
+	// closes, and then drops without a response.
+	Stall bool
+	// Reset closes the TCP connection with a reset (SO_LINGER 0) before any response byte.
+	Reset bool
+	// Malformed sends a 200 whose JSON body (or, for a stream, whose first event) is cut short
+	// and cannot be parsed.
+	Malformed bool
+	// Text replaces the reply text ("" = the server's reply text, or an echo of the last user
+	// message).
+	Text string
+	// ToolCall, when set, makes the reply a single tool call instead of text.
+	ToolCall *ToolCall
+	// ChunkDelay waits this long before each stream event after the first.
+	ChunkDelay time.Duration
+	// Cut ends the reply early after CutAfter events (streams) or after half the body (JSON):
+	// [CutAbort] drops the connection, [CutClean] ends the body normally but without the
+	// terminal event. "" = no cut.
+	Cut CutMode
+	// CutAfter is the number of stream events sent before Cut takes effect.
+	CutAfter int
+	// StreamError, when set, is the provider error type sent as an error event inside a 200
+	// stream after ErrorAfter events; the stream then ends. A non-streaming call gets the same
+	// error as an HTTP error reply instead, with the status usual for that type.
+	StreamError string
+	// ErrorAfter is the number of stream events sent before the StreamError event.
+	ErrorAfter int
+	// Repeat is how many consecutive calls this step answers (0 and 1 = one call).
+	Repeat int
+	// Forever makes the step answer every call from then on.
+	Forever bool
+}
+
+// CutMode says how a cut reply ends.
+type CutMode string
+
+const (
+	// CutAbort drops the connection mid-body: the client sees an unexpected EOF.
+	CutAbort CutMode = "abort"
+	// CutClean ends the body normally but early: no [DONE] or message_stop, no finish reason.
+	CutClean CutMode = "clean"
+)
+
+// ToolCall is a scripted tool (function) call reply.
+type ToolCall struct {
+	// ID identifies the call ("" = a deterministic id).
+	ID string `json:"id,omitempty"`
+	// Name is the tool's name.
+	Name string `json:"name"`
+	// Arguments is the JSON object of arguments ("" = {}).
+	Arguments string `json:"arguments,omitempty"`
+}
+
+// OK is a normal, successful reply.
+func OK() Step { return Step{} }
+
+// Reply is a successful reply with the given text.
+func Reply(text string) Step { return Step{Text: text} }
+
+// CallTool is a successful reply that calls the tool name with the JSON arguments args.
+func CallTool(name, args string) Step { return Step{ToolCall: &ToolCall{Name: name, Arguments: args}} }
+
+// Status is an error reply with the given HTTP status in the provider's error envelope.
+// Status(200) is the same as [OK].
+func Status(code int) Step { return Step{Status: code} }
+
+// Error is an error reply with the given status, provider error type and message.
+func Error(code int, errType, message string) Step {
+	return Step{Status: code, ErrorType: errType, Message: message}
+}
+
+// RateLimited is a 429 rate-limit error that asks the client to wait retryAfter, through the
+// retry-after-ms and Retry-After headers, with the provider's rate-limit headers showing an empty
+// bucket. A retryAfter <= 0 sends no hint.
+func RateLimited(retryAfter time.Duration) Step {
+	return Step{Status: http.StatusTooManyRequests, RetryAfter: retryAfter}
+}
+
+// QuotaExceeded is the permanent 429: OpenAI insufficient_quota, Anthropic spend limit reached.
+func QuotaExceeded() Step { return Step{Status: http.StatusTooManyRequests, Quota: true} }
+
+// Overloaded is Anthropic's 529 overloaded_error (sent with the same status on OpenAI paths).
+func Overloaded() Step { return Step{Status: 529} }
+
+// Latency is a successful reply whose headers are held back for d.
+func Latency(d time.Duration) Step { return Step{Delay: d} }
+
+// Stall is a call that never answers (see [Step.Stall]).
+func Stall() Step { return Step{Stall: true} }
+
+// ResetConnection resets the connection before any response (see [Step.Reset]).
+func ResetConnection() Step { return Step{Reset: true} }
+
+// Malformed is a 200 reply whose body is not valid JSON (see [Step.Malformed]).
+func Malformed() Step { return Step{Malformed: true} }
+
+// SlowStream is a successful reply whose stream events are d apart.
+func SlowStream(d time.Duration) Step { return Step{ChunkDelay: d} }
+
+// CutStream is a successful reply whose connection drops after n stream events (for a JSON
+// reply: after half the body).
+func CutStream(n int) Step { return Step{Cut: CutAbort, CutAfter: n} }
+
+// TruncateStream is a successful reply whose stream ends cleanly after n events, without its
+// terminal event.
+func TruncateStream(n int) Step { return Step{Cut: CutClean, CutAfter: n} }
+
+// StreamError is a 200 stream that sends the provider error errType as an in-stream error event
+// after n events (Anthropic "event: error", OpenAI "data: {"error":…}").
+func StreamError(n int, errType string) Step { return Step{StreamError: errType, ErrorAfter: n} }
+
+// WithDelay returns a copy of st whose headers are held back for d.
+func (st Step) WithDelay(d time.Duration) Step { st.Delay = d; return st }
+
+// WithRetryAfter returns a copy of st that sends the retry hint d.
+func (st Step) WithRetryAfter(d time.Duration) Step { st.RetryAfter = d; return st }
+
+// WithShouldRetry returns a copy of st that sends x-should-retry: retry.
+func (st Step) WithShouldRetry(retry bool) Step { st.ShouldRetry = &retry; return st }
+
+// WithHeader returns a copy of st that also sends the header key: value.
+func (st Step) WithHeader(key, value string) Step {
+	h := st.Header.Clone()
+	if h == nil {
+		h = http.Header{}
+	}
+	h.Add(key, value)
+	st.Header = h
+	return st
+}
+
+// WithChunkDelay returns a copy of st whose stream events are d apart.
+func (st Step) WithChunkDelay(d time.Duration) Step { st.ChunkDelay = d; return st }
+
+// WithText returns a copy of st that replies with text.
+func (st Step) WithText(text string) Step { st.Text = text; return st }
+
+// WithMessage returns a copy of st whose error carries message.
+func (st Step) WithMessage(message string) Step { st.Message = message; return st }
+
+// Times returns a copy of st that answers n consecutive calls.
+func (st Step) Times(n int) Step { st.Repeat = n; return st }
+
+// Always returns a copy of st that answers every call from then on.
+func (st Step) Always() Step { st.Forever = true; return st }
+
+// isError reports whether st answers with an HTTP error status.
+func (st Step) isError() bool { return st.Status != 0 && st.Status != http.StatusOK }
+
+// String describes st briefly, as recorded in the journal ("ok", "429 retry-after=150ms", …).
+func (st Step) String() string {
+	var parts []string
+	switch {
+	case st.Stall:
+		parts = append(parts, "stall")
+	case st.Reset:
+		parts = append(parts, "reset")
+	case st.isError():
+		parts = append(parts, fmt.Sprint(st.Status))
+		if st.Quota {
+			parts = append(parts, "quota")
+		}
+	case st.Malformed:
+		parts = append(parts, "malformed")
+	case st.ToolCall != nil:
+		parts = append(parts, "tool:"+st.ToolCall.Name)
+	default:
+		parts = append(parts, "ok")
+	}
+	if st.Delay > 0 {
+		parts = append(parts, "delay="+st.Delay.String())
+	}
+	if st.RetryAfter > 0 {
+		parts = append(parts, "retry-after="+st.RetryAfter.String())
+	}
+	if st.ShouldRetry != nil {
+		parts = append(parts, fmt.Sprintf("should-retry=%t", *st.ShouldRetry))
+	}
+	if st.ChunkDelay > 0 {
+		parts = append(parts, "chunk-delay="+st.ChunkDelay.String())
+	}
+	if st.Cut != "" {
+		parts = append(parts, fmt.Sprintf("cut=%s@%d", st.Cut, st.CutAfter))
+	}
+	if st.StreamError != "" {
+		parts = append(parts, fmt.Sprintf("stream-error=%s@%d", st.StreamError, st.ErrorAfter))
+	}
+	return strings.Join(parts, " ")
+}
