@@ -90,7 +90,8 @@ func BenchmarkBaseTransport(b *testing.B) {
 	rt := http.RoundTripper(memTransport{status: http.StatusOK})
 	req := benchRequest(b)
 	b.ReportAllocs()
-	for b.Loop() {
+	b.ResetTimer()
+	for range b.N {
 		if err := call(rt, req); err != nil {
 			b.Fatal(err)
 		}
@@ -103,7 +104,8 @@ func BenchmarkPipeline_Success(b *testing.B) {
 	rt := newPipeline(b, resilience.DefaultOptions()).Wrap(memTransport{status: http.StatusOK})
 	req := benchRequest(b)
 	b.ReportAllocs()
-	for b.Loop() {
+	b.ResetTimer()
+	for range b.N {
 		if err := call(rt, req); err != nil {
 			b.Fatal(err)
 		}
@@ -191,7 +193,8 @@ func benchRejected(b *testing.B, rt http.RoundTripper, want error) {
 		b.Fatalf("got %v, want %v", err, want)
 	}
 	b.ReportAllocs()
-	for b.Loop() {
+	b.ResetTimer()
+	for range b.N {
 		if resp, err := rt.RoundTrip(req); err == nil {
 			_ = consume(resp)
 			b.Fatal("call was not rejected")
@@ -199,26 +202,33 @@ func benchRejected(b *testing.B, rt http.RoundTripper, want error) {
 	}
 }
 
+// sink keeps benchmark results alive, so the compiler cannot drop the work.
+var sink any
+
 // BenchmarkNew reports what building a pipeline allocates: New alone, and New plus Wrap.
 func BenchmarkNew(b *testing.B) {
 	opts := resilience.DefaultOptions()
 	base := memTransport{status: http.StatusOK}
 	b.Run("New", func(b *testing.B) {
 		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := resilience.New(opts, resilience.WithName("bench")); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("New+Wrap", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
+		b.ResetTimer()
+		for range b.N {
 			p, err := resilience.New(opts, resilience.WithName("bench"))
 			if err != nil {
 				b.Fatal(err)
 			}
-			_ = p.Wrap(base)
+			sink = p
+		}
+	})
+	b.Run("New+Wrap", func(b *testing.B) {
+		b.ReportAllocs()
+		b.ResetTimer()
+		for range b.N {
+			p, err := resilience.New(opts, resilience.WithName("bench"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink = p.Wrap(base)
 		}
 	})
 }
@@ -240,7 +250,8 @@ func BenchmarkPipelineRetained(b *testing.B) {
 			keep := make([]any, retainedBatch)
 			var ms runtime.MemStats
 			var grown, built float64
-			for b.Loop() {
+			b.ResetTimer()
+			for range b.N {
 				b.StopTimer()
 				clear(keep)
 				runtime.GC()
@@ -267,6 +278,38 @@ func BenchmarkPipelineRetained(b *testing.B) {
 			}
 			b.ReportMetric(grown/built, "B/pipeline")
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/built, "ns/pipeline")
+		})
+	}
+}
+
+// BenchmarkPipeline_SuccessAblation switches off, through Options only, the parts that can be
+// switched off, to attribute the success-path cost: the total and stream-idle timeouts (the
+// timeout layer becomes a pass-through) and the retry budget.
+func BenchmarkPipeline_SuccessAblation(b *testing.B) {
+	variants := []struct {
+		name string
+		set  func(*resilience.Options)
+	}{
+		{"default", func(*resilience.Options) {}},
+		{"no-timeout", func(o *resilience.Options) { o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 0, 0 }},
+		{"no-budget", func(o *resilience.Options) { o.RetryBudgetPercent = 0 }},
+		{"no-timeout-no-budget", func(o *resilience.Options) {
+			o.TimeoutSeconds, o.StreamIdleTimeoutSeconds, o.RetryBudgetPercent = 0, 0, 0
+		}},
+	}
+	for _, v := range variants {
+		b.Run(v.name, func(b *testing.B) {
+			opts := resilience.DefaultOptions()
+			v.set(&opts)
+			rt := newPipeline(b, opts).Wrap(memTransport{status: http.StatusOK})
+			req := benchRequest(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := call(rt, req); err != nil {
+					b.Fatal(err)
+				}
+			}
 		})
 	}
 }

@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -195,7 +196,7 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if resp.Body == nil {
 		resp.Body = http.NoBody
 	}
-	c := &breakerCall{ctx: ctx, done: done, p: p}
+	c := &breakerCall{ctx: ctx, done: done, p: p, waitClose: hasFailureReporter(ctx)}
 	c.rc, c.f = resp.Body, c
 	resp.Body = c
 	return resp, nil
@@ -208,19 +209,38 @@ func (t *breakerTransport) reject(req *http.Request, s CircuitState, retryAfter 
 }
 
 // breakerCall reports the call's outcome to the breaker when the response body ends. It is
-// its own body wrapper's finisher, so one allocation serves both.
+// its own body wrapper's finisher, so one allocation serves both. When the request carries a
+// failure reporter (WithFailureReporter) the outcome waits for Close rather than EOF: the
+// last bytes of a stream may hold an error event that the reader has yet to parse and report.
 type breakerCall struct {
 	doneBody
-	ctx  context.Context
-	done func(error)
-	p    *Pipeline
+	ctx       context.Context
+	done      func(error)
+	p         *Pipeline
+	waitClose bool
+}
+
+func (c *breakerCall) Read(buf []byte) (int, error) {
+	n, err := c.rc.Read(buf)
+	switch {
+	case err == nil:
+	case err != io.EOF:
+		c.end(err)
+	case !c.waitClose:
+		c.end(nil)
+	}
+	return n, err
 }
 
 func (c *breakerCall) finish(err error) {
-	if err == nil {
-		err = reportedFailure(c.ctx)
+	switch {
+	case err != nil:
+		c.done(outcome(c.ctx, err))
+	case reportedFailure(c.ctx) != nil:
+		c.done(errCallFailed)
+	default:
+		c.done(nil)
 	}
-	c.done(outcome(c.ctx, err))
 	c.p.breaker.flush(c.p)
 }
 

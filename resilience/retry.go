@@ -106,7 +106,11 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.p.budget.recordCall()
 	}
 	s.req.Request = out
-	return t.client.Do(&s.req)
+	resp, err := t.client.Do(&s.req)
+	if info, _ := s.Context.Value(callInfoKey{}).(*CallInfo); info != nil {
+		info.Attempts = s.attempt
+	}
+	return resp, err
 }
 
 // attemptTransport is the engine's inner transport: it rewinds the body for retries,

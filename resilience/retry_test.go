@@ -534,3 +534,17 @@ func equalDurations(a, b []time.Duration) bool {
 	}
 	return true
 }
+
+func TestRetry_CallInfoCountsAttempts(t *testing.T) {
+	s := newScript(t, status(503, `x`), status(503, `x`), ok())
+	c, _ := client(t, testOptions())
+	ctx, info := WithCallInfo(context.Background())
+	resp, err := postCtx(ctx, c, s.url(), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	if info.Attempts != 3 {
+		t.Fatalf("Attempts = %d, want 3", info.Attempts)
+	}
+}

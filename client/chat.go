@@ -1,0 +1,137 @@
+package client
+
+import (
+	"context"
+	"errors"
+
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// Chat sends req along the fallback chain and returns the first answer. The response's
+// Provider field names the provider that served it. A failure is a *providers.Error; when
+// every provider of the chain failed, it is the last provider's error, joined with the
+// earlier ones (errors.As finds the last; errors.Is searches all).
+//
+// The chain moves on only when a provider is unavailable to this request — circuit open,
+// overloaded, unavailable, timed out, out of quota, rate limited, bulkhead full — never for an
+// error the request itself caused (bad request, auth, context too long, content filter) and
+// never once the caller's context has ended.
+func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
+	var failures []error
+	for i, name := range c.chain {
+		e := c.entries[name]
+		r := *req
+		r.Model = c.modelFor(e, req.Model, i == 0)
+		callCtx, info := resilience.WithCallInfo(ctx)
+		resp, err := e.provider.Chat(callCtx, &r)
+		if err == nil {
+			resp.Provider = name
+			return resp, nil
+		}
+		perr := classify(name, err, info)
+		failures = append(failures, perr)
+		if !canFallBack(ctx, perr) {
+			break
+		}
+	}
+	return nil, chainError(failures)
+}
+
+// Embed sends req along the fallback chain, as Chat does.
+func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*providers.EmbedResponse, error) {
+	var failures []error
+	for i, name := range c.chain {
+		e := c.entries[name]
+		r := *req
+		r.Model = c.modelFor(e, req.Model, i == 0)
+		callCtx, info := resilience.WithCallInfo(ctx)
+		resp, err := e.provider.Embed(callCtx, &r)
+		if err == nil {
+			resp.Provider = name
+			return resp, nil
+		}
+		perr := classify(name, err, info)
+		failures = append(failures, perr)
+		if !canFallBack(ctx, perr) {
+			break
+		}
+	}
+	return nil, chainError(failures)
+}
+
+// classify turns any failure into a *providers.Error, filling in what only the client knows:
+// the pipeline's rejections and timeouts, and the number of attempts.
+func classify(provider string, err error, info *resilience.CallInfo) *providers.Error {
+	var pe *providers.Error
+	if !errors.As(err, &pe) {
+		pe = &providers.Error{Provider: provider, Kind: providers.KindUnknown, Err: err}
+	} else {
+		cp := *pe
+		pe = &cp
+	}
+	if pe.Provider == "" {
+		pe.Provider = provider
+	}
+	var coe *resilience.CircuitOpenError
+	switch {
+	case errors.As(err, &coe):
+		pe.Kind = providers.KindCircuitOpen
+		pe.RetryAfter = coe.RetryAfter
+	case errors.Is(err, resilience.ErrBulkheadRejected):
+		pe.Kind = providers.KindBulkheadFull
+	case errors.Is(err, resilience.ErrTimeout):
+		pe.Kind = providers.KindTimeout
+	case errors.Is(err, context.Canceled):
+		pe.Kind = providers.KindCanceled
+	case errors.Is(err, context.DeadlineExceeded) && pe.StatusCode == 0:
+		pe.Kind = providers.KindCanceled // the caller's own deadline
+	case pe.Kind == providers.KindUnknown && pe.StatusCode == 0:
+		pe.Kind = providers.KindUnavailable
+	}
+	if info != nil && pe.Attempts == 0 {
+		pe.Attempts = info.Attempts
+	}
+	return pe
+}
+
+// canFallBack reports whether the next provider of the chain should be tried after err.
+func canFallBack(ctx context.Context, err *providers.Error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	switch err.Kind {
+	case providers.KindCircuitOpen, providers.KindOverloaded, providers.KindUnavailable,
+		providers.KindTimeout, providers.KindQuotaExhausted, providers.KindRateLimited,
+		providers.KindBulkheadFull, providers.KindStreamTruncated:
+		return true
+	}
+	return false
+}
+
+// chainError returns the last failure, with the earlier ones attached.
+func chainError(failures []error) error {
+	last := failures[len(failures)-1].(*providers.Error)
+	if len(failures) == 1 {
+		return last
+	}
+	return &ChainError{Last: last, Earlier: failures[:len(failures)-1]}
+}
+
+// ChainError is returned when every provider of a fallback chain failed. errors.As with a
+// *providers.Error finds the last provider's error; Earlier holds the others in chain order.
+type ChainError struct {
+	Last    *providers.Error
+	Earlier []error
+}
+
+func (e *ChainError) Error() string {
+	msg := "all providers failed: " + e.Last.Error()
+	for _, err := range e.Earlier {
+		msg += "; " + err.Error()
+	}
+	return msg
+}
+
+// Unwrap returns every provider's error, last first.
+func (e *ChainError) Unwrap() []error { return append([]error{e.Last}, e.Earlier...) }

@@ -1,0 +1,220 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// Client calls LLM providers through one resilience pipeline per provider, and falls back
+// along an ordered chain when a provider is down. It is safe for concurrent use.
+type Client struct {
+	entries  map[string]*entry
+	order    []string // providers in the order they were added
+	chain    []string // the fallback chain; the first provider alone when none is set
+	base     http.RoundTripper
+	observer resilience.Observer
+}
+
+type entry struct {
+	name     string
+	provider providers.Provider
+	pipeline *resilience.Pipeline
+	model    string            // the provider's default model
+	models   map[string]string // model names of the first provider mapped to this one's
+	// firstContent bounds the wait for a stream's first content: the pipeline's total timeout.
+	firstContent time.Duration
+}
+
+// ProviderFactory builds a provider over the *http.Client the client gives it, whose transport
+// is the provider's own resilience pipeline. The provider must make all its calls with it.
+type ProviderFactory func(httpClient *http.Client) (providers.Provider, error)
+
+// Option configures a Client.
+type Option func(*builder) error
+
+type builder struct {
+	c     *Client
+	specs []providerSpec
+}
+
+type providerSpec struct {
+	name    string
+	opts    resilience.Options
+	factory ProviderFactory
+	model   string
+	models  map[string]string
+}
+
+// WithProvider adds a provider named name with its own resilience policy. The factory is
+// called once, by New, with the provider's resilient *http.Client.
+func WithProvider(name string, policy resilience.Options, factory ProviderFactory) Option {
+	return func(b *builder) error {
+		b.specs = append(b.specs, providerSpec{name: name, opts: policy, factory: factory})
+		return nil
+	}
+}
+
+// WithDefaultModel sets the model used with provider name when a request names none, and
+// when the chain falls back to it from another provider without a mapping (WithModelMap).
+func WithDefaultModel(name, model string) Option {
+	return func(b *builder) error {
+		s := b.spec(name)
+		if s == nil {
+			return fmt.Errorf("client: WithDefaultModel: unknown provider %q", name)
+		}
+		s.model = model
+		return nil
+	}
+}
+
+// WithModelMap maps the models requested of the chain's first provider to provider name's
+// own model names, for fallback: {"gpt-4o": "claude-sonnet-4-5"}.
+func WithModelMap(name string, models map[string]string) Option {
+	return func(b *builder) error {
+		s := b.spec(name)
+		if s == nil {
+			return fmt.Errorf("client: WithModelMap: unknown provider %q", name)
+		}
+		s.models = models
+		return nil
+	}
+}
+
+// WithFallback sets the ordered chain of providers to try. Without it, calls go to the first
+// provider added, with no fallback.
+func WithFallback(names ...string) Option {
+	return func(b *builder) error {
+		b.c.chain = append([]string(nil), names...)
+		return nil
+	}
+}
+
+// WithBaseTransport sets the transport under every pipeline (default http.DefaultTransport).
+func WithBaseTransport(rt http.RoundTripper) Option {
+	return func(b *builder) error {
+		b.c.base = rt
+		return nil
+	}
+}
+
+// WithObserver sends the resilience events of every provider's pipeline to fn; Event.Pipeline
+// is the provider's name.
+func WithObserver(fn resilience.Observer) Option {
+	return func(b *builder) error {
+		b.c.observer = fn
+		return nil
+	}
+}
+
+func (b *builder) spec(name string) *providerSpec {
+	for i := range b.specs {
+		if b.specs[i].name == name {
+			return &b.specs[i]
+		}
+	}
+	return nil
+}
+
+// New builds a client: one resilience pipeline per provider (named after it, so events and
+// errors say which provider), then each provider over its pipeline.
+func New(opts ...Option) (*Client, error) {
+	b := &builder{c: &Client{entries: map[string]*entry{}, base: http.DefaultTransport}}
+	for _, o := range opts {
+		if err := o(b); err != nil {
+			return nil, err
+		}
+	}
+	c := b.c
+	var errs []error
+	for _, s := range b.specs {
+		if _, dup := c.entries[s.name]; dup || s.name == "" {
+			errs = append(errs, fmt.Errorf("client: provider name %q is empty or used twice", s.name))
+			continue
+		}
+		popts := []resilience.Option{resilience.WithName(s.name)}
+		if c.observer != nil {
+			popts = append(popts, resilience.OnEvent(c.observer))
+		}
+		p, err := resilience.New(s.opts, popts...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("client: provider %q: %w", s.name, err))
+			continue
+		}
+		prov, err := s.factory(&http.Client{Transport: p.Wrap(c.base)})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("client: provider %q: %w", s.name, err))
+			continue
+		}
+		c.entries[s.name] = &entry{name: s.name, provider: prov, pipeline: p, model: s.model, models: s.models,
+			firstContent: time.Duration(s.opts.TimeoutSeconds * float64(time.Second))}
+		c.order = append(c.order, s.name)
+	}
+	if len(b.specs) == 0 {
+		errs = append(errs, errors.New("client: no provider configured"))
+	}
+	if len(c.chain) == 0 && len(c.order) > 0 {
+		c.chain = c.order[:1]
+	}
+	for _, name := range c.chain {
+		if b.spec(name) == nil {
+			errs = append(errs, fmt.Errorf("client: fallback names unknown provider %q", name))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Provider returns the provider named name, or nil. Type-assert it to reach the provider's
+// own client (for example *openai.Provider's Client()) for features the neutral API lacks;
+// it already runs over the resilient transport.
+func (c *Client) Provider(name string) providers.Provider {
+	if e := c.entries[name]; e != nil {
+		return e.provider
+	}
+	return nil
+}
+
+// Pipeline returns the resilience pipeline of provider name, or nil.
+func (c *Client) Pipeline(name string) *resilience.Pipeline {
+	if e := c.entries[name]; e != nil {
+		return e.pipeline
+	}
+	return nil
+}
+
+// Circuits returns every provider's pipeline by name, for health checks
+// (health.Checker.AddSet) and dashboards.
+func (c *Client) Circuits() map[string]*resilience.Pipeline {
+	m := make(map[string]*resilience.Pipeline, len(c.entries))
+	for name, e := range c.entries {
+		m[name] = e.pipeline
+	}
+	return m
+}
+
+// Chain returns the fallback chain in order.
+func (c *Client) Chain() []string { return append([]string(nil), c.chain...) }
+
+// modelFor picks the model to ask provider e for, given the model requested of the chain.
+func (c *Client) modelFor(e *entry, requested string, first bool) string {
+	if requested == "" {
+		return e.model
+	}
+	if first {
+		return requested
+	}
+	if m, ok := e.models[requested]; ok {
+		return m
+	}
+	if e.model != "" {
+		return e.model
+	}
+	return requested
+}

@@ -1,0 +1,20 @@
+// Package client is steady's provider-agnostic LLM client: one API (Chat, ChatStream, Embed)
+// over OpenAI, Azure OpenAI, OpenAI-compatible servers and Anthropic, with every provider
+// behind its own resilience pipeline, typed errors, and fallback along an ordered chain.
+//
+//	c, err := client.New(
+//		client.WithProvider("openai", resilience.DefaultOptions(), func(hc *http.Client) (providers.Provider, error) {
+//			return openai.New(openai.Config{Name: "openai", APIKey: os.Getenv("OPENAI_API_KEY"), HTTPClient: hc})
+//		}),
+//		client.WithFallback("openai"),
+//	)
+//	resp, err := c.Chat(ctx, &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: "Hi"}}})
+//
+// Or from configuration: client.FromConfig(cfg) with a *config.Config.
+//
+// Errors are *providers.Error (errors.As), with a Kind to act on: rate limited (RetryAfter),
+// quota exhausted, overloaded, unavailable, timeout, circuit open, bulkhead full, auth, bad
+// request, context too long, content filtered, stream truncated. The client falls back to the
+// next provider only when one is unavailable to the request, never for an error the request
+// itself caused.
+package client

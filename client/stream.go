@@ -1,0 +1,189 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"iter"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// ChatStream starts a streamed answer along the fallback chain. It waits for the first
+// content (text, a tool call, or the end of the stream) before returning, so that every
+// failure before that point — an error status, an error event inside the 200 stream, a
+// stream that ends early, no content within the provider's TimeoutSeconds — can still be
+// retried by the pipeline or answered by the next provider. Once content has reached the
+// caller there is no going back: a later failure is a *providers.Error that carries the
+// text received so far in Partial.
+//
+// An overload or a break inside a stream is reported to that provider's circuit breaker as
+// a failure, although the stream began with 200. Always Close the stream.
+func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*Stream, error) {
+	var failures []error
+	for i, name := range c.chain {
+		e := c.entries[name]
+		r := *req
+		r.Model = c.modelFor(e, req.Model, i == 0)
+		callCtx, report := resilience.WithFailureReporter(ctx)
+		callCtx, info := resilience.WithCallInfo(callCtx)
+		inner, err := e.provider.ChatStream(callCtx, &r)
+		if err != nil {
+			perr := classify(name, err, info)
+			failures = append(failures, perr)
+			if !canFallBack(ctx, perr) {
+				break
+			}
+			continue
+		}
+		s := &Stream{provider: name, inner: inner, report: report, info: info}
+		if err := s.awaitContent(e.firstContent); err != nil {
+			failures = append(failures, err)
+			if !canFallBack(ctx, err) {
+				break
+			}
+			continue
+		}
+		return s, nil
+	}
+	return nil, chainError(failures)
+}
+
+// Stream is a streamed answer from one provider. Read it with Recv or range over Deltas.
+// It is not safe for concurrent use, except Close.
+type Stream struct {
+	provider string
+	inner    providers.Stream
+	report   func(error)
+	info     *resilience.CallInfo
+	pending  []providers.Delta // received while waiting for the first content
+	text     strings.Builder
+	err      error // sticky
+	done     bool
+	closed   atomic.Bool
+}
+
+// Provider returns the name of the provider that serves the stream.
+func (s *Stream) Provider() string { return s.provider }
+
+// Text returns the text received so far.
+func (s *Stream) Text() string { return s.text.String() }
+
+// awaitContent reads until the first delta that carries content or ends the stream, within
+// limit (0 = no limit). On failure it closes the stream and returns the classified error.
+func (s *Stream) awaitContent(limit time.Duration) *providers.Error {
+	var expired atomic.Bool
+	var timer *time.Timer
+	if limit > 0 {
+		timer = time.AfterFunc(limit, func() {
+			expired.Store(true)
+			_ = s.inner.Close() // unblocks Recv
+		})
+	}
+	for {
+		d, err := s.inner.Recv()
+		if err == nil && d.Text == "" && len(d.ToolCalls) == 0 && !d.Done {
+			s.pending = append(s.pending, d)
+			continue
+		}
+		if err == nil && timer != nil && !timer.Stop() {
+			// The limit struck as the content arrived, and closed the stream under it.
+			err = errFirstContent
+		}
+		if err != nil {
+			if timer != nil {
+				timer.Stop()
+			}
+			if expired.Load() {
+				err = &providers.Error{Provider: s.provider, Kind: providers.KindTimeout,
+					Message: "no content within " + limit.String(), Err: resilience.ErrTimeout}
+			} else if err == io.EOF {
+				err = &providers.Error{Provider: s.provider, Kind: providers.KindStreamTruncated,
+					Message: "stream ended before any content"}
+			}
+			perr := s.fail(err)
+			_ = s.Close()
+			return perr
+		}
+		s.pending = append(s.pending, d)
+		return nil
+	}
+}
+
+var errFirstContent = errors.New("first content arrived after the limit")
+
+// Recv returns the next delta. After the delta with Done set it returns io.EOF. Any failure
+// is a *providers.Error (KindStreamTruncated when the stream ended without its terminal
+// event) with Partial holding the text received before it; the error repeats on later calls.
+func (s *Stream) Recv() (providers.Delta, error) {
+	if s.err != nil {
+		return providers.Delta{}, s.err
+	}
+	if len(s.pending) > 0 {
+		d := s.pending[0]
+		s.pending = s.pending[1:]
+		s.accept(d)
+		return d, nil
+	}
+	if s.done {
+		return providers.Delta{}, io.EOF
+	}
+	d, err := s.inner.Recv()
+	if err != nil {
+		if err == io.EOF {
+			err = &providers.Error{Provider: s.provider, Kind: providers.KindStreamTruncated,
+				Message: "stream ended without its final event"}
+		}
+		return providers.Delta{}, s.fail(err)
+	}
+	s.accept(d)
+	return d, nil
+}
+
+func (s *Stream) accept(d providers.Delta) {
+	s.text.WriteString(d.Text)
+	if d.Done {
+		s.done = true
+	}
+}
+
+// fail classifies err, records it as the stream's sticky error, and reports failures that
+// mean the provider is unwell to its circuit breaker.
+func (s *Stream) fail(err error) *providers.Error {
+	perr := classify(s.provider, err, s.info)
+	perr.Partial = s.text.String()
+	switch perr.Kind {
+	case providers.KindOverloaded, providers.KindUnavailable, providers.KindStreamTruncated, providers.KindTimeout:
+		s.report(perr)
+	}
+	s.err = perr
+	return perr
+}
+
+// Deltas ranges over the remaining deltas. A failure ends the range with a non-nil error.
+func (s *Stream) Deltas() iter.Seq2[providers.Delta, error] {
+	return func(yield func(providers.Delta, error) bool) {
+		for {
+			d, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				return
+			}
+			if !yield(d, err) || err != nil {
+				return
+			}
+		}
+	}
+}
+
+// Close releases the stream's connection and its bulkhead slot. It is safe to call more
+// than once, and from another goroutine to abort a Recv.
+func (s *Stream) Close() error {
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.inner.Close()
+}

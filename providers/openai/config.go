@@ -1,0 +1,157 @@
+package openai
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+)
+
+// Kind says which dialect of the OpenAI API a Provider speaks.
+type Kind string
+
+// The kinds of OpenAI endpoint.
+const (
+	// OpenAI is api.openai.com (or a proxy of it): Bearer auth, max_completion_tokens.
+	OpenAI Kind = "openai"
+	// Azure is Azure OpenAI: api-key header, /openai/deployments/{deployment}/… paths and an
+	// api-version query parameter.
+	Azure Kind = "azure"
+	// Compatible is any server that speaks the OpenAI chat completions protocol at its own
+	// base URL: vLLM, Ollama, Groq, OpenRouter, LiteLLM… Bearer auth when a key is set.
+	Compatible Kind = "compatible"
+)
+
+// DefaultBaseURL is the base URL of the OpenAI kind when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.openai.com/v1"
+
+// DefaultAzureAPIVersion is the api-version sent to Azure when Config.APIVersion is empty: the
+// GA version 2024-10-21 (go-openai's own default, 2023-05-15, is long retired).
+const DefaultAzureAPIVersion = "2024-10-21"
+
+// emptyMessagesLimit replaces go-openai's default of 300 non-data lines in a row before Recv
+// gives up with ErrTooManyEmptyStreamMessages: gateways send ": keep-alive" comments while
+// a slow model thinks, and 300 of them is only a few minutes.
+const emptyMessagesLimit = 10000
+
+// Config describes one OpenAI-protocol endpoint. The zero value of every field but APIKey
+// (and BaseURL for Azure and Compatible) has a documented default.
+//
+// A Config never prints its APIKey: String, GoString and Format show it as "[REDACTED]" (or
+// empty when unset), so %v, %+v and %#v are safe to log.
+type Config struct {
+	// Name is the provider's name in errors and responses. Empty means string(Kind).
+	Name string
+	// Kind is the API dialect. Empty means OpenAI.
+	Kind Kind
+	// BaseURL is the API root. OpenAI: default DefaultBaseURL. Azure: the resource endpoint,
+	// https://{resource}.openai.azure.com, without /openai (a trailing /openai is removed).
+	// Compatible: the root that /chat/completions hangs off, usually ending in /v1. Required
+	// for Azure and Compatible.
+	BaseURL string
+	// APIKey is the secret. Sent as "Authorization: Bearer" (OpenAI, Compatible) or
+	// "api-key" (Azure). Required for OpenAI and Azure; optional for Compatible servers
+	// that need none (Ollama), in which case no Authorization header is sent.
+	APIKey string
+	// APIVersion is Azure's api-version query parameter. Empty means DefaultAzureAPIVersion.
+	// Ignored by the other kinds (go-openai would otherwise append it to every URL).
+	APIVersion string
+	// Organization is sent as OpenAI-Organization when set.
+	Organization string
+	// HTTPClient carries every call. The steady client gives one whose transport is the
+	// provider's resilience pipeline; nil means http.DefaultClient. It is never modified.
+	HTTPClient *http.Client
+	// Model is the model used when a request names none.
+	Model string
+	// AzureDeployments maps model names to Azure deployment names. A model that is not in
+	// the map is used as the deployment name unchanged.
+	AzureDeployments map[string]string
+	// OmitStreamUsage stops sending stream_options.include_usage on streamed chats, for
+	// compatible servers that reject the field. Streams then end with zero Usage.
+	OmitStreamUsage bool
+}
+
+// withDefaults returns c with its defaults applied, or an error naming what is missing.
+func (c Config) withDefaults() (Config, error) {
+	if c.Kind == "" {
+		c.Kind = OpenAI
+	}
+	if c.Name == "" {
+		c.Name = string(c.Kind)
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = http.DefaultClient
+	}
+	c.BaseURL = strings.TrimRight(strings.TrimSpace(c.BaseURL), "/")
+	var errs []error
+	switch c.Kind {
+	case OpenAI:
+		if c.BaseURL == "" {
+			c.BaseURL = DefaultBaseURL
+		}
+		c.APIVersion = ""
+	case Azure:
+		c.BaseURL = strings.TrimSuffix(c.BaseURL, "/openai")
+		if c.APIVersion == "" {
+			c.APIVersion = DefaultAzureAPIVersion
+		}
+	case Compatible:
+		c.APIVersion = ""
+	default:
+		errs = append(errs, fmt.Errorf("openai: unknown Kind %q (want %q, %q or %q)", c.Kind, OpenAI, Azure, Compatible))
+	}
+	if c.BaseURL == "" {
+		errs = append(errs, fmt.Errorf("openai: provider %q: BaseURL is required for kind %q", c.Name, c.Kind))
+	}
+	if c.APIKey == "" && c.Kind != Compatible {
+		errs = append(errs, fmt.Errorf("openai: provider %q: APIKey is required for kind %q", c.Name, c.Kind))
+	}
+	return c, errors.Join(errs...)
+}
+
+// String describes c with the API key redacted.
+func (c Config) String() string {
+	return fmt.Sprintf("{Name:%s Kind:%s BaseURL:%s APIKey:%s APIVersion:%s Organization:%s HTTPClient:%p Model:%s AzureDeployments:%s OmitStreamUsage:%t}",
+		c.Name, c.Kind, c.BaseURL, redact(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
+		deployments(c.AzureDeployments), c.OmitStreamUsage)
+}
+
+// GoString describes c as Go syntax, with the API key redacted.
+func (c Config) GoString() string {
+	return fmt.Sprintf("openai.Config{Name:%q, Kind:%q, BaseURL:%q, APIKey:%q, APIVersion:%q, Organization:%q, HTTPClient:%p, Model:%q, AzureDeployments:%#v, OmitStreamUsage:%t}",
+		c.Name, c.Kind, c.BaseURL, redact(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
+		c.AzureDeployments, c.OmitStreamUsage)
+}
+
+// Format implements fmt.Formatter so that every verb (%v, %+v, %s, %q, %x…) goes through
+// String, and %#v through GoString: no verb can reach the API key by reflection.
+func (c Config) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = fmt.Fprint(f, c.GoString())
+		return
+	}
+	_, _ = fmt.Fprint(f, c.String())
+}
+
+// redact hides a secret but says whether one is set.
+func redact(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "[REDACTED]"
+}
+
+// deployments prints a deployment map in a stable order.
+func deployments(m map[string]string) string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = k + ":" + m[k]
+	}
+	return "map[" + strings.Join(parts, " ") + "]"
+}

@@ -1,0 +1,155 @@
+package openai
+
+import (
+	"encoding/json"
+	"math"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/steadyllm/steady/providers"
+)
+
+// emptySchema is sent for a tool without parameters: go-openai would send "parameters": null.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// chatRequest maps a neutral request to go-openai's.
+//
+// Max tokens: the OpenAI kind sends max_completion_tokens (max_tokens is deprecated there and
+// refused by reasoning models); Azure and compatible servers get max_tokens, which older
+// api-versions and most OpenAI-compatible servers understand, except for model names that
+// go-openai treats as reasoning models (o1, o3, o4, gpt-5…), which get max_completion_tokens.
+//
+// Temperature and top-p: go-openai drops a zero float32 (omitempty), so an explicit 0 is
+// sent as the smallest positive float32, which every server treats as 0.
+func (p *Provider) chatRequest(req *providers.ChatRequest) (goopenai.ChatCompletionRequest, error) {
+	model := req.Model
+	if model == "" {
+		model = p.model
+	}
+	if model == "" {
+		return goopenai.ChatCompletionRequest{}, p.badRequest("the request names no model and Config.Model is empty")
+	}
+	if len(req.Messages) == 0 {
+		return goopenai.ChatCompletionRequest{}, p.badRequest("the request has no messages")
+	}
+	out := goopenai.ChatCompletionRequest{
+		Model:    model,
+		Messages: make([]goopenai.ChatCompletionMessage, len(req.Messages)),
+		Stop:     req.Stop,
+	}
+	for i, m := range req.Messages {
+		out.Messages[i] = toMessage(m)
+	}
+	if req.MaxTokens > 0 {
+		if p.kind == OpenAI || needsMaxCompletionTokens(model) {
+			out.MaxCompletionTokens = req.MaxTokens
+		} else {
+			out.MaxTokens = req.MaxTokens
+		}
+	}
+	if req.Temperature != nil {
+		out.Temperature = nonZero(*req.Temperature)
+	}
+	if req.TopP != nil {
+		out.TopP = nonZero(*req.TopP)
+	}
+	if req.Format == providers.FormatJSON {
+		out.ResponseFormat = &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONObject}
+	}
+	for _, t := range req.Tools {
+		params := t.Parameters
+		if len(params) == 0 {
+			params = emptySchema
+		}
+		out.Tools = append(out.Tools, goopenai.Tool{Type: goopenai.ToolTypeFunction, Function: &goopenai.FunctionDefinition{
+			Name: t.Name, Description: t.Description, Parameters: params,
+		}})
+	}
+	return out, nil
+}
+
+// needsMaxCompletionTokens reports whether go-openai refuses max_tokens for model: its
+// ReasoningValidator goes by model-name prefix, so ask it rather than copy its list.
+func needsMaxCompletionTokens(model string) bool {
+	probe := goopenai.ChatCompletionRequest{Model: model, MaxTokens: 1}
+	return goopenai.NewReasoningValidator().Validate(probe) != nil
+}
+
+// nonZero converts v to float32, replacing 0 (which go-openai would omit) by the smallest
+// positive float32.
+func nonZero(v float64) float32 {
+	if v == 0 {
+		return math.SmallestNonzeroFloat32
+	}
+	return float32(v)
+}
+
+// toMessage maps a neutral message; roles pass through unchanged.
+func toMessage(m providers.Message) goopenai.ChatCompletionMessage {
+	out := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
+	for _, tc := range m.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, goopenai.ToolCall{
+			ID: tc.ID, Type: goopenai.ToolTypeFunction,
+			Function: goopenai.FunctionCall{Name: tc.Name, Arguments: tc.Arguments},
+		})
+	}
+	return out
+}
+
+// fromMessage maps the assistant's answer. A refusal stands in for empty content; a legacy
+// function_call becomes a tool call without an ID.
+func fromMessage(m goopenai.ChatCompletionMessage) providers.Message {
+	out := providers.Message{Role: providers.RoleAssistant, Content: m.Content}
+	if out.Content == "" {
+		out.Content = m.Refusal
+	}
+	for _, tc := range m.ToolCalls {
+		out.ToolCalls = append(out.ToolCalls, providers.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	if fc := m.FunctionCall; fc != nil && len(out.ToolCalls) == 0 {
+		out.ToolCalls = []providers.ToolCall{{Name: fc.Name, Arguments: fc.Arguments}}
+	}
+	return out
+}
+
+// toolCallDeltas maps streamed tool-call fragments. A fragment without an index (some
+// compatible servers omit it) takes its position in the chunk.
+func toolCallDeltas(d goopenai.ChatCompletionStreamChoiceDelta) []providers.ToolCallDelta {
+	var out []providers.ToolCallDelta
+	for i, tc := range d.ToolCalls {
+		idx := i
+		if tc.Index != nil {
+			idx = *tc.Index
+		}
+		out = append(out, providers.ToolCallDelta{Index: idx, ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
+	}
+	if fc := d.FunctionCall; fc != nil && len(out) == 0 {
+		out = []providers.ToolCallDelta{{Name: fc.Name, Arguments: fc.Arguments}}
+	}
+	return out
+}
+
+// finishReason maps OpenAI's finish reasons; "" stays "" (not finished yet).
+func finishReason(r goopenai.FinishReason) providers.FinishReason {
+	switch r {
+	case "", goopenai.FinishReasonNull:
+		return ""
+	case goopenai.FinishReasonStop:
+		return providers.FinishStop
+	case goopenai.FinishReasonLength:
+		return providers.FinishLength
+	case goopenai.FinishReasonToolCalls, goopenai.FinishReasonFunctionCall:
+		return providers.FinishToolCalls
+	case goopenai.FinishReasonContentFilter:
+		return providers.FinishContentFilter
+	}
+	return providers.FinishOther
+}
+
+// usage maps token counts; nil means none were reported.
+func usage(u *goopenai.Usage) providers.Usage {
+	if u == nil {
+		return providers.Usage{}
+	}
+	return providers.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+}

@@ -1,0 +1,38 @@
+// Package openai is steady's provider for the OpenAI chat completions and embeddings APIs,
+// built on github.com/sashabaranov/go-openai. One Provider serves one endpoint of one Kind:
+// OpenAI itself, Azure OpenAI (deployments, api-key header, configurable api-version) or any
+// OpenAI-compatible server (vLLM, Ollama, Groq, OpenRouter, LiteLLM…).
+//
+//	p, err := openai.New(openai.Config{
+//		Kind:       openai.Compatible,
+//		BaseURL:    "http://localhost:11434/v1",
+//		Model:      "llama3.2",
+//		HTTPClient: resilientClient, // the steady client passes its pipeline here
+//	})
+//	resp, err := p.Chat(ctx, &providers.ChatRequest{Messages: []providers.Message{
+//		{Role: providers.RoleUser, Content: "Hello"},
+//	}})
+//
+// Users who also import go-openai alias one of the two packages, for example
+// goopenai "github.com/sashabaranov/go-openai". Provider.Client returns the go-openai client
+// for the rest of the API; it runs over the same resilient *http.Client.
+//
+// # Guarantees
+//
+//   - One HTTP exchange per call over the configured *http.Client; go-openai has no retries,
+//     so the resilience pipeline underneath is the only retry layer.
+//   - Every failure is a *providers.Error: API errors classified with providers.Classify,
+//     with the HTTP status, the server's retry-after hint and the request ID taken from the
+//     response headers even on error paths (go-openai drops them there); an HTML or other
+//     non-JSON error body is never copied into the message; the API key never appears in an
+//     error or in a printed Config.
+//   - Error response bodies are always closed, including on the stream path where go-openai
+//     reads them but never closes them.
+//   - A stream is complete only when the server sent data: [DONE]; a body that ends without
+//     it is a KindStreamTruncated error, never io.EOF (go-openai returns io.EOF for both).
+//     An error event inside a 200 stream is classified like an HTTP error (an overloaded
+//     error is KindOverloaded). The last delta has Done set, with the finish reason and the
+//     usage of the stream_options.include_usage chunk.
+//   - go-openai's limit of 300 consecutive non-data stream lines, which gateways' keep-alive
+//     comments can reach, is raised to 10000.
+package openai

@@ -1,0 +1,145 @@
+package openai
+
+import (
+	"context"
+	"fmt"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/steadyllm/steady/providers"
+)
+
+// Provider is a providers.Provider for one OpenAI-protocol endpoint, built on go-openai. It
+// is safe for concurrent use. Every call makes exactly one HTTP exchange over the configured
+// *http.Client (go-openai never retries) and returns a *providers.Error on failure.
+type Provider struct {
+	name        string
+	kind        Kind
+	model       string
+	apiKey      string // kept only to scrub it from error messages
+	streamUsage bool
+	client      *goopenai.Client
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New builds a Provider from cfg. It returns an error, never containing the API key, when
+// cfg names an unknown Kind or lacks a required BaseURL or APIKey.
+func New(cfg Config) (*Provider, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	var cc goopenai.ClientConfig
+	if cfg.Kind == Azure {
+		cc = goopenai.DefaultAzureConfig(cfg.APIKey, cfg.BaseURL)
+		cc.APIVersion = cfg.APIVersion
+		deps := make(map[string]string, len(cfg.AzureDeployments))
+		for k, v := range cfg.AzureDeployments {
+			deps[k] = v
+		}
+		// Replaces go-openai's mapper, which strips "." from "3.5" model names.
+		cc.AzureModelMapperFunc = func(model string) string {
+			if d, ok := deps[model]; ok {
+				return d
+			}
+			return model
+		}
+	} else {
+		cc = goopenai.DefaultConfig(cfg.APIKey)
+		cc.BaseURL = cfg.BaseURL
+		cc.APIVersion = ""
+	}
+	cc.OrgID = cfg.Organization
+	cc.HTTPClient = doer{client: cfg.HTTPClient}
+	cc.EmptyMessagesLimit = emptyMessagesLimit
+	return &Provider{
+		name:        cfg.Name,
+		kind:        cfg.Kind,
+		model:       cfg.Model,
+		apiKey:      cfg.APIKey,
+		streamUsage: !cfg.OmitStreamUsage,
+		client:      goopenai.NewClientWithConfig(cc),
+	}, nil
+}
+
+// Name returns the configured provider name.
+func (p *Provider) Name() string { return p.name }
+
+// Client returns the underlying go-openai client, for features the neutral API lacks
+// (images, audio, files, assistants…). It runs over the same *http.Client, so its calls go
+// through the resilience pipeline too, and its error bodies are closed by this package.
+// Its errors are go-openai's own, not *providers.Error.
+func (p *Provider) Client() *goopenai.Client { return p.client }
+
+// Chat sends a chat completion and waits for the whole answer.
+func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
+	creq, err := p.chatRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	ctx, x := withExchange(ctx, false)
+	resp, err := p.client.CreateChatCompletion(ctx, creq)
+	if err != nil {
+		return nil, p.toError(x, err)
+	}
+	if len(resp.Choices) == 0 {
+		return nil, &providers.Error{Provider: p.name, Kind: providers.KindUnavailable, StatusCode: x.status,
+			Message: "the response has no choices", RequestID: providers.RequestID(x.header)}
+	}
+	c := resp.Choices[0]
+	return &providers.ChatResponse{
+		Provider:     p.name,
+		Model:        resp.Model,
+		ID:           resp.ID,
+		Message:      fromMessage(c.Message),
+		FinishReason: finishReason(c.FinishReason),
+		Usage:        usage(&resp.Usage),
+		RequestID:    providers.RequestID(x.header),
+	}, nil
+}
+
+// Embed returns one float embedding per input, in input order.
+func (p *Provider) Embed(ctx context.Context, req *providers.EmbedRequest) (*providers.EmbedResponse, error) {
+	model := req.Model
+	if model == "" {
+		model = p.model
+	}
+	if model == "" || len(req.Inputs) == 0 {
+		return nil, p.badRequest("an embedding request needs a model (or Config.Model) and at least one input")
+	}
+	ctx, x := withExchange(ctx, false)
+	resp, err := p.client.CreateEmbeddings(ctx, goopenai.EmbeddingRequest{
+		Input:          req.Inputs,
+		Model:          goopenai.EmbeddingModel(model),
+		EncodingFormat: goopenai.EmbeddingEncodingFormatFloat,
+	})
+	if err != nil {
+		return nil, p.toError(x, err)
+	}
+	out := &providers.EmbedResponse{
+		Provider:   p.name,
+		Model:      string(resp.Model),
+		Embeddings: make([][]float32, len(req.Inputs)),
+		Usage:      usage(&resp.Usage),
+	}
+	for _, d := range resp.Data {
+		if d.Index < 0 || d.Index >= len(out.Embeddings) {
+			return nil, &providers.Error{Provider: p.name, Kind: providers.KindUnavailable, StatusCode: x.status,
+				Message: fmt.Sprintf("embedding index %d out of range for %d inputs", d.Index, len(req.Inputs))}
+		}
+		out.Embeddings[d.Index] = d.Embedding
+	}
+	for i, v := range out.Embeddings {
+		if v == nil {
+			return nil, &providers.Error{Provider: p.name, Kind: providers.KindUnavailable, StatusCode: x.status,
+				Message: fmt.Sprintf("no embedding for input %d", i)}
+		}
+	}
+	return out, nil
+}
+
+// badRequest is the error for a request this package refuses before sending it.
+func (p *Provider) badRequest(msg string) *providers.Error {
+	return &providers.Error{Provider: p.name, Kind: providers.KindBadRequest, Message: msg}
+}

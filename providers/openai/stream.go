@@ -1,0 +1,141 @@
+package openai
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	goopenai "github.com/sashabaranov/go-openai"
+
+	"github.com/steadyllm/steady/providers"
+)
+
+// drainLimit is how much of a stream body is read after [DONE] before closing it, so the
+// connection can be reused (only the chunked-encoding trailer is normally left).
+const drainLimit = 4 << 10
+
+// ChatStream sends a streamed chat completion. It returns once the response headers have
+// arrived: an error status is returned here as a *providers.Error, with the response body
+// already closed. The stream asks for a final usage chunk (stream_options.include_usage)
+// unless Config.OmitStreamUsage is set.
+func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (providers.Stream, error) {
+	creq, err := p.chatRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	if p.streamUsage {
+		creq.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
+	}
+	ctx, x := withExchange(ctx, true)
+	st, err := p.client.CreateChatCompletionStream(ctx, creq)
+	if err != nil {
+		return nil, p.toError(x, err)
+	}
+	return &stream{p: p, st: st, x: x}, nil
+}
+
+// stream adapts a go-openai chat stream to providers.Stream.
+//
+// Recv skips chunks that carry nothing for the caller (the role-only first chunk, the
+// finish chunk, the usage chunk) and remembers their finish reason and usage for the final
+// Done delta, which it returns when go-openai reports io.EOF and the body watcher saw
+// [DONE]. io.EOF without [DONE] is a truncated stream. Once Recv has returned the Done delta
+// or an error, the body is released (drained a little and closed) and later calls return
+// io.EOF or the same error again.
+//
+// Recv must be called from one goroutine at a time; Close may be called from any goroutine,
+// any number of times, to abort the stream.
+type stream struct {
+	p      *Provider
+	st     *goopenai.ChatCompletionStream
+	x      *exchange
+	finish providers.FinishReason
+	usage  providers.Usage
+	err    error // sticky: io.EOF after the Done delta, or the failure
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Recv returns the next delta; see stream.
+func (s *stream) Recv() (providers.Delta, error) {
+	if s.err != nil {
+		return providers.Delta{}, s.err
+	}
+	for {
+		chunk, err := s.st.Recv()
+		if err != nil {
+			return s.end(err)
+		}
+		if chunk.Usage != nil {
+			s.usage = usage(chunk.Usage)
+		}
+		if len(chunk.Choices) == 0 {
+			continue
+		}
+		c := chunk.Choices[0] // one choice asked for (n is never set)
+		if f := finishReason(c.FinishReason); f != "" {
+			s.finish = f
+		}
+		d := providers.Delta{Text: c.Delta.Content, ToolCalls: toolCallDeltas(c.Delta)}
+		if d.Text == "" {
+			d.Text = c.Delta.Refusal
+		}
+		if d.Text != "" || len(d.ToolCalls) > 0 {
+			return d, nil
+		}
+	}
+}
+
+// end turns go-openai's final error into the Done delta (releasing the body at once) or the
+// stream's failure.
+func (s *stream) end(err error) (providers.Delta, error) {
+	if err == io.EOF && s.x.body != nil && s.x.body.done {
+		s.err = io.EOF
+		_, _ = io.Copy(io.Discard, io.LimitReader(s.x.body, drainLimit))
+		_ = s.Close()
+		finish := s.finish
+		if finish == "" {
+			finish = providers.FinishOther
+		}
+		return providers.Delta{Done: true, FinishReason: finish, Usage: s.usage}, nil
+	}
+	// On failure the body stays open until the caller's Close: the caller may first report
+	// the failure to the resilience pipeline (see providers.Stream).
+	s.err = s.failure(err)
+	return providers.Delta{}, s.err
+}
+
+// failure maps an error from go-openai's Recv.
+func (s *stream) failure(err error) *providers.Error {
+	var apiErr *goopenai.APIError
+	if errors.As(err, &apiErr) {
+		return s.p.streamError(apiErr, s.x)
+	}
+	var e *providers.Error
+	switch {
+	case err == io.EOF:
+		e = &providers.Error{Provider: s.p.name, Kind: providers.KindStreamTruncated,
+			Message: "the stream ended without its terminal [DONE] event", Err: io.ErrUnexpectedEOF}
+	case errors.Is(err, goopenai.ErrTooManyEmptyStreamMessages):
+		e = &providers.Error{Provider: s.p.name, Kind: providers.KindUnavailable,
+			Message: "the stream sent too many lines without data", Err: err}
+	case errors.Is(err, context.Canceled):
+		e = providers.TransportError(s.p.name, err)
+	default: // a dropped connection, the pipeline's idle timeout, a chunk that is not JSON
+		e = &providers.Error{Provider: s.p.name, Kind: providers.KindUnavailable,
+			Message: "reading the stream: " + err.Error(), Err: err}
+	}
+	e.StatusCode = s.x.status
+	e.RequestID = providers.RequestID(s.x.header)
+	e.Message = s.p.scrub(e.Message)
+	return e
+}
+
+// Close releases the connection. It is safe to call more than once and concurrently with
+// Recv, which then fails.
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.st.Close() })
+	return s.closeErr
+}

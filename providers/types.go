@@ -1,0 +1,153 @@
+package providers
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Role is the author of a message.
+type Role string
+
+// The message roles.
+const (
+	RoleSystem    Role = "system"
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleTool      Role = "tool" // the result of a tool call; ToolCallID says which
+)
+
+// Message is one turn of a conversation.
+type Message struct {
+	Role    Role
+	Content string
+	// ToolCalls are the calls an assistant message asks for.
+	ToolCalls []ToolCall
+	// ToolCallID links a RoleTool message to the call it answers.
+	ToolCallID string
+}
+
+// Tool is a function the model may call. Parameters is its JSON Schema.
+type Tool struct {
+	Name        string
+	Description string
+	Parameters  json.RawMessage
+}
+
+// ToolCall is a call the model asks for; Arguments is a JSON object.
+type ToolCall struct {
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// ResponseFormat asks for structured output.
+type ResponseFormat string
+
+// The response formats.
+const (
+	FormatText ResponseFormat = ""     // free text (the default)
+	FormatJSON ResponseFormat = "json" // a JSON object (JSON mode)
+)
+
+// ChatRequest is a provider-neutral chat request. Zero fields are left to the provider's
+// defaults; pointers distinguish "unset" from zero.
+type ChatRequest struct {
+	Model       string
+	Messages    []Message
+	MaxTokens   int
+	Temperature *float64
+	TopP        *float64
+	Stop        []string
+	Format      ResponseFormat
+	Tools       []Tool
+}
+
+// FinishReason says why the model stopped.
+type FinishReason string
+
+// The finish reasons, mapped from each provider's own vocabulary.
+const (
+	FinishStop          FinishReason = "stop"           // natural end or a stop sequence
+	FinishLength        FinishReason = "length"         // max tokens reached
+	FinishToolCalls     FinishReason = "tool_calls"     // the model asks for tool calls
+	FinishContentFilter FinishReason = "content_filter" // output withheld by a safety filter
+	FinishOther         FinishReason = "other"          // anything else the provider reported
+)
+
+// Usage counts tokens.
+type Usage struct {
+	InputTokens  int
+	OutputTokens int
+}
+
+// Total returns input plus output tokens.
+func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
+
+// ChatResponse is a provider-neutral chat answer.
+type ChatResponse struct {
+	// Provider is the name of the provider that served the call (set by the client, which
+	// may have fallen back to another provider than the first one asked).
+	Provider     string
+	Model        string
+	ID           string
+	Message      Message // RoleAssistant, with Content and/or ToolCalls
+	FinishReason FinishReason
+	Usage        Usage
+	RequestID    string // the provider's request ID header, for support tickets
+}
+
+// Delta is one increment of a streamed answer.
+type Delta struct {
+	Text      string
+	ToolCalls []ToolCallDelta
+	// Done is set on the last delta of a complete stream, which carries FinishReason and
+	// Usage (Usage may be zero when the provider reports none).
+	Done         bool
+	FinishReason FinishReason
+	Usage        Usage
+}
+
+// ToolCallDelta is a fragment of a streamed tool call: the first fragment of a call carries
+// its ID and Name, later ones more Arguments text. Index identifies the call.
+type ToolCallDelta struct {
+	Index     int
+	ID        string
+	Name      string
+	Arguments string
+}
+
+// Stream reads a streamed answer. Recv returns deltas in order; after the delta with Done set
+// it returns io.EOF. A stream that ends without its terminal event returns a *Error of kind
+// KindStreamTruncated instead, never io.EOF. A failing Recv leaves the connection open, so that
+// the caller can report the failure to the resilience pipeline (resilience.WithFailureReporter)
+// before it closes; a stream may release its connection by itself after the Done delta.
+// Close releases the connection; it is safe to call more than once and must be called.
+type Stream interface {
+	Recv() (Delta, error)
+	Close() error
+}
+
+// EmbedRequest asks for one embedding per input.
+type EmbedRequest struct {
+	Model  string
+	Inputs []string
+}
+
+// EmbedResponse holds the embeddings in input order.
+type EmbedResponse struct {
+	Provider   string
+	Model      string
+	Embeddings [][]float32
+	Usage      Usage
+}
+
+// Provider turns neutral requests into calls to one LLM API. Implementations are safe for
+// concurrent use and make one HTTP exchange per call (the resilience pipeline underneath
+// retries); they return *Error for every failure the API reports.
+type Provider interface {
+	// Name is the provider's configured name, e.g. "openai" or "azure-eu".
+	Name() string
+	Chat(ctx context.Context, req *ChatRequest) (*ChatResponse, error)
+	ChatStream(ctx context.Context, req *ChatRequest) (Stream, error)
+	Embed(ctx context.Context, req *EmbedRequest) (*EmbedResponse, error)
+}
