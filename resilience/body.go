@@ -61,7 +61,13 @@ func drain(rc io.ReadCloser, limit int64) {
 
 // isEventStream reports whether resp is a server-sent event stream.
 func isEventStream(resp *http.Response) bool {
-	ct := resp.Header.Get("Content-Type")
+	// Indexing the map with the canonical key skips Header.Get's canonicalisation: this runs
+	// on every call.
+	v := resp.Header["Content-Type"]
+	if len(v) == 0 {
+		return false
+	}
+	ct := v[0]
 	const es = "text/event-stream"
 	return len(ct) >= len(es) && equalFoldASCII(ct[:len(es)], es)
 }

@@ -26,6 +26,7 @@ var (
 type breaker struct {
 	cb       atomic.Pointer[gobreaker.TwoStepCircuitBreaker[struct{}]]
 	isolated atomic.Bool
+	open     atomic.Bool  // gobreaker's last reported state was open
 	openedAt atomic.Int64 // wall-clock UnixNano of the last transition to open
 	duration time.Duration
 
@@ -51,6 +52,7 @@ func (b *breaker) newBreaker(p *Pipeline) *gobreaker.TwoStepCircuitBreaker[struc
 			if to == gobreaker.StateOpen {
 				b.openedAt.Store(time.Now().UnixNano())
 			}
+			b.open.Store(to == gobreaker.StateOpen)
 			b.mu.Lock()
 			b.pending = append(b.pending, Event{Kind: EventBreakerStateChanged, From: fromGobreaker(from), To: fromGobreaker(to)})
 			b.mu.Unlock()
@@ -129,6 +131,7 @@ func (b *breaker) isolate(p *Pipeline) {
 func (b *breaker) reset(p *Pipeline) {
 	from := b.state(p)
 	b.cb.Store(b.newBreaker(p))
+	b.open.Store(false)
 	b.isolated.Store(false)
 	if from != CircuitClosed {
 		p.emit(Event{Kind: EventBreakerStateChanged, From: from, To: CircuitClosed})
@@ -171,15 +174,15 @@ type breakerTransport struct {
 func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p, b := t.p, &t.p.breaker
 	if b.isolated.Load() {
-		return nil, t.reject(req, CircuitIsolated, 0)
+		return nil, b.reject(p, req, CircuitIsolated, 0)
 	}
 	done, err := b.cb.Load().Allow()
 	b.flush(p)
 	if err != nil {
 		if errors.Is(err, gobreaker.ErrTooManyRequests) {
-			return nil, t.reject(req, CircuitHalfOpen, 0)
+			return nil, b.reject(p, req, CircuitHalfOpen, 0)
 		}
-		return nil, t.reject(req, CircuitOpen, b.nextProbeIn())
+		return nil, b.reject(p, req, CircuitOpen, b.nextProbeIn())
 	}
 	ctx := req.Context()
 	resp, err := t.next.RoundTrip(req)
@@ -202,10 +205,26 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, nil
 }
 
-func (t *breakerTransport) reject(req *http.Request, s CircuitState, retryAfter time.Duration) error {
+func (b *breaker) reject(p *Pipeline, req *http.Request, s CircuitState, retryAfter time.Duration) error {
 	closeRequestBody(req)
-	t.p.emit(Event{Kind: EventBreakerRejected, To: s, Delay: retryAfter})
-	return &CircuitOpenError{Pipeline: t.p.name, State: s, RetryAfter: retryAfter}
+	p.emit(Event{Kind: EventBreakerRejected, To: s, Delay: retryAfter})
+	return &CircuitOpenError{Pipeline: p.name, State: s, RetryAfter: retryAfter}
+}
+
+// fastReject rejects a call when the circuit is isolated, or open with its break not yet
+// elapsed, without asking gobreaker and before any layer allocates: the outer layers call it
+// first, so a call to a provider that is down fails fast. Anything less certain (half-open, a
+// break that just elapsed) is left to the breaker layer. It returns nil to let the call go on.
+func (b *breaker) fastReject(p *Pipeline, req *http.Request) error {
+	if b.isolated.Load() {
+		return b.reject(p, req, CircuitIsolated, 0)
+	}
+	if b.open.Load() {
+		if d := b.nextProbeIn(); d > 0 {
+			return b.reject(p, req, CircuitOpen, d)
+		}
+	}
+	return nil
 }
 
 // breakerCall reports the call's outcome to the breaker when the response body ends. It is

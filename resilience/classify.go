@@ -34,11 +34,13 @@ var quotaMarkers = [][]byte{
 // x-should-retry, when the server sends it, overrides the status. A 429 whose body says the
 // quota is exhausted is permanent. Peeking at that body leaves it intact for the caller.
 func (p *Pipeline) classifyResponse(resp *http.Response) (bool, string) {
-	switch strings.ToLower(resp.Header.Get("X-Should-Retry")) {
-	case "true":
-		return true, "server asked for a retry (x-should-retry)"
-	case "false":
-		return false, ""
+	if v := resp.Header["X-Should-Retry"]; len(v) > 0 { // canonical key: no Header.Get on the hot path
+		switch strings.ToLower(v[0]) {
+		case "true":
+			return true, "server asked for a retry (x-should-retry)"
+		case "false":
+			return false, ""
+		}
 	}
 	if !p.retryable.has(resp.StatusCode) {
 		return false, ""

@@ -20,9 +20,12 @@ type Pipeline struct {
 	idleTimeout          time.Duration
 	retryable            statusSet
 
-	bulkhead bulkhead
-	breaker  breaker
-	budget   *budget // nil when RetryBudgetPercent is 0
+	bulkhead  bulkhead
+	breaker   breaker
+	budget    *budget // nil when RetryBudgetPercent is 0
+	deadlines deadlines
+	// totalTimeoutErr is the cause of every total timeout: the same for each call.
+	totalTimeoutErr *TimeoutError
 }
 
 // Option configures a Pipeline beyond its Options.
@@ -65,6 +68,8 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	for _, c := range opts.RetryableStatusCodes {
 		p.retryable.add(c)
 	}
+	p.deadlines.clock = p.clock
+	p.totalTimeoutErr = &TimeoutError{Pipeline: p.name, Kind: TimeoutTotal, After: p.timeout}
 	p.bulkhead.init(opts)
 	p.breaker.init(p)
 	if opts.RetryBudgetPercent > 0 {

@@ -37,15 +37,16 @@ const keepLimit = 64 << 10
 //     repeat the URL with its query string).
 //   - Its inner http.Client would follow redirects a second time: CheckRedirect stops it.
 type retryTransport struct {
-	p      *Pipeline
-	client *retryablehttp.Client
+	p       *Pipeline
+	attempt *attemptTransport
+	client  *retryablehttp.Client
 }
 
 func newRetryTransport(p *Pipeline, base http.RoundTripper) *retryTransport {
-	t := &retryTransport{p: p}
+	t := &retryTransport{p: p, attempt: &attemptTransport{p: p, base: base}}
 	t.client = &retryablehttp.Client{
 		HTTPClient: &http.Client{
-			Transport:     &attemptTransport{p: p, base: base},
+			Transport:     t.attempt,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		Logger:       nil,
@@ -85,46 +86,77 @@ func stateOf(ctx context.Context) *callState {
 	return s
 }
 
+// RoundTrip sends the first attempt itself and hands the call to the engine only when that
+// attempt failed in a retryable way, so a successful call never pays for the engine (its
+// inner http.Client, a request copy, a context). The engine then runs every retry.
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	s := &callState{Context: req.Context(), p: t.p}
-	out := req.WithContext(s)
+	p := t.p
+	if p.budget != nil {
+		p.budget.recordCall()
+	}
+	var getBody func() (io.ReadCloser, error)
 	if req.Body != nil && req.Body != http.NoBody {
-		if req.GetBody != nil {
-			s.getBody = req.GetBody
-		} else {
+		getBody = req.GetBody
+		if getBody == nil && p.opts.RetryCount > 0 {
 			// No way to rewind: buffer once, so every attempt sends the same bytes.
 			buf, err := io.ReadAll(req.Body)
 			_ = req.Body.Close()
 			if err != nil {
 				return nil, err
 			}
-			s.getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
-			out.Body, _ = s.getBody()
+			getBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf)), nil }
+			req = req.Clone(req.Context())
+			req.Body, _ = getBody()
 		}
 	}
-	if t.p.budget != nil {
-		t.p.budget.recordCall()
+	resp, err := t.attempt.send(req, 1)
+	retry, reason := p.classify(resp, err)
+	if !retry || req.Context().Err() != nil {
+		setAttempts(req.Context(), 1)
+		return resp, err
 	}
-	s.req.Request = out
-	resp, err := t.client.Do(&s.req)
-	if info, _ := s.Context.Value(callInfoKey{}).(*CallInfo); info != nil {
-		info.Attempts = s.attempt
+	s := &callState{Context: req.Context(), p: p, attempt: 1, getBody: getBody}
+	again, cerr := s.decide(resp, err, reason)
+	if !again {
+		setAttempts(req.Context(), s.attempt)
+		if cerr != nil {
+			if resp != nil {
+				_ = resp.Body.Close()
+			}
+			return nil, cerr
+		}
+		return resp, err
 	}
+	if resp != nil {
+		drain(resp.Body, 4<<10)
+	}
+	s.req.Request = req.WithContext(s)
+	resp, err = t.client.Do(&s.req)
+	setAttempts(req.Context(), s.attempt)
 	return resp, err
 }
 
-// attemptTransport is the engine's inner transport: it rewinds the body for retries,
-// applies the attempt timeout, and reports each attempt.
+// setAttempts fills in the CallInfo of the call, if the caller asked for one.
+func setAttempts(ctx context.Context, n int) {
+	if info, _ := ctx.Value(callInfoKey{}).(*CallInfo); info != nil {
+		info.Attempts = n
+	}
+}
+
+// attemptTransport sends attempts to the base transport: the first directly from
+// retryTransport, the others as the engine's inner transport. It rewinds the body for
+// retries, applies the attempt timeout, and reports each attempt.
 type attemptTransport struct {
 	p    *Pipeline
 	base http.RoundTripper
 }
 
+// RoundTrip is the engine's view: attempts after the first, with the call state in the
+// request's context.
 func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	p := t.p
 	s := stateOf(req.Context())
 	s.attempt++
-	if s.attempt > 1 && s.getBody != nil {
+	if s.getBody != nil {
 		// The engine made a shallow copy of the request for this retry; it is ours to change.
 		body, err := s.getBody()
 		if err != nil {
@@ -132,10 +164,16 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		req.Body = body
 	}
+	return t.send(req, s.attempt)
+}
+
+// send makes attempt number n.
+func (t *attemptTransport) send(req *http.Request, n int) (*http.Response, error) {
+	p := t.p
 	var start time.Time
 	if p.observer != nil {
 		start = p.clock.Now()
-		p.emit(Event{Kind: EventAttemptStarted, Attempt: s.attempt})
+		p.emit(Event{Kind: EventAttemptStarted, Attempt: n})
 	}
 	var resp *http.Response
 	var err error
@@ -145,7 +183,7 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		resp, err = t.base.RoundTrip(req)
 	}
 	if p.observer != nil {
-		e := Event{Kind: EventAttemptFinished, Attempt: s.attempt, Err: err, Duration: p.clock.Now().Sub(start)}
+		e := Event{Kind: EventAttemptFinished, Attempt: n, Err: err, Duration: p.clock.Now().Sub(start)}
 		if resp != nil {
 			e.Status = resp.StatusCode
 		}
@@ -183,26 +221,34 @@ type cancelFinisher context.CancelCauseFunc
 
 func (c cancelFinisher) finish(error) { c(nil) }
 
-// checkRetry is the engine's CheckRetry and the whole retry policy. It answers (false, nil)
-// to hand the response or error back as it is, (true, nil) after sleeping to retry, and
-// (false, err) only when the call's context ended during the wait.
+// checkRetry is the engine's CheckRetry: it classifies the attempt and lets the call state
+// decide. It answers (false, nil) to hand the response or error back as it is, (true, nil)
+// after sleeping to retry, and (false, err) only when the call's context ended during the wait.
 func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	s := stateOf(ctx)
 	if s == nil || ctx.Err() != nil {
 		return false, nil
 	}
-	p := s.p
 	err = stripURL(err)
-	var retry bool
-	var reason string
-	if err != nil {
-		retry, reason = classifyError(err)
-	} else {
-		retry, reason = p.classifyResponse(resp)
-	}
+	retry, reason := s.p.classify(resp, err)
 	if !retry {
 		return false, nil
 	}
+	return s.decide(resp, err, reason)
+}
+
+// classify decides whether an attempt's outcome is worth another attempt, and why.
+func (p *Pipeline) classify(resp *http.Response, err error) (bool, string) {
+	if err != nil {
+		return classifyError(err)
+	}
+	return p.classifyResponse(resp)
+}
+
+// decide applies the retry policy to a retryable failure of attempt s.attempt: count, server
+// hint, deadline, breaker, budget — then sleeps. See checkRetry for the answers.
+func (s *callState) decide(resp *http.Response, err error, reason string) (bool, error) {
+	p := s.p
 	giveUp := func(why string, hint time.Duration) (bool, error) {
 		e := Event{Kind: EventGaveUp, Attempt: s.attempt, Reason: why, Err: err, Delay: hint}
 		if resp != nil {
@@ -218,7 +264,7 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 	if fromServer && delay > p.maxDelay {
 		return giveUp(ReasonHintTooLong, delay)
 	}
-	if dl, ok := ctx.Deadline(); ok && p.clock.Now().Add(delay).After(dl) {
+	if dl, ok := s.Deadline(); ok && p.clock.Now().Add(delay).After(dl) {
 		return giveUp(ReasonDeadline, delay)
 	}
 	if p.breaker.blocked(p) {
@@ -235,7 +281,7 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 		e.Status = resp.StatusCode
 	}
 	p.emit(e)
-	if err := sleep(ctx, p.clock, delay); err != nil {
+	if err := sleep(s, p.clock, delay); err != nil {
 		if resp != nil {
 			_ = resp.Body.Close()
 		}
@@ -317,6 +363,9 @@ func passError(resp *http.Response, err error, _ int) (*http.Response, error) {
 // stripURL removes the *url.Error that the engine's inner http.Client wraps around transport
 // errors: it repeats the URL, query string included, which may hold a key.
 func stripURL(err error) error {
+	if err == nil {
+		return nil
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		return ue.Err

@@ -12,7 +12,7 @@ import (
 // event stream by StreamIdleTimeoutSeconds.
 //
 // The deadline lives in a context that stays alive until the response body is read to EOF
-// or closed: cancelling it when RoundTrip returns, as a naive context.WithTimeout + defer
+// or closed (one shared timer per pipeline fires the deadlines, see deadlines): cancelling it when RoundTrip returns, as a naive context.WithTimeout + defer
 // cancel does, would cut the body the caller has not read yet. For an event stream the
 // total limit stops when the stream's headers arrive; from then on only the idle limit
 // applies, re-armed on every read.
@@ -26,6 +26,9 @@ type timeoutTransport struct {
 
 func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.p
+	if err := p.breaker.fastReject(p, req); err != nil {
+		return nil, err // the circuit is open: fail before arming any timer
+	}
 	if p.timeout <= 0 && p.idleTimeout <= 0 {
 		return t.next.RoundTrip(req)
 	}
@@ -34,7 +37,9 @@ func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	c := &timeoutCall{Context: ctx, parent: parent, cancel: cancel, p: p}
 	if p.timeout > 0 {
 		c.deadline = p.clock.Now().Add(p.timeout)
-		c.total = p.clock.AfterFunc(p.timeout, c.expireTotal)
+		p.deadlines.add(c)
+	} else {
+		c.totalOff.Store(true)
 	}
 	resp, err := t.next.RoundTrip(req.WithContext(c))
 	if err != nil {
@@ -66,9 +71,12 @@ type timeoutCall struct {
 	cancel          context.CancelCauseFunc
 	p               *Pipeline
 	deadline        time.Time // zero without a total timeout
-	total, idle     Timer
+	idle            Timer
 	rc              io.ReadCloser
-	done, reported  atomic.Bool
+	// totalOff is set once the total timeout no longer applies: the call ended, or its
+	// stream's headers arrived. The pipeline's deadlines queue skips such calls.
+	totalOff       atomic.Bool
+	done, reported atomic.Bool
 }
 
 // Deadline reports the earlier of the caller's deadline and the pipeline's total deadline,
@@ -82,18 +90,16 @@ func (c *timeoutCall) Deadline() (time.Time, bool) {
 }
 
 func (c *timeoutCall) expireTotal() {
-	c.cancel(&TimeoutError{Pipeline: c.p.name, Kind: TimeoutTotal, After: c.p.timeout})
+	if !c.totalOff.Load() {
+		c.cancel(c.p.totalTimeoutErr)
+	}
 }
 
 func (c *timeoutCall) expireIdle() {
 	c.cancel(&TimeoutError{Pipeline: c.p.name, Kind: TimeoutStreamIdle, After: c.p.idleTimeout})
 }
 
-func (c *timeoutCall) stopTotal() {
-	if c.total != nil {
-		c.total.Stop()
-	}
-}
+func (c *timeoutCall) stopTotal() { c.totalOff.Store(true) }
 
 // mapErr turns an error caused by the pipeline's own expiry into the *TimeoutError that
 // caused it, and reports the timeout once. The caller's own cancellation is left as it is.

@@ -1,0 +1,93 @@
+package resilience
+
+import (
+	"sync"
+	"time"
+)
+
+// deadlines fires the total timeouts of a pipeline's calls with a single timer instead of
+// one per call. Arming and stopping a runtime timer per call is the most expensive part of a
+// successful call (timer-heap locks, waking the poller); here a call costs a mutex and an
+// append. Every call of a pipeline has the same timeout, so deadlines arrive in order and a
+// FIFO queue is enough: the timer is set for the oldest live call, finished calls are dropped
+// from the front as new ones arrive, and when the timer fires it cancels what has expired and
+// re-arms for the next live call.
+type deadlines struct {
+	clock   Clock
+	mu      sync.Mutex
+	queue   []*timeoutCall
+	head    int
+	timer   Timer
+	armedAt time.Time // when the timer fires; zero while it is idle
+}
+
+// add enters a call whose c.deadline is set.
+func (d *deadlines) add(c *timeoutCall) {
+	d.mu.Lock()
+	d.dropFinished()
+	d.queue = append(d.queue, c)
+	if d.armedAt.IsZero() {
+		d.arm(c.deadline)
+	}
+	d.mu.Unlock()
+}
+
+// dropFinished removes finished calls from the front and compacts the queue now and then.
+func (d *deadlines) dropFinished() {
+	for d.head < len(d.queue) && d.queue[d.head].totalOff.Load() {
+		d.queue[d.head] = nil
+		d.head++
+	}
+	switch {
+	case d.head == len(d.queue):
+		d.queue, d.head = d.queue[:0], 0
+	case d.head > 64 && d.head > len(d.queue)/2:
+		n := copy(d.queue, d.queue[d.head:])
+		clear(d.queue[n:])
+		d.queue, d.head = d.queue[:n], 0
+	}
+}
+
+func (d *deadlines) arm(at time.Time) {
+	wait := at.Sub(d.clock.Now())
+	if d.timer == nil {
+		d.timer = d.clock.AfterFunc(wait, d.fire)
+	} else {
+		d.timer.Reset(wait)
+	}
+	d.armedAt = at
+}
+
+// fire cancels every live call whose deadline has passed and re-arms for the next one.
+func (d *deadlines) fire() {
+	now := d.clock.Now()
+	var expired []*timeoutCall
+	d.mu.Lock()
+	for d.head < len(d.queue) {
+		c := d.queue[d.head]
+		if !c.totalOff.Load() {
+			if c.deadline.After(now) {
+				break
+			}
+			expired = append(expired, c)
+		}
+		d.queue[d.head] = nil
+		d.head++
+	}
+	d.armedAt = time.Time{}
+	d.dropFinished()
+	if d.head < len(d.queue) {
+		d.arm(d.queue[d.head].deadline)
+	}
+	d.mu.Unlock()
+	for _, c := range expired {
+		c.expireTotal()
+	}
+}
+
+// pending returns the number of calls still queued, finished or not (for tests).
+func (d *deadlines) pending() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.queue) - d.head
+}
