@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -247,4 +248,41 @@ func TestStream_SlowConsumerIsNotIdle(t *testing.T) {
 	if body := readAll(t, resp); !strings.HasSuffix(body, "[DONE]\n\n") {
 		t.Fatalf("body %q", body)
 	}
+}
+
+// Total timeouts share one timer per pipeline: quick calls must not pile up in its queue,
+// and a stalled call behind them must still time out on its own deadline.
+func TestTimeout_SharedTimerKeepsEachCallsDeadline(t *testing.T) {
+	done := make(chan struct{})
+	defer close(done)
+	var stalled atomic.Bool
+	s := newScript(t, func(w http.ResponseWriter, r *http.Request) {
+		if stalled.Load() {
+			stall(done)(w, r)
+			return
+		}
+		ok()(w, r)
+	})
+	o := testOptions()
+	o.TimeoutSeconds = 0.15
+	c, p := client(t, o)
+	for i := 0; i < 50; i++ {
+		if code, err := call(t, c, s.url()); err != nil || code != 200 {
+			t.Fatalf("call %d: %d %v", i, code, err)
+		}
+	}
+	if n := p.deadlines.pending(); n > 1 {
+		t.Fatalf("%d finished calls still queued", n)
+	}
+	stalled.Store(true)
+	results := make(chan error, 3)
+	for i := 0; i < 3; i++ {
+		go func() { _, err := call(t, c, s.url()); results <- err }()
+	}
+	for i := 0; i < 3; i++ {
+		if err := <-results; !errors.Is(err, ErrTimeout) {
+			t.Fatalf("stalled call %d: %v, want ErrTimeout", i, err)
+		}
+	}
+	eventually(t, "the queue to drain", func() bool { return p.deadlines.pending() == 0 })
 }
