@@ -1,84 +1,127 @@
-// Command quickstart shows steady's resilience pipeline at work with no API key: it starts the
-// embedded fake LLM server, scripts it to fail with 503 and then 429 (with retry-after-ms)
-// before answering, and calls it with go-openai over the pipeline, printing every step.
+// Command quickstart shows steady at work with no API key: it starts the embedded fake LLM
+// server, scripts it to answer 429 (with Retry-After) and then 503 before succeeding, and asks
+// it a question through steady's client, printing every attempt, every wait and the answer.
 //
 //	go run ./examples/quickstart
+//
+// With -live it calls the real API instead: OpenAI when OPENAI_API_KEY is set, else Anthropic
+// when ANTHROPIC_API_KEY is set.
 package main
 
 import (
 	"context"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
+	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/anthropic"
+	"github.com/steadyllm/steady/providers/openai"
 	"github.com/steadyllm/steady/resilience"
 )
 
 func main() {
-	if err := run(context.Background(), os.Stdout); err != nil {
+	live := flag.Bool("live", false, "call the real API (needs OPENAI_API_KEY or ANTHROPIC_API_KEY)")
+	flag.Parse()
+	var err error
+	if *live {
+		err = runLive(context.Background(), os.Stdout, os.Getenv)
+	} else {
+		err = run(context.Background(), os.Stdout)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "quickstart:", err)
 		os.Exit(1)
 	}
 }
 
+// run calls the embedded fake server.
 func run(ctx context.Context, out io.Writer) error {
-	// The fake server: first call 503, second 429 asking for 250 ms, then a normal answer.
 	fake := mocks.NewServer(
 		mocks.WithReply("Hello from the fake LLM server!"),
-		mocks.WithScript(mocks.Status(http.StatusServiceUnavailable), mocks.RateLimited(250*time.Millisecond), mocks.OK()),
+		mocks.WithScript(
+			mocks.Status(http.StatusTooManyRequests).WithHeader("Retry-After", "1"),
+			mocks.Status(http.StatusServiceUnavailable),
+			mocks.OK(),
+		),
 	)
 	defer fake.Close()
 
-	opts := resilience.DefaultOptions()
-	opts.RetryBaseDelaySeconds = 0.2 // keep the demo short; the default is 1 s
-	start := time.Now()
-	pipeline, err := resilience.New(opts, resilience.WithName("openai"), resilience.OnEvent(func(e resilience.Event) {
-		at := time.Since(start).Round(time.Millisecond)
-		switch e.Kind {
-		case resilience.EventAttemptFinished:
-			fmt.Fprintf(out, "%7s  attempt %d/%d -> %s\n", at, e.Attempt, e.MaxAttempts, outcome(e))
-		case resilience.EventRetryScheduled:
-			source := "backoff"
-			if e.ServerHint {
-				source = "server hint"
-			}
-			fmt.Fprintf(out, "%7s  retrying after %s (%s, %s)\n", at, e.Delay.Round(time.Millisecond), e.Reason, source)
-		case resilience.EventGaveUp:
-			fmt.Fprintf(out, "%7s  gave up: %s\n", at, e.Reason)
-		}
-	}))
-	if err != nil {
-		return err
-	}
-
-	cfg := openai.DefaultConfig("sk-quickstart-not-a-real-key")
-	cfg.BaseURL = fake.OpenAIBaseURL()
-	cfg.HTTPClient = &http.Client{Transport: pipeline.Wrap(http.DefaultTransport)}
-	client := openai.NewClientWithConfig(cfg)
-
-	fmt.Fprintf(out, "calling %s through bulkhead -> timeout -> circuit breaker -> retry\n", fake.OpenAIBaseURL())
-	resp, err := client.CreateChatCompletion(ctx, openai.ChatCompletionRequest{
-		Model:    "gpt-4o-mini",
-		Messages: []openai.ChatCompletionMessage{{Role: openai.ChatMessageRoleUser, Content: "Say hello."}},
+	policy := resilience.DefaultOptions()
+	policy.RetryBaseDelaySeconds = 0.2 // keep the demo short; the default is 1 s
+	fmt.Fprintf(out, "asking %s through bulkhead -> timeout -> circuit breaker -> retry\n", fake.OpenAIBaseURL())
+	return ask(ctx, out, policy, func(hc *http.Client) (providers.Provider, error) {
+		return openai.New(openai.Config{Name: "openai", BaseURL: fake.OpenAIBaseURL(), APIKey: "sk-quickstart-not-a-real-key",
+			HTTPClient: hc, Model: "gpt-4o-mini"})
 	})
+}
+
+// runLive calls the real OpenAI or Anthropic API.
+func runLive(ctx context.Context, out io.Writer, getenv func(string) string) error {
+	policy := resilience.DefaultOptions()
+	switch {
+	case getenv("OPENAI_API_KEY") != "":
+		fmt.Fprintln(out, "asking OpenAI (live)")
+		return ask(ctx, out, policy, func(hc *http.Client) (providers.Provider, error) {
+			return openai.New(openai.Config{Name: "openai", APIKey: getenv("OPENAI_API_KEY"), HTTPClient: hc, Model: "gpt-4o-mini"})
+		})
+	case getenv("ANTHROPIC_API_KEY") != "":
+		fmt.Fprintln(out, "asking Anthropic (live)")
+		return ask(ctx, out, policy, func(hc *http.Client) (providers.Provider, error) {
+			return anthropic.New(anthropic.Config{Name: "anthropic", APIKey: getenv("ANTHROPIC_API_KEY"), HTTPClient: hc, Model: "claude-haiku-4-5"})
+		})
+	}
+	return errors.New("-live needs OPENAI_API_KEY or ANTHROPIC_API_KEY")
+}
+
+func ask(ctx context.Context, out io.Writer, policy resilience.Options, factory client.ProviderFactory) error {
+	start := time.Now()
+	c, err := client.New(
+		client.WithProvider("llm", policy, factory),
+		client.WithObserver(func(e resilience.Event) { report(out, time.Since(start), e) }),
+	)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "answer: %q (%d prompt + %d completion tokens)\n",
-		resp.Choices[0].Message.Content, resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
-	fmt.Fprintf(out, "survived %d failures in %s; circuit is %s\n",
-		fake.Journal().Len()-1, time.Since(start).Round(time.Millisecond), pipeline.CircuitState())
+	resp, err := c.Chat(ctx, &providers.ChatRequest{
+		Messages:  []providers.Message{{Role: providers.RoleUser, Content: "Say hello in one short sentence."}},
+		MaxTokens: 50,
+	})
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return fmt.Errorf("%s after %d attempts: %w", pe.Kind, pe.Attempts, err)
+	} else if err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "answer: %q (%d input + %d output tokens, finish %s)\n",
+		resp.Message.Content, resp.Usage.InputTokens, resp.Usage.OutputTokens, resp.FinishReason)
+	fmt.Fprintf(out, "done in %s; circuit is %s\n", time.Since(start).Round(time.Millisecond), c.Pipeline("llm").CircuitState())
 	return nil
 }
 
-func outcome(e resilience.Event) string {
-	if e.Err != nil {
-		return e.Err.Error()
+// report prints what the pipeline does.
+func report(out io.Writer, at time.Duration, e resilience.Event) {
+	at = at.Round(time.Millisecond)
+	switch e.Kind {
+	case resilience.EventAttemptFinished:
+		result := fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status))
+		if e.Err != nil {
+			result = e.Err.Error()
+		}
+		fmt.Fprintf(out, "%7s  attempt %d/%d -> %s\n", at, e.Attempt, e.MaxAttempts, result)
+	case resilience.EventRetryScheduled:
+		source := "exponential backoff"
+		if e.ServerHint {
+			source = "the server's Retry-After"
+		}
+		fmt.Fprintf(out, "%7s  waiting %s before retrying (%s; from %s)\n", at, e.Delay.Round(time.Millisecond), e.Reason, source)
+	case resilience.EventGaveUp:
+		fmt.Fprintf(out, "%7s  gave up: %s\n", at, e.Reason)
 	}
-	return fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status))
 }

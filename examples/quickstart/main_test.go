@@ -14,17 +14,24 @@ func TestQuickstart_SurvivesTheScriptedFailures(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"attempt 1/4 -> 503",
-		"retrying after", "status 503, backoff",
-		"attempt 2/4 -> 429",
-		"(status 429, server hint)",
-		"attempt 3/4 -> 200",
+		"attempt 1/4 -> 429 Too Many Requests",
+		"waiting 1s before retrying (status 429; from the server's Retry-After)",
+		"attempt 2/4 -> 503 Service Unavailable",
+		"(status 503; from exponential backoff)",
+		"attempt 3/4 -> 200 OK",
 		`answer: "Hello from the fake LLM server!"`,
-		"survived 2 failures",
 		"circuit is closed",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+func TestQuickstart_LiveNeedsAKey(t *testing.T) {
+	var out bytes.Buffer
+	err := runLive(context.Background(), &out, func(string) string { return "" })
+	if err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") {
+		t.Fatalf("got %v", err)
 	}
 }
