@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/anthropic"
 	"github.com/steadyllm/steady/resilience"
 )
 
@@ -147,5 +149,59 @@ func TestChatStream_NoContentInTimeIsATimeoutAndFallsBack(t *testing.T) {
 	defer st.Close()
 	if text, _, err := collect(t, st); err != nil || text != "fast" {
 		t.Fatalf("%q %v", text, err)
+	}
+}
+
+// anthropicProvider adds an Anthropic Messages provider named name that talks to s.
+func anthropicProvider(name string, s *mocks.Server, o resilience.Options) client.Option {
+	return client.WithProvider(name, o, func(hc *http.Client) (providers.Provider, error) {
+		return anthropic.New(anthropic.Config{Name: name, BaseURL: s.AnthropicBaseURL(), APIKey: sentinelKey, HTTPClient: hc, Model: "claude-haiku-4-5"})
+	})
+}
+
+func TestChatStream_AnthropicOverloadEventOpensTheCircuitAndFallsBackToOpenAI(t *testing.T) {
+	// Anthropic answers 200, then `event: error` with overloaded_error before any text.
+	claude := mocks.NewServer(mocks.WithScript(mocks.StreamError(0, "overloaded_error").Always()))
+	defer claude.Close()
+	gpt := mocks.NewServer(mocks.WithReply("openai speaking"))
+	defer gpt.Close()
+	o := policy()
+	o.RetryCount = 0
+	o.CircuitBreakerThreshold = 1
+	c := newClient(t, anthropicProvider("claude", claude, o), openAIProvider("openai", gpt, policy()),
+		client.WithFallback("claude", "openai"))
+	st, err := c.ChatStream(context.Background(), hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	text, last, err := collect(t, st)
+	if err != nil || text != "openai speaking" || st.Provider() != "openai" || !last.Done {
+		t.Fatalf("%q from %s (last %+v): %v", text, st.Provider(), last, err)
+	}
+	if got := c.Pipeline("claude").CircuitState(); got != resilience.CircuitOpen {
+		t.Fatalf("claude circuit %v, want open after an in-stream overloaded_error", got)
+	}
+	if in := claude.Journal().Len(); in != 1 {
+		t.Fatalf("claude saw %d requests, want 1", in)
+	}
+}
+
+func TestChatStream_AnthropicTruncatedAfterContentCarriesPartial(t *testing.T) {
+	claude := mocks.NewServer(mocks.WithReply("alpha beta gamma delta epsilon"), mocks.WithScript(mocks.TruncateStream(4)))
+	defer claude.Close()
+	c := newClient(t, anthropicProvider("claude", claude, policy()))
+	st, err := c.ChatStream(context.Background(), hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	text, _, err := collect(t, st)
+	var pe *providers.Error
+	if !errors.As(err, &pe) || pe.Kind != providers.KindStreamTruncated || pe.Provider != "claude" || text == "" || pe.Partial != text {
+		t.Fatalf("got %v after %q, want claude stream_truncated with the partial text", err, text)
+	}
+	if strings.Contains(err.Error(), sentinelKey) {
+		t.Fatal("the error carries the API key")
 	}
 }

@@ -1,0 +1,111 @@
+package anthropic
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+)
+
+// DefaultBaseURL is the API root used when Config.BaseURL is empty.
+const DefaultBaseURL = "https://api.anthropic.com"
+
+// DefaultVersion is the anthropic-version header sent when Config.Version is empty: the one
+// stable version of the Messages API.
+const DefaultVersion = "2023-06-01"
+
+// DefaultMaxTokens is the max_tokens sent when neither the request nor Config.DefaultMaxTokens
+// sets one. Anthropic, unlike OpenAI, requires the field on every request.
+const DefaultMaxTokens = 4096
+
+// Config describes one Anthropic endpoint. Only APIKey is required; every other zero value has
+// a documented default.
+//
+// A Config never prints its APIKey: String, GoString and Format show it as "[REDACTED]" (or
+// empty when unset), so %v, %+v and %#v are safe to log.
+type Config struct {
+	// Name is the provider's name in errors and responses. Empty means "anthropic".
+	Name string
+	// BaseURL is the API root that /v1/messages hangs off. Empty means DefaultBaseURL. A
+	// trailing "/" or "/v1" is removed, so "https://api.anthropic.com/v1" works too.
+	BaseURL string
+	// APIKey is the secret, sent as the x-api-key header. Required.
+	APIKey string
+	// Version is the anthropic-version header. Empty means DefaultVersion.
+	Version string
+	// HTTPClient carries every call. The steady client gives one whose transport is the
+	// provider's resilience pipeline; nil means http.DefaultClient. It is never modified.
+	HTTPClient *http.Client
+	// Model is the model used when a request names none.
+	Model string
+	// DefaultMaxTokens is the max_tokens sent when a request sets none (MaxTokens 0). Zero
+	// means DefaultMaxTokens; a negative value is an error.
+	DefaultMaxTokens int
+	// Beta lists beta feature names, sent comma-separated in one anthropic-beta header. Empty
+	// sends no header.
+	Beta []string
+}
+
+// withDefaults returns c with its defaults applied, or an error naming what is wrong. The
+// error never contains the API key.
+func (c Config) withDefaults() (Config, error) {
+	if c.Name == "" {
+		c.Name = "anthropic"
+	}
+	c.BaseURL = strings.TrimRight(strings.TrimSpace(c.BaseURL), "/")
+	c.BaseURL = strings.TrimRight(strings.TrimSuffix(c.BaseURL, "/v1"), "/")
+	if c.BaseURL == "" {
+		c.BaseURL = DefaultBaseURL
+	}
+	if c.Version == "" {
+		c.Version = DefaultVersion
+	}
+	if c.HTTPClient == nil {
+		c.HTTPClient = http.DefaultClient
+	}
+	if c.DefaultMaxTokens == 0 {
+		c.DefaultMaxTokens = DefaultMaxTokens
+	}
+	c.Beta = append([]string(nil), c.Beta...)
+	var errs []error
+	if c.APIKey == "" {
+		errs = append(errs, fmt.Errorf("anthropic: provider %q: APIKey is required", c.Name))
+	}
+	if c.DefaultMaxTokens < 0 {
+		errs = append(errs, fmt.Errorf("anthropic: provider %q: DefaultMaxTokens = %d: must not be negative", c.Name, c.DefaultMaxTokens))
+	}
+	if !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
+		errs = append(errs, fmt.Errorf("anthropic: provider %q: BaseURL %q must start with http:// or https://", c.Name, c.BaseURL))
+	}
+	return c, errors.Join(errs...)
+}
+
+// String describes c with the API key redacted.
+func (c Config) String() string {
+	return fmt.Sprintf("{Name:%s BaseURL:%s APIKey:%s Version:%s HTTPClient:%p Model:%s DefaultMaxTokens:%d Beta:%v}",
+		c.Name, c.BaseURL, redact(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta)
+}
+
+// GoString describes c as Go syntax, with the API key redacted.
+func (c Config) GoString() string {
+	return fmt.Sprintf("anthropic.Config{Name:%q, BaseURL:%q, APIKey:%q, Version:%q, HTTPClient:%p, Model:%q, DefaultMaxTokens:%d, Beta:%#v}",
+		c.Name, c.BaseURL, redact(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta)
+}
+
+// Format implements fmt.Formatter so that every verb (%v, %+v, %s, %q, %x…) goes through
+// String, and %#v through GoString: no verb can reach the API key by reflection.
+func (c Config) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = fmt.Fprint(f, c.GoString())
+		return
+	}
+	_, _ = fmt.Fprint(f, c.String())
+}
+
+// redact hides a secret but says whether one is set.
+func redact(secret string) string {
+	if secret == "" {
+		return ""
+	}
+	return "[REDACTED]"
+}

@@ -1,0 +1,68 @@
+// Package anthropic is steady's provider for the Anthropic Messages API (POST /v1/messages),
+// plain and streamed, behind the neutral providers.Provider interface.
+//
+//	p, err := anthropic.New(anthropic.Config{
+//		APIKey:     os.Getenv("ANTHROPIC_API_KEY"),
+//		Model:      "claude-sonnet-4-5",
+//		HTTPClient: &http.Client{Transport: pipeline.Wrap(http.DefaultTransport)},
+//	})
+//	resp, err := p.Chat(ctx, &providers.ChatRequest{Messages: []providers.Message{
+//		{Role: providers.RoleSystem, Content: "Be brief."},
+//		{Role: providers.RoleUser, Content: "Hello"},
+//	}})
+//
+// # Why hand-written wire code
+//
+// The issue preferred the official github.com/anthropics/anthropic-sdk-go. This package
+// speaks the wire format itself, with encoding/json and a small server-sent events reader,
+// for two reasons. The SDK (v1.84) requires Go 1.24, and steady supports Go 1.23. And its
+// message API alone brings 17 more modules (gjson, sjson, jsonschema, OpenTelemetry, a YAML
+// parser…) into the build of every steady user, also of those who never call Anthropic; this
+// package needs nothing beyond the standard library. The
+// cost of writing the format by hand is the risk of drifting from it, so the separate interop
+// module (github.com/steadyllm/steady/interop) sends the same conversation through this
+// package and through the official SDK against one fake server, and checks that the request
+// bodies mean the same and that both read the same streamed answer the same way.
+//
+// # Mapping
+//
+//   - System messages go to the top-level "system" field as text blocks, in order, wherever
+//     they stand in the conversation.
+//   - Assistant tool calls become tool_use blocks; RoleTool messages become tool_result blocks
+//     of a user turn. Consecutive turns of one role are merged into one turn, as the API
+//     itself merges them, so that every result answering one assistant turn lands in the
+//     single user turn that must follow it.
+//   - Tools go to "tools" with their Parameters as "input_schema" (an empty object schema when
+//     a tool declares none); Stop goes to "stop_sequences"; Temperature and TopP are sent only
+//     when set; MaxTokens 0 sends Config.DefaultMaxTokens, since Anthropic requires the field.
+//   - JSON mode: the Messages API has no schema-less JSON mode (its structured outputs need a
+//     schema, which providers.ChatRequest does not carry). FormatJSON appends an instruction
+//     to answer with a single JSON object to the system prompt. It is best effort: validate
+//     the answer.
+//   - stop_reason: end_turn and stop_sequence are FinishStop, max_tokens (and
+//     model_context_window_exceeded) FinishLength, tool_use FinishToolCalls, refusal
+//     FinishContentFilter, anything else FinishOther.
+//   - Usage.InputTokens counts the whole prompt: input_tokens plus the tokens written to and
+//     read from the prompt cache, which Anthropic reports apart.
+//   - Embed always fails with KindBadRequest: Anthropic has no embeddings API.
+//
+// # Guarantees
+//
+// A Provider makes one HTTP exchange per call over the configured *http.Client and never
+// retries: the resilience pipeline underneath is the only retry layer. Request bodies are
+// in memory, so the pipeline can replay them (http.Request.GetBody is set). Every response
+// body is closed, error paths included, and read with a size limit.
+//
+// Every failure is a *providers.Error: the error envelope's type and message, a Kind from
+// providers.Classify (429 rate_limit_error is KindRateLimited with the retry-after hint; a
+// spend limit, billing_error or "credit balance is too low" is KindQuotaExhausted; 529
+// overloaded_error is KindOverloaded; "prompt is too long" is KindContextTooLong), the HTTP
+// status and the request-id header. An error body that is not an envelope becomes a short
+// one-line message; an HTML page is never shown. Neither errors nor a printed Config ever hold
+// the API key.
+//
+// A stream reports an "error" event inside a 200 response as a *providers.Error classified by
+// its type, so an overloaded_error counts as an overload; a body that ends without
+// message_stop as KindStreamTruncated, never as success; a broken connection as
+// KindUnavailable. Each of these carries the text delivered so far in Partial.
+package anthropic

@@ -1,0 +1,154 @@
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/steadyllm/steady/providers"
+)
+
+// responseBodyLimit bounds a non-streamed answer. 128k output tokens of text are well under
+// a megabyte; a body past this limit is a broken or hostile server, not an answer.
+const responseBodyLimit = 32 << 20
+
+// Provider is a providers.Provider for the Anthropic Messages API. It is safe for concurrent
+// use. Every call makes exactly one HTTP exchange over the configured *http.Client (this
+// package never retries; the resilience pipeline underneath does) and returns a
+// *providers.Error on failure.
+type Provider struct {
+	name      string
+	url       string // BaseURL + /v1/messages
+	apiKey    string
+	version   string
+	beta      string // the anthropic-beta header, "" for none
+	model     string
+	maxTokens int
+	client    *http.Client
+}
+
+var _ providers.Provider = (*Provider)(nil)
+
+// New builds a Provider from cfg. It returns an error, never containing the API key, when
+// cfg lacks the API key or holds an invalid value.
+func New(cfg Config) (*Provider, error) {
+	cfg, err := cfg.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	return &Provider{
+		name:      cfg.Name,
+		url:       cfg.BaseURL + "/v1/messages",
+		apiKey:    cfg.APIKey,
+		version:   cfg.Version,
+		beta:      strings.Join(cfg.Beta, ","),
+		model:     cfg.Model,
+		maxTokens: cfg.DefaultMaxTokens,
+		client:    cfg.HTTPClient,
+	}, nil
+}
+
+// Name returns the configured provider name.
+func (p *Provider) Name() string { return p.name }
+
+// Chat sends a message and waits for the whole answer. The answer's text blocks are joined
+// into Message.Content and its tool_use blocks become Message.ToolCalls; Usage.InputTokens
+// counts the whole prompt, cached parts included.
+func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
+	body, err := p.buildRequest(req, false)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.send(ctx, body, false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	reqID := providers.RequestID(resp.Header)
+	fail := func(msg string, err error) *providers.Error {
+		e := providers.TransportError(p.name, err)
+		e.StatusCode, e.RequestID = resp.StatusCode, reqID
+		if e.Kind == providers.KindUnavailable {
+			e.Message = msg
+		}
+		return e
+	}
+	data, err := io.ReadAll(io.LimitReader(resp.Body, responseBodyLimit+1))
+	if err != nil {
+		return nil, fail("reading the response: "+err.Error(), err)
+	}
+	if len(data) > responseBodyLimit {
+		return nil, fail(fmt.Sprintf("the response is larger than %d bytes", responseBodyLimit), nil)
+	}
+	var w wireResponse
+	if err := json.Unmarshal(data, &w); err != nil {
+		return nil, fail("decoding the response: "+err.Error(), err)
+	}
+	return &providers.ChatResponse{
+		Provider:     p.name,
+		Model:        w.Model,
+		ID:           w.ID,
+		Message:      fromResponse(&w),
+		FinishReason: finishReason(w.StopReason),
+		Usage:        providers.Usage{InputTokens: w.Usage.input(), OutputTokens: w.Usage.OutputTokens},
+		RequestID:    reqID,
+	}, nil
+}
+
+// ChatStream sends a message with stream: true and returns the answer as it is generated.
+// It returns once the response headers arrived: an HTTP error status is returned here, as a
+// *providers.Error, and never as a stream. The caller must Close the stream.
+func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (providers.Stream, error) {
+	body, err := p.buildRequest(req, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.send(ctx, body, true)
+	if err != nil {
+		return nil, err
+	}
+	return newStream(p, resp), nil
+}
+
+// Embed always fails with a bad_request *providers.Error: Anthropic has no embeddings API
+// (it points to Voyage AI). Use an OpenAI-compatible provider for embeddings.
+func (p *Provider) Embed(context.Context, *providers.EmbedRequest) (*providers.EmbedResponse, error) {
+	return nil, p.badRequest("Anthropic has no embeddings API; use an OpenAI-compatible provider for embeddings")
+}
+
+// send POSTs body to /v1/messages. It returns the response only for a 2xx status, with its
+// body open for the caller to close; every other outcome is a *providers.Error, and the body
+// of an error response is read and closed here.
+//
+// The body is a *bytes.Reader, so http.NewRequestWithContext sets GetBody and the resilience
+// pipeline can replay the request on retry.
+func (p *Provider) send(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+	if err != nil {
+		return nil, &providers.Error{Provider: p.name, Kind: providers.KindBadRequest, Message: "building the request: " + err.Error(), Err: err}
+	}
+	r.Header.Set("X-Api-Key", p.apiKey)
+	r.Header.Set("Anthropic-Version", p.version)
+	r.Header.Set("Content-Type", "application/json")
+	if stream {
+		r.Header.Set("Accept", "text/event-stream")
+	} else {
+		r.Header.Set("Accept", "application/json")
+	}
+	if p.beta != "" {
+		r.Header.Set("Anthropic-Beta", p.beta)
+	}
+	resp, err := p.client.Do(r)
+	if err != nil {
+		return nil, providers.TransportError(p.name, err)
+	}
+	if resp.StatusCode/100 != 2 {
+		defer resp.Body.Close()
+		return nil, p.httpError(resp)
+	}
+	return resp, nil
+}

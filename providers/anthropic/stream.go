@@ -1,0 +1,202 @@
+package anthropic
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/steadyllm/steady/providers"
+)
+
+// streamEvent is the data of any Messages stream event. "delta" has two shapes that share
+// this struct: a content_block_delta's (type, text, partial_json) and a message_delta's
+// (stop_reason).
+type streamEvent struct {
+	Type         string        `json:"type"`
+	Message      *wireResponse `json:"message"`       // message_start
+	Index        int           `json:"index"`         // content_block_*
+	ContentBlock *respBlock    `json:"content_block"` // content_block_start
+	Delta        *struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"` // content_block_delta, message_delta
+	Usage *wireUsage `json:"usage"` // message_delta (cumulative)
+}
+
+// stream is the providers.Stream of one streamed message. Recv must be called from one
+// goroutine at a time; Close may be called from any goroutine, also while Recv blocks, to
+// abort it.
+type stream struct {
+	p      *Provider
+	body   io.ReadCloser
+	events *sseReader
+	reqID  string
+
+	partial strings.Builder // the text delivered so far, for the error of a failed stream
+	usage   providers.Usage
+	stop    string      // the last stop_reason seen
+	tools   map[int]int // content block index → neutral tool call index
+	done    bool        // the Done delta was returned
+	err     error       // the terminal error, returned again by every later Recv
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+func newStream(p *Provider, resp *http.Response) *stream {
+	return &stream{
+		p:      p,
+		body:   resp.Body,
+		events: newSSEReader(resp.Body),
+		reqID:  providers.RequestID(resp.Header),
+		tools:  make(map[int]int),
+	}
+}
+
+// Recv returns the next delta. Text arrives as Delta.Text; a tool call as a first
+// ToolCallDelta with its ID and Name, then fragments of its Arguments (Index numbers the
+// calls of the answer from 0). The last delta has Done, FinishReason and Usage (input tokens
+// from message_start, output tokens from the last message_delta); Recv then returns io.EOF.
+//
+// Every failure is a *providers.Error carrying the text received so far in Partial: an error
+// event inside the stream is classified by its type (overloaded_error is KindOverloaded); a
+// body that ends before message_stop is KindStreamTruncated; a broken connection is
+// KindUnavailable wrapping the read error (KindCanceled when the context ended); a Recv after
+// Close is KindCanceled. Once Recv has failed it returns the same error again.
+func (s *stream) Recv() (providers.Delta, error) {
+	if s.err != nil {
+		return providers.Delta{}, s.err
+	}
+	if s.done {
+		return providers.Delta{}, io.EOF
+	}
+	for {
+		ev, err := s.events.next()
+		if err != nil {
+			return providers.Delta{}, s.fail(s.readError(err))
+		}
+		d, ok, e := s.handle(ev)
+		if e != nil {
+			return providers.Delta{}, s.fail(e)
+		}
+		if ok {
+			s.partial.WriteString(d.Text)
+			return d, nil
+		}
+	}
+}
+
+// handle interprets one event. It reports whether the event yields a delta for the caller,
+// or the error that ends the stream.
+func (s *stream) handle(ev sseEvent) (providers.Delta, bool, *providers.Error) {
+	if ev.name == "error" {
+		return providers.Delta{}, false, s.p.streamError(ev.data, s.reqID)
+	}
+	var e streamEvent
+	if err := json.Unmarshal(ev.data, &e); err != nil {
+		return providers.Delta{}, false, &providers.Error{Provider: s.p.name, Kind: providers.KindUnavailable,
+			Message: "the stream sent an event that is not valid JSON: " + err.Error(), Err: err}
+	}
+	kind := ev.name
+	if kind == "" {
+		kind = e.Type
+	}
+	switch kind {
+	case "message_start":
+		if e.Message != nil {
+			s.usage = providers.Usage{InputTokens: e.Message.Usage.input(), OutputTokens: e.Message.Usage.OutputTokens}
+		}
+	case "content_block_start":
+		if b := e.ContentBlock; b != nil {
+			switch b.Type {
+			case "text":
+				if b.Text != "" {
+					return providers.Delta{Text: b.Text}, true, nil
+				}
+			case "tool_use":
+				i := len(s.tools)
+				s.tools[e.Index] = i
+				return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: i, ID: b.ID, Name: b.Name}}}, true, nil
+			}
+		}
+	case "content_block_delta":
+		if d := e.Delta; d != nil {
+			switch d.Type {
+			case "text_delta":
+				if d.Text != "" {
+					return providers.Delta{Text: d.Text}, true, nil
+				}
+			case "input_json_delta":
+				if i, ok := s.tools[e.Index]; ok && d.PartialJSON != "" {
+					return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: i, Arguments: d.PartialJSON}}}, true, nil
+				}
+			}
+		}
+	case "message_delta":
+		if e.Delta != nil && e.Delta.StopReason != "" {
+			s.stop = e.Delta.StopReason
+		}
+		if u := e.Usage; u != nil {
+			if u.OutputTokens > 0 {
+				s.usage.OutputTokens = u.OutputTokens
+			}
+			if in := u.input(); in > 0 {
+				s.usage.InputTokens = in
+			}
+		}
+	case "error": // an error event without an event name
+		return providers.Delta{}, false, s.p.streamError(ev.data, s.reqID)
+	case "message_stop":
+		s.done = true
+		return providers.Delta{Done: true, FinishReason: finishReason(s.stop), Usage: s.usage}, true, nil
+	}
+	// ping, content_block_stop, thinking and citation deltas, and events added to the API
+	// later carry nothing the neutral stream has a place for.
+	return providers.Delta{}, false, nil
+}
+
+// readError turns the error that ended reading the body into the stream's error.
+func (s *stream) readError(err error) *providers.Error {
+	switch {
+	case s.closed.Load():
+		return &providers.Error{Provider: s.p.name, Kind: providers.KindCanceled, Message: "the stream was closed", Err: err}
+	case errors.Is(err, io.EOF):
+		return &providers.Error{Provider: s.p.name, Kind: providers.KindStreamTruncated,
+			Message: "the stream ended before message_stop"}
+	}
+	e := providers.TransportError(s.p.name, err)
+	if e.Kind == providers.KindUnavailable {
+		e.Message = "reading the stream: " + s.p.scrub(err.Error())
+	}
+	return e
+}
+
+// fail records e, completed with what the stream knows, as the terminal error. The connection
+// stays open until the caller's Close, so that the caller can first report the failure to the
+// resilience pipeline (see providers.Stream).
+func (s *stream) fail(e *providers.Error) error {
+	e.StatusCode = http.StatusOK
+	if e.RequestID == "" {
+		e.RequestID = s.reqID
+	}
+	e.Partial = s.partial.String()
+	s.err = e
+	return e
+}
+
+// Close releases the connection. It is safe to call more than once and from any goroutine;
+// every call returns the result of the first.
+func (s *stream) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.closeErr = s.body.Close()
+	})
+	return s.closeErr
+}
