@@ -188,4 +188,3 @@ func asError(t *testing.T, err error) *providers.Error {
 	}
 	return e
 }
-
