@@ -55,6 +55,12 @@ func New(cfg Config) (*Provider, error) {
 // Name returns the configured provider name.
 func (p *Provider) Name() string { return p.name }
 
+// HTTPClient returns the *http.Client this provider sends through. When the provider was
+// built by the client package, that is the provider's resilience pipeline: hand it to the
+// official anthropic-sdk-go (option.WithHTTPClient, with option.WithMaxRetries(0) so the
+// pipeline stays the only retry layer) for API features the neutral types lack.
+func (p *Provider) HTTPClient() *http.Client { return p.client }
+
 // Chat sends a message and waits for the whole answer. The answer's text blocks are joined
 // into Message.Content and its tool_use blocks become Message.ToolCalls; Usage.InputTokens
 // counts the whole prompt, cached parts included.
