@@ -1,0 +1,70 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/anthropic"
+	"github.com/steadyllm/steady/providers/openai"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// A chain of two providers with different wire formats: OpenAI is down, so after its retries
+// the call falls back to Anthropic, asked for its own model.
+func Example_fallback() {
+	down := mocks.NewServer(mocks.WithScript(mocks.Status(http.StatusServiceUnavailable).Always()))
+	defer down.Close()
+	claude := mocks.NewServer(mocks.WithReply("Claude answers."))
+	defer claude.Close()
+
+	policy := resilience.DefaultOptions()
+	policy.RetryBaseDelaySeconds = 0.001
+	c, err := client.New(
+		client.WithProvider("openai", policy, func(hc *http.Client) (providers.Provider, error) {
+			return openai.New(openai.Config{Name: "openai", BaseURL: down.OpenAIBaseURL(), APIKey: "sk-example", HTTPClient: hc, Model: "gpt-4o-mini"})
+		}),
+		client.WithProvider("claude", policy, func(hc *http.Client) (providers.Provider, error) {
+			return anthropic.New(anthropic.Config{Name: "claude", BaseURL: claude.AnthropicBaseURL(), APIKey: "sk-ant-example", HTTPClient: hc, Model: "claude-haiku-4-5"})
+		}),
+		client.WithFallback("openai", "claude"),
+	)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	resp, err := c.Chat(context.Background(), &providers.ChatRequest{
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "Who is there?"}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Printf("%q from %s (%s); openai was tried %d times\n", resp.Message.Content, resp.Provider, resp.Model, down.Journal().Len())
+	// Output: "Claude answers." from claude (claude-haiku-4-5); openai was tried 4 times
+}
+
+// Every failure is a *providers.Error with a Kind a program can act on.
+func Example_errors() {
+	s := mocks.NewServer(mocks.WithScript(mocks.QuotaExceeded()))
+	defer s.Close()
+	c, err := client.New(client.WithProvider("openai", resilience.DefaultOptions(), func(hc *http.Client) (providers.Provider, error) {
+		return openai.New(openai.Config{Name: "openai", BaseURL: s.OpenAIBaseURL(), APIKey: "sk-example", HTTPClient: hc, Model: "gpt-4o-mini"})
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = c.Chat(context.Background(), &providers.ChatRequest{
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "Hello"}},
+	})
+	var e *providers.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Provider, e.Kind, e.StatusCode, "attempts:", e.Attempts, "temporary:", e.Temporary())
+	}
+	// Output: openai quota_exhausted 429 attempts: 1 temporary: false
+}
