@@ -141,3 +141,35 @@ func TestError_MessageKindsAndMatching(t *testing.T) {
 		t.Fatal("Usage.Total")
 	}
 }
+
+func TestBodyMessage(t *testing.T) {
+	long := strings.Repeat("é", 150) // 300 bytes: cut at 200 without splitting a rune
+	tests := []struct {
+		status      int
+		body, ctype string
+		want        string
+	}{
+		{502, "", "", "Bad Gateway"},
+		{502, "<!DOCTYPE html><html>secret</html>", "", "Bad Gateway (HTML error page, 34 bytes, not shown)"},
+		{500, "oops", "text/html; charset=utf-8", "Internal Server Error (HTML error page, 4 bytes, not shown)"},
+		{503, "no healthy upstream\n", "text/plain", "Service Unavailable: no healthy upstream"},
+		{503, "line one\nline two\tend", "text/plain", "Service Unavailable: line one line two end"},
+		{599, "x", "", "HTTP 599: x"},
+		{500, long, "", "Internal Server Error: " + strings.Repeat("é", 100) + "…"},
+	}
+	for _, tt := range tests {
+		if got := providers.BodyMessage(tt.status, []byte(tt.body), tt.ctype); got != tt.want {
+			t.Errorf("BodyMessage(%d, %q) = %q, want %q", tt.status, tt.body, got, tt.want)
+		}
+	}
+}
+
+func TestRedact(t *testing.T) {
+	const key = "sk-SENTINEL-redact"
+	if got := providers.Redact("bad key "+key+" and "+key, key); strings.Contains(got, key) || got != "bad key [REDACTED] and [REDACTED]" {
+		t.Fatalf("Redact = %q", got)
+	}
+	if got := providers.Redact("nothing here", ""); got != "nothing here" {
+		t.Fatalf("an empty secret changed the message: %q", got)
+	}
+}

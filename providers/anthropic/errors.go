@@ -2,12 +2,8 @@ package anthropic
 
 import (
 	"encoding/json"
-	"fmt"
 	"io"
-	"mime"
 	"net/http"
-	"strings"
-	"unicode"
 
 	"github.com/steadyllm/steady/providers"
 )
@@ -15,9 +11,6 @@ import (
 // errorBodyLimit bounds how much of an error response is read: Anthropic's error envelopes
 // are a few hundred bytes, a gateway's HTML page a few kilobytes.
 const errorBodyLimit = 64 << 10
-
-// maxMessage bounds a message taken from an error body that is not an Anthropic envelope.
-const maxMessage = 200
 
 // wireError is Anthropic's error envelope, as an HTTP error body and as the data of an
 // "error" event inside a stream: {"type":"error","error":{"type","message"},"request_id"}.
@@ -39,7 +32,7 @@ func (p *Provider) httpError(resp *http.Response) *providers.Error {
 	body, readErr := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
 	e := p.envelopeError(resp.StatusCode, body)
 	if e == nil {
-		msg := bodyMessage(resp.StatusCode, body, resp.Header.Get("Content-Type"))
+		msg := providers.BodyMessage(resp.StatusCode, body, resp.Header.Get("Content-Type"))
 		e = &providers.Error{Provider: p.name, Kind: providers.Classify(resp.StatusCode, "", "", msg), Message: msg}
 		if readErr != nil {
 			e.Err = readErr
@@ -127,34 +120,6 @@ func statusOf(errType string) int {
 	return http.StatusInternalServerError // api_error and anything new
 }
 
-// bodyMessage makes a short, safe message out of an error body that is not an Anthropic
-// envelope: the status text, plus at most maxMessage characters of plain text on one line. An
-// HTML page is never shown, only its size.
-func bodyMessage(status int, body []byte, contentType string) string {
-	text := http.StatusText(status)
-	if text == "" {
-		text = fmt.Sprintf("HTTP %d", status)
-	}
-	mt, _, _ := mime.ParseMediaType(contentType)
-	trimmed := strings.TrimSpace(string(body))
-	switch {
-	case trimmed == "":
-		return text
-	case mt == "text/html" || strings.HasPrefix(trimmed, "<"):
-		return fmt.Sprintf("%s (HTML error page, %d bytes, not shown)", text, len(body))
-	}
-	line := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, trimmed)
-	if len(line) > maxMessage {
-		line = strings.ToValidUTF8(line[:maxMessage], "") + "…"
-	}
-	return text + ": " + line
-}
-
 // badRequest is the error for a request this package refuses before sending it.
 func (p *Provider) badRequest(msg string) *providers.Error {
 	return &providers.Error{Provider: p.name, Kind: providers.KindBadRequest, Message: msg}
@@ -162,8 +127,5 @@ func (p *Provider) badRequest(msg string) *providers.Error {
 
 // scrub removes the API key from a message, in case a server echoes it back.
 func (p *Provider) scrub(msg string) string {
-	if p.apiKey == "" || !strings.Contains(msg, p.apiKey) {
-		return msg
-	}
-	return strings.ReplaceAll(msg, p.apiKey, "[REDACTED]")
+	return providers.Redact(msg, p.apiKey)
 }

@@ -4,18 +4,13 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strings"
-	"unicode"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/steadyllm/steady/providers"
 )
-
-// maxMessage bounds a message taken from a response body that is not an error envelope.
-const maxMessage = 200
 
 // toError turns any failure of a go-openai call into a *providers.Error. x is the call's
 // exchange: it says whether a request went out and holds the response headers, which
@@ -91,7 +86,7 @@ func (p *Provider) fromRequestError(r *goopenai.RequestError, h http.Header) *pr
 		typ, code, msg = inner.Type, codeString(inner.Code), inner.Message
 	}
 	if msg == "" {
-		msg = bodyMessage(r.HTTPStatusCode, r.Body, h.Get("Content-Type"))
+		msg = providers.BodyMessage(r.HTTPStatusCode, r.Body, h.Get("Content-Type"))
 	}
 	return &providers.Error{
 		Provider:   p.name,
@@ -147,37 +142,7 @@ func codeString(code any) string {
 	}
 }
 
-// bodyMessage makes a short, safe message out of an error body that is not an OpenAI error
-// envelope.
-func bodyMessage(status int, body []byte, contentType string) string {
-	text := http.StatusText(status)
-	if text == "" {
-		text = fmt.Sprintf("HTTP %d", status)
-	}
-	mt, _, _ := mime.ParseMediaType(contentType)
-	trimmed := strings.TrimSpace(string(body))
-	switch {
-	case trimmed == "":
-		return text
-	case mt == "text/html" || strings.HasPrefix(trimmed, "<"):
-		return fmt.Sprintf("%s (HTML error page, %d bytes, not shown)", text, len(body))
-	}
-	line := strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
-		}
-		return r
-	}, trimmed)
-	if len(line) > maxMessage {
-		line = strings.ToValidUTF8(line[:maxMessage], "") + "…"
-	}
-	return text + ": " + line
-}
-
 // scrub removes the API key from a message, in case a server echoes it back.
 func (p *Provider) scrub(msg string) string {
-	if p.apiKey == "" || !strings.Contains(msg, p.apiKey) {
-		return msg
-	}
-	return strings.ReplaceAll(msg, p.apiKey, "[REDACTED]")
+	return providers.Redact(msg, p.apiKey)
 }

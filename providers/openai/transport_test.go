@@ -39,22 +39,3 @@ func TestDoneWatcher_SeesDoneWhereverReadsSplit(t *testing.T) {
 		}
 	}
 }
-
-func TestBodyMessage(t *testing.T) {
-	tests := []struct {
-		status      int
-		body, ctype string
-		want        string
-	}{
-		{502, "", "", "Bad Gateway"},
-		{502, "<!DOCTYPE html><html>secret</html>", "", "Bad Gateway (HTML error page, 34 bytes, not shown)"},
-		{500, "oops", "text/html; charset=utf-8", "Internal Server Error (HTML error page, 4 bytes, not shown)"},
-		{503, "no healthy upstream\n", "text/plain", "Service Unavailable: no healthy upstream"},
-		{599, "x", "", "HTTP 599: x"},
-	}
-	for _, tt := range tests {
-		if got := bodyMessage(tt.status, []byte(tt.body), tt.ctype); got != tt.want {
-			t.Errorf("bodyMessage(%d, %q) = %q, want %q", tt.status, tt.body, got, tt.want)
-		}
-	}
-}
