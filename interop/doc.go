@@ -5,6 +5,13 @@
 // SDK's own typed error, and that each SDK's own retry logic reacts to the fake's retry-after-ms
 // and x-should-retry headers as it does against the real APIs.
 //
+// The aimock tests (aimock_test.go) get a second, independent opinion on the wire formats:
+// they start @copilotkit/aimock, the npm package pinned in aimock/package.json, on 127.0.0.1
+// and check that steady's providers and client read its answers, streams, tool calls,
+// embeddings and errors as its fixtures wrote them, in both wire formats. They are skipped
+// where node is not installed, and fail where it is but the package is not: install it with
+// `npm ci --prefix interop/aimock` from the repository root.
+//
 // It is a separate module so that steady's own go.mod does not depend on the SDKs. The package
 // has no code of its own; run its tests with:
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"sync"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -40,8 +41,9 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 // Recv skips chunks that carry nothing for the caller (the role-only first chunk, the
 // finish chunk, the usage chunk) and remembers their finish reason and usage for the final
 // Done delta, which it returns when go-openai reports io.EOF and the body watcher saw
-// [DONE]. io.EOF without [DONE] is a truncated stream. Once Recv has returned the Done delta
-// or an error, the body is released (drained a little and closed) and later calls return
+// [DONE]. io.EOF without [DONE] is a truncated stream. Every failure carries the text
+// delivered so far in Partial, as the Anthropic provider's do. Once Recv has returned the Done
+// delta or an error, the body is released (drained a little and closed) and later calls return
 // io.EOF or the same error again.
 //
 // Recv must be called from one goroutine at a time; Close may be called from any goroutine,
@@ -53,6 +55,8 @@ type stream struct {
 	finish providers.FinishReason
 	usage  providers.Usage
 	err    error // sticky: io.EOF after the Done delta, or the failure
+
+	partial strings.Builder // the text delivered so far, for the error of a failed stream
 
 	closeOnce sync.Once
 	closeErr  error
@@ -83,6 +87,7 @@ func (s *stream) Recv() (providers.Delta, error) {
 			d.Text = c.Delta.Refusal
 		}
 		if d.Text != "" || len(d.ToolCalls) > 0 {
+			s.partial.WriteString(d.Text)
 			return d, nil
 		}
 	}
@@ -103,7 +108,9 @@ func (s *stream) end(err error) (providers.Delta, error) {
 	}
 	// On failure the body stays open until the caller's Close: the caller may first report
 	// the failure to the resilience pipeline (see providers.Stream).
-	s.err = s.failure(err)
+	e := s.failure(err)
+	e.Partial = s.partial.String()
+	s.err = e
 	return providers.Delta{}, s.err
 }
 

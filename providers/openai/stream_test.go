@@ -134,7 +134,8 @@ func TestChatStream_InStreamOverloadIsOverloaded(t *testing.T) {
 	}
 	deltas, err := drain(t, st)
 	e := asError(t, err)
-	if e.Kind != providers.KindOverloaded || e.Type != "overloaded_error" || e.StatusCode != 200 || len(deltas) == 0 {
+	if e.Kind != providers.KindOverloaded || e.Type != "overloaded_error" || e.StatusCode != 200 || len(deltas) == 0 ||
+		e.Partial != joinText(deltas) {
 		t.Fatalf("error %+v after %d deltas", e, len(deltas))
 	}
 }
@@ -171,10 +172,13 @@ func TestChatStream_CutConnectionIsUnavailable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = drain(t, st)
+	deltas, err := drain(t, st)
 	e := asError(t, err)
 	if e.Kind != providers.KindUnavailable || e.Err == nil || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Fatalf("error %+v (cause %v)", e, e.Err)
+	}
+	if e.Partial == "" || e.Partial != joinText(deltas) {
+		t.Fatalf("Partial %q, want the text delivered, %q", e.Partial, joinText(deltas))
 	}
 }
 
@@ -258,4 +262,13 @@ func TestChatStream_CancelledContext(t *testing.T) {
 	if e := asError(t, err); e.Kind != providers.KindCanceled || !errors.Is(err, context.Canceled) {
 		t.Fatalf("error %+v", e)
 	}
+}
+
+// joinText is the text the deltas delivered.
+func joinText(deltas []providers.Delta) string {
+	var b strings.Builder
+	for _, d := range deltas {
+		b.WriteString(d.Text)
+	}
+	return b.String()
 }
