@@ -12,6 +12,12 @@ run() {
   (cd "$dir" && go test -race -count=1 ./...)
 }
 
+# The aimock second-opinion tests in interop/ need the pinned npm package; install it once.
+if command -v node >/dev/null && [ ! -d interop/aimock/node_modules/@copilotkit/aimock ]; then
+  echo "== npm ci --prefix interop/aimock"
+  npm ci --prefix interop/aimock --no-audit --no-fund
+fi
+
 run .
 for mod in interop bench; do
   if [ -f "$mod/go.mod" ]; then
