@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
@@ -18,46 +19,99 @@ import (
 // error the request itself caused (bad request, auth, context too long, content filter) and
 // never once the caller's context has ended.
 func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
+	var tr providers.CallTracker
+	if c.telemetry != nil {
+		ctx, tr = c.startCall(ctx, providers.OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	}
 	var failures []error
 	for i, name := range c.chain {
 		e := c.entries[name]
 		r := *req
 		r.Model = c.modelFor(e, req.Model, i == 0)
+		var start time.Time
+		if tr != nil {
+			start = time.Now()
+		}
 		callCtx, info := resilience.WithCallInfo(ctx)
 		resp, err := e.provider.Chat(callCtx, &r)
 		if err == nil {
 			resp.Provider = name
+			if tr != nil {
+				res := tryResult(e, r.Model, start, info, nil)
+				res.ResponseModel, res.ResponseID = resp.Model, resp.ID
+				res.FinishReason, res.Usage = resp.FinishReason, resp.Usage
+				tr.TryDone(res)
+				tr.End(nil)
+			}
 			return resp, nil
 		}
 		perr := classify(name, err, info)
 		failures = append(failures, perr)
-		if !canFallBack(ctx, perr) {
+		next := canFallBack(ctx, perr)
+		if tr != nil {
+			res := tryResult(e, r.Model, start, info, perr)
+			if next {
+				res.Next = c.nextAfter(i)
+			}
+			tr.TryDone(res)
+		}
+		if !next {
 			break
 		}
 	}
-	return nil, chainError(failures)
+	return nil, endCall(tr, chainError(failures))
 }
 
 // Embed sends req along the fallback chain, as Chat does.
 func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*providers.EmbedResponse, error) {
+	var tr providers.CallTracker
+	if c.telemetry != nil {
+		ctx, tr = c.startCall(ctx, providers.OperationEmbeddings, false, req.Model, 0, nil, nil)
+	}
 	var failures []error
 	for i, name := range c.chain {
 		e := c.entries[name]
 		r := *req
 		r.Model = c.modelFor(e, req.Model, i == 0)
+		var start time.Time
+		if tr != nil {
+			start = time.Now()
+		}
 		callCtx, info := resilience.WithCallInfo(ctx)
 		resp, err := e.provider.Embed(callCtx, &r)
 		if err == nil {
 			resp.Provider = name
+			if tr != nil {
+				res := tryResult(e, r.Model, start, info, nil)
+				res.ResponseModel, res.Usage = resp.Model, resp.Usage
+				tr.TryDone(res)
+				tr.End(nil)
+			}
 			return resp, nil
 		}
 		perr := classify(name, err, info)
 		failures = append(failures, perr)
-		if !canFallBack(ctx, perr) {
+		next := canFallBack(ctx, perr)
+		if tr != nil {
+			res := tryResult(e, r.Model, start, info, perr)
+			if next {
+				res.Next = c.nextAfter(i)
+			}
+			tr.TryDone(res)
+		}
+		if !next {
 			break
 		}
 	}
-	return nil, chainError(failures)
+	return nil, endCall(tr, chainError(failures))
+}
+
+// endCall reports the failure err of a call to its tracker, if any, and returns err.
+func endCall(tr providers.CallTracker, err error) error {
+	if tr != nil {
+		tr.End(err)
+	}
+	return err
 }
 
 // classify turns any failure into a *providers.Error, filling in what only the client knows:

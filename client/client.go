@@ -13,11 +13,12 @@ import (
 // Client calls LLM providers through one resilience pipeline per provider, and falls back
 // along an ordered chain when a provider is down. It is safe for concurrent use.
 type Client struct {
-	entries  map[string]*entry
-	order    []string // providers in the order they were added
-	chain    []string // the fallback chain; the first provider alone when none is set
-	base     http.RoundTripper
-	observer resilience.Observer
+	entries   map[string]*entry
+	order     []string // providers in the order they were added
+	chain     []string // the fallback chain; the first provider alone when none is set
+	base      http.RoundTripper
+	observer  resilience.Observer
+	telemetry Telemetry // nil: no telemetry, at no cost
 }
 
 type entry struct {
@@ -28,6 +29,8 @@ type entry struct {
 	models   map[string]string // model names of the first provider mapped to this one's
 	// firstContent bounds the wait for a stream's first content: the pipeline's total timeout.
 	firstContent time.Duration
+	// system and providerModel are the provider's own Description, for telemetry.
+	system, providerModel string
 }
 
 // ProviderFactory builds a provider over the *http.Client the client gives it, whose transport
@@ -137,8 +140,8 @@ func New(opts ...Option) (*Client, error) {
 			continue
 		}
 		popts := []resilience.Option{resilience.WithName(s.name)}
-		if c.observer != nil {
-			popts = append(popts, resilience.OnEvent(c.observer))
+		if obs := c.pipelineObserver(); obs != nil {
+			popts = append(popts, resilience.OnEvent(obs))
 		}
 		p, err := resilience.New(s.opts, popts...)
 		if err != nil {
@@ -150,8 +153,13 @@ func New(opts ...Option) (*Client, error) {
 			errs = append(errs, fmt.Errorf("client: provider %q: %w", s.name, err))
 			continue
 		}
-		c.entries[s.name] = &entry{name: s.name, provider: prov, pipeline: p, model: s.model, models: s.models,
+		e := &entry{name: s.name, provider: prov, pipeline: p, model: s.model, models: s.models,
 			firstContent: time.Duration(s.opts.TimeoutSeconds * float64(time.Second))}
+		if d, ok := prov.(providers.Describer); ok {
+			desc := d.Describe()
+			e.system, e.providerModel = desc.System, desc.DefaultModel
+		}
+		c.entries[s.name] = e
 		c.order = append(c.order, s.name)
 	}
 	if len(b.specs) == 0 {

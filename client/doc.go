@@ -17,4 +17,8 @@
 // request, context too long, content filtered, stream truncated. The client falls back to the
 // next provider only when one is unavailable to the request, never for an error the request
 // itself caused.
+//
+// Observability is one option: WithTelemetry(t) with an *observe.Telemetry gives
+// OpenTelemetry metrics and a span per logical call (and log/slog records); WithObserver
+// receives the raw resilience events. Without them the client does no telemetry work.
 package client

@@ -24,33 +24,50 @@ import (
 // An overload or a break inside a stream is reported to that provider's circuit breaker as
 // a failure, although the stream began with 200. Always Close the stream.
 func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*Stream, error) {
+	var tr providers.CallTracker
+	if c.telemetry != nil {
+		ctx, tr = c.startCall(ctx, providers.OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	}
 	var failures []error
 	for i, name := range c.chain {
 		e := c.entries[name]
 		r := *req
 		r.Model = c.modelFor(e, req.Model, i == 0)
+		var start time.Time
+		if tr != nil {
+			start = time.Now()
+		}
 		callCtx, report := resilience.WithFailureReporter(ctx)
 		callCtx, info := resilience.WithCallInfo(callCtx)
 		inner, err := e.provider.ChatStream(callCtx, &r)
+		var perr *providers.Error
 		if err != nil {
-			perr := classify(name, err, info)
-			failures = append(failures, perr)
-			if !canFallBack(ctx, perr) {
-				break
+			perr = classify(name, err, info)
+		} else {
+			s := &Stream{provider: name, inner: inner, report: report, info: info}
+			if perr = s.awaitContent(e.firstContent); perr == nil {
+				if tr != nil {
+					res := tryResult(e, r.Model, start, info, nil)
+					res.TimeToFirstChunk = res.Duration
+					s.tel = &streamTelemetry{tracker: tr, result: res, start: start}
+				}
+				return s, nil
 			}
-			continue
 		}
-		s := &Stream{provider: name, inner: inner, report: report, info: info}
-		if err := s.awaitContent(e.firstContent); err != nil {
-			failures = append(failures, err)
-			if !canFallBack(ctx, err) {
-				break
+		failures = append(failures, perr)
+		next := canFallBack(ctx, perr)
+		if tr != nil {
+			res := tryResult(e, r.Model, start, info, perr)
+			if next {
+				res.Next = c.nextAfter(i)
 			}
-			continue
+			tr.TryDone(res)
 		}
-		return s, nil
+		if !next {
+			break
+		}
 	}
-	return nil, chainError(failures)
+	return nil, endCall(tr, chainError(failures))
 }
 
 // Stream is a streamed answer from one provider. Read it with Recv or range over Deltas.
@@ -65,6 +82,34 @@ type Stream struct {
 	err      error // sticky
 	done     bool
 	closed   atomic.Bool
+	tel      *streamTelemetry // nil without telemetry
+}
+
+// streamTelemetry reports the end of a stream's call, once: at the Done delta, at a failure
+// or at Close, whichever comes first.
+type streamTelemetry struct {
+	tracker providers.CallTracker
+	result  providers.TryResult // filled in when the first content arrived
+	start   time.Time
+	ended   atomic.Bool
+}
+
+// end reports the stream's try and call as ended with perr (nil for success); closed marks a
+// stream the caller closed before its end.
+func (t *streamTelemetry) end(perr *providers.Error, last providers.Delta, closed bool) {
+	if t == nil || !t.ended.CompareAndSwap(false, true) {
+		return
+	}
+	r := t.result
+	r.Duration = time.Since(t.start)
+	r.Err, r.Closed = perr, closed
+	r.FinishReason, r.Usage = last.FinishReason, last.Usage
+	t.tracker.TryDone(r)
+	var err error // not perr itself: a nil *providers.Error is a non-nil error
+	if perr != nil {
+		err = perr
+	}
+	t.tracker.End(err)
 }
 
 // Provider returns the name of the provider that serves the stream.
@@ -148,6 +193,7 @@ func (s *Stream) accept(d providers.Delta) {
 	s.text.WriteString(d.Text)
 	if d.Done {
 		s.done = true
+		s.tel.end(nil, d, false)
 	}
 }
 
@@ -161,6 +207,7 @@ func (s *Stream) fail(err error) *providers.Error {
 		s.report(perr)
 	}
 	s.err = perr
+	s.tel.end(perr, providers.Delta{}, false)
 	return perr
 }
 
@@ -185,5 +232,6 @@ func (s *Stream) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
+	s.tel.end(nil, providers.Delta{}, true)
 	return s.inner.Close()
 }

@@ -78,8 +78,12 @@ func (b *breaker) newBreaker(p *Pipeline) *gobreaker.TwoStepCircuitBreaker[struc
 	return gobreaker.NewTwoStepCircuitBreaker[struct{}](st)
 }
 
-// flush emits the state changes gobreaker queued, outside its lock.
-func (b *breaker) flush(p *Pipeline) {
+// noCall is the context of events that no call made: nil, as Event.Context documents.
+var noCall context.Context
+
+// flush emits the state changes gobreaker queued, outside its lock, with ctx: the context of
+// the call that made them visible, or noCall for a read of the state.
+func (b *breaker) flush(ctx context.Context, p *Pipeline) {
 	if b.npend.Load() == 0 {
 		return
 	}
@@ -89,16 +93,21 @@ func (b *breaker) flush(p *Pipeline) {
 	b.npend.Store(0)
 	b.mu.Unlock()
 	for _, e := range events {
+		e.Context = ctx
 		p.emit(e)
 	}
 }
 
-func (b *breaker) state(p *Pipeline) CircuitState {
+func (b *breaker) state(p *Pipeline) CircuitState { return b.stateFor(noCall, p) }
+
+// stateFor reads the state on behalf of the call whose context is ctx (noCall for none), which
+// any transition the read makes visible is reported with.
+func (b *breaker) stateFor(ctx context.Context, p *Pipeline) CircuitState {
 	if b.isolated.Load() {
 		return CircuitIsolated
 	}
 	s := fromGobreaker(b.cb.Load().State())
-	b.flush(p)
+	b.flush(ctx, p)
 	return s
 }
 
@@ -124,7 +133,7 @@ func (b *breaker) isolate(p *Pipeline) {
 		return
 	}
 	from := fromGobreaker(b.cb.Load().State())
-	b.flush(p)
+	b.flush(noCall, p)
 	p.emit(Event{Kind: EventBreakerStateChanged, From: from, To: CircuitIsolated})
 }
 
@@ -176,24 +185,24 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if b.isolated.Load() {
 		return nil, b.reject(p, req, CircuitIsolated, 0)
 	}
+	ctx := req.Context()
 	done, err := b.cb.Load().Allow()
-	b.flush(p)
+	b.flush(ctx, p)
 	if err != nil {
 		if errors.Is(err, gobreaker.ErrTooManyRequests) {
 			return nil, b.reject(p, req, CircuitHalfOpen, 0)
 		}
 		return nil, b.reject(p, req, CircuitOpen, b.nextProbeIn())
 	}
-	ctx := req.Context()
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
 		done(outcome(ctx, err))
-		b.flush(p)
+		b.flush(ctx, p)
 		return nil, err
 	}
 	if resp.StatusCode >= 500 {
 		done(errCallFailed)
-		b.flush(p)
+		b.flush(ctx, p)
 		return resp, nil
 	}
 	if resp.Body == nil {
@@ -207,7 +216,9 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 func (b *breaker) reject(p *Pipeline, req *http.Request, s CircuitState, retryAfter time.Duration) error {
 	closeRequestBody(req)
-	p.emit(Event{Kind: EventBreakerRejected, To: s, Delay: retryAfter})
+	if p.observer != nil { // spare the fast-fail path building an event nobody reads
+		p.emit(Event{Kind: EventBreakerRejected, To: s, Delay: retryAfter, Context: req.Context()})
+	}
 	return &CircuitOpenError{Pipeline: p.name, State: s, RetryAfter: retryAfter}
 }
 
@@ -260,12 +271,12 @@ func (c *breakerCall) finish(err error) {
 	default:
 		c.done(nil)
 	}
-	c.p.breaker.flush(c.p)
+	c.p.breaker.flush(c.ctx, c.p)
 }
 
 // blocked reports whether the breaker currently rejects calls (open or isolated), which
 // tells the retry layer that other calls tripped it and retrying is pointless.
-func (b *breaker) blocked(p *Pipeline) bool {
-	s := b.state(p)
+func (b *breaker) blocked(ctx context.Context, p *Pipeline) bool {
+	s := b.stateFor(ctx, p)
 	return s == CircuitOpen || s == CircuitIsolated
 }

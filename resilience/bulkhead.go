@@ -38,7 +38,7 @@ func (b *bulkhead) acquire(ctx context.Context, p *Pipeline) error {
 	}
 	if b.waiting.Add(1) > b.maxQueue {
 		b.waiting.Add(-1)
-		return b.reject(p, 0)
+		return b.reject(ctx, p, 0)
 	}
 	defer b.waiting.Add(-1)
 	if err := ctx.Err(); err != nil {
@@ -56,12 +56,14 @@ func (b *bulkhead) acquire(ctx context.Context, p *Pipeline) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-expired:
-		return b.reject(p, b.queueTimeout)
+		return b.reject(ctx, p, b.queueTimeout)
 	}
 }
 
-func (b *bulkhead) reject(p *Pipeline, waited time.Duration) error {
-	p.emit(Event{Kind: EventBulkheadRejected, Duration: waited})
+func (b *bulkhead) reject(ctx context.Context, p *Pipeline, waited time.Duration) error {
+	if p.observer != nil { // spare the fast-fail path building an event nobody reads
+		p.emit(Event{Kind: EventBulkheadRejected, Duration: waited, Context: ctx})
+	}
 	return &BulkheadRejectedError{
 		Pipeline:       p.name,
 		MaxConcurrency: cap(b.slots),

@@ -1,6 +1,9 @@
 package resilience
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // EventKind says what a pipeline layer did.
 type EventKind int
@@ -91,6 +94,14 @@ type Event struct {
 	// From and To are the circuit states of EventBreakerStateChanged; To is also set on
 	// EventBreakerRejected.
 	From, To CircuitState
+	// Context is the context of the call the event belongs to, as the layer that reports the
+	// event saw it, for trace correlation: trace.SpanFromContext(e.Context) finds the span the
+	// caller (or an otelhttp transport above the pipeline) started. A breaker transition
+	// carries the context of the call that made it visible, which is usually the call that
+	// caused it. Context is nil for events not tied to a call: a transition first seen by a
+	// read of the state (CircuitState, CircuitInfo, a health check), Isolate and Reset.
+	// Observers may read values from it; they must not wait on it or keep it after they return.
+	Context context.Context
 }
 
 // Observer receives a pipeline's events. It is called synchronously on the goroutine that
@@ -102,7 +113,9 @@ func (p *Pipeline) emit(e Event) {
 		return
 	}
 	e.Pipeline = p.name
-	e.Time = p.clock.Now()
+	if e.Time.IsZero() { // the layer may have read the clock already
+		e.Time = p.clock.Now()
+	}
 	e.MaxAttempts = p.opts.RetryCount + 1
 	p.observer(e)
 }

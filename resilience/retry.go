@@ -173,7 +173,7 @@ func (t *attemptTransport) send(req *http.Request, n int) (*http.Response, error
 	var start time.Time
 	if p.observer != nil {
 		start = p.clock.Now()
-		p.emit(Event{Kind: EventAttemptStarted, Attempt: n})
+		p.emit(Event{Kind: EventAttemptStarted, Attempt: n, Time: start, Context: req.Context()})
 	}
 	var resp *http.Response
 	var err error
@@ -183,7 +183,8 @@ func (t *attemptTransport) send(req *http.Request, n int) (*http.Response, error
 		resp, err = t.base.RoundTrip(req)
 	}
 	if p.observer != nil {
-		e := Event{Kind: EventAttemptFinished, Attempt: n, Err: err, Duration: p.clock.Now().Sub(start)}
+		end := p.clock.Now()
+		e := Event{Kind: EventAttemptFinished, Attempt: n, Err: err, Time: end, Duration: end.Sub(start), Context: req.Context()}
 		if resp != nil {
 			e.Status = resp.StatusCode
 		}
@@ -205,7 +206,7 @@ func (t *attemptTransport) timedAttempt(req *http.Request) (*http.Response, erro
 	if err != nil {
 		if te, ok := context.Cause(ctx).(*TimeoutError); ok && req.Context().Err() == nil {
 			err = te
-			p.emit(Event{Kind: EventTimeout, Timeout: te.Kind, Delay: te.After, Err: te})
+			p.emit(Event{Kind: EventTimeout, Timeout: te.Kind, Delay: te.After, Err: te, Context: req.Context()})
 		}
 		cancel(nil)
 		return nil, err
@@ -250,7 +251,7 @@ func (p *Pipeline) classify(resp *http.Response, err error) (bool, string) {
 func (s *callState) decide(resp *http.Response, err error, reason string) (bool, error) {
 	p := s.p
 	giveUp := func(why string, hint time.Duration) (bool, error) {
-		e := Event{Kind: EventGaveUp, Attempt: s.attempt, Reason: why, Err: err, Delay: hint}
+		e := Event{Kind: EventGaveUp, Attempt: s.attempt, Reason: why, Err: err, Delay: hint, Context: s.Context}
 		if resp != nil {
 			e.Status = resp.StatusCode
 		}
@@ -267,7 +268,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	if dl, ok := s.Deadline(); ok && p.clock.Now().Add(delay).After(dl) {
 		return giveUp(ReasonDeadline, delay)
 	}
-	if p.breaker.blocked(p) {
+	if p.breaker.blocked(s.Context, p) {
 		return giveUp(ReasonCircuitOpen, 0)
 	}
 	if p.budget != nil && !p.budget.tryRetry() {
@@ -276,7 +277,8 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	if resp != nil {
 		keepBody(resp)
 	}
-	e := Event{Kind: EventRetryScheduled, Attempt: s.attempt, Reason: reason, Err: err, Delay: delay, ServerHint: fromServer}
+	e := Event{Kind: EventRetryScheduled, Attempt: s.attempt, Reason: reason, Err: err, Delay: delay, ServerHint: fromServer,
+		Context: s.Context}
 	if resp != nil {
 		e.Status = resp.StatusCode
 	}
@@ -287,7 +289,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		}
 		return false, err
 	}
-	if p.breaker.blocked(p) {
+	if p.breaker.blocked(s.Context, p) {
 		return giveUp(ReasonCircuitOpen, 0)
 	}
 	return true, nil

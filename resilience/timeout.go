@@ -112,7 +112,7 @@ func (c *timeoutCall) mapErr(err error) error {
 		return err
 	}
 	if c.reported.CompareAndSwap(false, true) {
-		c.p.emit(Event{Kind: EventTimeout, Timeout: te.Kind, Delay: te.After, Err: te})
+		c.p.emit(Event{Kind: EventTimeout, Timeout: te.Kind, Delay: te.After, Err: te, Context: c.parent})
 	}
 	return te
 }

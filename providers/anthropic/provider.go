@@ -31,7 +31,10 @@ type Provider struct {
 	client    *http.Client
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider  = (*Provider)(nil)
+	_ providers.Describer = (*Provider)(nil)
+)
 
 // New builds a Provider from cfg. It returns an error, never containing the API key, when
 // cfg lacks the API key or holds an invalid value.
@@ -54,6 +57,12 @@ func New(cfg Config) (*Provider, error) {
 
 // Name returns the configured provider name.
 func (p *Provider) Name() string { return p.name }
+
+// Describe names the provider's GenAI system (providers.SystemAnthropic) and default model
+// for telemetry.
+func (p *Provider) Describe() providers.Description {
+	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model}
+}
 
 // HTTPClient returns the *http.Client this provider sends through. When the provider was
 // built by the client package, that is the provider's resilience pipeline: hand it to the

@@ -21,7 +21,10 @@ type Provider struct {
 	client      *goopenai.Client
 }
 
-var _ providers.Provider = (*Provider)(nil)
+var (
+	_ providers.Provider  = (*Provider)(nil)
+	_ providers.Describer = (*Provider)(nil)
+)
 
 // New builds a Provider from cfg. It returns an error, never containing the API key, when
 // cfg names an unknown Kind or lacks a required BaseURL or APIKey.
@@ -65,6 +68,17 @@ func New(cfg Config) (*Provider, error) {
 
 // Name returns the configured provider name.
 func (p *Provider) Name() string { return p.name }
+
+// Describe names the provider's GenAI system for telemetry: providers.SystemAzureOpenAI for
+// the Azure kind, providers.SystemOpenAI for OpenAI and for compatible servers (the GenAI
+// semantic conventions name a system by the protocol its client speaks), and the default model.
+func (p *Provider) Describe() providers.Description {
+	system := providers.SystemOpenAI
+	if p.kind == Azure {
+		system = providers.SystemAzureOpenAI
+	}
+	return providers.Description{System: system, DefaultModel: p.model}
+}
 
 // Client returns the underlying go-openai client, for features the neutral API lacks
 // (images, audio, files, assistants…). It runs over the same *http.Client, so its calls go

@@ -1,0 +1,192 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/steadyllm/steady/providers"
+)
+
+// StartCall starts the span of one logical call of the client: a client span named
+// "{operation} {model}" ("chat gpt-4o-mini"), with the GenAI attributes of the chain's first
+// provider. The returned context carries the span, so the pipeline's events become its span
+// events. The returned tracker records each provider's try (metrics, fallback events) and,
+// at End, the outcome, the provider that served, the attempts and the usage, then ends the
+// span. It makes *Telemetry a client.Telemetry.
+func (t *Telemetry) StartCall(ctx context.Context, c providers.CallStart) (context.Context, providers.CallTracker) {
+	name := string(c.Operation)
+	if c.Model != "" {
+		name += " " + c.Model
+	}
+	// The attributes the conventions want at span creation, for samplers; the others only
+	// when the span records.
+	system := providerName(c.System)
+	start := []attribute.KeyValue{
+		semconv.GenAIOperationNameKey.String(string(c.Operation)),
+		semconv.GenAIProviderNameKey.String(system),
+		semconv.GenAIRequestModelKey.String(c.Model),
+	}
+	if c.Model == "" {
+		start = start[:2]
+	}
+	ctx, span := t.tracer.Start(ctx, name, clientKind, trace.WithAttributes(start...))
+	if span.IsRecording() {
+		attrs := make([]attribute.KeyValue, 0, 6)
+		attrs = append(attrs,
+			keyGenAISystem.String(genAISystem(system)),
+			KeySpanProvider.String(c.Provider),
+			KeySpanStream.Bool(c.Stream),
+		)
+		if c.MaxTokens > 0 {
+			attrs = append(attrs, semconv.GenAIRequestMaxTokensKey.Int(c.MaxTokens))
+		}
+		if c.Temperature != nil {
+			attrs = append(attrs, semconv.GenAIRequestTemperatureKey.Float64(*c.Temperature))
+		}
+		if c.TopP != nil {
+			attrs = append(attrs, semconv.GenAIRequestTopPKey.Float64(*c.TopP))
+		}
+		span.SetAttributes(attrs...)
+	}
+	tr := &callTracker{t: t, ctx: ctx, span: span, start: c}
+	if t.logger != nil {
+		tr.began = time.Now()
+	}
+	return ctx, tr
+}
+
+// clientKind is the span kind option of every call span, made once.
+var clientKind = trace.WithSpanKind(trace.SpanKindClient)
+
+// callTracker follows one logical call. The client calls it from one goroutine at a time.
+type callTracker struct {
+	t         *Telemetry
+	ctx       context.Context
+	span      trace.Span
+	start     providers.CallStart
+	began     time.Time // for the log record only
+	attempts  int
+	fallbacks int
+	last      providers.TryResult
+}
+
+// TryDone records how one provider handled the call.
+func (c *callTracker) TryDone(r providers.TryResult) {
+	c.t.inst.try(c.ctx, c.start.Operation, c.start.Stream, &r)
+	c.attempts += r.Attempts
+	c.last = r
+	if r.Err == nil || r.Next == "" {
+		return
+	}
+	c.fallbacks++
+	if c.span.IsRecording() {
+		c.span.AddEvent(SpanEventFallback, trace.WithAttributes(
+			KeySpanProvider.String(r.Provider), keyEvFallbackTo.String(r.Next),
+			semconv.ErrorTypeKey.String(errorType(r.Err)), KeySpanAttempts.Int(r.Attempts)))
+	}
+	if l := c.t.logger; l != nil && l.Enabled(c.ctx, slog.LevelWarn) {
+		l.LogAttrs(c.ctx, slog.LevelWarn, "falling back from "+r.Provider+" to "+r.Next+" after "+string(r.Err.Kind),
+			slog.String(LogProvider, r.Provider), slog.String(LogFallbackTo, r.Next),
+			slog.String(LogErrorKind, string(r.Err.Kind)), slog.Int(LogAttempts, r.Attempts))
+	}
+}
+
+// End records the call's outcome on its span and ends it.
+func (c *callTracker) End(err error) {
+	r := &c.last
+	outcome := OutcomeSuccess
+	perr := asProviderError(err)
+	switch {
+	case perr != nil:
+		outcome = string(perr.Kind)
+	case err != nil:
+		outcome = string(providers.KindUnknown)
+	case r.Closed:
+		outcome = OutcomeClosed
+	}
+	if c.span.IsRecording() {
+		system := providerName(r.System)
+		attrs := make([]attribute.KeyValue, 0, 14)
+		attrs = append(attrs,
+			semconv.GenAIProviderNameKey.String(system),
+			keyGenAISystem.String(genAISystem(system)),
+			KeySpanProvider.String(r.Provider),
+			KeySpanAttempts.Int(c.attempts),
+			KeySpanFallbacks.Int(c.fallbacks),
+			KeySpanOutcome.String(outcome),
+		)
+		if r.ResponseModel != "" {
+			attrs = append(attrs, semconv.GenAIResponseModelKey.String(r.ResponseModel))
+		}
+		if r.ResponseID != "" {
+			attrs = append(attrs, semconv.GenAIResponseIDKey.String(r.ResponseID))
+		}
+		if r.FinishReason != "" {
+			attrs = append(attrs, semconv.GenAIResponseFinishReasonsKey.StringSlice([]string{string(r.FinishReason)}))
+		}
+		if err == nil && r.Usage.Total() > 0 {
+			attrs = append(attrs, semconv.GenAIUsageInputTokensKey.Int(r.Usage.InputTokens),
+				semconv.GenAIUsageOutputTokensKey.Int(r.Usage.OutputTokens))
+		}
+		if r.TimeToFirstChunk > 0 {
+			attrs = append(attrs, keyTTFC.Float64(r.TimeToFirstChunk.Seconds()))
+		}
+		if err != nil {
+			et := semconv.ErrorTypeOther.Value.AsString()
+			if perr != nil {
+				et = errorType(perr)
+			}
+			attrs = append(attrs, semconv.ErrorTypeKey.String(et))
+			c.span.SetStatus(codes.Error, safeText(err))
+		}
+		c.span.SetAttributes(attrs...)
+	}
+	c.span.End()
+	c.log(err, outcome)
+}
+
+// log writes the call's outcome: Debug for success, Warn for failure.
+func (c *callTracker) log(err error, outcome string) {
+	l := c.t.logger
+	level := slog.LevelDebug
+	if err != nil {
+		level = slog.LevelWarn
+	}
+	if l == nil || !l.Enabled(c.ctx, level) {
+		return
+	}
+	r := &c.last
+	what := string(c.start.Operation)
+	if c.start.Model != "" {
+		what += " " + c.start.Model
+	}
+	took := ms(time.Since(c.began))
+	attrs := []slog.Attr{slog.String(LogProvider, r.Provider), slog.String(LogOperation, string(c.start.Operation)),
+		slog.String(LogModel, c.start.Model), slog.String(LogOutcome, outcome), slog.Int(LogAttempts, c.attempts),
+		slog.Int(LogFallbacks, c.fallbacks), slog.Int64(LogDurationMs, took.Milliseconds())}
+	msg := what + " served by " + r.Provider + " in " + took.String()
+	if err != nil {
+		attrs = append(attrs, slog.String(LogError, safeText(err)))
+		msg = what + " failed: " + outcome + " from " + r.Provider + " after " + took.String()
+	}
+	l.LogAttrs(c.ctx, level, msg, attrs...)
+}
+
+// asProviderError returns the *providers.Error in err's chain, or nil.
+func asProviderError(err error) *providers.Error {
+	if err == nil {
+		return nil
+	}
+	var perr *providers.Error
+	if errors.As(err, &perr) {
+		return perr
+	}
+	return nil
+}

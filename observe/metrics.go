@@ -1,0 +1,208 @@
+package observe
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// instruments are the metric instruments of one Telemetry.
+type instruments struct {
+	retries, gaveUp, transitions, circuitRejected, timeouts, bulkheadRejected metric.Int64Counter
+
+	callDuration, opDuration, firstChunk metric.Float64Histogram
+	tokens                               metric.Int64Histogram
+
+	options optionCache
+}
+
+func newInstruments(m metric.Meter) (*instruments, error) {
+	var in instruments
+	var errs []error
+	counter := func(name, unit, desc string) metric.Int64Counter {
+		c, err := m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
+		errs = append(errs, err)
+		return c
+	}
+	seconds := func(name, desc string) metric.Float64Histogram {
+		h, err := m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc),
+			metric.WithExplicitBucketBoundaries(durationBuckets...))
+		errs = append(errs, err)
+		return h
+	}
+	in.retries = counter(MetricRetries, "{retry}", "Retries scheduled by the resilience pipeline.")
+	in.gaveUp = counter(MetricRetryGaveUp, "{failure}", "Retryable failures the resilience pipeline did not retry.")
+	in.transitions = counter(MetricCircuitBreaker, "{transition}", "Circuit breaker state changes.")
+	in.circuitRejected = counter(MetricCircuitRejected, "{call}", "Calls rejected by the circuit breaker.")
+	in.timeouts = counter(MetricTimeouts, "{timeout}", "Time limits of the resilience pipeline that ran out.")
+	in.bulkheadRejected = counter(MetricBulkheadRejected, "{call}", "Calls rejected by the bulkhead.")
+	in.callDuration = seconds(MetricCallDuration, "Duration of a provider's handling of a logical call, retries and waits included.")
+	in.opDuration = seconds(MetricOperationDuration, "GenAI operation duration.")
+	in.firstChunk = seconds(MetricTimeToFirstChunk, "Time to receive the first chunk of a streamed answer.")
+	var err error
+	in.tokens, err = m.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
+		metric.WithDescription("Number of input and output tokens used."),
+		metric.WithExplicitBucketBoundaries(tokenBuckets...))
+	errs = append(errs, err)
+	return &in, errors.Join(errs...)
+}
+
+// event records a pipeline event on the llm_resilience_* counters.
+func (in *instruments) event(ctx context.Context, e resilience.Event) {
+	k := optionKey{a: e.Pipeline}
+	var c metric.Int64Counter
+	var second attribute.KeyValue
+	switch e.Kind {
+	case resilience.EventRetryScheduled:
+		c, k.layout, k.n = in.retries, layoutRetry, e.Attempt
+		second = KeyAttempt.Int(e.Attempt)
+	case resilience.EventGaveUp:
+		c, k.layout, k.b = in.gaveUp, layoutGaveUp, reasonCode(e.Reason)
+		second = KeyReason.String(k.b)
+	case resilience.EventBreakerStateChanged:
+		c, k.layout, k.b = in.transitions, layoutTransition, e.To.String()
+		second = KeyState.String(k.b)
+	case resilience.EventBreakerRejected:
+		c, k.layout, k.b = in.circuitRejected, layoutCircuitRejected, e.To.String()
+		second = KeyState.String(k.b)
+	case resilience.EventTimeout:
+		c, k.layout, k.b = in.timeouts, layoutTimeout, string(e.Timeout)
+		second = KeyTimeout.String(k.b)
+	case resilience.EventBulkheadRejected:
+		c, k.layout = in.bulkheadRejected, layoutBulkhead
+	default:
+		return
+	}
+	c.Add(ctx, 1, in.options.get(k, func() []attribute.KeyValue {
+		if second.Key == "" {
+			return []attribute.KeyValue{KeyProvider.String(e.Pipeline)}
+		}
+		return []attribute.KeyValue{KeyProvider.String(e.Pipeline), second}
+	}).add...)
+}
+
+// try records how one provider handled a logical call: llm_resilience_call_duration and the
+// GenAI client metrics.
+func (in *instruments) try(ctx context.Context, op providers.Operation, stream bool, r *providers.TryResult) {
+	outcome := OutcomeSuccess
+	switch {
+	case r.Err != nil:
+		outcome = string(r.Err.Kind)
+	case r.Closed:
+		outcome = OutcomeClosed
+	}
+	in.callDuration.Record(ctx, r.Duration.Seconds(),
+		in.options.get(optionKey{layout: layoutCall, a: r.Provider, b: outcome}, func() []attribute.KeyValue {
+			return []attribute.KeyValue{KeyProvider.String(r.Provider), KeyOutcome.String(outcome)}
+		}).record...)
+
+	k := optionKey{layout: layoutGenAI, a: r.Provider, b: string(op), c: providerName(r.System), d: r.Model, e: r.ResponseModel}
+	if r.Err != nil {
+		k.f = errorType(r.Err)
+	}
+	genAI := func() []attribute.KeyValue {
+		attrs := []attribute.KeyValue{
+			KeyProvider.String(k.a),
+			semconv.GenAIOperationNameKey.String(k.b),
+			semconv.GenAIProviderNameKey.String(k.c),
+			keyGenAISystem.String(genAISystem(k.c)),
+		}
+		if k.d != "" {
+			attrs = append(attrs, semconv.GenAIRequestModelKey.String(k.d))
+		}
+		if k.e != "" {
+			attrs = append(attrs, semconv.GenAIResponseModelKey.String(k.e))
+		}
+		if k.f != "" {
+			attrs = append(attrs, semconv.ErrorTypeKey.String(k.f))
+		}
+		return attrs
+	}
+	opt := in.options.get(k, genAI)
+	in.opDuration.Record(ctx, r.Duration.Seconds(), opt.record...)
+	if stream && r.TimeToFirstChunk > 0 {
+		in.firstChunk.Record(ctx, r.TimeToFirstChunk.Seconds(), opt.record...)
+	}
+	// Token usage only when the provider reported it: the conventions forbid guessing.
+	if r.Err == nil && r.Usage.Total() > 0 {
+		k.layout = layoutInputTokens
+		in.tokens.Record(ctx, int64(r.Usage.InputTokens), in.options.get(k, func() []attribute.KeyValue {
+			return append(genAI(), semconv.GenAITokenTypeInput)
+		}).record...)
+		k.layout = layoutOutputTokens
+		in.tokens.Record(ctx, int64(r.Usage.OutputTokens), in.options.get(k, func() []attribute.KeyValue {
+			return append(genAI(), semconv.GenAITokenTypeOutput)
+		}).record...)
+	}
+}
+
+// maxCachedOptions bounds the option cache. Past it, new combinations are built on each use:
+// correct, only slower. The metrics' own cardinality is the same, so the bound is rarely met.
+const maxCachedOptions = 4096
+
+// optionCache memoizes the measurement options of each combination of attribute values, so
+// that recording a measurement builds, sorts and allocates an attribute set only the first
+// time a combination is seen. It keeps the options as the slices Add and Record take, which
+// spares the allocation of a variadic argument on every call.
+type optionCache struct {
+	mu sync.RWMutex
+	m  map[optionKey]options
+}
+
+// options holds one attribute set's option, ready for Add and for Record. The instruments
+// only read these slices.
+type options struct {
+	add    []metric.AddOption
+	record []metric.RecordOption
+}
+
+// optionKey names a combination: a layout (which instrument's attributes, in which roles)
+// and its values.
+type optionKey struct {
+	layout        uint8
+	a, b, c, d, e string
+	f             string
+	n             int
+}
+
+// The attribute layouts of optionKey.
+const (
+	layoutRetry           uint8 = iota + 1 // a provider, n attempt
+	layoutGaveUp                           // a provider, b reason
+	layoutTransition                       // a provider, b state
+	layoutCircuitRejected                  // a provider, b state
+	layoutTimeout                          // a provider, b timeout
+	layoutBulkhead                         // a provider
+	layoutCall                             // a provider, b outcome
+	layoutGenAI                            // a provider, b operation, c system, d model, e response model, f error type
+	layoutInputTokens                      // as layoutGenAI, plus gen_ai.token.type=input
+	layoutOutputTokens                     // as layoutGenAI, plus gen_ai.token.type=output
+)
+
+// get returns the options of k, building its attributes with build the first time.
+func (c *optionCache) get(k optionKey, build func() []attribute.KeyValue) options {
+	c.mu.RLock()
+	o, ok := c.m[k]
+	c.mu.RUnlock()
+	if ok {
+		return o
+	}
+	opt := metric.WithAttributeSet(attribute.NewSet(build()...))
+	o = options{add: []metric.AddOption{opt}, record: []metric.RecordOption{opt}}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[optionKey]options)
+	}
+	if len(c.m) < maxCachedOptions {
+		c.m[k] = o
+	}
+	c.mu.Unlock()
+	return o
+}

@@ -1,0 +1,134 @@
+package observe
+
+import (
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// ScopeName is the instrumentation scope of steady's meter and tracer.
+const ScopeName = "github.com/steadyllm/steady/observe"
+
+// The metric instruments. The llm_resilience_* counters come from the resilience pipeline's
+// events, so a bare pipeline has them too; the histograms need the client, which knows where a
+// logical call starts and ends. Every instrument has a provider attribute: the pipeline's name,
+// which the client sets to the provider's.
+const (
+	// MetricRetries counts retries scheduled, by provider and attempt (the number of the
+	// attempt that failed: 1 for the first retry).
+	MetricRetries = "llm_resilience_retry_total"
+	// MetricRetryGaveUp counts retryable failures that were not retried, by provider and reason.
+	MetricRetryGaveUp = "llm_resilience_retry_gave_up_total"
+	// MetricCircuitBreaker counts circuit transitions, by provider and the state entered.
+	MetricCircuitBreaker = "llm_resilience_circuit_breaker_total"
+	// MetricCircuitRejected counts calls the circuit rejected, by provider and state.
+	MetricCircuitRejected = "llm_resilience_circuit_rejected_total"
+	// MetricTimeouts counts the pipeline's own time limits running out, by provider and timeout.
+	MetricTimeouts = "llm_resilience_timeout_total"
+	// MetricBulkheadRejected counts calls the bulkhead turned away, by provider.
+	MetricBulkheadRejected = "llm_resilience_bulkhead_rejected_total"
+	// MetricCallDuration is the duration in seconds of each provider's handling of a logical
+	// call (every attempt and wait; for a stream, until it ends), by provider and outcome.
+	MetricCallDuration = "llm_resilience_call_duration"
+
+	// MetricOperationDuration is the GenAI semantic conventions' client operation duration.
+	MetricOperationDuration = "gen_ai.client.operation.duration"
+	// MetricTokenUsage is the GenAI semantic conventions' token usage, by gen_ai.token.type.
+	MetricTokenUsage = "gen_ai.client.token.usage"
+	// MetricTimeToFirstChunk is the GenAI semantic conventions' time to the first chunk of a
+	// stream.
+	MetricTimeToFirstChunk = "gen_ai.client.operation.time_to_first_chunk"
+)
+
+// Attribute keys of the llm_resilience_* metrics (short, as Prometheus labels) and of
+// spans and span events (namespaced steady.*).
+const (
+	KeyProvider = attribute.Key("provider") // the pipeline's (provider's) name
+	KeyAttempt  = attribute.Key("attempt")  // the attempt that failed
+	KeyState    = attribute.Key("state")    // closed, half-open, open, isolated
+	KeyTimeout  = attribute.Key("timeout")  // total, attempt, stream-idle
+	KeyReason   = attribute.Key("reason")   // why the retry layer gave up
+	KeyOutcome  = attribute.Key("outcome")  // success, closed, or a providers.ErrorKind
+
+	KeySpanProvider  = attribute.Key("steady.provider")  // the provider that served (or last failed)
+	KeySpanAttempts  = attribute.Key("steady.attempts")  // HTTP attempts, over every provider tried
+	KeySpanFallbacks = attribute.Key("steady.fallbacks") // how many times the chain moved on
+	KeySpanOutcome   = attribute.Key("steady.outcome")   // as the outcome of MetricCallDuration
+	KeySpanStream    = attribute.Key("steady.stream")    // the call is a ChatStream
+)
+
+// keyGenAISystem is gen_ai.system, which the conventions replaced with gen_ai.provider.name in
+// v1.37.0; it is still sent, with its v1.36.0 values, for dashboards built on it.
+const keyGenAISystem = attribute.Key("gen_ai.system")
+
+// Span event attributes.
+const (
+	keyEvAttempt     = attribute.Key("steady.attempt")
+	keyEvMaxAttempts = attribute.Key("steady.max_attempts")
+	keyEvDelayMs     = attribute.Key("steady.delay_ms")
+	keyEvServerHint  = attribute.Key("steady.server_hint")
+	keyEvReason      = attribute.Key("steady.reason")
+	keyEvTimeout     = attribute.Key("steady.timeout")
+	keyEvState       = attribute.Key("steady.circuit.state")
+	keyEvFrom        = attribute.Key("steady.circuit.from")
+	keyEvTo          = attribute.Key("steady.circuit.to")
+	keyEvWaitedMs    = attribute.Key("steady.waited_ms")
+	keyEvFallbackTo  = attribute.Key("steady.fallback.to")
+	keyTTFC          = attribute.Key("gen_ai.response.time_to_first_chunk")
+)
+
+// The outcomes of llm_resilience_call_duration besides the providers.ErrorKind of a failure.
+const (
+	OutcomeSuccess = "success" // the provider served the call
+	OutcomeClosed  = "closed"  // the caller closed a stream before it ended
+)
+
+// The GenAI semantic conventions' recommended histogram buckets.
+var (
+	durationBuckets = []float64{0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92}
+	tokenBuckets    = []float64{1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864}
+)
+
+// genAISystem returns gen_ai.system's v1.36.0 spelling of a gen_ai.provider.name value.
+func genAISystem(provider string) string {
+	if provider == providers.SystemAzureOpenAI {
+		return "az.ai.openai"
+	}
+	return provider
+}
+
+// providerName returns the gen_ai.provider.name of a system the provider reported, and the
+// conventions' fallback for one that reported none.
+func providerName(system string) string {
+	if system == "" {
+		return "_OTHER"
+	}
+	return system
+}
+
+// errorType is the error.type of a failure: its providers.ErrorKind, or _OTHER.
+func errorType(err *providers.Error) string {
+	if err.Kind == "" || err.Kind == providers.KindUnknown {
+		return semconv.ErrorTypeOther.Value.AsString()
+	}
+	return string(err.Kind)
+}
+
+// reasonCode is the stable, label-friendly form of a resilience.Reason… constant.
+func reasonCode(reason string) string {
+	switch reason {
+	case resilience.ReasonExhausted:
+		return "exhausted"
+	case resilience.ReasonHintTooLong:
+		return "hint_too_long"
+	case resilience.ReasonDeadline:
+		return "deadline"
+	case resilience.ReasonBudget:
+		return "budget"
+	case resilience.ReasonCircuitOpen:
+		return "circuit_open"
+	}
+	return "other"
+}

@@ -1,0 +1,27 @@
+package openai_test
+
+import (
+	"testing"
+
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/openai"
+)
+
+func TestDescribe_NamesTheGenAISystemOfEachKind(t *testing.T) {
+	for _, tc := range []struct {
+		kind   openai.Kind
+		system string
+	}{
+		{openai.OpenAI, providers.SystemOpenAI},
+		{openai.Azure, providers.SystemAzureOpenAI},
+		{openai.Compatible, providers.SystemOpenAI}, // the conventions name the protocol's system
+	} {
+		p, err := openai.New(openai.Config{Kind: tc.kind, BaseURL: "https://llm.example.com", APIKey: "sk-test", Model: "m-1"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := p.Describe(), (providers.Description{System: tc.system, DefaultModel: "m-1"}); got != want {
+			t.Errorf("%s: %+v, want %+v", tc.kind, got, want)
+		}
+	}
+}
