@@ -23,43 +23,19 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*provide
 	if c.telemetry != nil {
 		ctx, tr = c.startCall(ctx, providers.OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	}
-	var failures []error
-	for i, name := range c.chain {
-		e := c.entries[name]
-		r := *req
-		r.Model = c.modelFor(e, req.Model, i == 0)
-		var start time.Time
-		if tr != nil {
-			start = time.Now()
-		}
-		callCtx, info := resilience.WithCallInfo(ctx)
-		resp, err := e.provider.Chat(callCtx, &r)
-		if err == nil {
+	return walkChain(c, ctx, tr, req.Model,
+		func(ctx context.Context, e *entry, model string) (*providers.ChatResponse, error) {
+			r := *req
+			r.Model = model
+			return e.provider.Chat(ctx, &r)
+		},
+		func(resp *providers.ChatResponse, name string, res *providers.TryResult) {
 			resp.Provider = name
-			if tr != nil {
-				res := tryResult(e, r.Model, start, info, nil)
+			if res != nil {
 				res.ResponseModel, res.ResponseID = resp.Model, resp.ID
 				res.FinishReason, res.Usage = resp.FinishReason, resp.Usage
-				tr.TryDone(res)
-				tr.End(nil)
 			}
-			return resp, nil
-		}
-		perr := classify(name, err, info)
-		failures = append(failures, perr)
-		next := canFallBack(ctx, perr)
-		if tr != nil {
-			res := tryResult(e, r.Model, start, info, perr)
-			if next {
-				res.Next = c.nextAfter(i)
-			}
-			tr.TryDone(res)
-		}
-		if !next {
-			break
-		}
-	}
-	return nil, endCall(tr, chainError(failures))
+		})
 }
 
 // Embed sends req along the fallback chain, as Chat does.
@@ -68,32 +44,53 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 	if c.telemetry != nil {
 		ctx, tr = c.startCall(ctx, providers.OperationEmbeddings, false, req.Model, 0, nil, nil)
 	}
+	return walkChain(c, ctx, tr, req.Model,
+		func(ctx context.Context, e *entry, model string) (*providers.EmbedResponse, error) {
+			r := *req
+			r.Model = model
+			return e.provider.Embed(ctx, &r)
+		},
+		func(resp *providers.EmbedResponse, name string, res *providers.TryResult) {
+			resp.Provider = name
+			if res != nil {
+				res.ResponseModel, res.Usage = resp.Model, resp.Usage
+			}
+		})
+}
+
+// walkChain asks the providers of the chain in order, each for its own model, until one
+// answers or a failure must not fall back. served completes the answer of provider name and,
+// when telemetry is on (res != nil), what the tracker learns about it. tr may be nil.
+func walkChain[R any](c *Client, ctx context.Context, tr providers.CallTracker, model string,
+	call func(ctx context.Context, e *entry, model string) (R, error),
+	served func(resp R, name string, res *providers.TryResult)) (R, error) {
+	var zero R
 	var failures []error
 	for i, name := range c.chain {
 		e := c.entries[name]
-		r := *req
-		r.Model = c.modelFor(e, req.Model, i == 0)
+		m := c.modelFor(e, model, i == 0)
 		var start time.Time
 		if tr != nil {
 			start = time.Now()
 		}
 		callCtx, info := resilience.WithCallInfo(ctx)
-		resp, err := e.provider.Embed(callCtx, &r)
+		resp, err := call(callCtx, e, m)
 		if err == nil {
-			resp.Provider = name
-			if tr != nil {
-				res := tryResult(e, r.Model, start, info, nil)
-				res.ResponseModel, res.Usage = resp.Model, resp.Usage
-				tr.TryDone(res)
-				tr.End(nil)
+			if tr == nil {
+				served(resp, name, nil)
+				return resp, nil
 			}
+			res := tryResult(e, m, start, info, nil)
+			served(resp, name, &res)
+			tr.TryDone(res)
+			tr.End(nil)
 			return resp, nil
 		}
 		perr := classify(name, err, info)
 		failures = append(failures, perr)
 		next := canFallBack(ctx, perr)
 		if tr != nil {
-			res := tryResult(e, r.Model, start, info, perr)
+			res := tryResult(e, m, start, info, perr)
 			if next {
 				res.Next = c.nextAfter(i)
 			}
@@ -103,7 +100,7 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 			break
 		}
 	}
-	return nil, endCall(tr, chainError(failures))
+	return zero, endCall(tr, chainError(failures))
 }
 
 // endCall reports the failure err of a call to its tracker, if any, and returns err.
