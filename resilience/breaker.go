@@ -216,9 +216,7 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 func (b *breaker) reject(p *Pipeline, req *http.Request, s CircuitState, retryAfter time.Duration) error {
 	closeRequestBody(req)
-	if p.observer != nil { // spare the fast-fail path building an event nobody reads
-		p.emit(Event{Kind: EventBreakerRejected, To: s, Delay: retryAfter, Context: req.Context()})
-	}
+	p.emit(Event{Kind: EventBreakerRejected, To: s, Delay: retryAfter, Context: req.Context()})
 	return &CircuitOpenError{Pipeline: p.name, State: s, RetryAfter: retryAfter}
 }
 

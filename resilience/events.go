@@ -108,10 +108,15 @@ type Event struct {
 // made the call (never under a pipeline lock), so it must be quick and safe for concurrent use.
 type Observer func(Event)
 
+// emit reports e to the observer, if there is one.
 func (p *Pipeline) emit(e Event) {
-	if p.observer == nil {
-		return
+	if p.observer != nil { // small enough to inline: without an observer no event is built
+		p.deliver(e)
 	}
+}
+
+// deliver completes e with what every event carries and hands it to the observer.
+func (p *Pipeline) deliver(e Event) {
 	e.Pipeline = p.name
 	if e.Time.IsZero() { // the layer may have read the clock already
 		e.Time = p.clock.Now()
