@@ -24,17 +24,18 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*provide
 		ctx, tr = c.startCall(ctx, providers.OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	}
 	return walkChain(c, ctx, tr, req.Model,
-		func(ctx context.Context, e *entry, model string) (*providers.ChatResponse, error) {
+		func(ctx context.Context, e *entry, model string, _ *resilience.CallInfo) (*providers.ChatResponse, error) {
 			r := *req
 			r.Model = model
 			return e.provider.Chat(ctx, &r)
 		},
-		func(resp *providers.ChatResponse, name string, res *providers.TryResult) {
+		func(resp *providers.ChatResponse, name string, res *providers.TryResult, _ time.Time) bool {
 			resp.Provider = name
 			if res != nil {
 				res.ResponseModel, res.ResponseID = resp.Model, resp.ID
 				res.FinishReason, res.Usage = resp.FinishReason, resp.Usage
 			}
+			return false
 		})
 }
 
@@ -45,25 +46,29 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 		ctx, tr = c.startCall(ctx, providers.OperationEmbeddings, false, req.Model, 0, nil, nil)
 	}
 	return walkChain(c, ctx, tr, req.Model,
-		func(ctx context.Context, e *entry, model string) (*providers.EmbedResponse, error) {
+		func(ctx context.Context, e *entry, model string, _ *resilience.CallInfo) (*providers.EmbedResponse, error) {
 			r := *req
 			r.Model = model
 			return e.provider.Embed(ctx, &r)
 		},
-		func(resp *providers.EmbedResponse, name string, res *providers.TryResult) {
+		func(resp *providers.EmbedResponse, name string, res *providers.TryResult, _ time.Time) bool {
 			resp.Provider = name
 			if res != nil {
 				res.ResponseModel, res.Usage = resp.Model, resp.Usage
 			}
+			return false
 		})
 }
 
 // walkChain asks the providers of the chain in order, each for its own model, until one
-// answers or a failure must not fall back. served completes the answer of provider name and,
-// when telemetry is on (res != nil), what the tracker learns about it. tr may be nil.
+// answers or a failure must not fall back. call makes one provider's try; info counts its
+// attempts. served completes the answer of provider name and, when telemetry is on (res !=
+// nil), what the tracker learns about the try that began at start; it returns true when the
+// call goes on after walkChain returns (a stream), which then reports its own end. tr may be
+// nil.
 func walkChain[R any](c *Client, ctx context.Context, tr providers.CallTracker, model string,
-	call func(ctx context.Context, e *entry, model string) (R, error),
-	served func(resp R, name string, res *providers.TryResult)) (R, error) {
+	call func(ctx context.Context, e *entry, model string, info *resilience.CallInfo) (R, error),
+	served func(resp R, name string, res *providers.TryResult, start time.Time) (open bool)) (R, error) {
 	var zero R
 	var failures []error
 	for i, name := range c.chain {
@@ -74,16 +79,17 @@ func walkChain[R any](c *Client, ctx context.Context, tr providers.CallTracker, 
 			start = time.Now()
 		}
 		callCtx, info := resilience.WithCallInfo(ctx)
-		resp, err := call(callCtx, e, m)
+		resp, err := call(callCtx, e, m, info)
 		if err == nil {
 			if tr == nil {
-				served(resp, name, nil)
+				served(resp, name, nil, start)
 				return resp, nil
 			}
 			res := tryResult(e, m, start, info, nil)
-			served(resp, name, &res)
-			tr.TryDone(res)
-			tr.End(nil)
+			if !served(resp, name, &res, start) {
+				tr.TryDone(res)
+				tr.End(nil)
+			}
 			return resp, nil
 		}
 		perr := classify(name, err, info)

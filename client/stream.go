@@ -28,46 +28,29 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*S
 	if c.telemetry != nil {
 		ctx, tr = c.startCall(ctx, providers.OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	}
-	var failures []error
-	for i, name := range c.chain {
-		e := c.entries[name]
-		r := *req
-		r.Model = c.modelFor(e, req.Model, i == 0)
-		var start time.Time
-		if tr != nil {
-			start = time.Now()
-		}
-		callCtx, report := resilience.WithFailureReporter(ctx)
-		callCtx, info := resilience.WithCallInfo(callCtx)
-		inner, err := e.provider.ChatStream(callCtx, &r)
-		var perr *providers.Error
-		if err != nil {
-			perr = classify(name, err, info)
-		} else {
-			s := &Stream{provider: name, inner: inner, report: report, info: info}
-			if perr = s.awaitContent(e.firstContent); perr == nil {
-				if tr != nil {
-					res := tryResult(e, r.Model, start, info, nil)
-					res.TimeToFirstChunk = res.Duration
-					s.tel = &streamTelemetry{tracker: tr, result: res, start: start}
-				}
-				return s, nil
+	return walkChain(c, ctx, tr, req.Model,
+		func(ctx context.Context, e *entry, model string, info *resilience.CallInfo) (*Stream, error) {
+			r := *req
+			r.Model = model
+			ctx, report := resilience.WithFailureReporter(ctx)
+			inner, err := e.provider.ChatStream(ctx, &r)
+			if err != nil {
+				return nil, err
 			}
-		}
-		failures = append(failures, perr)
-		next := canFallBack(ctx, perr)
-		if tr != nil {
-			res := tryResult(e, r.Model, start, info, perr)
-			if next {
-				res.Next = c.nextAfter(i)
+			s := &Stream{provider: e.name, inner: inner, report: report, info: info}
+			if perr := s.awaitContent(e.firstContent); perr != nil {
+				return nil, perr
 			}
-			tr.TryDone(res)
-		}
-		if !next {
-			break
-		}
-	}
-	return nil, endCall(tr, chainError(failures))
+			return s, nil
+		},
+		func(s *Stream, _ string, res *providers.TryResult, start time.Time) bool {
+			if res == nil {
+				return false
+			}
+			res.TimeToFirstChunk = res.Duration
+			s.tel = &streamTelemetry{tracker: tr, result: *res, start: start}
+			return true // the stream reports its end when it ends
+		})
 }
 
 // Stream is a streamed answer from one provider. Read it with Recv or range over Deltas.
