@@ -14,5 +14,4 @@ require (
 	github.com/hashicorp/go-cleanhttp v0.5.2 // indirect
 	github.com/hashicorp/go-retryablehttp v0.7.8 // indirect
 	github.com/influxdata/tdigest v0.0.1 // indirect
-	github.com/sony/gobreaker/v2 v2.4.0 // indirect
 )

@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/steadyllm/steady/internal/signals"
 )
 
 // Classify maps an HTTP error status and the provider's error type, code and message to a
@@ -23,7 +24,7 @@ func Classify(status int, errType, code, message string) ErrorKind {
 		return false
 	}
 	switch {
-	case has("insufficient_quota", "billing_hard_limit", "billing_not_active", "spend_limit", "exceeded your current quota", "credit balance is too low"):
+	case signals.MentionsQuota(t) || signals.MentionsQuota(c) || signals.MentionsQuota(m):
 		return KindQuotaExhausted
 	case has("context_length_exceeded", "string_above_max_length", "prompt is too long", "maximum context length", "context window", "request_too_large"):
 		return KindContextTooLong
@@ -50,26 +51,11 @@ func Classify(status int, errType, code, message string) ErrorKind {
 }
 
 // RetryAfter reads the server's wait hint from response headers: retry-after-ms, then
-// Retry-After in seconds or as an HTTP date. It returns 0 when there is none.
+// Retry-After in seconds or as an HTTP date. It returns 0 when there is no usable one, and
+// never more than a day (see package internal/signals for the rules).
 func RetryAfter(h http.Header) time.Duration {
-	if v := strings.TrimSpace(h.Get("Retry-After-Ms")); v != "" {
-		if ms, err := strconv.ParseFloat(v, 64); err == nil && ms > 0 {
-			return time.Duration(ms * float64(time.Millisecond))
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s > 0 {
-		return time.Duration(s * float64(time.Second))
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := time.Until(t); d > 0 {
-			return d
-		}
-	}
-	return 0
+	d, _ := signals.RetryAfter(h, time.Now())
+	return d
 }
 
 // RequestID returns the provider's request ID header, if any.

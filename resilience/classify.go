@@ -7,38 +7,33 @@ import (
 	"crypto/x509"
 	"errors"
 	"io"
-	"math"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
+
+	"github.com/steadyllm/steady/internal/signals"
 )
 
 // quotaPeekLimit is how much of a 429 body is read to tell an exhausted quota (permanent)
 // from a rate limit (transient). Provider error envelopes are a few hundred bytes.
 const quotaPeekLimit = 8 << 10
 
-// quotaMarkers are the error codes and phrases with which providers say a 429 will not pass
-// by waiting: the account is out of credit or over its spend limit.
-var quotaMarkers = [][]byte{
-	[]byte("insufficient_quota"),
-	[]byte("billing_hard_limit_reached"),
-	[]byte("billing_not_active"),
-	[]byte("spend_limit"),
-	[]byte("exceeded your current quota"),
-}
-
-// classifyResponse decides whether a response is worth another attempt, and why.
-// x-should-retry, when the server sends it, overrides the status. A 429 whose body says the
-// quota is exhausted is permanent. Peeking at that body leaves it intact for the caller.
+// classifyResponse decides whether a response is worth another attempt, and why. Only an
+// error status (400 and above) is ever retried: a success, whatever its headers say, was
+// billed and must not be sent again. For an error status, x-should-retry overrides the
+// status when the server sends a clear answer; a 429 whose body says the quota is exhausted
+// is permanent. Peeking at that body leaves it intact for the caller.
 func (p *Pipeline) classifyResponse(resp *http.Response) (bool, string) {
-	if v := resp.Header["X-Should-Retry"]; len(v) > 0 { // canonical key: no Header.Get on the hot path
-		switch strings.ToLower(v[0]) {
-		case "true":
-			return true, "server asked for a retry (x-should-retry)"
-		case "false":
+	if resp.StatusCode < http.StatusBadRequest {
+		return false, ""
+	}
+	if len(resp.Header["X-Should-Retry"]) > 0 { // canonical key: no Header.Get on the hot path
+		if retry, ok := signals.ShouldRetry(resp.Header); ok {
+			if retry {
+				return true, "server asked for a retry (x-should-retry)"
+			}
 			return false, ""
 		}
 	}
@@ -70,13 +65,7 @@ func quotaExhausted(resp *http.Response) bool {
 			io.Closer
 		}{io.MultiReader(bytes.NewReader(head), rest), rest}
 	}
-	lower := bytes.ToLower(head)
-	for _, m := range quotaMarkers {
-		if bytes.Contains(lower, m) {
-			return true
-		}
-	}
-	return false
+	return signals.MentionsQuotaBytes(head)
 }
 
 // classifyError decides whether a transport error is worth another attempt. It retries what
@@ -127,31 +116,4 @@ func classifyError(err error) (bool, string) {
 		return true, "connection closed by server"
 	}
 	return false, ""
-}
-
-// serverHint returns the wait the server asked for: retry-after-ms first (OpenAI, Azure),
-// then Retry-After in seconds or as an HTTP date. A date in the past means "now".
-func serverHint(h http.Header, now time.Time) (time.Duration, bool) {
-	if v := h.Get("Retry-After-Ms"); v != "" {
-		if ms, err := strconv.ParseFloat(strings.TrimSpace(v), 64); err == nil && ms >= 0 && ms < math.MaxInt64/1e6 {
-			return time.Duration(ms * float64(time.Millisecond)), true
-		}
-	}
-	v := strings.TrimSpace(h.Get("Retry-After"))
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil {
-		if s < 0 || s > math.MaxInt64/1e9 {
-			return 0, false
-		}
-		return time.Duration(s * float64(time.Second)), true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d, true
-		}
-		return 0, true
-	}
-	return 0, false
 }

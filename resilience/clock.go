@@ -4,8 +4,8 @@ import "time"
 
 // Clock is the pipeline's source of time: the wall clock by default, a fake one in tests
 // (see WithClock). Every wait in the pipeline — backoff sleeps, the total, attempt and
-// stream-idle timeouts, the bulkhead queue timeout, the retry budget window — goes through
-// it. The circuit breaker's break duration is measured by gobreaker on the wall clock.
+// stream-idle timeouts, the bulkhead queue timeout, the retry budget window, the circuit
+// breaker's break — goes through it.
 type Clock interface {
 	// Now returns the current time.
 	Now() time.Time

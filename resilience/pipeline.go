@@ -102,14 +102,14 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 		base = http.DefaultTransport
 	}
 	retry := newRetryTransport(p, base)
-	brk := &breakerTransport{p: p, next: retry}
+	brk := &breakerTransport{b: &p.breaker, next: retry}
 	tmo := &timeoutTransport{p: p, next: brk}
 	return &bulkheadTransport{p: p, next: tmo, base: base}
 }
 
 // CircuitState returns the circuit's state now. It is computed on read: an open circuit
 // whose break has elapsed reads as half-open without any call passing through.
-func (p *Pipeline) CircuitState() CircuitState { return p.breaker.state(p) }
+func (p *Pipeline) CircuitState() CircuitState { return p.breaker.state() }
 
 // CircuitInfo is a snapshot of a circuit for health checks and dashboards.
 type CircuitInfo struct {
@@ -121,15 +121,15 @@ type CircuitInfo struct {
 }
 
 // CircuitInfo returns the circuit's state with the time until the next probe.
-func (p *Pipeline) CircuitInfo() CircuitInfo { return p.breaker.info(p) }
+func (p *Pipeline) CircuitInfo() CircuitInfo { return p.breaker.info() }
 
 // Isolate holds the circuit open until Reset, whatever calls or time do: every call fails
 // at once with ErrCircuitOpen and CircuitState reports CircuitIsolated. Use it to take a
 // provider out of service by hand.
-func (p *Pipeline) Isolate() { p.breaker.isolate(p) }
+func (p *Pipeline) Isolate() { p.breaker.isolate() }
 
 // Reset ends isolation and closes the circuit with fresh counts.
-func (p *Pipeline) Reset() { p.breaker.reset(p) }
+func (p *Pipeline) Reset() { p.breaker.reset() }
 
 // statusSet is a bitset of HTTP status codes 0..639.
 type statusSet [10]uint64

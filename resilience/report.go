@@ -26,7 +26,7 @@ func WithFailureReporter(ctx context.Context) (context.Context, func(err error))
 
 func (r *failureReport) report(err error) {
 	if err == nil {
-		err = errCallFailed
+		err = errServerFailure
 	}
 	r.mu.Lock()
 	if r.err == nil {

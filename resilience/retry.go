@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/go-retryablehttp"
+
+	"github.com/steadyllm/steady/internal/signals"
 )
 
 // keepLimit bounds how much of a retryable error body is kept in memory during the backoff,
@@ -268,7 +270,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	if dl, ok := s.Deadline(); ok && p.clock.Now().Add(delay).After(dl) {
 		return giveUp(ReasonDeadline, delay)
 	}
-	if p.breaker.blocked(s.Context, p) {
+	if p.breaker.blocked(s.Context) {
 		return giveUp(ReasonCircuitOpen, 0)
 	}
 	if p.budget != nil && !p.budget.tryRetry() {
@@ -289,7 +291,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		}
 		return false, err
 	}
-	if p.breaker.blocked(s.Context, p) {
+	if p.breaker.blocked(s.Context) {
 		return giveUp(ReasonCircuitOpen, 0)
 	}
 	return true, nil
@@ -299,7 +301,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 // server's. Server hints are used as they are; computed delays are capped and jittered.
 func (p *Pipeline) retryDelay(n int, resp *http.Response) (time.Duration, bool) {
 	if resp != nil {
-		if d, ok := serverHint(resp.Header, p.clock.Now()); ok {
+		if d, ok := signals.RetryAfter(resp.Header, p.clock.Now()); ok {
 			return d, true
 		}
 	}

@@ -26,7 +26,7 @@ type timeoutTransport struct {
 
 func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	p := t.p
-	if err := p.breaker.fastReject(p, req); err != nil {
+	if err := p.breaker.fastReject(req); err != nil {
 		return nil, err // the circuit is open: fail before arming any timer
 	}
 	if p.timeout <= 0 && p.idleTimeout <= 0 {
@@ -45,7 +45,7 @@ func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if err != nil {
 		c.stopTotal()
 		err = c.mapErr(err)
-		cancel(nil)
+		cancel(errCallEnded)
 		return nil, err
 	}
 	if isEventStream(resp) {
@@ -146,6 +146,14 @@ func (c *timeoutCall) end() {
 		if c.idle != nil {
 			c.idle.Stop()
 		}
-		c.cancel(nil)
+		c.cancel(errCallEnded)
 	}
 }
+
+// callEnded is the cause with which the timeout layer releases the context of a call whose
+// body is done, so that layers below can tell it from the caller giving up.
+type callEnded struct{}
+
+func (*callEnded) Error() string { return "resilience: call ended" }
+
+var errCallEnded error = &callEnded{}
