@@ -92,7 +92,7 @@ func walkChain[R any](c *Client, ctx context.Context, tr providers.CallTracker, 
 			}
 			return resp, nil
 		}
-		perr := classify(name, err, info)
+		perr := classify(ctx, name, err, info)
 		failures = append(failures, perr)
 		next := canFallBack(ctx, perr)
 		if tr != nil {
@@ -118,8 +118,10 @@ func endCall(tr providers.CallTracker, err error) error {
 }
 
 // classify turns any failure into a *providers.Error, filling in what only the client knows:
-// the pipeline's rejections and timeouts, and the number of attempts.
-func classify(provider string, err error, info *resilience.CallInfo) *providers.Error {
+// the pipeline's rejections, timeouts and refused redirects, and the number of attempts. When
+// the caller's context ctx has ended, the failure is KindCanceled whatever else it looks like:
+// the caller gave up, and neither the provider nor the pipeline is to blame.
+func classify(ctx context.Context, provider string, err error, info *resilience.CallInfo) *providers.Error {
 	var pe *providers.Error
 	if !errors.As(err, &pe) {
 		pe = &providers.Error{Provider: provider, Kind: providers.KindUnknown, Err: err}
@@ -130,8 +132,16 @@ func classify(provider string, err error, info *resilience.CallInfo) *providers.
 	if pe.Provider == "" {
 		pe.Provider = provider
 	}
-	var coe *resilience.CircuitOpenError
+	var (
+		coe *resilience.CircuitOpenError
+		re  *resilience.RedirectError
+	)
 	switch {
+	case ctx.Err() != nil:
+		pe.Kind = providers.KindCanceled
+		if !errors.Is(pe.Err, ctx.Err()) {
+			pe.Err = errors.Join(ctx.Err(), pe.Err)
+		}
 	case errors.As(err, &coe):
 		pe.Kind = providers.KindCircuitOpen
 		pe.RetryAfter = coe.RetryAfter
@@ -139,6 +149,9 @@ func classify(provider string, err error, info *resilience.CallInfo) *providers.
 		pe.Kind = providers.KindBulkheadFull
 	case errors.Is(err, resilience.ErrTimeout):
 		pe.Kind = providers.KindTimeout
+	case errors.As(err, &re):
+		pe.Kind, pe.StatusCode = providers.KindRedirected, re.StatusCode
+		pe.Message = re.Error()
 	case errors.Is(err, context.Canceled):
 		pe.Kind = providers.KindCanceled
 	case errors.Is(err, context.DeadlineExceeded) && pe.StatusCode == 0:
@@ -160,7 +173,7 @@ func canFallBack(ctx context.Context, err *providers.Error) bool {
 	switch err.Kind {
 	case providers.KindCircuitOpen, providers.KindOverloaded, providers.KindUnavailable,
 		providers.KindTimeout, providers.KindQuotaExhausted, providers.KindRateLimited,
-		providers.KindBulkheadFull, providers.KindStreamTruncated:
+		providers.KindBulkheadFull, providers.KindStreamTruncated, providers.KindRedirected:
 		return true
 	}
 	return false

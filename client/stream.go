@@ -37,7 +37,7 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*S
 			if err != nil {
 				return nil, err
 			}
-			s := &Stream{provider: e.name, inner: inner, report: report, info: info}
+			s := &Stream{ctx: ctx, provider: e.name, inner: inner, report: report, info: info}
 			if perr := s.awaitContent(e.firstContent); perr != nil {
 				return nil, perr
 			}
@@ -56,6 +56,7 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*S
 // Stream is a streamed answer from one provider. Read it with Recv or range over Deltas.
 // It is not safe for concurrent use, except Close.
 type Stream struct {
+	ctx      context.Context // the caller's, for telling its cancellation from a failure
 	provider string
 	inner    providers.Stream
 	report   func(error)
@@ -183,7 +184,7 @@ func (s *Stream) accept(d providers.Delta) {
 // fail classifies err, records it as the stream's sticky error, and reports failures that
 // mean the provider is unwell to its circuit breaker.
 func (s *Stream) fail(err error) *providers.Error {
-	perr := classify(s.provider, err, s.info)
+	perr := classify(s.ctx, s.provider, err, s.info)
 	perr.Partial = s.text.String()
 	switch perr.Kind {
 	case providers.KindOverloaded, providers.KindUnavailable, providers.KindStreamTruncated, providers.KindTimeout:

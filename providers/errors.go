@@ -3,8 +3,11 @@ package providers
 import (
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
+
+	"github.com/steadyllm/steady/internal/redact"
 )
 
 // ErrorKind classifies a failure so a program can act on it without parsing messages.
@@ -24,6 +27,7 @@ const (
 	KindContextTooLong  ErrorKind = "context_too_long" // the prompt exceeds the model's context window
 	KindContentFiltered ErrorKind = "content_filtered" // a safety filter refused the prompt or the output
 	KindStreamTruncated ErrorKind = "stream_truncated" // the stream ended without its terminal event
+	KindRedirected      ErrorKind = "redirected"       // the server redirected; steady never follows (check BaseURL)
 	KindCanceled        ErrorKind = "canceled"         // the caller's context ended
 	KindUnknown         ErrorKind = "unknown"
 )
@@ -57,7 +61,7 @@ func (e *Error) Error() string {
 		b.WriteString(e.Message)
 	} else if e.Err != nil {
 		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		b.WriteString(redact.New().Text(e.Err.Error(), maxCauseText))
 	}
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, "; retry after %s", e.RetryAfter.Round(time.Millisecond))
@@ -66,6 +70,37 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, " [request %s]", e.RequestID)
 	}
 	return b.String()
+}
+
+// maxCauseText bounds the text of the cause that Error shows when there is no message.
+const maxCauseText = 300
+
+// Format prints the error as Error does for every verb (%v, %+v, %s, %q…), and %#v as
+// GoString: no verb reaches a field by reflection.
+func (e *Error) Format(f fmt.State, verb rune) {
+	if verb == 'v' && f.Flag('#') {
+		_, _ = io.WriteString(f, e.GoString())
+		return
+	}
+	if verb == 'q' {
+		_, _ = fmt.Fprintf(f, "%q", e.Error())
+		return
+	}
+	_, _ = io.WriteString(f, e.Error())
+}
+
+// GoString describes the error as Go syntax: its fields as they are (every one of them was
+// scrubbed when the error was made), the partial stream text by its length only, the cause
+// by its type only.
+func (e *Error) GoString() string {
+	cause := "nil"
+	if e.Err != nil {
+		cause = fmt.Sprintf("%T", e.Err)
+	}
+	return fmt.Sprintf("&providers.Error{Provider:%q, Kind:%q, StatusCode:%d, Type:%q, Code:%q, Message:%q, "+
+		"RetryAfter:%d, Attempts:%d, RequestID:%q, Partial:<%d bytes>, Err:%s}",
+		e.Provider, e.Kind, e.StatusCode, e.Type, e.Code, e.Message, e.RetryAfter, e.Attempts, e.RequestID,
+		len(e.Partial), cause)
 }
 
 // Unwrap returns the underlying cause.

@@ -75,7 +75,8 @@ func (b *bulkhead) inFlight() int { return len(b.slots) }
 
 // bulkheadTransport is the outermost layer. An exchange holds its slot until the response
 // body is read to EOF or closed, or until the round trip fails, so a long stream counts
-// against the limit for as long as it is open.
+// against the limit for as long as it is open. Being the edge of the pipeline, it is also
+// where a redirect is refused (see refuseRedirect).
 type bulkheadTransport struct {
 	p    *Pipeline
 	next http.RoundTripper
@@ -89,6 +90,9 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return nil, err
 	}
 	resp, err := t.next.RoundTrip(req)
+	if err == nil {
+		err = refuseRedirect(t.p.name, resp)
+	}
 	if err != nil {
 		b.finish(err)
 		return nil, err

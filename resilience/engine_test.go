@@ -77,26 +77,6 @@ func TestRetryEngine_HasNoLoggerOrHooks(t *testing.T) {
 	}
 }
 
-func TestRetryEngine_DoesNotFollowRedirects(t *testing.T) {
-	target := newScript(t, ok())
-	s := newScript(t, func(w http.ResponseWriter, r *http.Request) {
-		http.Redirect(w, r, target.url(), http.StatusTemporaryRedirect)
-	})
-	p, err := New(testOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodGet, s.url(), nil)
-	resp, err := p.Wrap(nil).RoundTrip(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readAll(t, resp)
-	if resp.StatusCode != http.StatusTemporaryRedirect || target.hits.Load() != 0 {
-		t.Fatalf("got %d with %d hits on the target: the transport followed a redirect", resp.StatusCode, target.hits.Load())
-	}
-}
-
 // Events and errors never carry the API key, whether it travels in a header or (as some
 // OpenAI-compatible gateways accept) in the query string.
 func TestEvents_CarryNoSecrets(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 )
 
@@ -20,6 +21,10 @@ var (
 	// and also matches context.DeadlineExceeded. The caller's own cancellation or deadline is
 	// never reported as ErrTimeout.
 	ErrTimeout = errors.New("resilience: timeout")
+	// ErrRedirect: the server answered with a redirect, which the pipeline never follows, so
+	// that no credential header and no request body ever reaches another origin. The error is
+	// a *RedirectError.
+	ErrRedirect = errors.New("resilience: redirect refused")
 )
 
 // CircuitOpenError is returned when the circuit breaker rejects a call.
@@ -97,3 +102,27 @@ func (e *TimeoutError) Timeout() bool { return true }
 
 // Temporary reports true: a later call may succeed. It completes the net.Error interface.
 func (e *TimeoutError) Temporary() bool { return true }
+
+// RedirectError is returned instead of a redirect response (a 3xx with a Location header).
+// LLM APIs do not redirect; a redirect means a wrong BaseURL, a proxy in the way or a hostile
+// server, and following it could hand the API key to whoever the Location names. It names the
+// status and the origin pointed to, never the path or query of either URL.
+type RedirectError struct {
+	Pipeline   string
+	StatusCode int
+	// Origin is the scheme://host[:port] of the Location header, or "" when it is relative
+	// to the request's own origin or unreadable.
+	Origin string
+}
+
+func (e *RedirectError) Error() string {
+	to := "elsewhere"
+	if e.Origin != "" {
+		to = "to " + e.Origin
+	}
+	return fmt.Sprintf("resilience: %q answered %d %s, a redirect %s: redirects are never followed "+
+		"(check the base URL)", e.Pipeline, e.StatusCode, http.StatusText(e.StatusCode), to)
+}
+
+// Is reports whether target is ErrRedirect.
+func (e *RedirectError) Is(target error) bool { return target == ErrRedirect }

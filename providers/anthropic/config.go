@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+
+	"github.com/steadyllm/steady/providers"
 )
 
 // DefaultBaseURL is the API root used when Config.BaseURL is empty.
@@ -44,6 +46,9 @@ type Config struct {
 	// Beta lists beta feature names, sent comma-separated in one anthropic-beta header. Empty
 	// sends no header.
 	Beta []string
+	// Limits bounds what is read from the server: answers, stream events, error bodies. The
+	// zero value means the defaults of providers.Limits.
+	Limits providers.Limits
 }
 
 // withDefaults returns c with its defaults applied, or an error naming what is wrong. The
@@ -77,19 +82,23 @@ func (c Config) withDefaults() (Config, error) {
 	if !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
 		errs = append(errs, fmt.Errorf("anthropic: provider %q: BaseURL %q must start with http:// or https://", c.Name, c.BaseURL))
 	}
+	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("anthropic: provider %q: %w", c.Name, err))
+	}
+	c.Limits = c.Limits.WithDefaults()
 	return c, errors.Join(errs...)
 }
 
 // String describes c with the API key redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("{Name:%s BaseURL:%s APIKey:%s Version:%s HTTPClient:%p Model:%s DefaultMaxTokens:%d Beta:%v}",
-		c.Name, c.BaseURL, redact(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta)
+	return fmt.Sprintf("{Name:%s BaseURL:%s APIKey:%s Version:%s HTTPClient:%p Model:%s DefaultMaxTokens:%d Beta:%v Limits:%+v}",
+		c.Name, c.BaseURL, redact(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta, c.Limits)
 }
 
 // GoString describes c as Go syntax, with the API key redacted.
 func (c Config) GoString() string {
-	return fmt.Sprintf("anthropic.Config{Name:%q, BaseURL:%q, APIKey:%q, Version:%q, HTTPClient:%p, Model:%q, DefaultMaxTokens:%d, Beta:%#v}",
-		c.Name, c.BaseURL, redact(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta)
+	return fmt.Sprintf("anthropic.Config{Name:%q, BaseURL:%q, APIKey:%q, Version:%q, HTTPClient:%p, Model:%q, DefaultMaxTokens:%d, Beta:%#v, Limits:%#v}",
+		c.Name, c.BaseURL, redact(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta, c.Limits)
 }
 
 // Format implements fmt.Formatter so that every verb (%v, %+v, %s, %q, %x…) goes through

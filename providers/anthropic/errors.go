@@ -1,16 +1,16 @@
 package anthropic
 
 import (
+	"context"
 	"encoding/json"
-	"io"
+	"errors"
+	"fmt"
 	"net/http"
+	"net/url"
 
+	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
 )
-
-// errorBodyLimit bounds how much of an error response is read: Anthropic's error envelopes
-// are a few hundred bytes, a gateway's HTML page a few kilobytes.
-const errorBodyLimit = 64 << 10
 
 // wireError is Anthropic's error envelope, as an HTTP error body and as the data of an
 // "error" event inside a stream: {"type":"error","error":{"type","message"},"request_id"}.
@@ -26,25 +26,25 @@ type wireError struct {
 	RequestID string `json:"request_id"`
 }
 
-// httpError reads (at most errorBodyLimit bytes of) a non-2xx response and turns it into a
-// *providers.Error. It does not close the body; the caller does.
+// httpError reads (at most Limits.MaxErrorBodyBytes of) a non-2xx response and turns it into
+// a *providers.Error. It does not close the body; the caller does.
 func (p *Provider) httpError(resp *http.Response) *providers.Error {
-	body, readErr := io.ReadAll(io.LimitReader(resp.Body, errorBodyLimit))
+	body, cut, readErr := wire.ReadError(resp.Body, p.limits.MaxErrorBodyBytes)
 	e := p.envelopeError(resp.StatusCode, body)
 	if e == nil {
-		msg := providers.BodyMessage(resp.StatusCode, body, resp.Header.Get("Content-Type"))
-		e = &providers.Error{Provider: p.name, Kind: providers.Classify(resp.StatusCode, "", "", msg), Message: msg}
-		if readErr != nil {
-			e.Err = readErr
-		}
+		msg := providers.BodyMessage(resp.StatusCode, []byte(p.errs.Text(string(body))), resp.Header.Get("Content-Type"))
+		e = &providers.Error{Kind: providers.Classify(resp.StatusCode, "", "", msg), Message: msg, Err: readErr}
+	}
+	if cut {
+		e.Message += fmt.Sprintf(" (the error body is longer than Limits.MaxErrorBodyBytes, %d bytes; the rest was not read)",
+			p.limits.MaxErrorBodyBytes)
 	}
 	e.StatusCode = resp.StatusCode
 	e.RetryAfter = providers.RetryAfter(resp.Header)
-	if id := providers.RequestID(resp.Header); id != "" {
+	if id := wire.RequestID(resp.Header); id != "" {
 		e.RequestID = id
 	}
-	e.Message = p.scrub(e.Message)
-	return e
+	return p.errs.Finish(e)
 }
 
 // envelopeError parses body as an Anthropic error envelope and classifies it as if it came
@@ -54,15 +54,14 @@ func (p *Provider) envelopeError(status int, body []byte) *providers.Error {
 	if json.Unmarshal(body, &env) != nil || env.Error == nil || env.Error.Type == "" {
 		return nil
 	}
-	typ, code, msg := env.Error.Type, env.Error.Details.ErrorCode, p.scrub(env.Error.Message)
-	return &providers.Error{
-		Provider:  p.name,
+	typ, code, msg := env.Error.Type, env.Error.Details.ErrorCode, env.Error.Message
+	return p.errs.Finish(&providers.Error{
 		Kind:      classify(status, typ, code, msg),
 		Type:      typ,
 		Code:      code,
 		Message:   msg,
 		RequestID: env.RequestID,
-	}
+	})
 }
 
 // streamError turns the data of an "error" event inside a 200 stream into a
@@ -76,14 +75,66 @@ func (p *Provider) streamError(data []byte, requestID string) *providers.Error {
 	if env.Error != nil && env.Error.Type != "" {
 		e = p.envelopeError(statusOf(env.Error.Type), data)
 	} else {
-		e = &providers.Error{Provider: p.name, Kind: providers.KindUnavailable,
+		e = &providers.Error{Kind: providers.KindUnavailable,
 			Message: "the stream sent an error event that is not an error envelope"}
 	}
 	e.StatusCode = http.StatusOK
 	if requestID != "" {
 		e.RequestID = requestID
 	}
-	return e
+	return p.errs.Finish(e)
+}
+
+// notAnAnswer is the error for a 2xx body that holds no message: an error envelope is
+// classified like the error it carries, anything else ({}, null, another object) is
+// KindUnavailable.
+func (p *Provider) notAnAnswer(resp *http.Response, body []byte) *providers.Error {
+	e := p.envelopeError(http.StatusOK, body)
+	if e != nil {
+		var env wireError
+		_ = json.Unmarshal(body, &env)
+		e.Kind = classify(statusOf(env.Error.Type), e.Type, e.Code, e.Message)
+		e.Message = "the server answered 2xx with an error: " + e.Message
+	} else {
+		e = &providers.Error{Kind: providers.KindUnavailable,
+			Message: "the server answered " + http.StatusText(resp.StatusCode) + " without a message: " + wire.Describe(body)}
+	}
+	e.StatusCode = resp.StatusCode
+	if id := wire.RequestID(resp.Header); id != "" {
+		e.RequestID = id
+	}
+	return p.errs.Finish(e)
+}
+
+// readFailure is the error for a 2xx whose body could not be read or decoded: the caller's
+// cancellation, a dropped connection, the pipeline's timeout, a body past the limit, or
+// something that is not JSON.
+func (p *Provider) readFailure(ctx context.Context, resp *http.Response, what string, err error) *providers.Error {
+	e := p.transportError(ctx, err)
+	if e.Kind == providers.KindUnavailable {
+		e.Message = what + ": " + err.Error()
+	}
+	e.StatusCode = resp.StatusCode
+	e.RequestID = wire.RequestID(resp.Header)
+	return p.errs.Finish(e)
+}
+
+// transportError wraps an error that came before or instead of a readable response. The
+// caller's own cancellation or deadline is KindCanceled wherever it struck.
+func (p *Provider) transportError(ctx context.Context, err error) *providers.Error {
+	var e *providers.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	if ctx.Err() != nil {
+		return p.errs.Canceled(ctx, err)
+	}
+	msg := err.Error()
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		msg = ue.Err.Error() // without the URL
+	}
+	return p.errs.Finish(&providers.Error{Kind: providers.KindUnavailable, Message: msg, Err: err})
 }
 
 // classify is providers.Classify plus what it does not know of Anthropic: billing_error
@@ -122,10 +173,5 @@ func statusOf(errType string) int {
 
 // badRequest is the error for a request this package refuses before sending it.
 func (p *Provider) badRequest(msg string) *providers.Error {
-	return &providers.Error{Provider: p.name, Kind: providers.KindBadRequest, Message: msg}
-}
-
-// scrub removes the API key from a message, in case a server echoes it back.
-func (p *Provider) scrub(msg string) string {
-	return providers.Redact(msg, p.apiKey)
+	return p.errs.New(providers.KindBadRequest, msg)
 }

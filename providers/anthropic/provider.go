@@ -4,17 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
+	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
 )
-
-// responseBodyLimit bounds a non-streamed answer. 128k output tokens of text are well under
-// a megabyte; a body past this limit is a broken or hostile server, not an answer.
-const responseBodyLimit = 32 << 20
 
 // Provider is a providers.Provider for the Anthropic Messages API. It is safe for concurrent
 // use. Every call makes exactly one HTTP exchange over the configured *http.Client (this
@@ -28,7 +23,10 @@ type Provider struct {
 	beta      string // the anthropic-beta header, "" for none
 	model     string
 	maxTokens int
+	limits    providers.Limits
+	errs      wire.Errors // knows the API key, to scrub it from errors
 	client    *http.Client
+	given     *http.Client // the client of Config.HTTPClient, for HTTPClient
 }
 
 var (
@@ -51,7 +49,10 @@ func New(cfg Config) (*Provider, error) {
 		beta:      strings.Join(cfg.Beta, ","),
 		model:     cfg.Model,
 		maxTokens: cfg.DefaultMaxTokens,
-		client:    cfg.HTTPClient,
+		limits:    cfg.Limits,
+		errs:      wire.NewErrors(cfg.Name, cfg.APIKey),
+		client:    wire.NoRedirects(cfg.HTTPClient),
+		given:     cfg.HTTPClient,
 	}, nil
 }
 
@@ -68,7 +69,7 @@ func (p *Provider) Describe() providers.Description {
 // built by the client package, that is the provider's resilience pipeline: hand it to the
 // official anthropic-sdk-go (option.WithHTTPClient, with option.WithMaxRetries(0) so the
 // pipeline stays the only retry layer) for API features the neutral types lack.
-func (p *Provider) HTTPClient() *http.Client { return p.client }
+func (p *Provider) HTTPClient() *http.Client { return p.given }
 
 // Chat sends a message and waits for the whole answer. The answer's text blocks are joined
 // into Message.Content and its tool_use blocks become Message.ToolCalls; Usage.InputTokens
@@ -83,34 +84,25 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 		return nil, err
 	}
 	defer resp.Body.Close()
-	reqID := providers.RequestID(resp.Header)
-	fail := func(msg string, err error) *providers.Error {
-		e := providers.TransportError(p.name, err)
-		e.StatusCode, e.RequestID = resp.StatusCode, reqID
-		if e.Kind == providers.KindUnavailable {
-			e.Message = msg
-		}
-		return e
-	}
-	data, err := io.ReadAll(io.LimitReader(resp.Body, responseBodyLimit+1))
+	data, err := wire.ReadAll(resp.Body, p.limits.MaxResponseBytes, "MaxResponseBytes")
 	if err != nil {
-		return nil, fail("reading the response: "+err.Error(), err)
-	}
-	if len(data) > responseBodyLimit {
-		return nil, fail(fmt.Sprintf("the response is larger than %d bytes", responseBodyLimit), nil)
+		return nil, p.readFailure(ctx, resp, "reading the response", err)
 	}
 	var w wireResponse
 	if err := json.Unmarshal(data, &w); err != nil {
-		return nil, fail("decoding the response: "+err.Error(), err)
+		return nil, p.readFailure(ctx, resp, "decoding the response", err)
+	}
+	if !w.isAnswer() {
+		return nil, p.notAnAnswer(resp, data)
 	}
 	return &providers.ChatResponse{
 		Provider:     p.name,
-		Model:        w.Model,
-		ID:           w.ID,
+		Model:        p.errs.Field(w.Model),
+		ID:           p.errs.Field(w.ID),
 		Message:      fromResponse(&w),
 		FinishReason: finishReason(w.StopReason),
 		Usage:        providers.Usage{InputTokens: w.Usage.input(), OutputTokens: w.Usage.OutputTokens},
-		RequestID:    reqID,
+		RequestID:    p.errs.Field(wire.RequestID(resp.Header)),
 	}, nil
 }
 
@@ -126,7 +118,14 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 	if err != nil {
 		return nil, err
 	}
-	return newStream(p, resp), nil
+	if wire.IsJSON(resp.Header) {
+		// A JSON 2xx cannot be the answer to a stream request: a gateway's error envelope,
+		// usually. Classify it as such.
+		defer resp.Body.Close()
+		data, _, _ := wire.ReadError(resp.Body, p.limits.MaxErrorBodyBytes)
+		return nil, p.notAnAnswer(resp, data)
+	}
+	return newStream(ctx, p, resp), nil
 }
 
 // Embed always fails with a bad_request *providers.Error: Anthropic has no embeddings API
@@ -144,7 +143,7 @@ func (p *Provider) Embed(context.Context, *providers.EmbedRequest) (*providers.E
 func (p *Provider) send(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
 	r, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
 	if err != nil {
-		return nil, &providers.Error{Provider: p.name, Kind: providers.KindBadRequest, Message: "building the request: " + err.Error(), Err: err}
+		return nil, p.errs.Finish(&providers.Error{Kind: providers.KindBadRequest, Message: "building the request: " + err.Error(), Err: err})
 	}
 	r.Header.Set("X-Api-Key", p.apiKey)
 	r.Header.Set("Anthropic-Version", p.version)
@@ -159,7 +158,11 @@ func (p *Provider) send(ctx context.Context, body []byte, stream bool) (*http.Re
 	}
 	resp, err := p.client.Do(r)
 	if err != nil {
-		return nil, providers.TransportError(p.name, err)
+		return nil, p.transportError(ctx, err)
+	}
+	if e := p.errs.Redirect(resp); e != nil {
+		_ = resp.Body.Close()
+		return nil, e
 	}
 	if resp.StatusCode/100 != 2 {
 		defer resp.Body.Close()

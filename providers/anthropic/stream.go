@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
 )
 
@@ -33,9 +35,10 @@ type streamEvent struct {
 // goroutine at a time; Close may be called from any goroutine, also while Recv blocks, to
 // abort it.
 type stream struct {
+	ctx    context.Context
 	p      *Provider
 	body   io.ReadCloser
-	events *sseReader
+	events *wire.SSEReader
 	reqID  string
 
 	partial strings.Builder // the text delivered so far, for the error of a failed stream
@@ -50,12 +53,13 @@ type stream struct {
 	closeErr  error
 }
 
-func newStream(p *Provider, resp *http.Response) *stream {
+func newStream(ctx context.Context, p *Provider, resp *http.Response) *stream {
 	return &stream{
+		ctx:    ctx,
 		p:      p,
 		body:   resp.Body,
-		events: newSSEReader(resp.Body),
-		reqID:  providers.RequestID(resp.Header),
+		events: wire.NewSSEReader(resp.Body, p.limits.MaxEventBytes),
+		reqID:  p.errs.Field(wire.RequestID(resp.Header)),
 		tools:  make(map[int]int),
 	}
 }
@@ -78,7 +82,7 @@ func (s *stream) Recv() (providers.Delta, error) {
 		return providers.Delta{}, io.EOF
 	}
 	for {
-		ev, err := s.events.next()
+		ev, err := s.events.Next()
 		if err != nil {
 			return providers.Delta{}, s.fail(s.readError(err))
 		}
@@ -95,16 +99,16 @@ func (s *stream) Recv() (providers.Delta, error) {
 
 // handle interprets one event. It reports whether the event yields a delta for the caller,
 // or the error that ends the stream.
-func (s *stream) handle(ev sseEvent) (providers.Delta, bool, *providers.Error) {
-	if ev.name == "error" {
-		return providers.Delta{}, false, s.p.streamError(ev.data, s.reqID)
+func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error) {
+	if ev.Name == "error" {
+		return providers.Delta{}, false, s.p.streamError(ev.Data, s.reqID)
 	}
 	var e streamEvent
-	if err := json.Unmarshal(ev.data, &e); err != nil {
-		return providers.Delta{}, false, &providers.Error{Provider: s.p.name, Kind: providers.KindUnavailable,
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return providers.Delta{}, false, &providers.Error{Kind: providers.KindUnavailable,
 			Message: "the stream sent an event that is not valid JSON: " + err.Error(), Err: err}
 	}
-	kind := ev.name
+	kind := ev.Name
 	if kind == "" {
 		kind = e.Type
 	}
@@ -152,7 +156,7 @@ func (s *stream) handle(ev sseEvent) (providers.Delta, bool, *providers.Error) {
 			}
 		}
 	case "error": // an error event without an event name
-		return providers.Delta{}, false, s.p.streamError(ev.data, s.reqID)
+		return providers.Delta{}, false, s.p.streamError(ev.Data, s.reqID)
 	case "message_stop":
 		s.done = true
 		return providers.Delta{Done: true, FinishReason: finishReason(s.stop), Usage: s.usage}, true, nil
@@ -166,16 +170,14 @@ func (s *stream) handle(ev sseEvent) (providers.Delta, bool, *providers.Error) {
 func (s *stream) readError(err error) *providers.Error {
 	switch {
 	case s.closed.Load():
-		return &providers.Error{Provider: s.p.name, Kind: providers.KindCanceled, Message: "the stream was closed", Err: err}
+		return &providers.Error{Kind: providers.KindCanceled, Message: "the stream was closed", Err: err}
+	case s.ctx.Err() != nil:
+		return s.p.errs.Canceled(s.ctx, err)
 	case errors.Is(err, io.EOF):
-		return &providers.Error{Provider: s.p.name, Kind: providers.KindStreamTruncated,
+		return &providers.Error{Kind: providers.KindStreamTruncated,
 			Message: "the stream ended before message_stop"}
 	}
-	e := providers.TransportError(s.p.name, err)
-	if e.Kind == providers.KindUnavailable {
-		e.Message = "reading the stream: " + s.p.scrub(err.Error())
-	}
-	return e
+	return &providers.Error{Kind: providers.KindUnavailable, Message: "reading the stream: " + err.Error(), Err: err}
 }
 
 // fail records e, completed with what the stream knows, as the terminal error. The connection
@@ -187,7 +189,7 @@ func (s *stream) fail(e *providers.Error) error {
 		e.RequestID = s.reqID
 	}
 	e.Partial = s.partial.String()
-	s.err = e
+	s.err = s.p.errs.Finish(e)
 	return e
 }
 

@@ -67,11 +67,18 @@ type wireTool struct {
 // wireResponse is a message: the body of a non-streamed answer and the "message" of a
 // message_start event.
 type wireResponse struct {
+	Type       string      `json:"type"`
 	ID         string      `json:"id"`
 	Model      string      `json:"model"`
 	Content    []respBlock `json:"content"`
 	StopReason string      `json:"stop_reason"`
 	Usage      wireUsage   `json:"usage"`
+}
+
+// isAnswer reports whether r is a message: its type says so, or (for servers that leave the
+// type out) it has content or a stop reason. {}, null and error envelopes are not answers.
+func (r *wireResponse) isAnswer() bool {
+	return r.Type == "message" || r.Type == "" && (len(r.Content) > 0 || r.StopReason != "")
 }
 
 // wireUsage counts tokens. input_tokens excludes the prompt tokens written to or read from

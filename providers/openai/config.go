@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+
+	"github.com/steadyllm/steady/providers"
 )
 
 // Kind says which dialect of the OpenAI API a Provider speaks.
@@ -60,7 +62,8 @@ type Config struct {
 	// Organization is sent as OpenAI-Organization when set.
 	Organization string
 	// HTTPClient carries every call. The steady client gives one whose transport is the
-	// provider's resilience pipeline; nil means http.DefaultClient. It is never modified.
+	// provider's resilience pipeline; nil means http.DefaultClient. It is never modified: the
+	// provider sends through a copy that never follows redirects, whatever CheckRedirect says.
 	HTTPClient *http.Client
 	// Model is the model used when a request names none.
 	Model string
@@ -70,6 +73,9 @@ type Config struct {
 	// OmitStreamUsage stops sending stream_options.include_usage on streamed chats, for
 	// compatible servers that reject the field. Streams then end with zero Usage.
 	OmitStreamUsage bool
+	// Limits bounds what is read from the server: answers, stream events, error bodies. The
+	// zero value means the defaults of providers.Limits.
+	Limits providers.Limits
 }
 
 // withDefaults returns c with its defaults applied, or an error naming what is missing.
@@ -107,21 +113,25 @@ func (c Config) withDefaults() (Config, error) {
 	if c.APIKey == "" && c.Kind != Compatible {
 		errs = append(errs, fmt.Errorf("openai: provider %q: APIKey is required for kind %q", c.Name, c.Kind))
 	}
+	if err := c.Limits.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("openai: provider %q: %w", c.Name, err))
+	}
+	c.Limits = c.Limits.WithDefaults()
 	return c, errors.Join(errs...)
 }
 
 // String describes c with the API key redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("{Name:%s Kind:%s BaseURL:%s APIKey:%s APIVersion:%s Organization:%s HTTPClient:%p Model:%s AzureDeployments:%s OmitStreamUsage:%t}",
-		c.Name, c.Kind, c.BaseURL, redact(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
-		deployments(c.AzureDeployments), c.OmitStreamUsage)
+	return fmt.Sprintf("{Name:%s Kind:%s BaseURL:%s APIKey:%s APIVersion:%s Organization:%s HTTPClient:%p Model:%s AzureDeployments:%s OmitStreamUsage:%t Limits:%+v}",
+		c.Name, c.Kind, c.BaseURL, hideKey(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
+		deployments(c.AzureDeployments), c.OmitStreamUsage, c.Limits)
 }
 
 // GoString describes c as Go syntax, with the API key redacted.
 func (c Config) GoString() string {
-	return fmt.Sprintf("openai.Config{Name:%q, Kind:%q, BaseURL:%q, APIKey:%q, APIVersion:%q, Organization:%q, HTTPClient:%p, Model:%q, AzureDeployments:%#v, OmitStreamUsage:%t}",
-		c.Name, c.Kind, c.BaseURL, redact(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
-		c.AzureDeployments, c.OmitStreamUsage)
+	return fmt.Sprintf("openai.Config{Name:%q, Kind:%q, BaseURL:%q, APIKey:%q, APIVersion:%q, Organization:%q, HTTPClient:%p, Model:%q, AzureDeployments:%#v, OmitStreamUsage:%t, Limits:%#v}",
+		c.Name, c.Kind, c.BaseURL, hideKey(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
+		c.AzureDeployments, c.OmitStreamUsage, c.Limits)
 }
 
 // Format implements fmt.Formatter so that every verb (%v, %+v, %s, %q, %x…) goes through
@@ -134,8 +144,8 @@ func (c Config) Format(f fmt.State, verb rune) {
 	_, _ = fmt.Fprint(f, c.String())
 }
 
-// redact hides a secret but says whether one is set.
-func redact(secret string) string {
+// hideKey hides a secret but says whether one is set.
+func hideKey(secret string) string {
 	if secret == "" {
 		return ""
 	}

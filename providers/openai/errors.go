@@ -1,21 +1,25 @@
 package openai
 
 import (
-	"bytes"
+	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
 )
 
 // toError turns any failure of a go-openai call into a *providers.Error. x is the call's
 // exchange: it says whether a request went out and holds the response headers, which
-// go-openai does not hand back on error paths.
-func (p *Provider) toError(x *exchange, err error) *providers.Error {
+// go-openai does not hand back on error paths. Every field copied from the server is scrubbed
+// of the API key and bounded (wire.Errors.Finish).
+func (p *Provider) toError(ctx context.Context, x *exchange, err error) *providers.Error {
 	var (
 		e      *providers.Error
 		reqErr *goopenai.RequestError
@@ -24,45 +28,57 @@ func (p *Provider) toError(x *exchange, err error) *providers.Error {
 	switch {
 	case errors.As(err, &e):
 		return e
+	case ctx.Err() != nil:
+		// The caller's own deadline or cancellation, wherever it struck.
+		e = p.errs.Canceled(ctx, err)
 	case errors.As(err, &reqErr):
-		e = p.fromRequestError(reqErr, x.header)
+		e = p.fromRequestError(reqErr, x)
 	case errors.As(err, &apiErr):
 		e = p.fromAPIError(apiErr, apiErr.HTTPStatusCode)
 	case !x.sent:
 		// go-openai refused the request before sending it: a model it will not use for chat,
 		// parameters its ReasoningValidator rejects, a body it cannot encode.
-		e = &providers.Error{Provider: p.name, Kind: providers.KindBadRequest, Message: err.Error(), Err: err}
+		e = &providers.Error{Kind: providers.KindBadRequest, Message: err.Error(), Err: err}
 	case x.status != 0:
-		// A 2xx whose body could not be read or decoded: a dropped connection or a server
-		// that sent something other than JSON. The next attempt may well succeed.
-		e = providers.TransportError(p.name, err)
-		e.StatusCode = x.status
-		if e.Kind == providers.KindUnavailable {
-			e.Message = "reading the response: " + err.Error()
-		}
+		// A 2xx whose body could not be read or decoded: a dropped connection, a body past
+		// the size limit, or a server that sent something other than JSON.
+		e = &providers.Error{Kind: providers.KindUnavailable, Message: "reading the response: " + err.Error(), Err: err}
 	default:
 		e = providers.TransportError(p.name, err)
+		e.Message = transportMessage(err)
+	}
+	if x.status != 0 && e.StatusCode == 0 {
+		e.StatusCode = x.status
 	}
 	if x.header != nil {
 		e.RetryAfter = providers.RetryAfter(x.header)
-		e.RequestID = providers.RequestID(x.header)
+		e.RequestID = wire.RequestID(x.header)
 	}
-	e.Message = p.scrub(e.Message)
-	return e
+	return p.errs.Finish(e)
+}
+
+// transportMessage is the text of an error that came before any response, without the URL
+// that http.Client's *url.Error repeats.
+func transportMessage(err error) string {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err.Error()
+	}
+	return err.Error()
 }
 
 // fromAPIError maps an OpenAI error envelope. status is the HTTP status, or for an error
-// inside a 200 stream (which go-openai returns without one) a status inferred from the
-// error's type.
+// without one (inside a 200 stream or a 200 body) a status inferred from the error's type.
+// The APIError is this call's own value: it is scrubbed in place, so that the cause found with
+// errors.As holds no secret either.
 func (p *Provider) fromAPIError(a *goopenai.APIError, status int) *providers.Error {
-	a.Message = p.scrub(a.Message) // a is this call's own value: scrub it for Unwrap too
+	p.scrubAPIError(a)
 	code := codeString(a.Code)
 	classifyCode := code
 	if a.InnerError != nil && a.InnerError.Code != "" {
 		classifyCode += " " + a.InnerError.Code // Azure: ResponsibleAIPolicyViolation
 	}
 	return &providers.Error{
-		Provider:   p.name,
 		Kind:       providers.Classify(status, a.Type, classifyCode, a.Message),
 		StatusCode: a.HTTPStatusCode,
 		Type:       a.Type,
@@ -72,24 +88,41 @@ func (p *Provider) fromAPIError(a *goopenai.APIError, status int) *providers.Err
 	}
 }
 
+// scrubAPIError removes the API key from every text field of a.
+func (p *Provider) scrubAPIError(a *goopenai.APIError) {
+	a.Message = p.errs.Text(a.Message)
+	a.Type = p.errs.Field(a.Type)
+	if s, ok := a.Code.(string); ok {
+		a.Code = p.errs.Field(s)
+	}
+	if a.Param != nil {
+		param := p.errs.Field(*a.Param)
+		a.Param = &param
+	}
+	if a.InnerError != nil {
+		a.InnerError.Code = p.errs.Field(a.InnerError.Code)
+	}
+}
+
 // fromRequestError maps a non-2xx response whose body is not an OpenAI error envelope: a
 // gateway's HTML page, plain text, an empty body. The body never becomes the message as is:
 // HTML is replaced by the status text, other text is cut to one short line.
-func (p *Provider) fromRequestError(r *goopenai.RequestError, h http.Header) *providers.Error {
-	if p.apiKey != "" {
-		r.Body = bytes.ReplaceAll(r.Body, []byte(p.apiKey), []byte("[REDACTED]"))
-	}
+func (p *Provider) fromRequestError(r *goopenai.RequestError, x *exchange) *providers.Error {
+	r.Body = []byte(p.errs.Text(string(r.Body))) // scrubbed before any of it is shown
 	var typ, code, msg string
 	var inner *goopenai.APIError
 	if errors.As(r.Err, &inner) { // a partly valid envelope
-		inner.Message = p.scrub(inner.Message)
+		p.scrubAPIError(inner)
 		typ, code, msg = inner.Type, codeString(inner.Code), inner.Message
 	}
 	if msg == "" {
-		msg = providers.BodyMessage(r.HTTPStatusCode, r.Body, h.Get("Content-Type"))
+		msg = providers.BodyMessage(r.HTTPStatusCode, r.Body, x.header.Get("Content-Type"))
+	}
+	if x.cut {
+		msg += fmt.Sprintf(" (the error body is longer than Limits.MaxErrorBodyBytes, %d bytes; the rest was not read)",
+			p.limits.MaxErrorBodyBytes)
 	}
 	return &providers.Error{
-		Provider:   p.name,
 		Kind:       providers.Classify(r.HTTPStatusCode, typ, code, msg),
 		StatusCode: r.HTTPStatusCode,
 		Type:       typ,
@@ -106,10 +139,45 @@ func (p *Provider) streamError(a *goopenai.APIError, x *exchange) *providers.Err
 	e := p.fromAPIError(a, inferStatus(a.Type, codeString(a.Code)))
 	e.StatusCode = x.status
 	if x.header != nil {
-		e.RequestID = providers.RequestID(x.header)
+		e.RequestID = wire.RequestID(x.header)
 	}
-	e.Message = p.scrub(e.Message)
-	return e
+	return p.errs.Finish(e)
+}
+
+// envelopeError parses body as an OpenAI error envelope ({"error":{…}}) that came with a 2xx
+// status, and classifies it like the error it carries. It returns nil when body is not one.
+func envelopeError(errs wire.Errors, body []byte) *providers.Error {
+	var env struct {
+		Error *goopenai.APIError `json:"error"`
+	}
+	if json.Unmarshal(body, &env) != nil || env.Error == nil ||
+		(env.Error.Message == "" && env.Error.Type == "" && env.Error.Code == nil) {
+		return nil
+	}
+	a := env.Error
+	p := &Provider{errs: errs}
+	e := p.fromAPIError(a, inferStatus(a.Type, codeString(a.Code)))
+	e.Message = "the server answered 2xx with an error: " + e.Message
+	return errs.Finish(e)
+}
+
+// noAnswer is the error for a 2xx JSON body that go-openai decoded without finding an answer
+// in it ({}, null, an error envelope, another object).
+func (p *Provider) noAnswer(x *exchange, what string) *providers.Error {
+	var head []byte
+	if x.body != nil && x.body.Complete() {
+		head = x.body.Head()
+	}
+	e := envelopeError(p.errs, head)
+	if e == nil {
+		e = &providers.Error{Kind: providers.KindUnavailable,
+			Message: "the server answered " + http.StatusText(x.status) + " without an answer (" + what + "): " + wire.Describe(head)}
+	}
+	e.StatusCode = x.status
+	if x.header != nil {
+		e.RequestID = wire.RequestID(x.header)
+	}
+	return p.errs.Finish(e)
 }
 
 // inferStatus guesses the HTTP status an error type would have had outside a stream.
@@ -118,31 +186,30 @@ func inferStatus(errType, code string) int {
 	switch {
 	case strings.Contains(t, "insufficient_quota"), strings.Contains(t, "rate_limit"), errType == "requests":
 		return http.StatusTooManyRequests
-	case strings.Contains(t, "invalid_request"):
-		return http.StatusBadRequest
 	case strings.Contains(t, "authentication"), strings.Contains(t, "invalid_api_key"):
 		return http.StatusUnauthorized
 	case strings.Contains(t, "permission"):
 		return http.StatusForbidden
+	case strings.Contains(t, "invalid_request"):
+		return http.StatusBadRequest
 	case strings.Contains(t, "timeout"):
 		return http.StatusGatewayTimeout
 	}
 	return http.StatusInternalServerError
 }
 
-// codeString renders an APIError code, which may be a string, a number or absent.
+// codeString renders an APIError code, which may be a string, a number or absent. go-openai
+// decodes "code": null as the number 0, which no API uses: it is absent too.
 func codeString(code any) string {
 	switch c := code.(type) {
 	case nil:
 		return ""
 	case string:
 		return c
-	default:
-		return fmt.Sprint(c)
+	case int:
+		if c == 0 {
+			return ""
+		}
 	}
-}
-
-// scrub removes the API key from a message, in case a server echoes it back.
-func (p *Provider) scrub(msg string) string {
-	return providers.Redact(msg, p.apiKey)
+	return fmt.Sprint(code)
 }

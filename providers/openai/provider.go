@@ -6,6 +6,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
 )
 
@@ -16,8 +17,9 @@ type Provider struct {
 	name        string
 	kind        Kind
 	model       string
-	apiKey      string // kept only to scrub it from error messages
 	streamUsage bool
+	limits      providers.Limits
+	errs        wire.Errors // knows the API key, to scrub it from errors
 	client      *goopenai.Client
 }
 
@@ -53,15 +55,17 @@ func New(cfg Config) (*Provider, error) {
 		cc.BaseURL = cfg.BaseURL
 		cc.APIVersion = ""
 	}
+	errs := wire.NewErrors(cfg.Name, cfg.APIKey)
 	cc.OrgID = cfg.Organization
-	cc.HTTPClient = doer{client: cfg.HTTPClient}
+	cc.HTTPClient = doer{client: wire.NoRedirects(cfg.HTTPClient), limits: cfg.Limits, errs: errs}
 	cc.EmptyMessagesLimit = emptyMessagesLimit
 	return &Provider{
 		name:        cfg.Name,
 		kind:        cfg.Kind,
 		model:       cfg.Model,
-		apiKey:      cfg.APIKey,
 		streamUsage: !cfg.OmitStreamUsage,
+		limits:      cfg.Limits,
+		errs:        errs,
 		client:      goopenai.NewClientWithConfig(cc),
 	}, nil
 }
@@ -95,21 +99,20 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 	ctx, x := withExchange(ctx, false)
 	resp, err := p.client.CreateChatCompletion(ctx, creq)
 	if err != nil {
-		return nil, p.toError(x, err)
+		return nil, p.toError(ctx, x, err)
 	}
 	if len(resp.Choices) == 0 {
-		return nil, &providers.Error{Provider: p.name, Kind: providers.KindUnavailable, StatusCode: x.status,
-			Message: "the response has no choices", RequestID: providers.RequestID(x.header)}
+		return nil, p.noAnswer(x, "no choices")
 	}
 	c := resp.Choices[0]
 	return &providers.ChatResponse{
 		Provider:     p.name,
-		Model:        resp.Model,
-		ID:           resp.ID,
+		Model:        p.errs.Field(resp.Model),
+		ID:           p.errs.Field(resp.ID),
 		Message:      fromMessage(c.Message),
 		FinishReason: finishReason(c.FinishReason),
 		Usage:        usage(&resp.Usage),
-		RequestID:    providers.RequestID(x.header),
+		RequestID:    p.errs.Field(wire.RequestID(x.header)),
 	}, nil
 }
 
@@ -129,25 +132,28 @@ func (p *Provider) Embed(ctx context.Context, req *providers.EmbedRequest) (*pro
 		EncodingFormat: goopenai.EmbeddingEncodingFormatFloat,
 	})
 	if err != nil {
-		return nil, p.toError(x, err)
+		return nil, p.toError(ctx, x, err)
+	}
+	if len(resp.Data) == 0 {
+		return nil, p.noAnswer(x, "no embeddings")
 	}
 	out := &providers.EmbedResponse{
 		Provider:   p.name,
-		Model:      string(resp.Model),
+		Model:      p.errs.Field(string(resp.Model)),
 		Embeddings: make([][]float32, len(req.Inputs)),
 		Usage:      usage(&resp.Usage),
 	}
 	for _, d := range resp.Data {
 		if d.Index < 0 || d.Index >= len(out.Embeddings) {
-			return nil, &providers.Error{Provider: p.name, Kind: providers.KindUnavailable, StatusCode: x.status,
-				Message: fmt.Sprintf("embedding index %d out of range for %d inputs", d.Index, len(req.Inputs))}
+			return nil, p.errs.Finish(&providers.Error{Kind: providers.KindUnavailable, StatusCode: x.status,
+				Message: fmt.Sprintf("embedding index %d out of range for %d inputs", d.Index, len(req.Inputs))})
 		}
 		out.Embeddings[d.Index] = d.Embedding
 	}
 	for i, v := range out.Embeddings {
 		if v == nil {
-			return nil, &providers.Error{Provider: p.name, Kind: providers.KindUnavailable, StatusCode: x.status,
-				Message: fmt.Sprintf("no embedding for input %d", i)}
+			return nil, p.errs.Finish(&providers.Error{Kind: providers.KindUnavailable, StatusCode: x.status,
+				Message: fmt.Sprintf("no embedding for input %d", i)})
 		}
 	}
 	return out, nil
@@ -155,5 +161,5 @@ func (p *Provider) Embed(ctx context.Context, req *providers.EmbedRequest) (*pro
 
 // badRequest is the error for a request this package refuses before sending it.
 func (p *Provider) badRequest(msg string) *providers.Error {
-	return &providers.Error{Provider: p.name, Kind: providers.KindBadRequest, Message: msg}
+	return p.errs.New(providers.KindBadRequest, msg)
 }

@@ -9,6 +9,7 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
+	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
 )
 
@@ -31,9 +32,9 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 	ctx, x := withExchange(ctx, true)
 	st, err := p.client.CreateChatCompletionStream(ctx, creq)
 	if err != nil {
-		return nil, p.toError(x, err)
+		return nil, p.toError(ctx, x, err)
 	}
-	return &stream{p: p, st: st, x: x}, nil
+	return &stream{ctx: ctx, p: p, st: st, x: x}, nil
 }
 
 // stream adapts a go-openai chat stream to providers.Stream.
@@ -49,6 +50,7 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 // Recv must be called from one goroutine at a time; Close may be called from any goroutine,
 // any number of times, to abort the stream.
 type stream struct {
+	ctx    context.Context
 	p      *Provider
 	st     *goopenai.ChatCompletionStream
 	x      *exchange
@@ -96,9 +98,9 @@ func (s *stream) Recv() (providers.Delta, error) {
 // end turns go-openai's final error into the Done delta (releasing the body at once) or the
 // stream's failure.
 func (s *stream) end(err error) (providers.Delta, error) {
-	if err == io.EOF && s.x.body != nil && s.x.body.done {
+	if err == io.EOF && s.x.guard != nil && s.x.guard.Done() {
 		s.err = io.EOF
-		_, _ = io.Copy(io.Discard, io.LimitReader(s.x.body, drainLimit))
+		_, _ = io.Copy(io.Discard, io.LimitReader(s.x.guard, drainLimit))
 		_ = s.Close()
 		finish := s.finish
 		if finish == "" {
@@ -117,27 +119,27 @@ func (s *stream) end(err error) (providers.Delta, error) {
 // failure maps an error from go-openai's Recv.
 func (s *stream) failure(err error) *providers.Error {
 	var apiErr *goopenai.APIError
-	if errors.As(err, &apiErr) {
+	if s.ctx.Err() == nil && errors.As(err, &apiErr) {
 		return s.p.streamError(apiErr, s.x)
 	}
 	var e *providers.Error
 	switch {
+	case s.ctx.Err() != nil:
+		// The caller's own deadline or cancellation, wherever it struck.
+		e = s.p.errs.Canceled(s.ctx, err)
 	case err == io.EOF:
-		e = &providers.Error{Provider: s.p.name, Kind: providers.KindStreamTruncated,
+		e = &providers.Error{Kind: providers.KindStreamTruncated,
 			Message: "the stream ended without its terminal [DONE] event", Err: io.ErrUnexpectedEOF}
 	case errors.Is(err, goopenai.ErrTooManyEmptyStreamMessages):
-		e = &providers.Error{Provider: s.p.name, Kind: providers.KindUnavailable,
+		e = &providers.Error{Kind: providers.KindUnavailable,
 			Message: "the stream sent too many lines without data", Err: err}
-	case errors.Is(err, context.Canceled):
-		e = providers.TransportError(s.p.name, err)
-	default: // a dropped connection, the pipeline's idle timeout, a chunk that is not JSON
-		e = &providers.Error{Provider: s.p.name, Kind: providers.KindUnavailable,
+	default: // a dropped connection, the pipeline's idle timeout, a limit, a chunk that is not JSON
+		e = &providers.Error{Kind: providers.KindUnavailable,
 			Message: "reading the stream: " + err.Error(), Err: err}
 	}
 	e.StatusCode = s.x.status
-	e.RequestID = providers.RequestID(s.x.header)
-	e.Message = s.p.scrub(e.Message)
-	return e
+	e.RequestID = wire.RequestID(s.x.header)
+	return s.p.errs.Finish(e)
 }
 
 // Close releases the connection. It is safe to call more than once and concurrently with

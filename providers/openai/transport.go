@@ -5,25 +5,30 @@ import (
 	"context"
 	"io"
 	"net/http"
+
+	"github.com/steadyllm/steady/internal/wire"
+	"github.com/steadyllm/steady/providers"
 )
 
-// errorBodyLimit bounds how much of an error response body is kept in memory for go-openai
-// to parse. OpenAI error envelopes are a few hundred bytes.
-const errorBodyLimit = 256 << 10
+// headKeep is how many of the first bytes of a 2xx JSON answer are kept, to tell what a
+// server sent when go-openai found no answer in it: an error envelope is a few hundred bytes.
+const headKeep = 4 << 10
 
 // exchange records what the HTTP layer saw during one call, for the call that made it: the
-// response status and headers (go-openai drops them on error paths, and always on streams)
-// and, for a stream, the body wrapper that watches for [DONE].
+// response status and headers (go-openai drops them on error paths, and always on streams),
+// whether the error body was cut at the limit, and the guards around a successful body.
 //
 // One exchange belongs to one call and lives in that call's context. go-openai calls
 // HTTPDoer.Do synchronously, on the caller's goroutine, so the writes in Do happen before
 // the call returns and the reads that follow need no locking.
 type exchange struct {
-	stream bool        // wrap a successful body in a doneWatcher
+	stream bool        // guard a successful body as an event stream
 	sent   bool        // Do was called: go-openai's own checks passed
 	status int         // 0 until a response arrived
 	header http.Header // the response headers, nil until a response arrived
-	body   *doneWatcher
+	cut    bool        // the error body was longer than Limits.MaxErrorBodyBytes
+	body   *wire.Limited
+	guard  *wire.SSEGuard
 }
 
 type exchangeKey struct{}
@@ -34,18 +39,25 @@ func withExchange(ctx context.Context, stream bool) (context.Context, *exchange)
 	return context.WithValue(ctx, exchangeKey{}, x), x
 }
 
-// doer is the go-openai HTTPDoer in front of the configured *http.Client. It
+// doer is the go-openai HTTPDoer in front of the configured *http.Client. It applies to every
+// call of the go-openai client, including those made through Provider.Client, and never
+// modifies the request. It
 //
-//   - records the response status and headers in the call's exchange, when there is one;
+//   - refuses redirects (the client it sends through never follows them): a 3xx with a
+//     Location becomes a KindRedirected *providers.Error;
 //   - replaces every failure body (status < 200 or >= 400) with an in-memory copy of at most
-//     errorBodyLimit bytes and closes the original at once: go-openai's stream and raw paths
-//     read error bodies but never close them, which would pin the connection and the
-//     resilience pipeline's bulkhead slot, timer and breaker probe;
-//   - wraps a successful stream body in a doneWatcher.
-//
-// It applies to every call of the go-openai client, including those made through
-// Provider.Client. It never modifies the request.
-type doer struct{ client *http.Client }
+//     Limits.MaxErrorBodyBytes and closes the original at once: go-openai reads error bodies
+//     without a limit, and on its stream and raw paths never closes them, which would pin the
+//     connection and the pipeline's bulkhead slot, timer and breaker probe;
+//   - bounds a successful JSON answer by Limits.MaxResponseBytes, keeping its first bytes in
+//     the call's exchange;
+//   - guards a successful stream with a wire.SSEGuard (event limits, [DONE]);
+//   - records the response status and headers in the call's exchange, when there is one.
+type doer struct {
+	client *http.Client
+	limits providers.Limits
+	errs   wire.Errors
+}
 
 // Do sends req through the configured client.
 func (d doer) Do(req *http.Request) (*http.Response, error) {
@@ -60,87 +72,48 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 	if x != nil {
 		x.status, x.header = resp.StatusCode, resp.Header
 	}
+	if e := d.errs.Redirect(resp); e != nil {
+		_ = resp.Body.Close()
+		return nil, e
+	}
 	if resp.StatusCode < http.StatusOK || resp.StatusCode >= http.StatusBadRequest {
-		resp.Body = bufferBody(resp.Body)
+		body, cut, _ := wire.ReadError(resp.Body, d.limits.MaxErrorBodyBytes)
+		_ = resp.Body.Close()
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		if x != nil {
+			x.cut = cut
+		}
 		return resp, nil
 	}
 	if x != nil && x.stream {
-		x.body = &doneWatcher{rc: resp.Body}
-		resp.Body = x.body
+		if wire.IsJSON(resp.Header) {
+			// A JSON 2xx cannot be the answer to a stream request: a gateway's error envelope,
+			// usually. Classify it as such here.
+			defer resp.Body.Close()
+			body, _, _ := wire.ReadError(resp.Body, d.limits.MaxErrorBodyBytes)
+			return nil, d.notAnAnswer(resp, body)
+		}
+		x.guard = wire.NewSSEGuard(resp.Body, d.limits.MaxEventBytes)
+		resp.Body = x.guard
+		return resp, nil
 	}
+	lim := wire.NewLimited(resp.Body, d.limits.MaxResponseBytes, "MaxResponseBytes", headKeep)
+	if x != nil {
+		x.body = lim
+	}
+	resp.Body = lim
 	return resp, nil
 }
 
-// bufferBody reads at most errorBodyLimit bytes of rc, closes it, and returns the bytes read
-// as a body whose Close is a no-op. A read error ends the copy early; go-openai then reports
-// the body as it is.
-func bufferBody(rc io.ReadCloser) io.ReadCloser {
-	b, _ := io.ReadAll(io.LimitReader(rc, errorBodyLimit))
-	_ = rc.Close()
-	return io.NopCloser(bytes.NewReader(b))
-}
-
-// doneLineMax is the longest line doneWatcher keeps: enough for "data: [DONE]" with some
-// whitespace. Longer lines are data chunks and are not copied.
-const doneLineMax = 32
-
-// doneWatcher passes a server-sent event stream through unchanged and notes whether a
-// "data: [DONE]" line went by. go-openai's Recv returns io.EOF both after [DONE] and when
-// the body simply ends, so this is the only way to tell a complete stream from a truncated
-// one. A [DONE] on the last line without a newline counts too.
-//
-// It is read by one goroutine at a time (go-openai's reader); done is read by the same
-// goroutine after Recv returns.
-type doneWatcher struct {
-	rc   io.ReadCloser
-	line []byte // the start of the current line, at most doneLineMax bytes
-	long bool   // the current line is longer than doneLineMax
-	done bool
-}
-
-// Read reads from the stream and scans what it returns.
-func (w *doneWatcher) Read(p []byte) (int, error) {
-	n, err := w.rc.Read(p)
-	w.scan(p[:n])
-	if err == io.EOF {
-		w.endLine()
+// notAnAnswer is the error for a 2xx body that holds no answer: an error envelope is
+// classified like the error it carries, anything else is KindUnavailable.
+func (d doer) notAnAnswer(resp *http.Response, body []byte) *providers.Error {
+	e := envelopeError(d.errs, body)
+	if e == nil {
+		e = d.errs.New(providers.KindUnavailable, "the server answered "+http.StatusText(resp.StatusCode)+
+			" without an answer: "+wire.Describe(body))
 	}
-	return n, err
-}
-
-// Close closes the underlying body.
-func (w *doneWatcher) Close() error { return w.rc.Close() }
-
-func (w *doneWatcher) scan(p []byte) {
-	for len(p) > 0 {
-		i := bytes.IndexByte(p, '\n')
-		if i < 0 {
-			w.keep(p)
-			return
-		}
-		w.keep(p[:i])
-		w.endLine()
-		p = p[i+1:]
-	}
-}
-
-func (w *doneWatcher) keep(p []byte) {
-	if w.long || len(w.line)+len(p) > doneLineMax {
-		w.long = true
-		return
-	}
-	w.line = append(w.line, p...)
-}
-
-func (w *doneWatcher) endLine() {
-	if !w.long && isDoneLine(w.line) {
-		w.done = true
-	}
-	w.line, w.long = w.line[:0], false
-}
-
-// isDoneLine reports whether line is the stream's terminal "data: [DONE]".
-func isDoneLine(line []byte) bool {
-	rest, ok := bytes.CutPrefix(bytes.TrimSpace(line), []byte("data:"))
-	return ok && bytes.Equal(bytes.TrimSpace(rest), []byte("[DONE]"))
+	e.StatusCode = resp.StatusCode
+	e.RequestID = d.errs.Field(wire.RequestID(resp.Header))
+	return e
 }

@@ -1,0 +1,151 @@
+// Package redact keeps secrets out of text that steady copies from a server or an error into
+// something a person or a system may read: error messages and fields, log records, span
+// attributes. It is the one home of that rule for the providers, the client and observe.
+//
+// Text is scrubbed before it is shortened, so a key cut in half by a length limit can never
+// survive as a prefix, and control characters are replaced so a hostile value cannot forge a
+// log line.
+package redact
+
+import (
+	"net/url"
+	"regexp"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Mask replaces every secret.
+const Mask = "[REDACTED]"
+
+// MinSecretLen is the shortest configured secret that is searched for: shorter values would
+// match ordinary words and are not real API keys.
+const MinSecretLen = 5
+
+// minPartial is the shortest start of a configured secret that is redacted on its own: a
+// server (or a limit) that cut the key short must not leak its first characters either.
+const minPartial = 8
+
+var (
+	// urlPattern finds absolute URLs, which may carry a key in their query or userinfo.
+	urlPattern = regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s"'<>]+`)
+	// shapes find credentials in free text whoever they belong to: bearer tokens, key=value
+	// pairs and the sk-… keys of OpenAI and Anthropic.
+	bearer   = regexp.MustCompile(`(?i)(bearer\s+)[^\s"',;]+`)
+	keyValue = regexp.MustCompile(`(?i)((?:api[-_]?key|x-api-key|authorization|access[-_]?token|token|secret|password)["']?\s*[=:]\s*["']?)[^\s"',;&]+`)
+	skKey    = regexp.MustCompile(`\bsk-[A-Za-z0-9_\-]{6,}`)
+)
+
+// Scrubber removes configured secrets and anything shaped like a credential from text. The
+// zero value removes only shapes. It is safe for concurrent use.
+type Scrubber struct {
+	secrets []string
+}
+
+// New returns a Scrubber for the given secrets (API keys); empty and too short ones are
+// ignored.
+func New(secrets ...string) Scrubber {
+	var s Scrubber
+	for _, v := range secrets {
+		if len(v) >= MinSecretLen {
+			s.secrets = append(s.secrets, v)
+		}
+	}
+	return s
+}
+
+// Redact returns text without the configured secrets (whole, or any start of one at least
+// minPartial long), with every URL cut to its scheme://host, and without credential shapes.
+func (s Scrubber) Redact(text string) string {
+	if strings.Contains(text, "://") {
+		text = urlPattern.ReplaceAllStringFunc(text, func(raw string) string {
+			u, err := url.Parse(raw)
+			if err != nil || u.Host == "" {
+				return "[url]"
+			}
+			return u.Scheme + "://" + u.Host
+		})
+	}
+	for _, secret := range s.secrets {
+		text = redactSecret(text, secret)
+	}
+	if strings.Contains(text, "sk-") {
+		text = skKey.ReplaceAllString(text, "sk-"+Mask)
+	}
+	if hasFold(text, "bearer") {
+		text = bearer.ReplaceAllString(text, "${1}"+Mask)
+	}
+	if strings.ContainsAny(text, "=:") && (hasFold(text, "key") || hasFold(text, "token") ||
+		hasFold(text, "secret") || hasFold(text, "password") || hasFold(text, "authorization")) {
+		text = keyValue.ReplaceAllString(text, "${1}"+Mask)
+	}
+	return text
+}
+
+// Text is Redact, then every control character (newlines included) replaced by a space, then
+// the result cut to at most max bytes on a rune boundary with "…" appended when cut. max <= 0
+// means no cut.
+func (s Scrubber) Text(text string, max int) string {
+	return Clip(Line(s.Redact(text)), max)
+}
+
+// Line replaces control characters with spaces, so text stays on one line.
+func Line(text string) string {
+	if !strings.ContainsFunc(text, unicode.IsControl) {
+		return text
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, text)
+}
+
+// Clip cuts text to at most max bytes on a rune boundary, appending "…" when it cut; invalid
+// UTF-8 is dropped from the cut end. max <= 0 means no cut.
+func Clip(text string, max int) string {
+	if max <= 0 || len(text) <= max {
+		return text
+	}
+	cut := max
+	for cut > 0 && !utf8.RuneStart(text[cut]) {
+		cut--
+	}
+	return strings.ToValidUTF8(text[:cut], "") + "…"
+}
+
+// redactSecret masks every occurrence in text of secret, and of any start of it at least
+// minPartial long (or the whole secret, if shorter).
+func redactSecret(text, secret string) string {
+	probe := secret[:min(len(secret), minPartial)]
+	if !strings.Contains(text, probe) {
+		return text
+	}
+	var b strings.Builder
+	for {
+		i := strings.Index(text, probe)
+		if i < 0 {
+			b.WriteString(text)
+			return b.String()
+		}
+		n := len(probe)
+		for n < len(secret) && i+n < len(text) && text[i+n] == secret[n] {
+			n++
+		}
+		b.WriteString(text[:i])
+		b.WriteString(Mask)
+		text = text[i+n:]
+	}
+}
+
+// hasFold reports whether text contains word in any case (ASCII).
+func hasFold(text, word string) bool {
+	n := len(word)
+	for i := 0; i+n <= len(text); i++ {
+		if strings.EqualFold(text[i:i+n], word) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,79 @@
+package wire
+
+import (
+	"bytes"
+	"io"
+
+	"github.com/steadyllm/steady/providers"
+)
+
+// ReadAll reads r to the end, failing with a *providers.LimitError naming limit when it holds
+// more than max bytes: at most max+1 bytes are ever read.
+func ReadAll(r io.Reader, max int64, limit string) ([]byte, error) {
+	data, err := io.ReadAll(io.LimitReader(r, max+1))
+	if err != nil {
+		return data, err
+	}
+	if int64(len(data)) > max {
+		return data[:max], &providers.LimitError{Limit: limit, Max: max}
+	}
+	return data, nil
+}
+
+// ReadError reads at most max bytes of an error body and reports whether there was more,
+// which is left unread.
+func ReadError(r io.Reader, max int64) (body []byte, cut bool, err error) {
+	body, err = io.ReadAll(io.LimitReader(r, max+1))
+	if int64(len(body)) > max {
+		return body[:max], true, err
+	}
+	return body, false, err
+}
+
+// Limited is a response body that fails with a *providers.LimitError once more than its limit
+// has been read, and keeps the first bytes it passed on, so that a caller whose decoder found
+// no answer in them can look at what the server sent instead (an error envelope, say).
+type Limited struct {
+	rc    io.ReadCloser
+	left  int64 // bytes that may still be read
+	max   int64
+	limit string
+	head  []byte
+	keep  int // how many of the first bytes to keep
+}
+
+// NewLimited wraps rc. keep is how many of the first bytes Head returns.
+func NewLimited(rc io.ReadCloser, max int64, limit string, keep int) *Limited {
+	return &Limited{rc: rc, left: max, max: max, limit: limit, keep: keep}
+}
+
+// Read reads from the body; past the limit it returns the *providers.LimitError.
+func (b *Limited) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, &providers.LimitError{Limit: b.limit, Max: b.max}
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1] // one byte past the limit tells "more" from "exactly the limit"
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	if len(b.head) < b.keep && n > 0 {
+		if b.head == nil {
+			b.head = make([]byte, 0, b.keep)
+		}
+		b.head = append(b.head, p[:min(n, b.keep-len(b.head))]...)
+	}
+	if b.left < 0 {
+		return n + int(b.left), &providers.LimitError{Limit: b.limit, Max: b.max}
+	}
+	return n, err
+}
+
+// Close closes the body.
+func (b *Limited) Close() error { return b.rc.Close() }
+
+// Head returns the first bytes read (up to keep), trimmed of surrounding white space.
+func (b *Limited) Head() []byte { return bytes.TrimSpace(b.head) }
+
+// Complete reports whether Head holds the whole body read so far.
+func (b *Limited) Complete() bool { return b.max-b.left <= int64(len(b.head)) }

@@ -1,0 +1,113 @@
+package wire
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/steadyllm/steady/providers"
+)
+
+func TestSSEGuard_SeesDoneWhereverReadsSplit(t *testing.T) {
+	long := "data: " + strings.Repeat("x", 100) + " [DONE]\n\n"
+	tests := []struct {
+		name, body, want string
+		done             bool
+	}{
+		{"plain", "data: {}\n\ndata: [DONE]\n\n", "", true},
+		{"crlf", "data: {}\r\n\r\ndata: [DONE]\r\n\r\n", "", true},
+		{"no space", "data:[DONE]\n\n", "", true},
+		{"no final newline", "data: {}\n\ndata: [DONE]", "", true},
+		{"missing", "data: {}\n\n", "", false},
+		{"inside a long line", long, "", false},
+		{"inside json", `data: {"content":"[DONE]"}` + "\n\n", "", false},
+		{"comment, dropped", ": [DONE]\n\ndata: {}\n\n", "\ndata: {}\n\n", false},
+		{"keep-alives dropped", "data: {}\n\n: keep-alive\n: ping\ndata: [DONE]\n\n", "data: {}\n\ndata: [DONE]\n\n", true},
+	}
+	for _, tt := range tests {
+		want := tt.want
+		if want == "" {
+			want = tt.body
+		}
+		for _, split := range []bool{false, true} {
+			var r io.Reader = strings.NewReader(tt.body)
+			if split {
+				r = iotest.OneByteReader(r)
+			}
+			g := NewSSEGuard(io.NopCloser(r), 1<<20)
+			got, err := io.ReadAll(g)
+			if err != nil || string(got) != want {
+				t.Fatalf("%s (split=%t): got %q, %v; want %q", tt.name, split, got, err, want)
+			}
+			if g.Done() != tt.done {
+				t.Errorf("%s (split=%t): done=%t, want %t", tt.name, split, g.Done(), tt.done)
+			}
+		}
+	}
+}
+
+// endless is a body that never ends: the same line over and over, generated, never stored.
+type endless struct{ line []byte }
+
+func (e *endless) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		n += copy(p[n:], e.line)
+	}
+	return n, nil
+}
+
+func isEventLimit(err error) bool {
+	var le *providers.LimitError
+	return errors.As(err, &le) && le.Limit == "MaxEventBytes"
+}
+
+func TestSSEGuard_Limits(t *testing.T) {
+	const max = 64 << 10
+	for name, body := range map[string]io.Reader{
+		"one endless line":       &endless{line: []byte("x")},
+		"endless data line":      io.MultiReader(strings.NewReader("data: "), &endless{line: []byte("y")}),
+		"comment flood":          &endless{line: []byte(": keep-alive\n")},
+		"blank line flood":       &endless{line: []byte("\n")},
+		"other lines kept above": io.MultiReader(&endless{line: []byte("event: x\ndata: {}\n\n")}),
+	} {
+		g := NewSSEGuard(io.NopCloser(body), max)
+		n, err := io.Copy(io.Discard, g)
+		if !isEventLimit(err) {
+			t.Fatalf("%s: %v after %d bytes, want the MaxEventBytes limit", name, err, n)
+		}
+		if n > 4*max {
+			t.Fatalf("%s: %d bytes passed before the limit", name, n)
+		}
+	}
+}
+
+func TestSSEReader_Limits(t *testing.T) {
+	const max = 64 << 10
+	for name, body := range map[string]io.Reader{
+		"one endless line":  &endless{line: []byte("x")},
+		"endless data line": io.MultiReader(strings.NewReader("data: "), &endless{line: []byte("y")}),
+		"endless event":     &endless{line: []byte("data: more\n")},
+		"comment flood":     &endless{line: []byte(": keep-alive\n")},
+		"blank line flood":  &endless{line: []byte("\r\n")},
+	} {
+		r := NewSSEReader(body, max)
+		_, err := r.Next()
+		if !isEventLimit(err) {
+			t.Fatalf("%s: %v, want the MaxEventBytes limit", name, err)
+		}
+	}
+	// Comments between events do not add up across events.
+	var b strings.Builder
+	for i := 0; i < 100; i++ {
+		b.WriteString(strings.Repeat(": ping\n", 1000) + "data: {}\n\n")
+	}
+	r := NewSSEReader(strings.NewReader(b.String()), max)
+	for i := 0; i < 100; i++ {
+		if _, err := r.Next(); err != nil {
+			t.Fatalf("event %d: %v", i, err)
+		}
+	}
+}

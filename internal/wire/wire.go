@@ -1,0 +1,148 @@
+// Package wire holds what steady's providers share about reading a server's answer safely:
+// refusing redirects, reading bodies within the configured limits, and turning what a server
+// sent into fields of a *providers.Error that are scrubbed of secrets and bounded in size.
+// Every rule here treats the server as untrusted.
+package wire
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/steadyllm/steady/internal/redact"
+	"github.com/steadyllm/steady/providers"
+)
+
+// Bounds of the text a server can put in an error.
+const (
+	maxMessage = 1000 // Error.Message
+	maxField   = 128  // Error.Type, Code, RequestID and the like
+)
+
+// NoRedirects returns a copy of hc (nil means http.DefaultClient) that never follows a
+// redirect: it hands the 3xx back instead, for Redirect to turn into an error. The original is
+// not modified. Go's client would otherwise resend a 307/308 body, and it strips only
+// Authorization and Cookie, only when the host name changes, never for another port: an
+// x-api-key or api-key header would reach whoever the Location names.
+func NoRedirects(hc *http.Client) *http.Client {
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	c := *hc
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &c
+}
+
+// Errors makes the *providers.Error values of one provider: it knows the provider's name and
+// its API key, and scrubs every field copied from a server.
+type Errors struct {
+	Provider string
+	scrub    redact.Scrubber
+}
+
+// NewErrors returns the error maker of the provider named name, whose API key is key.
+func NewErrors(name, key string) Errors {
+	return Errors{Provider: name, scrub: redact.New(key)}
+}
+
+// Finish fills in the provider's name and scrubs and bounds every field of e that may hold
+// text from a server, in place. It returns e.
+func (x Errors) Finish(e *providers.Error) *providers.Error {
+	if e.Provider == "" {
+		e.Provider = x.Provider
+	}
+	e.Message = x.scrub.Text(e.Message, maxMessage)
+	e.Type = x.Field(e.Type)
+	e.Code = x.Field(e.Code)
+	e.RequestID = x.Field(e.RequestID)
+	return e
+}
+
+// Field scrubs and bounds a short value a server sent (an ID, a model name, a code).
+func (x Errors) Field(s string) string {
+	if s == "" {
+		return s
+	}
+	return x.scrub.Text(s, maxField)
+}
+
+// Text scrubs and bounds a message.
+func (x Errors) Text(s string) string { return x.scrub.Text(s, maxMessage) }
+
+// New returns a finished error of kind k with message msg.
+func (x Errors) New(k providers.ErrorKind, msg string) *providers.Error {
+	return x.Finish(&providers.Error{Kind: k, Message: msg})
+}
+
+// Redirect returns the error for a redirect response (a 3xx with a Location), or nil. It names
+// the status and the origin pointed to, never a path or query. The caller closes the body.
+func (x Errors) Redirect(resp *http.Response) *providers.Error {
+	if resp.StatusCode < 300 || resp.StatusCode > 399 || resp.Header.Get("Location") == "" {
+		return nil
+	}
+	to := "elsewhere"
+	if u, err := url.Parse(resp.Header.Get("Location")); err == nil && u.Scheme != "" && u.Host != "" {
+		to = "to " + u.Scheme + "://" + u.Host
+	}
+	return x.Finish(&providers.Error{
+		Kind:       providers.KindRedirected,
+		StatusCode: resp.StatusCode,
+		Message: http.StatusText(resp.StatusCode) + ", a redirect " + to +
+			": redirects are never followed, so the API key stays with the configured origin (check BaseURL)",
+		RequestID: RequestID(resp.Header),
+	})
+}
+
+// RequestID returns the provider's request ID header (x-request-id, request-id,
+// apim-request-id), unscrubbed: Finish scrubs it with the rest of the error.
+func RequestID(h http.Header) string {
+	for _, k := range []string{"X-Request-Id", "Request-Id", "Apim-Request-Id"} {
+		if v := h.Get(k); v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// IsJSON reports whether h declares a JSON body (application/json or a +json type).
+func IsJSON(h http.Header) bool {
+	mt, _, _ := mime.ParseMediaType(h.Get("Content-Type"))
+	return mt == "application/json" || strings.HasSuffix(mt, "+json")
+}
+
+// Describe names what a body that is not an answer held, without repeating much of it:
+// the body itself when short, else its size and first bytes. The result is not scrubbed;
+// it goes into a message that Errors.Finish scrubs.
+func Describe(body []byte) string {
+	body = bytes.TrimSpace(body)
+	switch {
+	case len(body) == 0:
+		return "an empty body"
+	case len(body) <= 80:
+		return string(body)
+	}
+	return fmt.Sprintf("%d bytes starting %s", len(body), redact.Clip(string(body), 60))
+}
+
+// Canceled is the error of a call whose caller's context ctx ended, wherever that struck:
+// KindCanceled, matching ctx.Err() (context.Canceled or context.DeadlineExceeded) with
+// errors.Is as well as err, what the call saw (a closed connection, a transport error).
+func (x Errors) Canceled(ctx context.Context, err error) *providers.Error {
+	cause := ctx.Err()
+	var wrapped error = cause
+	if err != nil && !errors.Is(err, cause) {
+		wrapped = &canceled{cause: cause, seen: err}
+	}
+	return x.Finish(&providers.Error{Kind: providers.KindCanceled, Message: cause.Error(), Err: wrapped})
+}
+
+// canceled joins the caller's cancellation with what the call saw of it.
+type canceled struct{ cause, seen error }
+
+func (e *canceled) Error() string   { return e.cause.Error() + " (" + e.seen.Error() + ")" }
+func (e *canceled) Unwrap() []error { return []error{e.cause, e.seen} }
