@@ -3,10 +3,10 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"strconv"
 	"strings"
 
+	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/resilience"
 )
 
@@ -32,18 +32,39 @@ func build(llm map[string]any, ps *problems) *Config {
 		policyFaults[name] = checkOptions(ps, joinPath(keyLLM+"."+keyPolicies, name), o, rootFaults)
 	}
 
+	policyNames := newIndex(cfg.Policies)
 	providers, _ := llm[keyProviders].(map[string]any)
 	for _, name := range sortedKeys(providers) {
 		tree, _ := providers[name].(map[string]any)
-		cfg.Providers[name] = buildProvider(ps, cfg, name, tree, rootFaults, policyFaults)
+		cfg.Providers[name] = buildProvider(ps, cfg, name, tree, policyNames, rootFaults, policyFaults)
 	}
 
 	fallback, _ := llm[keyFallback].([]string)
-	cfg.Fallback = checkFallback(ps, cfg, fallback)
+	cfg.Fallback = checkFallback(ps, newIndex(cfg.Providers), fallback)
 	return cfg
 }
 
-func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any,
+// index finds names case-insensitively in constant time, so that a load stays linear in the
+// number of names; the sorted list serves suggestions.
+type index struct {
+	byLower map[string]string
+	sorted  []string
+}
+
+func newIndex[V any](m map[string]V) index {
+	ix := index{byLower: make(map[string]string, len(m)), sorted: sortedKeys(m)}
+	for _, n := range ix.sorted {
+		ix.byLower[strings.ToLower(n)] = n
+	}
+	return ix
+}
+
+func (ix index) lookup(name string) (string, bool) {
+	c, ok := ix.byLower[strings.ToLower(name)]
+	return c, ok
+}
+
+func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, policies index,
 	rootFaults map[string]bool, policyFaults map[string]map[string]bool) Provider {
 	path := joinPath(keyLLM+"."+keyProviders, name)
 	str := func(key string) string { s, _ := tree[key].(string); return s }
@@ -63,7 +84,7 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any,
 	case p.Type == "":
 		add(keyType, nil, "is required: "+oneOf(providerTypes))
 	case indexOf(providerTypes, p.Type) < 0:
-		add(keyType, str(keyType), oneOf(providerTypes)+didYouMean(p.Type, providerTypes))
+		add(keyType, str(keyType), oneOf(providerTypes)+ps.didYouMean(p.Type, providerTypes))
 	}
 	if p.APIKeyEnv == "" && (p.Type == TypeOpenAI || p.Type == TypeAzure || p.Type == TypeAnthropic) {
 		add(keyAPIKeyEnv, nil, fmt.Sprintf("is required for Type %q: the name of the environment "+
@@ -76,13 +97,11 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any,
 
 	parent, parentFaults := cfg.Resilience, rootFaults
 	if ref := str(keyPolicy); ref != "" {
-		known := sortedKeys(cfg.Policies)
-		if c, ok := canonical(ref, known); ok {
+		if c, ok := policies.lookup(ref); ok {
 			p.Policy = c
 			parent, parentFaults = cfg.Policies[c], policyFaults[c]
 		} else {
-			add(keyPolicy, ref, "must name a policy of LLM.Policies"+
-				didYouMean(ref, known))
+			add(keyPolicy, ref, "must name a policy of LLM.Policies"+ps.didYouMean(ref, policies.sorted))
 			p.Policy = ref
 		}
 	}
@@ -92,8 +111,9 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any,
 	return p
 }
 
-// checkBaseURL reports a BaseURL that is missing where required or not an http(s) URL. A URL
-// with credentials in it is refused without repeating it.
+// checkBaseURL reports a BaseURL that is missing where required, is not an http(s) URL or
+// carries a credential (userinfo, or a key in its query). The URL is never repeated: it may
+// hold the very secret that makes it unusable.
 func checkBaseURL(add func(key string, value any, allowed string), typ, raw string) {
 	if raw == "" {
 		if typ == TypeAzure || typ == TypeOpenAICompatible {
@@ -101,29 +121,23 @@ func checkBaseURL(add func(key string, value any, allowed string), typ, raw stri
 		}
 		return
 	}
-	u, err := url.Parse(raw)
-	switch {
-	case strings.Contains(raw, "@") && (err != nil || u.User != nil):
-		add(keyBaseURL, nil, "must not contain credentials: put the API key in an environment "+
-			"variable and name that variable in APIKeyEnv")
-	case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-		add(keyBaseURL, raw, `must be an absolute http or https URL, such as "https://api.example.com/v1"`)
+	if problem := redact.CheckBaseURL(raw); problem != "" {
+		add(keyBaseURL, nil, problem)
 	}
 }
 
 // checkFallback resolves the fallback names to the providers' spelling.
-func checkFallback(ps *problems, cfg *Config, names []string) []string {
+func checkFallback(ps *problems, providers index, names []string) []string {
 	if names == nil {
 		return nil
 	}
-	known := sortedKeys(cfg.Providers)
 	out := make([]string, len(names))
 	seen := map[string]int{}
 	for i, n := range names {
 		path := fmt.Sprintf("%s.%s[%d]", keyLLM, keyFallback, i)
-		c, ok := canonical(n, known)
+		c, ok := providers.lookup(n)
 		if !ok {
-			ps.add(Problem{Path: path, Value: n, Allowed: "must name a provider of LLM.Providers" + didYouMean(n, known)})
+			ps.add(Problem{Path: path, Value: n, Allowed: "must name a provider of LLM.Providers" + ps.didYouMean(n, providers.sorted)})
 			c = n
 		} else if first, dup := seen[c]; dup {
 			ps.add(Problem{Path: path, Value: n, Allowed: fmt.Sprintf("is listed twice: already at index %d", first)})

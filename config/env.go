@@ -65,7 +65,7 @@ func (r *envReader) transform(name, value string) (string, any) {
 	}
 	if first, dup := r.seen[id]; dup {
 		if first != name { // the same variable listed twice: the first wins, as with os.Getenv
-			r.problem(name, t.display(), nil, fmt.Sprintf("also set by %s: names are case-insensitive", first))
+			r.problem(name, t.display(), nil, fmt.Sprintf("also set by %s: names are case-insensitive", showName(first)))
 		}
 		return "", nil
 	}
@@ -160,7 +160,7 @@ func (w *envWalk) more(i int, what, example string) bool {
 		return true
 	}
 	w.r.problem(w.name, displayPath(w.path, -1), nil, fmt.Sprintf(
-		"names %s, not a setting: set one of its fields, such as %s__%s", what, w.name, example))
+		"names %s, not a setting: set one of its fields, such as %s", what, showName(w.name+"__"+example)))
 	return false
 }
 
@@ -174,7 +174,7 @@ func (w *envWalk) match(i int, known []string) (string, bool) {
 		w.path = append(w.path, c)
 		return c, true
 	}
-	fix := suggest(w.segs[i], known)
+	fix := w.r.ps.suggest(w.segs[i], known)
 	if fix == "" {
 		if f, ok := lookupOption(w.segs[i]); ok && slices.Contains(known, keyResilience) {
 			fix = keyResilience + "__" + f.name
@@ -184,14 +184,14 @@ func (w *envWalk) match(i int, known []string) (string, bool) {
 	if fix != "" {
 		fixed := slices.Clone(w.segs)
 		fixed[i] = fix
-		msg += "; did you mean " + envPrefix + strings.Join(fixed, "__") + "?"
+		msg += "; did you mean " + showName(envPrefix+strings.Join(fixed, "__")) + "?"
 	}
 	w.fail(i, msg)
 	return "", false
 }
 
 // declared resolves a policy or provider name at segment i against the names already declared.
-func (w *envWalk) declared(i int, known *[]string) bool {
+func (w *envWalk) declared(i int, known *nameSet) bool {
 	if !w.more(i, "a map of names", "<name>") {
 		return false
 	}
@@ -199,7 +199,7 @@ func (w *envWalk) declared(i int, known *[]string) bool {
 		w.fail(i, msg)
 		return false
 	}
-	w.path = append(w.path, resolve(known, w.segs[i]))
+	w.path = append(w.path, known.resolve(w.segs[i]))
 	return true
 }
 
@@ -227,7 +227,7 @@ func (w *envWalk) option(i int) (envTarget, bool) {
 func (w *envWalk) list(i int, k kind) (envTarget, bool) {
 	if i >= len(w.segs) {
 		w.r.problem(w.name, displayPath(w.path, -1), nil, fmt.Sprintf(
-			"is a list: set its elements by index, as %s__0, %s__1, …", w.name, w.name))
+			"is a list: set its elements by index, as %s, %s, …", showName(w.name+"__0"), showName(w.name+"__1")))
 		return envTarget{}, false
 	}
 	idx, err := strconv.Atoi(w.segs[i])

@@ -4,8 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"github.com/steadyllm/steady/internal/redact"
 )
 
 // ErrNoAPIKey is matched (errors.Is) by the error of [Provider.APIKey] when the environment
@@ -47,7 +51,7 @@ type Problem struct {
 func (p Problem) Error() string {
 	var b strings.Builder
 	if p.Source != "" {
-		b.WriteString(p.Source)
+		b.WriteString(showName(p.Source))
 		if p.Line > 0 {
 			fmt.Fprintf(&b, ":%d:%d", p.Line, p.Column)
 		}
@@ -99,18 +103,59 @@ func (e *Error) Unwrap() []error {
 // maxShown bounds how much of a string value a problem repeats.
 const maxShown = 64
 
+// show renders a name taken from the input (a key, a policy or provider name) for a message:
+// quoted, control characters escaped (a name with a newline cannot forge a line of its own),
+// and cut to maxShown bytes.
+func show(s string) string {
+	if redact.LooksLikeKey(s) {
+		return redact.Mask // a secret written where a name or value belongs: never repeat it
+	}
+	if len(s) > maxShown {
+		return strconv.Quote(clipShown(s)) + "…"
+	}
+	return strconv.Quote(s)
+}
+
+// maxName bounds a source (a file path, a variable name) in a message.
+const maxName = 256
+
+// showName renders a source or variable name: as it is when it is printable and not too long,
+// else quoted with control characters escaped, and cut.
+func showName(s string) string {
+	if redact.LooksLikeKey(s) {
+		return redact.Mask
+	}
+	printable := !strings.ContainsFunc(s, func(r rune) bool { return !unicode.IsPrint(r) })
+	switch {
+	case printable && len(s) <= maxName:
+		return s
+	case len(s) <= maxName:
+		return strconv.Quote(s)
+	}
+	cut := maxName
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "…"
+}
+
+// clipShown cuts s to at most maxShown bytes on a rune boundary.
+func clipShown(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	cut := maxShown
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut]
+}
+
 // showValue renders a value for a message: strings quoted and shortened, containers by kind only.
 func showValue(v any) string {
 	switch v := v.(type) {
 	case string:
-		if len(v) > maxShown {
-			cut := maxShown
-			for cut > 0 && !utf8.RuneStart(v[cut]) {
-				cut--
-			}
-			return fmt.Sprintf("%q…", v[:cut])
-		}
-		return fmt.Sprintf("%q", v)
+		return show(v)
 	case literal:
 		return string(v)
 	case map[string]any:
@@ -142,8 +187,13 @@ func describe(v any) any {
 
 // problems collects the problems of one load.
 type problems struct {
-	list []Problem
+	list    []Problem
+	guesses int // suggestions computed so far: each costs a scan of the candidates
 }
+
+// maxGuesses bounds the suggestions one load computes, so a file with thousands of unknown
+// names still loads in time linear in its size.
+const maxGuesses = 32
 
 func (ps *problems) add(p Problem) { ps.list = append(ps.list, p) }
 
@@ -204,10 +254,20 @@ func levenshtein(a, b string) int {
 	return prev[len(rb)]
 }
 
-// didYouMean formats the hint for an unknown name.
-func didYouMean(name string, candidates []string) string {
-	if s := suggest(name, candidates); s != "" {
-		return fmt.Sprintf("; did you mean %s?", s)
+// didYouMean formats the hint for an unknown name, while the load's budget of suggestions
+// lasts.
+func (ps *problems) didYouMean(name string, candidates []string) string {
+	if s := ps.suggest(name, candidates); s != "" {
+		return fmt.Sprintf("; did you mean %s?", showName(s))
 	}
 	return ""
+}
+
+// suggest is suggest within the load's budget.
+func (ps *problems) suggest(name string, candidates []string) string {
+	if ps.guesses >= maxGuesses {
+		return ""
+	}
+	ps.guesses++
+	return suggest(name, candidates)
 }

@@ -94,7 +94,7 @@ func TestParse_Problems(t *testing.T) {
 		{"azure needs a BaseURL", `{"LLM": {"Providers": {"p": {"Type": "azure", "APIKeyEnv": "K"}}}}`,
 			"LLM.Providers.p.BaseURL", "", "is required"},
 		{"relative BaseURL", `{"LLM": {"Providers": {"p": {"Type": "openai", "APIKeyEnv": "K", "BaseURL": "api/v1"}}}}`,
-			"LLM.Providers.p.BaseURL", `"api/v1"`, "absolute http or https URL"},
+			"LLM.Providers.p.BaseURL", "", "absolute http or https URL"}, // URLs are never repeated
 		{"APIVersion outside azure", `{"LLM": {"Providers": {"p": {"Type": "openai", "APIKeyEnv": "K", "APIVersion": "1"}}}}`,
 			"LLM.Providers.p.APIVersion", `"1"`, "only used with"},
 

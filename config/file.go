@@ -6,26 +6,37 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"unicode"
 
 	koanfjson "github.com/knadh/koanf/parsers/json"
+
+	"github.com/steadyllm/steady/internal/redact"
 )
 
 // names remembers the provider and policy names seen so far, spelled as first declared, so a
 // later source that writes "OpenAI" updates the provider an earlier one declared as "openai".
 type names struct {
-	providers []string
-	policies  []string
+	providers nameSet
+	policies  nameSet
+}
+
+// nameSet is a set of user-chosen names, matched case-insensitively in constant time (a load
+// stays linear in the number of names).
+type nameSet struct {
+	byLower map[string]string // lower case → the spelling first declared
 }
 
 // resolve returns the known spelling of name, declaring it when it is new.
-func resolve(list *[]string, name string) string {
-	if c, ok := canonical(name, *list); ok {
+func (n *nameSet) resolve(name string) string {
+	lower := strings.ToLower(name)
+	if c, ok := n.byLower[lower]; ok {
 		return c
 	}
-	*list = append(*list, name)
+	if n.byLower == nil {
+		n.byLower = map[string]string{}
+	}
+	n.byLower[lower] = name
 	return name
 }
 
@@ -125,7 +136,7 @@ func (p *jsonParser) eachKey(path string, obj map[string]any, known []string,
 		}
 		if first, dup := seen[canon]; dup {
 			p.problem(joinPath(path, key), nil,
-				fmt.Sprintf("set twice, as %q and %q: keys are case-insensitive", first, key))
+				fmt.Sprintf("set twice, as %s and %s: keys are case-insensitive", show(first), show(key)))
 			continue
 		}
 		seen[canon] = key
@@ -136,7 +147,7 @@ func (p *jsonParser) eachKey(path string, obj map[string]any, known []string,
 // unknownKey reports a key that the schema does not know, with the closest known one.
 func (p *jsonParser) unknownKey(known []string) func(path, key string) {
 	return func(path, key string) {
-		p.problem(joinPath(path, key), nil, "unknown key"+didYouMean(key, known))
+		p.problem(joinPath(path, key), nil, "unknown key"+p.ps.didYouMean(key, known))
 	}
 }
 
@@ -203,7 +214,7 @@ func (p *jsonParser) options(path string, v any) map[string]any {
 }
 
 // named normalizes a map from user-chosen names to objects (policies, providers).
-func (p *jsonParser) named(path string, v any, known *[]string,
+func (p *jsonParser) named(path string, v any, known *nameSet,
 	each func(path string, v any) map[string]any) map[string]any {
 	m, ok := p.object(path, v)
 	if !ok {
@@ -219,11 +230,11 @@ func (p *jsonParser) named(path string, v any, known *[]string,
 		lower := strings.ToLower(key)
 		if first, dup := seen[lower]; dup {
 			p.problem(joinPath(path, key), nil,
-				fmt.Sprintf("declared twice, as %q and %q: names are case-insensitive", first, key))
+				fmt.Sprintf("declared twice, as %s and %s: names are case-insensitive", show(first), show(key)))
 			continue
 		}
 		seen[lower] = key
-		name := resolve(known, key)
+		name := known.resolve(key)
 		if sub := each(joinPath(path, key), m[key]); sub != nil {
 			out[name] = sub
 		}
@@ -327,9 +338,10 @@ func checkName(name string) string {
 	return ""
 }
 
-// validEnvName reports whether s is a portable environment variable name.
+// validEnvName reports whether s is a portable environment variable name that does not look
+// like an API key written where its variable's name belongs.
 func validEnvName(s string) bool {
-	if s == "" {
+	if s == "" || redact.LooksLikeKey(s) {
 		return false
 	}
 	for i, r := range s {
@@ -346,12 +358,12 @@ func validEnvName(s string) bool {
 // joinPath appends key to a JSON path, bracketing keys that are not plain names (such as
 // "gpt-4.1") so the path stays unambiguous.
 func joinPath(path, key string) string {
-	plain := key != "" && !strings.ContainsFunc(key, func(r rune) bool {
+	plain := key != "" && len(key) <= maxShown && !redact.LooksLikeKey(key) && !strings.ContainsFunc(key, func(r rune) bool {
 		return !(r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r))
 	})
 	switch {
 	case !plain:
-		return path + "[" + strconv.Quote(key) + "]"
+		return path + "[" + show(key) + "]"
 	case path == "":
 		return key
 	}

@@ -93,6 +93,12 @@ func (p *Pipeline) Options() Options {
 // Wrap returns shares this pipeline's state, so wrapping two transports still gives one
 // circuit and one set of bulkhead slots.
 //
+// When base is an *http.Transport and StreamIdleTimeoutSeconds is set, the pipeline sends
+// through a clone of it (Transport.Clone) whose connections note when they read bytes, so that
+// the idle timeout measures silence on the wire (see wire.go): configure the transport before
+// wrapping it. The clone has its own pool of connections; CloseIdleConnections on the wrapped
+// transport closes those.
+//
 // The chain honours the http.RoundTripper contract: it never modifies the caller's
 // request, always closes the request body, and returns a response whose body must be
 // closed by the caller, as usual. Closing it (or reading it to EOF) also releases the
@@ -101,9 +107,10 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
+	base, watched := p.watchTransport(base)
 	retry := newRetryTransport(p, base)
 	brk := &breakerTransport{b: &p.breaker, next: retry}
-	tmo := &timeoutTransport{p: p, next: brk}
+	tmo := &timeoutTransport{p: p, next: brk, watched: watched}
 	return &bulkheadTransport{p: p, next: tmo, base: base}
 }
 

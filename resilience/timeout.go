@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 )
@@ -20,8 +21,9 @@ import (
 // Only the pipeline's own expiry becomes a *TimeoutError. When the caller's context ends
 // first, the caller's error comes back unchanged.
 type timeoutTransport struct {
-	p    *Pipeline
-	next http.RoundTripper
+	p       *Pipeline
+	next    http.RoundTripper
+	watched bool // the base transport's connections are watched (see wire.go)
 }
 
 func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -41,7 +43,11 @@ func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	} else {
 		c.totalOff.Store(true)
 	}
-	resp, err := t.next.RoundTrip(req.WithContext(c))
+	var callCtx context.Context = c
+	if p.idleTimeout > 0 && t.watched {
+		callCtx = c.traceConn(callCtx) // any answer may turn out to be an event stream
+	}
+	resp, err := t.next.RoundTrip(req.WithContext(callCtx))
 	if err != nil {
 		c.stopTotal()
 		err = c.mapErr(err)
@@ -51,6 +57,9 @@ func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if isEventStream(resp) {
 		c.stopTotal()
 		if p.idleTimeout > 0 {
+			if resp.ProtoMajor >= 2 {
+				c.conn.Store(nil) // the Read itself measures an HTTP/2 stream's silence
+			}
 			c.idle = p.clock.AfterFunc(p.idleTimeout, c.expireIdle)
 			c.idle.Stop()
 		}
@@ -73,6 +82,12 @@ type timeoutCall struct {
 	deadline        time.Time // zero without a total timeout
 	idle            Timer
 	rc              io.ReadCloser
+	// For an event stream: whether a Read is waiting, since when, and the watched connection
+	// that carries the stream (nil when not watched).
+	reading   atomic.Bool
+	readSince atomic.Int64
+	conn      atomic.Pointer[watchedConn]
+	trace     httptrace.ClientTrace
 	// totalOff is set once the total timeout no longer applies: the call ended, or its
 	// stream's headers arrived. The pipeline's deadlines queue skips such calls.
 	totalOff       atomic.Bool
@@ -95,7 +110,21 @@ func (c *timeoutCall) expireTotal() {
 	}
 }
 
+// expireIdle runs when a Read of an event stream has waited StreamIdleTimeoutSeconds. It
+// cuts the stream only if the wire was silent all that time: when the connection read bytes
+// meanwhile (a Read blocked in the middle of an HTTP chunk), it re-arms for the rest of the
+// limit, counted from the last bytes.
 func (c *timeoutCall) expireIdle() {
+	if !c.reading.Load() {
+		return // the Read ended as the timer fired
+	}
+	if conn := c.conn.Load(); conn != nil {
+		last := max(conn.last.Load(), c.readSince.Load())
+		if quiet := time.Duration(c.p.clock.Now().UnixNano() - last); quiet < c.p.idleTimeout {
+			c.idle.Reset(c.p.idleTimeout - quiet)
+			return
+		}
+	}
 	c.cancel(&TimeoutError{Pipeline: c.p.name, Kind: TimeoutStreamIdle, After: c.p.idleTimeout})
 }
 
@@ -119,10 +148,13 @@ func (c *timeoutCall) mapErr(err error) error {
 
 func (c *timeoutCall) Read(b []byte) (int, error) {
 	if c.idle != nil {
+		c.readSince.Store(c.p.clock.Now().UnixNano())
+		c.reading.Store(true)
 		c.idle.Reset(c.p.idleTimeout)
 	}
 	n, err := c.rc.Read(b)
 	if c.idle != nil {
+		c.reading.Store(false)
 		c.idle.Stop()
 	}
 	if err != nil {

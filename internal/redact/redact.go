@@ -82,11 +82,12 @@ func (s Scrubber) Redact(text string) string {
 	return text
 }
 
-// Text is Redact, then every control character (newlines included) replaced by a space, then
-// the result cut to at most max bytes on a rune boundary with "…" appended when cut. max <= 0
-// means no cut.
+// Text makes text safe to show: invalid UTF-8 replaced (first, so that dropping a byte later
+// can never join the two halves of a secret), then Redact, then every control character
+// (newlines included) replaced by a space, then the result cut to at most max bytes on a rune
+// boundary with "…" appended when cut. max <= 0 means no cut.
 func (s Scrubber) Text(text string, max int) string {
-	return Clip(Line(s.Redact(text)), max)
+	return Clip(Line(s.Redact(strings.ToValidUTF8(text, "\uFFFD"))), max)
 }
 
 // Line replaces control characters with spaces, so text stays on one line.
@@ -148,4 +149,80 @@ func hasFold(text, word string) bool {
 		}
 	}
 	return false
+}
+
+// LooksLikeKey reports whether s looks like a credential rather than a name: a known key
+// prefix, or one long run of letters and digits (no separator at all) that holds digits, or
+// is hexadecimal. Names of environment variables (OPENAI_API_KEY), model names
+// (gpt-4o-mini-2024-07-18), file paths and sentences do not.
+func LooksLikeKey(s string) bool {
+	if len(s) < 16 {
+		return false
+	}
+	for _, prefix := range []string{"sk-", "sk_", "pk-", "rk-", "xai-", "gsk_", "hf_", "AIza", "Bearer "} {
+		if strings.HasPrefix(s, prefix) {
+			return true
+		}
+	}
+	var lower, upper, digit, hex int
+	for _, r := range s {
+		switch {
+		case r >= 'a' && r <= 'z':
+			lower++
+		case r >= 'A' && r <= 'Z':
+			upper++
+		case r >= '0' && r <= '9':
+			digit++
+		default:
+			return false // not one run of letters and digits
+		}
+		if r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' {
+			hex++
+		}
+	}
+	switch {
+	case hex == len(s) && len(s) >= 24:
+		return true
+	case len(s) >= 20 && digit > 0 && lower+upper > 0:
+		return true
+	}
+	return lower > 0 && upper > 0 && digit > 0 // mixed case and digits, 16 or more
+}
+
+// credentialNames are query parameter names that carry a credential, lower case without
+// separators.
+var credentialNames = map[string]bool{
+	"key": true, "apikey": true, "xapikey": true, "token": true, "accesstoken": true, "authtoken": true,
+	"secret": true, "clientsecret": true, "password": true, "pass": true, "sig": true, "signature": true,
+	"auth": true, "authorization": true, "code": true, "credential": true, "credentials": true, "bearer": true,
+}
+
+// CheckBaseURL returns why raw cannot be an API's base URL, or "" when it can: it must be an
+// absolute http or https URL with a host, and carry no credential (no user:password@, no
+// query parameter that names or looks like one). The reason never repeats raw, which may
+// hold the very secret that makes it unusable.
+func CheckBaseURL(raw string) string {
+	const absolute = `must be an absolute http or https URL, such as "https://api.example.com/v1"`
+	u, err := url.Parse(strings.TrimSpace(raw))
+	switch {
+	case err != nil:
+		return absolute + " (it does not parse as a URL)"
+	case u.User != nil:
+		return "must not contain credentials (user:password@): put the API key in an environment variable and name that variable in APIKeyEnv"
+	case u.Scheme != "http" && u.Scheme != "https":
+		return absolute
+	case u.Host == "":
+		return absolute + " (it has no host)"
+	}
+	for name, values := range u.Query() {
+		norm := strings.ToLower(strings.NewReplacer("-", "", "_", "", ".", "").Replace(name))
+		suspicious := credentialNames[norm]
+		for _, v := range values {
+			suspicious = suspicious || LooksLikeKey(v)
+		}
+		if suspicious {
+			return "must not carry a credential in its query: put the API key in an environment variable and name that variable in APIKeyEnv"
+		}
+	}
+	return ""
 }

@@ -71,3 +71,45 @@ func FuzzRedact(f *testing.F) {
 		}
 	})
 }
+
+func TestLooksLikeKey(t *testing.T) {
+	for _, s := range []string{
+		"sk-proj-abcdefghijklmnop", "sk-ant-api03-abcdefghij", key, "AIzaSyA1b2C3d4E5f6G7h8I9j0K_l1M2n3O4p5Q6",
+		"Abcdefghijklmnopqrstuvwxyz123", "abcdefghij0123456789", "gsk_abcdefghijklmnopq",
+	} {
+		if !LooksLikeKey(s) {
+			t.Errorf("LooksLikeKey(%q) = false", s)
+		}
+	}
+	for _, s := range []string{
+		"OPENAI_API_KEY", "AZURE_OPENAI_API_KEY_EASTUS2", "ANTHROPIC_API_KEY", "MY_KEY", "myOpenAIKey",
+		"LLM_PROVIDER_2_API_KEY", "", "gpt-4o-mini-2024-07-18", "Mixtral-8x7B-Instruct-v01",
+		"/tmp/TestLoad_MissingFile102425865/002/appsettings.json", "claude-sonnet-4-5-20250929",
+	} {
+		if LooksLikeKey(s) {
+			t.Errorf("LooksLikeKey(%q) = true for a variable name", s)
+		}
+	}
+}
+
+func TestCheckBaseURL(t *testing.T) {
+	for _, ok := range []string{"https://api.openai.com/v1", "http://127.0.0.1:8080/v1", "https://gw.example.com/v1?api-version=2024-10-21"} {
+		if p := CheckBaseURL(ok); p != "" {
+			t.Errorf("CheckBaseURL(%q) = %q", ok, p)
+		}
+	}
+	for _, bad := range []string{
+		"https://user:" + key + "@api.example.com", "https://api.example.com/v1?key=" + key,
+		"https://api.example.com/v1?api_key=short", "https://api.example.com/v1?x=" + key,
+		"ftp://api.example.com?token=" + key, "api.example.com/v1", "https://", "://x",
+		"https://api.example.com/v1?Signature=abc",
+	} {
+		p := CheckBaseURL(bad)
+		if p == "" {
+			t.Errorf("CheckBaseURL(%q) accepted it", bad)
+		}
+		if strings.Contains(p, key[:8]) || strings.Contains(p, "short") {
+			t.Errorf("CheckBaseURL(%q) = %q repeats a secret", bad, p)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"strings"
@@ -110,4 +111,51 @@ func TestSSEReader_Limits(t *testing.T) {
 			t.Fatalf("event %d: %v", i, err)
 		}
 	}
+}
+
+// FuzzSSEReader: any bytes give events, io.EOF or a limit error; nothing an event holds is
+// larger than the limit.
+func FuzzSSEReader(f *testing.F) {
+	f.Add([]byte("event: a\ndata: 1\ndata: 2\n\n: c\n\ndata: 3"), 64)
+	f.Add([]byte("data:x\r\n\r\nretry: 5\nid: 1\n"), 8)
+	f.Fuzz(func(t *testing.T, body []byte, max int) {
+		max = 1 + (max%4096+4096)%4096
+		r := NewSSEReader(bytes.NewReader(body), int64(max))
+		for i := 0; i <= len(body); i++ {
+			ev, err := r.Next()
+			if err != nil {
+				if err != io.EOF && !isEventLimit(err) {
+					t.Fatalf("error %v", err)
+				}
+				return
+			}
+			if len(ev.Data)+len(ev.Name) > max {
+				t.Fatalf("an event of %d bytes past a limit of %d", len(ev.Data)+len(ev.Name), max)
+			}
+		}
+		t.Fatal("more events than bytes")
+	})
+}
+
+// FuzzSSEGuard: the guard passes what it passes unchanged but for comment lines, and never
+// passes a line longer than the limit.
+func FuzzSSEGuard(f *testing.F) {
+	f.Add([]byte("data: {}\n\n: ping\ndata: [DONE]\n\n"), 16)
+	f.Add([]byte("event: x\nid: 1\n\n\n\n"), 4)
+	f.Fuzz(func(t *testing.T, body []byte, max int) {
+		max = 1 + (max%4096+4096)%4096
+		g := NewSSEGuard(io.NopCloser(bytes.NewReader(body)), int64(max))
+		out, err := io.ReadAll(g)
+		if err != nil && !isEventLimit(err) {
+			t.Fatalf("error %v", err)
+		}
+		for _, line := range bytes.Split(out, []byte("\n")) {
+			if len(line) > max {
+				t.Fatalf("a line of %d bytes passed a limit of %d", len(line), max)
+			}
+			if len(line) > 0 && line[0] == ':' {
+				t.Fatalf("a comment passed: %q", line)
+			}
+		}
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
 )
 
@@ -79,8 +80,8 @@ func (c Config) withDefaults() (Config, error) {
 	if c.DefaultMaxTokens < 0 {
 		errs = append(errs, fmt.Errorf("anthropic: provider %q: DefaultMaxTokens = %d: must not be negative", c.Name, c.DefaultMaxTokens))
 	}
-	if !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
-		errs = append(errs, fmt.Errorf("anthropic: provider %q: BaseURL %q must start with http:// or https://", c.Name, c.BaseURL))
+	if problem := redact.CheckBaseURL(c.BaseURL); problem != "" {
+		errs = append(errs, fmt.Errorf("anthropic: provider %q: BaseURL %s", c.Name, problem))
 	}
 	if err := c.Limits.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("anthropic: provider %q: %w", c.Name, err))
@@ -92,13 +93,13 @@ func (c Config) withDefaults() (Config, error) {
 // String describes c with the API key redacted.
 func (c Config) String() string {
 	return fmt.Sprintf("{Name:%s BaseURL:%s APIKey:%s Version:%s HTTPClient:%p Model:%s DefaultMaxTokens:%d Beta:%v Limits:%+v}",
-		c.Name, c.BaseURL, redact(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta, c.Limits)
+		c.Name, c.BaseURL, hideKey(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta, c.Limits)
 }
 
 // GoString describes c as Go syntax, with the API key redacted.
 func (c Config) GoString() string {
 	return fmt.Sprintf("anthropic.Config{Name:%q, BaseURL:%q, APIKey:%q, Version:%q, HTTPClient:%p, Model:%q, DefaultMaxTokens:%d, Beta:%#v, Limits:%#v}",
-		c.Name, c.BaseURL, redact(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta, c.Limits)
+		c.Name, c.BaseURL, hideKey(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta, c.Limits)
 }
 
 // Format implements fmt.Formatter so that every verb (%v, %+v, %s, %q, %x…) goes through
@@ -111,8 +112,8 @@ func (c Config) Format(f fmt.State, verb rune) {
 	_, _ = fmt.Fprint(f, c.String())
 }
 
-// redact hides a secret but says whether one is set.
-func redact(secret string) string {
+// hideKey hides a secret but says whether one is set.
+func hideKey(secret string) string {
 	if secret == "" {
 		return ""
 	}

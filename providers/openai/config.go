@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
 )
 
@@ -109,6 +110,8 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.BaseURL == "" {
 		errs = append(errs, fmt.Errorf("openai: provider %q: BaseURL is required for kind %q", c.Name, c.Kind))
+	} else if problem := redact.CheckBaseURL(c.BaseURL); problem != "" {
+		errs = append(errs, fmt.Errorf("openai: provider %q: BaseURL %s", c.Name, problem))
 	}
 	if c.APIKey == "" && c.Kind != Compatible {
 		errs = append(errs, fmt.Errorf("openai: provider %q: APIKey is required for kind %q", c.Name, c.Kind))
