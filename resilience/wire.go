@@ -5,7 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-		"sync/atomic"
+	"sync/atomic"
 	"time"
 )
 
@@ -64,7 +64,7 @@ func (p *Pipeline) watchTransport(base http.RoundTripper) (http.RoundTripper, bo
 			return watch(dial(ctx, network, addr))
 		}
 	case t.Dial != nil: //nolint:staticcheck // honour a transport configured the old way
-		dial := t.Dial //nolint:staticcheck
+		dial := t.Dial                                                                              //nolint:staticcheck
 		t.Dial = func(network, addr string) (net.Conn, error) { return watch(dial(network, addr)) } //nolint:staticcheck
 	default:
 		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
@@ -78,7 +78,7 @@ func (p *Pipeline) watchTransport(base http.RoundTripper) (http.RoundTripper, bo
 			return watch(dial(ctx, network, addr))
 		}
 	} else if t.DialTLS != nil { //nolint:staticcheck
-		dial := t.DialTLS //nolint:staticcheck
+		dial := t.DialTLS                                                                              //nolint:staticcheck
 		t.DialTLS = func(network, addr string) (net.Conn, error) { return watch(dial(network, addr)) } //nolint:staticcheck
 	}
 	return t, true
