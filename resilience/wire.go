@@ -63,24 +63,17 @@ func (p *Pipeline) watchTransport(base http.RoundTripper) (http.RoundTripper, bo
 		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return watch(dial(ctx, network, addr))
 		}
-	case t.Dial != nil: //nolint:staticcheck // honour a transport configured the old way
-		dial := t.Dial                                                                              //nolint:staticcheck
-		t.Dial = func(network, addr string) (net.Conn, error) { return watch(dial(network, addr)) } //nolint:staticcheck
+	case t.Dial != nil: // a transport configured the old way
+		dial := t.Dial
+		t.Dial = func(network, addr string) (net.Conn, error) { return watch(dial(network, addr)) }
 	default:
 		d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 		t.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return watch(d.DialContext(ctx, network, addr))
 		}
 	}
-	if t.DialTLSContext != nil {
-		dial := t.DialTLSContext
-		t.DialTLSContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
-			return watch(dial(ctx, network, addr))
-		}
-	} else if t.DialTLS != nil { //nolint:staticcheck
-		dial := t.DialTLS                                                                              //nolint:staticcheck
-		t.DialTLS = func(network, addr string) (net.Conn, error) { return watch(dial(network, addr)) } //nolint:staticcheck
-	}
+	// A custom TLS dialer's connections are left alone: http.Transport needs its *tls.Conn as
+	// it is (to negotiate HTTP/2, to fill Response.TLS), so those streams are timed per Read.
 	return t, true
 }
 
