@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/steadyllm/steady/providers"
@@ -11,19 +12,23 @@ import (
 
 // Chat sends req along the fallback chain and returns the first answer. The response's
 // Provider field names the provider that served it. A failure is a *providers.Error; when
-// every provider of the chain failed, it is the last provider's error, joined with the
-// earlier ones (errors.As finds the last; errors.Is searches all).
+// more than one provider of the chain failed, it is a *ChainError that leads with the failure
+// that explains the outcome (errors.As finds it) and lists every provider's failure.
 //
-// The chain moves on only when a provider is unavailable to this request — circuit open,
-// overloaded, unavailable, timed out, out of quota, rate limited, bulkhead full — never for an
-// error the request itself caused (bad request, auth, context too long, content filter) and
-// never once the caller's context has ended.
+// req is checked before anything is sent (providers.ChatRequest.Validate): a nil request, an
+// unknown role or a parameter out of range is a bad_request naming the field. Providers that
+// cannot serve the request (no tools, no JSON output…) are skipped. The chain moves on only
+// for a failure that is the provider's rather than the request's (providers.ErrorKind
+// FallsBack), and never once the caller's context has ended.
 func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	var tr providers.CallTracker
 	if c.telemetry != nil {
 		ctx, tr = c.startCall(ctx, providers.OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	}
-	return walkChain(c, ctx, tr, req.Model,
+	return walkChain(c, ctx, tr, req.Model, req.Needs(false),
 		func(ctx context.Context, e *entry, model string, _ *resilience.CallInfo) (*providers.ChatResponse, error) {
 			r := *req
 			r.Model = model
@@ -39,13 +44,17 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*provide
 		})
 }
 
-// Embed sends req along the fallback chain, as Chat does.
+// Embed sends req along the fallback chain, as Chat does, skipping providers without
+// embeddings.
 func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*providers.EmbedResponse, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	var tr providers.CallTracker
 	if c.telemetry != nil {
 		ctx, tr = c.startCall(ctx, providers.OperationEmbeddings, false, req.Model, 0, nil, nil)
 	}
-	return walkChain(c, ctx, tr, req.Model,
+	return walkChain(c, ctx, tr, req.Model, providers.CapEmbeddings,
 		func(ctx context.Context, e *entry, model string, _ *resilience.CallInfo) (*providers.EmbedResponse, error) {
 			r := *req
 			r.Model = model
@@ -61,19 +70,27 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 }
 
 // walkChain asks the providers of the chain in order, each for its own model, until one
-// answers or a failure must not fall back. call makes one provider's try; info counts its
-// attempts. served completes the answer of provider name and, when telemetry is on (res !=
-// nil), what the tracker learns about the try that began at start; it returns true when the
-// call goes on after walkChain returns (a stream), which then reports its own end. tr may be
-// nil.
-func walkChain[R any](c *Client, ctx context.Context, tr providers.CallTracker, model string,
+// answers or a failure must not fall back. Providers that lack a capability of need are
+// skipped. call makes one provider's try; info counts its attempts. served completes the
+// answer of provider name and, when telemetry is on (res != nil), what the tracker learns
+// about the try that began at start; it returns true when the call goes on after walkChain
+// returns (a stream), which then reports its own end. tr may be nil.
+func walkChain[R any](c *Client, ctx context.Context, tr providers.CallTracker, model string, need providers.Capabilities,
 	call func(ctx context.Context, e *entry, model string, info *resilience.CallInfo) (R, error),
 	served func(resp R, name string, res *providers.TryResult, start time.Time) (open bool)) (R, error) {
 	var zero R
-	var failures []error
+	var failures []*providers.Error
+	var skipped []string
+	stopped := false
+	first := true
 	for i, name := range c.chain {
 		e := c.entries[name]
-		m := c.modelFor(e, model, i == 0)
+		if missing := e.caps.Missing(need); missing != 0 {
+			skipped = append(skipped, name+" (no "+missing.String()+")")
+			continue
+		}
+		m := c.modelFor(e, model, first)
+		first = false
 		var start time.Time
 		if tr != nil {
 			start = time.Now()
@@ -98,15 +115,20 @@ func walkChain[R any](c *Client, ctx context.Context, tr providers.CallTracker, 
 		if tr != nil {
 			res := tryResult(e, m, start, info, perr)
 			if next {
-				res.Next = c.nextAfter(i)
+				res.Next = c.nextAfter(i, need)
 			}
 			tr.TryDone(res)
 		}
 		if !next {
+			stopped = true
 			break
 		}
 	}
-	return zero, endCall(tr, chainError(failures))
+	if len(failures) == 0 {
+		return zero, endCall(tr, &providers.Error{Kind: providers.KindBadRequest,
+			Message: "no provider of the chain can serve this call: " + strings.Join(skipped, ", ")})
+	}
+	return zero, endCall(tr, chainError(failures, skipped, stopped))
 }
 
 // endCall reports the failure err of a call to its tracker, if any, and returns err.
@@ -159,49 +181,88 @@ func classify(ctx context.Context, provider string, err error, info *resilience.
 	case pe.Kind == providers.KindUnknown && pe.StatusCode == 0:
 		pe.Kind = providers.KindUnavailable
 	}
-	if info != nil && pe.Attempts == 0 {
-		pe.Attempts = info.Attempts
+	if info != nil {
+		if pe.Attempts == 0 {
+			pe.Attempts = info.Attempts
+		}
+		if pe.GaveUp == "" && pe.Kind != providers.KindCanceled {
+			pe.GaveUp = string(info.GaveUp)
+		}
 	}
 	return pe
 }
 
 // canFallBack reports whether the next provider of the chain should be tried after err.
 func canFallBack(ctx context.Context, err *providers.Error) bool {
-	if ctx.Err() != nil {
-		return false
-	}
-	switch err.Kind {
-	case providers.KindCircuitOpen, providers.KindOverloaded, providers.KindUnavailable,
-		providers.KindTimeout, providers.KindQuotaExhausted, providers.KindRateLimited,
-		providers.KindBulkheadFull, providers.KindStreamTruncated, providers.KindRedirected:
-		return true
-	}
-	return false
+	return ctx.Err() == nil && err.Kind.FallsBack()
 }
 
-// chainError returns the last failure, with the earlier ones attached.
-func chainError(failures []error) error {
-	last := failures[len(failures)-1].(*providers.Error)
+// chainError returns the failure of a call whose chain found no answer: the one failure
+// when only one provider was tried, else a *ChainError.
+func chainError(failures []*providers.Error, skipped []string, stopped bool) error {
 	if len(failures) == 1 {
-		return last
+		return failures[0]
 	}
-	return &ChainError{Last: last, Earlier: failures[:len(failures)-1]}
+	return &ChainError{Cause: explain(failures, stopped), Failures: failures, Skipped: skipped}
 }
 
-// ChainError is returned when every provider of a fallback chain failed. errors.As with a
-// *providers.Error finds the last provider's error; Earlier holds the others in chain order.
+// explain picks the failure that explains the outcome of a chain: the one that stopped it
+// (a failure the request caused, or the caller's cancellation); else, when every provider
+// failed, the first failure that may pass (so the error is Temporary exactly when trying the
+// call again later may succeed); else the first.
+func explain(failures []*providers.Error, stopped bool) *providers.Error {
+	if stopped {
+		return failures[len(failures)-1]
+	}
+	for _, f := range failures {
+		if f.Temporary() {
+			return f
+		}
+	}
+	return failures[0]
+}
+
+// ChainError is returned when more than one provider of a fallback chain failed. It leads with
+// Cause, the failure that explains the outcome, which errors.As finds first: the failure that
+// stopped the chain, or, when every provider failed, the first that may pass (Temporary), else
+// the first. Failures holds every provider's failure in chain order.
 type ChainError struct {
-	Last    *providers.Error
-	Earlier []error
+	Cause    *providers.Error
+	Failures []*providers.Error
+	// Skipped names the providers of the chain that could not serve the call, with what they
+	// lack, e.g. "claude (no embeddings)".
+	Skipped []string
 }
 
 func (e *ChainError) Error() string {
-	msg := "all providers failed: " + e.Last.Error()
-	for _, err := range e.Earlier {
-		msg += "; " + err.Error()
+	var b strings.Builder
+	b.WriteString(e.Cause.Error())
+	b.WriteString(" (every provider failed:")
+	for i, f := range e.Failures {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		b.WriteString(" ")
+		b.WriteString(f.Error())
 	}
-	return msg
+	if len(e.Skipped) > 0 {
+		b.WriteString("; skipped: ")
+		b.WriteString(strings.Join(e.Skipped, ", "))
+	}
+	b.WriteString(")")
+	return b.String()
 }
 
-// Unwrap returns every provider's error, last first.
-func (e *ChainError) Unwrap() []error { return append([]error{e.Last}, e.Earlier...) }
+// Temporary reports whether the call may succeed if tried again later: Cause's Temporary.
+func (e *ChainError) Temporary() bool { return e.Cause.Temporary() }
+
+// Unwrap returns Cause, then the other failures in chain order.
+func (e *ChainError) Unwrap() []error {
+	out := []error{e.Cause}
+	for _, f := range e.Failures {
+		if f != e.Cause {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -31,6 +31,8 @@ type entry struct {
 	firstContent time.Duration
 	// system and providerModel are the provider's own Description, for telemetry.
 	system, providerModel string
+	// caps is what the provider can do (providers.CapabilitiesOf).
+	caps providers.Capabilities
 }
 
 // ProviderFactory builds a provider over the *http.Client the client gives it, whose transport
@@ -159,6 +161,7 @@ func New(opts ...Option) (*Client, error) {
 			desc := d.Describe()
 			e.system, e.providerModel = desc.System, desc.DefaultModel
 		}
+		e.caps = providers.CapabilitiesOf(prov)
 		c.entries[s.name] = e
 		c.order = append(c.order, s.name)
 	}

@@ -219,7 +219,9 @@ func TestChat_AllProvidersDown(t *testing.T) {
 	_, err := c.Chat(context.Background(), hello())
 	var ce *client.ChainError
 	var pe *providers.Error
-	if !errors.As(err, &ce) || !errors.As(err, &pe) || pe.Provider != "b" || len(ce.Earlier) != 1 {
+	// Both failures may pass: the error leads with the first of them, and lists both in order.
+	if !errors.As(err, &ce) || !errors.As(err, &pe) || pe.Provider != "a" || pe.Kind != providers.KindOverloaded ||
+		len(ce.Failures) != 2 || ce.Failures[0].Provider != "a" || ce.Failures[1].Provider != "b" || !ce.Temporary() {
 		t.Fatalf("got %v", err)
 	}
 }

@@ -13,9 +13,11 @@ import (
 )
 
 // FromConfig builds a client from a loaded configuration: every provider of
-// LLM.Providers with its effective resilience policy and its API key read from the
-// environment variable its APIKeyEnv names, and LLM.Fallback as the chain. Each provider's
-// Model is its default, and the model it is asked for when the chain falls back to it.
+// LLM.Providers with its effective resilience policy, every setting of its entry (limits,
+// organization, Azure deployments, Anthropic version, beta features and default max tokens,
+// model map), and its API key read from the variable its APIKeyEnv names in the environment
+// the configuration was loaded with; LLM.Fallback is the chain. Each provider's Model is its
+// default, and the model it is asked for when the chain falls back to it.
 //
 // With more than one provider, LLM.Fallback must say which to call, in which order. A
 // missing API key is an error that names the variable, never a value. opts are applied
@@ -37,8 +39,8 @@ func FromConfig(cfg *config.Config, opts ...Option) (*Client, error) {
 	for _, name := range names {
 		p := cfg.Providers[name]
 		key, err := p.APIKey()
-		if err != nil && p.Type != config.TypeOpenAICompatible {
-			errs = append(errs, fmt.Errorf("client: provider %q: %w", name, err))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("client: %w", err)) // the error names the provider
 			continue
 		}
 		factory, err := factoryFor(name, p, key)
@@ -49,6 +51,9 @@ func FromConfig(cfg *config.Config, opts ...Option) (*Client, error) {
 		all = append(all, WithProvider(name, p.EffectiveResilience(), factory))
 		if p.Model != "" {
 			all = append(all, WithDefaultModel(name, p.Model))
+		}
+		if len(p.ModelMap) > 0 {
+			all = append(all, WithModelMap(name, p.ModelMap))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -68,12 +73,19 @@ func factoryFor(name string, p config.Provider, key string) (ProviderFactory, er
 			config.TypeOpenAICompatible: openai.Compatible}[p.Type]
 		return func(hc *http.Client) (providers.Provider, error) {
 			return openai.New(openai.Config{Name: name, Kind: kind, BaseURL: p.BaseURL, APIKey: key,
-				APIVersion: p.APIVersion, HTTPClient: hc, Model: p.Model})
+				APIVersion: p.APIVersion, Organization: p.Organization, HTTPClient: hc, Model: p.Model,
+				AzureDeployments: p.Deployments, OmitStreamUsage: p.OmitStreamUsage, Limits: limits(p.Limits)})
 		}, nil
 	case config.TypeAnthropic:
 		return func(hc *http.Client) (providers.Provider, error) {
-			return anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: key, HTTPClient: hc, Model: p.Model})
+			return anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: key, Version: p.Version,
+				HTTPClient: hc, Model: p.Model, DefaultMaxTokens: p.DefaultMaxTokens, Beta: p.Beta, Limits: limits(p.Limits)})
 		}, nil
 	}
 	return nil, fmt.Errorf("client: provider %q: unknown type %q", name, p.Type)
+}
+
+func limits(l config.Limits) providers.Limits {
+	return providers.Limits{MaxResponseBytes: l.MaxResponseBytes, MaxEventBytes: l.MaxEventBytes,
+		MaxErrorBodyBytes: l.MaxErrorBodyBytes}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/config"
 	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
 
@@ -17,16 +18,17 @@ func TestFromConfig_BuildsProvidersAndFallsBackAcrossWireFormats(t *testing.T) {
 	defer openaiDown.Close()
 	claude := mocks.NewServer(mocks.WithReply("Claude here."))
 	defer claude.Close()
-	t.Setenv("STEADY_TEST_OPENAI_KEY", sentinelKey)
-	t.Setenv("STEADY_TEST_ANTHROPIC_KEY", sentinelKey)
-	cfg, err := config.Parse([]byte(`{"LLM": {
+	// The keys are in the environment given to the loader, not in the process's: FromConfig
+	// reads them there.
+	env := []string{"STEADY_TEST_OPENAI_KEY=" + sentinelKey, "STEADY_TEST_ANTHROPIC_KEY=" + sentinelKey}
+	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {
 		"Resilience": {"RetryCount": 1, "RetryBaseDelaySeconds": 0.001, "RetryUseJitter": false},
 		"Providers": {
-			"openai": {"Type": "openai", "BaseURL": "` + openaiDown.OpenAIBaseURL() + `", "APIKeyEnv": "STEADY_TEST_OPENAI_KEY", "Model": "gpt-4o-mini"},
-			"claude": {"Type": "anthropic", "BaseURL": "` + claude.AnthropicBaseURL() + `", "APIKeyEnv": "STEADY_TEST_ANTHROPIC_KEY", "Model": "claude-haiku-4-5",
+			"openai": {"Type": "openai", "BaseURL": "`+openaiDown.OpenAIBaseURL()+`", "APIKeyEnv": "STEADY_TEST_OPENAI_KEY", "Model": "gpt-4o-mini"},
+			"claude": {"Type": "anthropic", "BaseURL": "`+claude.AnthropicBaseURL()+`", "APIKeyEnv": "STEADY_TEST_ANTHROPIC_KEY", "Model": "claude-haiku-4-5",
 			           "Resilience": {"CircuitBreakerThreshold": 2}}
 		},
-		"Fallback": ["openai", "claude"]}}`))
+		"Fallback": ["openai", "claude"]}}`), env)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,18 +59,151 @@ func TestFromConfig_BuildsProvidersAndFallsBackAcrossWireFormats(t *testing.T) {
 }
 
 func TestFromConfig_Errors(t *testing.T) {
-	cfg, err := config.Parse([]byte(`{"LLM": {"Providers": {
-		"a": {"Type": "openai", "APIKeyEnv": "STEADY_TEST_UNSET_KEY_A"},
-		"b": {"Type": "anthropic", "APIKeyEnv": "STEADY_TEST_UNSET_KEY_B"}}}}`))
+	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {"Providers": {
+		"a": {"Type": "openai", "APIKeyEnv": "STEADY_TEST_KEY_A"},
+		"b": {"Type": "anthropic", "APIKeyEnv": "STEADY_TEST_KEY_B"}}}}`), []string{"STEADY_TEST_KEY_A=x", "STEADY_TEST_KEY_B=y"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if _, err := client.FromConfig(cfg); err == nil || !strings.Contains(err.Error(), "LLM.Fallback") {
 		t.Fatalf("got %v, want a request for LLM.Fallback", err)
 	}
-	cfg.Fallback = []string{"a", "b"}
-	_, err = client.FromConfig(cfg)
-	if !errors.Is(err, config.ErrNoAPIKey) || !strings.Contains(err.Error(), "STEADY_TEST_UNSET_KEY_A") || !strings.Contains(err.Error(), "STEADY_TEST_UNSET_KEY_B") {
+
+	// A Config built by hand reads keys from the process environment; each missing key is
+	// said once, naming the provider and the variable.
+	hand := &config.Config{Providers: map[string]config.Provider{
+		"a": {Name: "a", Type: config.TypeOpenAI, APIKeyEnv: "STEADY_TEST_UNSET_KEY_A"},
+		"b": {Name: "b", Type: config.TypeAnthropic, APIKeyEnv: "STEADY_TEST_UNSET_KEY_B"},
+	}, Fallback: []string{"a", "b"}}
+	_, err = client.FromConfig(hand)
+	if !errors.Is(err, config.ErrNoAPIKey) || !strings.Contains(err.Error(), "STEADY_TEST_UNSET_KEY_A") ||
+		!strings.Contains(err.Error(), "STEADY_TEST_UNSET_KEY_B") {
 		t.Fatalf("got %v, want both missing variables named", err)
+	}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		if strings.Count(line, "provider") != 1 || strings.Count(line, "client:") != 1 {
+			t.Fatalf("a fact said twice: %q", line)
+		}
+	}
+}
+
+// An unset key is a load error, for every provider type that needs one.
+func TestConfig_UnsetKeyIsALoadError(t *testing.T) {
+	for _, typ := range []string{"openai", "azure", "anthropic", "openai-compatible"} {
+		doc := `{"LLM":{"Providers":{"p":{"Type":"` + typ + `","BaseURL":"https://x.example.com/v1","APIKeyEnv":"STEADY_UNSET_VAR"}}}}`
+		_, err := config.ParseWithEnv([]byte(doc), nil)
+		if err == nil || !strings.Contains(err.Error(), "LLM.Providers.p.APIKeyEnv") || !strings.Contains(err.Error(), "not set") {
+			t.Fatalf("%s: %v", typ, err)
+		}
+	}
+	// An OpenAI-compatible server without a key omits APIKeyEnv.
+	if _, err := config.ParseWithEnv([]byte(`{"LLM":{"Providers":{"p":{"Type":"openai-compatible","BaseURL":"http://127.0.0.1:1/v1"}}}}`), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Every setting of a provider's Go Config can be set in LLM.Providers.<name> and reaches the
+// provider.
+func TestFromConfig_EveryProviderSettingReachesTheProvider(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	env := []string{"K=" + sentinelKey}
+	cfg, err := config.ParseWithEnv([]byte(`{"LLM":{"Providers":{
+		"openai": {"Type":"openai","BaseURL":"`+s.OpenAIBaseURL()+`","APIKeyEnv":"K","Model":"gpt-4o",
+			"Organization":"org-42","OmitStreamUsage":true,"Limits":{"MaxResponseBytes":100000}},
+		"azure": {"Type":"azure","BaseURL":"`+s.URL()+`","APIKeyEnv":"K","APIVersion":"2025-01-01",
+			"Deployments":{"gpt-4o":"my-deployment"},"Limits":{"MaxEventBytes":65536,"MaxErrorBodyBytes":1024}},
+		"claude": {"Type":"anthropic","BaseURL":"`+s.AnthropicBaseURL()+`","APIKeyEnv":"K","Model":"claude-haiku-4-5",
+			"Version":"2023-06-01","Beta":["prompt-caching-2024-07-31","output-128k-2025-02-19"],"DefaultMaxTokens":777,
+			"ModelMap":{"gpt-4o":"claude-sonnet-4-5"}}},
+		"Fallback":["openai","azure","claude"]}}`), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.FromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	last := func() mocks.Request { r, _ := s.Journal().Last(); return r }
+
+	st, err := c.ChatStream(ctx, hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range st.Deltas() {
+	}
+	st.Close()
+	if r := last(); r.Header.Get("OpenAI-Organization") != "org-42" || strings.Contains(string(r.Body), "stream_options") {
+		t.Fatalf("openai: organization %q, body %s", r.Header.Get("OpenAI-Organization"), r.Body)
+	}
+
+	az := c.Provider("azure")
+	if _, err := az.Chat(ctx, &providers.ChatRequest{Model: "gpt-4o", Messages: hello().Messages}); err != nil {
+		t.Fatal(err)
+	}
+	if r := last(); r.Path != "/openai/deployments/my-deployment/chat/completions" || r.Query != "api-version=2025-01-01" {
+		t.Fatalf("azure: %s?%s", r.Path, r.Query)
+	}
+
+	// The chain falls back to claude with the mapped model.
+	c.Pipeline("openai").Isolate()
+	c.Pipeline("azure").Isolate()
+	resp, err := c.Chat(ctx, &providers.ChatRequest{Model: "gpt-4o", Messages: hello().Messages})
+	if err != nil || resp.Provider != "claude" {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	r := last()
+	if r.Header.Get("Anthropic-Version") != "2023-06-01" ||
+		r.Header.Get("Anthropic-Beta") != "prompt-caching-2024-07-31,output-128k-2025-02-19" ||
+		!strings.Contains(string(r.Body), `"max_tokens":777`) || !strings.Contains(string(r.Body), `"model":"claude-sonnet-4-5"`) {
+		t.Fatalf("anthropic: headers %v body %s", r.Header, r.Body)
+	}
+
+	// The limits reach the providers: a small answer limit cuts a normal answer.
+	tiny, err := config.ParseWithEnv([]byte(`{"LLM":{"Providers":{"openai":{"Type":"openai","BaseURL":"`+
+		s.OpenAIBaseURL()+`","APIKeyEnv":"K","Model":"m","Limits":{"MaxResponseBytes":10}}}}}`), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc, err := client.FromConfig(tiny)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var le *providers.LimitError
+	if _, err := tc.Chat(ctx, hello()); !errors.As(err, &le) || le.Max != 10 {
+		t.Fatalf("got %v, want the configured 10-byte limit", err)
+	}
+}
+
+// Settings a provider type does not use, and values out of range, are load errors naming the
+// key.
+func TestConfig_ProviderSettingsAreValidated(t *testing.T) {
+	for doc, want := range map[string]string{
+		`{"Type":"openai","APIKeyEnv":"K","Beta":["x"]}`:                                                 `Beta = a list: is only used with Type "anthropic"`,
+		`{"Type":"anthropic","APIKeyEnv":"K","Deployments":{"a":"b"}}`:                                   `Deployments = an object: is only used with Type "azure"`,
+		`{"Type":"anthropic","APIKeyEnv":"K","DefaultMaxTokens":-5}`:                                     "DefaultMaxTokens = -5: must be between 0",
+		`{"Type":"openai","APIKeyEnv":"K","Limits":{"MaxEventBytes":-1}}`:                                "Limits.MaxEventBytes = -1",
+		`{"Type":"openai","APIKeyEnv":"K","Limits":{"MaxEvetBytes":1}}`:                                  "Limits.MaxEvetBytes: unknown key; did you mean MaxEventBytes?",
+		`{"Type":"openai","APIKeyEnv":"K","OmitStreamUsage":"yes"}`:                                      "OmitStreamUsage = \"yes\": must be true or false",
+		`{"Type":"azure","BaseURL":"https://x.example.com","APIKeyEnv":"K","Deployments":{"gpt-4o":""}}`: `Deployments.gpt-4o = "": must name`,
+	} {
+		_, err := config.ParseWithEnv([]byte(`{"LLM":{"Providers":{"p":`+doc+`}}}`), []string{"K=x"})
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%s: %v, want %q", doc, err, want)
+		}
+	}
+	// And from the environment.
+	cfg, err := config.ParseWithEnv([]byte(`{"LLM":{"Providers":{"az":{"Type":"azure","BaseURL":"https://x.example.com","APIKeyEnv":"K",
+		"Deployments":{"a":"one"}},"claude":{"Type":"anthropic","APIKeyEnv":"K"}}}}`),
+		[]string{"K=x", "LLM__Providers__az__Deployments__gpt-4o=dep", "LLM__Providers__claude__Beta__0=b1",
+			"LLM__Providers__claude__Limits__MaxEventBytes=4096", "LLM__Providers__az__OmitStreamUsage=true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	az, claude := cfg.Providers["az"], cfg.Providers["claude"]
+	if az.Deployments["a"] != "one" || az.Deployments["gpt-4o"] != "dep" || !az.OmitStreamUsage ||
+		len(claude.Beta) != 1 || claude.Beta[0] != "b1" || claude.Limits.MaxEventBytes != 4096 {
+		t.Fatalf("az %+v claude %+v", az, claude)
 	}
 }

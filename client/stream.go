@@ -24,11 +24,14 @@ import (
 // An overload or a break inside a stream is reported to that provider's circuit breaker as
 // a failure, although the stream began with 200. Always Close the stream.
 func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*Stream, error) {
+	if err := req.Validate(); err != nil {
+		return nil, err
+	}
 	var tr providers.CallTracker
 	if c.telemetry != nil {
 		ctx, tr = c.startCall(ctx, providers.OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	}
-	return walkChain(c, ctx, tr, req.Model,
+	return walkChain(c, ctx, tr, req.Model, req.Needs(true),
 		func(ctx context.Context, e *entry, model string, info *resilience.CallInfo) (*Stream, error) {
 			r := *req
 			r.Model = model
@@ -186,8 +189,7 @@ func (s *Stream) accept(d providers.Delta) {
 func (s *Stream) fail(err error) *providers.Error {
 	perr := classify(s.ctx, s.provider, err, s.info)
 	perr.Partial = s.text.String()
-	switch perr.Kind {
-	case providers.KindOverloaded, providers.KindUnavailable, providers.KindStreamTruncated, providers.KindTimeout:
+	if perr.Kind.Unwell() {
 		s.report(perr)
 	}
 	s.err = perr

@@ -83,10 +83,13 @@ func tryResult(e *entry, model string, start time.Time, info *resilience.CallInf
 	return r
 }
 
-// nextAfter returns the provider after the i-th of the chain, "" for the last.
-func (c *Client) nextAfter(i int) string {
-	if i+1 < len(c.chain) {
-		return c.chain[i+1]
+// nextAfter returns the provider after the i-th of the chain that can serve need, "" for
+// none.
+func (c *Client) nextAfter(i int, need providers.Capabilities) string {
+	for _, name := range c.chain[i+1:] {
+		if c.entries[name].caps.Has(need) {
+			return name
+		}
 	}
 	return ""
 }

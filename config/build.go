@@ -13,7 +13,7 @@ import (
 // build decodes the merged, normalized LLM tree into a Config and checks what only the merged
 // result can show: option ranges and relations, provider settings, references between names.
 // Every problem goes to ps; the Config is only used when ps stays empty.
-func build(llm map[string]any, ps *problems) *Config {
+func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *Config {
 	cfg := &Config{
 		Resilience: resilience.DefaultOptions(),
 		Policies:   map[string]resilience.Options{},
@@ -36,7 +36,10 @@ func build(llm map[string]any, ps *problems) *Config {
 	providers, _ := llm[keyProviders].(map[string]any)
 	for _, name := range sortedKeys(providers) {
 		tree, _ := providers[name].(map[string]any)
-		cfg.Providers[name] = buildProvider(ps, cfg, name, tree, policyNames, rootFaults, policyFaults)
+		p := buildProvider(ps, cfg, name, tree, policyNames, rootFaults, policyFaults)
+		p.lookup = env
+		checkKey(ps, p)
+		cfg.Providers[name] = p
 	}
 
 	fallback, _ := llm[keyFallback].([]string)
@@ -68,13 +71,27 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	rootFaults map[string]bool, policyFaults map[string]map[string]bool) Provider {
 	path := joinPath(keyLLM+"."+keyProviders, name)
 	str := func(key string) string { s, _ := tree[key].(string); return s }
+	smap := func(key string) map[string]string { m, _ := tree[key].(map[string]string); return cloneMap(m) }
+	lim, _ := tree[keyLimits].(map[string]any)
+	limit := func(key string) int64 { n, _ := lim[key].(int); return int64(n) }
+	dmt, _ := tree[keyDefaultMaxTokens].(int)
+	omit, _ := tree[keyOmitStreamUsage].(bool)
+	beta, _ := tree[keyBeta].([]string)
 	p := Provider{
-		Name:       name,
-		Type:       strings.ToLower(strings.TrimSpace(str(keyType))),
-		BaseURL:    str(keyBaseURL),
-		APIKeyEnv:  str(keyAPIKeyEnv),
-		Model:      str(keyModel),
-		APIVersion: str(keyAPIVersion),
+		Name:             name,
+		Type:             strings.ToLower(strings.TrimSpace(str(keyType))),
+		BaseURL:          str(keyBaseURL),
+		APIKeyEnv:        str(keyAPIKeyEnv),
+		Model:            str(keyModel),
+		APIVersion:       str(keyAPIVersion),
+		Organization:     str(keyOrganization),
+		Deployments:      smap(keyDeployments),
+		OmitStreamUsage:  omit,
+		Version:          str(keyVersion),
+		DefaultMaxTokens: dmt,
+		Beta:             append([]string(nil), beta...),
+		Limits:           Limits{limit(keyMaxResponseBytes), limit(keyMaxEventBytes), limit(keyMaxErrorBodyBytes)},
+		ModelMap:         smap(keyModelMap),
 	}
 	add := func(key string, value any, allowed string) {
 		ps.add(Problem{Path: path + "." + key, Value: value, Allowed: allowed})
@@ -91,9 +108,8 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 			"variable that holds the API key", p.Type))
 	}
 	checkBaseURL(add, p.Type, p.BaseURL)
-	if p.APIVersion != "" && p.Type != TypeAzure && p.Type != "" {
-		add(keyAPIVersion, p.APIVersion, fmt.Sprintf("is only used with Type %q", TypeAzure))
-	}
+	checkFieldTypes(add, p.Type, tree)
+	checkProviderValues(add, p)
 
 	parent, parentFaults := cfg.Resilience, rootFaults
 	if ref := str(keyPolicy); ref != "" {
@@ -109,6 +125,82 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	apply(&p.Resilience, tree[keyResilience])
 	checkOptions(ps, path+"."+keyResilience, p.Resilience, parentFaults)
 	return p
+}
+
+// checkFieldTypes reports fields that the provider's type does not use (an APIVersion on an
+// anthropic provider, a Beta on an OpenAI one), so that a setting never silently does nothing.
+func checkFieldTypes(add func(key string, value any, allowed string), typ string, tree map[string]any) {
+	if indexOf(providerTypes, typ) < 0 {
+		return // the type is wrong: reported once, at Type
+	}
+	for _, key := range sortedKeys(tree) {
+		f, ok := providerFields[key]
+		if !ok || f.types == nil || indexOf(f.types, typ) >= 0 {
+			continue
+		}
+		quoted := make([]string, len(f.types))
+		for i, t := range f.types {
+			quoted[i] = fmt.Sprintf("%q", t)
+		}
+		add(key, describe(tree[key]), fmt.Sprintf("is only used with Type %s, not %q", strings.Join(quoted, " or "), typ))
+	}
+}
+
+// maxLimit bounds each of Limits: a terabyte is past any sensible setting.
+const maxLimit = 1 << 40
+
+// checkProviderValues reports values out of range.
+func checkProviderValues(add func(key string, value any, allowed string), p Provider) {
+	if p.DefaultMaxTokens < 0 || p.DefaultMaxTokens > 10_000_000 {
+		add(keyDefaultMaxTokens, p.DefaultMaxTokens, "must be between 0 (the provider's default) and 10000000")
+	}
+	for i, b := range p.Beta {
+		if strings.TrimSpace(b) == "" {
+			add(fmt.Sprintf("%s[%d]", keyBeta, i), b, "must be a beta feature name, not empty")
+		}
+	}
+	for _, l := range []struct {
+		key string
+		v   int64
+	}{{keyMaxResponseBytes, p.Limits.MaxResponseBytes}, {keyMaxEventBytes, p.Limits.MaxEventBytes},
+		{keyMaxErrorBodyBytes, p.Limits.MaxErrorBodyBytes}} {
+		if l.v < 0 || l.v > maxLimit {
+			add(keyLimits+"."+l.key, l.v, fmt.Sprintf("must be between 0 (the default) and %d bytes", int64(maxLimit)))
+		}
+	}
+	for _, m := range []struct {
+		key string
+		m   map[string]string
+	}{{keyDeployments, p.Deployments}, {keyModelMap, p.ModelMap}} {
+		for _, k := range sortedKeys(m.m) {
+			if strings.TrimSpace(m.m[k]) == "" {
+				add(joinPath(m.key, k), m.m[k], "must name a model (or deployment), not be empty")
+			}
+		}
+	}
+}
+
+// checkKey reports a provider whose APIKeyEnv names a variable that the environment the
+// configuration was loaded with does not set: without it every call would fail.
+func checkKey(ps *problems, p Provider) {
+	if p.APIKeyEnv == "" || !validEnvName(p.APIKeyEnv) {
+		return
+	}
+	if _, err := p.APIKey(); err != nil {
+		ps.add(Problem{Path: joinPath(keyLLM+"."+keyProviders, p.Name) + "." + keyAPIKeyEnv, Value: p.APIKeyEnv,
+			Allowed: "names an environment variable that is not set (or is empty): set it to the API key"})
+	}
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
 }
 
 // checkBaseURL reports a BaseURL that is missing where required, is not an http(s) URL or

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/knadh/koanf/providers/confmap"
 	"github.com/knadh/koanf/providers/env/v2"
@@ -55,7 +56,7 @@ func Load(paths ...string) (*Config, error) {
 // files declare, case-insensitively; a variable may also declare a new policy or provider.
 // Variables starting with LLM__ that match no setting are errors; others are ignored.
 func LoadWithEnv(environ []string, paths ...string) (*Config, error) {
-	l := newLoader()
+	l := newLoader(environ)
 	for _, path := range paths {
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -77,10 +78,27 @@ func Parse(data []byte) (*Config, error) {
 
 // ParseWithEnv is [Parse] followed by the environment overrides of [LoadWithEnv].
 func ParseWithEnv(data []byte, environ []string) (*Config, error) {
-	l := newLoader()
+	l := newLoader(environ)
 	l.loadJSON("input", data)
 	l.loadEnv(environ)
 	return l.finish()
+}
+
+// lookupIn returns a lookup in environ ("NAME=value" strings; the first of a name wins, as
+// with os.Getenv). The map it closes over is never printed: a Provider holds only the func.
+func lookupIn(environ []string) func(string) (string, bool) {
+	vars := make(map[string]string, len(environ))
+	for _, kv := range environ {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			if _, seen := vars[k]; !seen {
+				vars[k] = v
+			}
+		}
+	}
+	return func(name string) (string, bool) {
+		v, ok := vars[name]
+		return v, ok
+	}
 }
 
 // delim separates the levels of koanf keys. It is a control character because policy and
@@ -95,11 +113,12 @@ type loader struct {
 	k      *koanf.Koanf
 	ps     problems
 	names  names
-	broken bool // a source could not be read or decoded: skip the checks of the merged result
+	env    func(string) (string, bool) // the environment given, for the API keys
+	broken bool                        // a source could not be read or decoded: skip the checks of the merged result
 }
 
-func newLoader() *loader {
-	l := &loader{k: koanf.New(delim)}
+func newLoader(environ []string) *loader {
+	l := &loader{k: koanf.New(delim), env: lookupIn(environ)}
 	defaults := map[string]any{keyLLM: map[string]any{keyResilience: optionsTree(resilience.DefaultOptions())}}
 	l.mustLoad("defaults", confmap.Provider(defaults, ""), nil)
 	return l
@@ -146,7 +165,7 @@ func (l *loader) finish() (*Config, error) {
 		return nil, l.ps.err()
 	}
 	llm, _ := l.k.Raw()[keyLLM].(map[string]any)
-	cfg := build(llm, &l.ps)
+	cfg := build(llm, &l.ps, l.env)
 	if err := l.ps.err(); err != nil {
 		return nil, err
 	}

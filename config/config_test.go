@@ -13,10 +13,15 @@ import (
 
 const exampleFile = "../examples/config/appsettings.json"
 
-// parse is ParseWithEnv that fails the test on error.
+// keys sets the variables the tests' providers name in APIKeyEnv: a provider whose key is
+// not set is a load error.
+var keys = []string{"K=test-key", "K2=test-key", "A=test-key", "B=test-key", "C=test-key", "D=test-key", "OPENAI_API_KEY=sk-test", "AZURE_OPENAI_API_KEY=azure-test",
+	"ANTHROPIC_API_KEY=sk-ant-test"}
+
+// parse is ParseWithEnv, with the test keys set, that fails the test on error.
 func parse(t *testing.T, doc string, environ ...string) *Config {
 	t.Helper()
-	cfg, err := ParseWithEnv([]byte(doc), environ)
+	cfg, err := ParseWithEnv([]byte(doc), append(environ, keys...))
 	if err != nil {
 		t.Fatalf("ParseWithEnv: %v", err)
 	}
@@ -97,7 +102,7 @@ func TestLoad_ReadsTheProcessEnvironment(t *testing.T) {
 }
 
 func TestLoad_ExampleFile(t *testing.T) {
-	cfg, err := LoadWithEnv(nil, exampleFile)
+	cfg, err := LoadWithEnv(keys, exampleFile)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +152,9 @@ func TestLoadWithEnv_FileThenEnvironment(t *testing.T) {
 		"LLM__Providers__mistral__Type=openai-compatible", // a new provider
 		"LLM__Providers__mistral__BaseURL=http://mistral.internal/v1",
 		"LLM__Fallback__4=Mistral", // appends to the file's list of 4
-		"OPENAI_API_KEY=sk-test",   // read by APIKey, not by Load
+		"OPENAI_API_KEY=sk-test",   // the keys the providers name must be set
+		"AZURE_OPENAI_API_KEY=azure-test",
+		"ANTHROPIC_API_KEY=sk-ant-test",
 	}
 	cfg, err := LoadWithEnv(environ, exampleFile)
 	if err != nil {
@@ -192,7 +199,7 @@ func TestLoad_LaterFilesOverrideEarlierOnes(t *testing.T) {
 		"resilience": {"retrycount": 1},
 		"providers": {"openai": {"model": "b"}, "OpenAI2": {"Type": "anthropic", "APIKeyEnv": "K2"}},
 		"fallback": ["openai2"]}}`)
-	cfg, err := LoadWithEnv(nil, base, prod)
+	cfg, err := LoadWithEnv(keys, base, prod)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,13 +318,3 @@ func TestParse_NamesWithDotsAreNotSplit(t *testing.T) {
 	}
 }
 
-func lookupIn(environ []string) func(string) (string, bool) {
-	return func(name string) (string, bool) {
-		for _, kv := range environ {
-			if k, v, _ := strings.Cut(kv, "="); k == name {
-				return v, true
-			}
-		}
-		return "", false
-	}
-}

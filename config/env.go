@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // envPrefix starts every variable this package reads, in any case ("llm__" too).
@@ -28,6 +29,7 @@ type envReader struct {
 	base  map[string]any    // the merged tree before the environment
 	seen  map[string]string // target key → the first variable that set it
 	lists map[string]*envList
+	maps  map[string]map[string]string // map entries set one by one, by koanf key
 }
 
 // envList collects the elements of one list set from the environment.
@@ -40,13 +42,15 @@ type envList struct {
 
 // envTarget is the setting a variable names.
 type envTarget struct {
-	path  []string // canonical, starting with LLM
-	kind  kind
-	index int // list element index, or -1
+	path   []string // canonical, starting with LLM
+	kind   kind
+	index  int    // list element index, or -1
+	mapKey string // the key of a map entry (kindStringMap), or ""
 }
 
 func newEnvReader(ps *problems, n *names, base map[string]any) *envReader {
-	return &envReader{ps: ps, names: n, base: base, seen: map[string]string{}, lists: map[string]*envList{}}
+	return &envReader{ps: ps, names: n, base: base, seen: map[string]string{}, lists: map[string]*envList{},
+		maps: map[string]map[string]string{}}
 }
 
 // transform returns the koanf key and normalized value for one variable, or "" to skip it.
@@ -60,8 +64,11 @@ func (r *envReader) transform(name, value string) (string, any) {
 	}
 	key := strings.Join(t.path, delim)
 	id := key
-	if t.index >= 0 {
+	switch {
+	case t.index >= 0:
 		id += delim + strconv.Itoa(t.index)
+	case t.mapKey != "":
+		id += delim + "=" + t.mapKey
 	}
 	if first, dup := r.seen[id]; dup {
 		if first != name { // the same variable listed twice: the first wins, as with os.Getenv
@@ -72,7 +79,7 @@ func (r *envReader) transform(name, value string) (string, any) {
 	r.seen[id] = name
 
 	k := t.kind
-	if t.index >= 0 {
+	if t.index >= 0 || t.mapKey != "" {
 		k = k.elem()
 	}
 	v, ok := fromEnv(k, value)
@@ -90,6 +97,14 @@ func (r *envReader) transform(name, value string) (string, any) {
 			r.lists[key] = l
 		}
 		l.elems[t.index], l.vars[t.index] = v, name
+		return "", nil
+	case t.mapKey != "":
+		m := r.maps[key]
+		if m == nil {
+			m = map[string]string{}
+			r.maps[key] = m
+		}
+		m[t.mapKey], _ = v.(string)
 		return "", nil
 	}
 	return key, v
@@ -125,16 +140,49 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		return envTarget{}, false
 	}
 	field, ok := w.match(2, providerKeys)
-	switch {
-	case !ok:
-		return envTarget{}, false
-	case field == keyResilience:
-		return w.option(3)
-	case len(segs) > 3:
-		w.fail(3, "unknown key: "+field+" has no fields")
+	if !ok {
 		return envTarget{}, false
 	}
-	return envTarget{path: w.path, kind: kindString, index: -1}, true
+	switch k := providerFields[field].kind; {
+	case field == keyResilience:
+		return w.option(3)
+	case k == kindStringList:
+		return w.list(3, k)
+	case k == kindStringMap:
+		return w.mapEntry(3)
+	case k == kindLimits:
+		if _, ok := w.match(3, limitKeys); !ok {
+			return envTarget{}, false
+		}
+		return w.leaf(4, kindInt)
+	default:
+		return w.leaf(3, k)
+	}
+}
+
+// leaf ends the walk at a setting of kind k, which must be the last segment (i-1).
+func (w *envWalk) leaf(i int, k kind) (envTarget, bool) {
+	if len(w.segs) > i {
+		w.fail(i, "unknown key: "+w.path[len(w.path)-1]+" has no fields")
+		return envTarget{}, false
+	}
+	return envTarget{path: w.path, kind: k, index: -1}, true
+}
+
+// mapEntry resolves the key of a map entry at segment i, taken as written (model names are
+// case-sensitive).
+func (w *envWalk) mapEntry(i int) (envTarget, bool) {
+	if i >= len(w.segs) {
+		w.r.problem(w.name, displayPath(w.path, -1), nil, fmt.Sprintf(
+			"is a map: set its entries by key, as %s", showName(w.name+"__gpt-4o")))
+		return envTarget{}, false
+	}
+	key := w.segs[i]
+	if key == "" || strings.ContainsFunc(key, unicode.IsControl) || len(w.segs) > i+1 {
+		w.fail(i, "a map key must be one non-empty segment without control characters")
+		return envTarget{}, false
+	}
+	return envTarget{path: w.path, kind: kindStringMap, index: -1, mapKey: key}, true
 }
 
 // envWalk is the state of target's walk: the canonical path so far.
@@ -257,6 +305,24 @@ func displayPath(path []string, index int) string {
 	return s
 }
 
+// finishMaps merges the map entries set by variables into the maps of the files, entry by
+// entry, and returns them as koanf keys.
+func (r *envReader) finishMaps(out map[string]any) {
+	for key, entries := range r.maps {
+		path := strings.Split(key, delim)
+		merged := map[string]string{}
+		if base, ok := lookup(r.base, path).(map[string]string); ok {
+			for k, v := range base {
+				merged[k] = v
+			}
+		}
+		for k, v := range entries {
+			merged[k] = v
+		}
+		out[key] = merged
+	}
+}
+
 // finishLists merges the collected list elements into the lists of the files, element by
 // element as .NET does, and returns them as koanf keys. An index past the end of the list must
 // not leave a gap: the values in between would be undefined.
@@ -307,6 +373,7 @@ func (r *envReader) finishLists() map[string]any {
 		}
 		out[key] = typedList(l.kind, merged)
 	}
+	r.finishMaps(out)
 	return out
 }
 

@@ -175,9 +175,9 @@ type literal string
 // of a container (its content could be large or secret).
 func describe(v any) any {
 	switch v.(type) {
-	case map[string]any:
+	case map[string]any, map[string]string:
 		return literal("an object")
-	case []any:
+	case []any, []string, []int:
 		return literal("a list")
 	case nil:
 		return literal("null")

@@ -108,7 +108,7 @@ func TestParse_Problems(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := Parse([]byte(tt.doc))
+			cfg, err := ParseWithEnv([]byte(tt.doc), keys)
 			p := problemAt(t, problemsOf(t, cfg, err), tt.path)
 			if tt.value == "" && p.Value != nil {
 				t.Errorf("value shown: %v", p.Value)
@@ -143,8 +143,8 @@ func TestParse_ReportsEveryProblemAtOnce(t *testing.T) {
 }
 
 func TestParse_InheritedProblemsAreReportedOnce(t *testing.T) {
-	cfg, err := Parse([]byte(`{"LLM": {"Resilience": {"RetryCount": 99},
-		"Policies": {"p": {}}, "Providers": {"a": {"Type": "openai", "APIKeyEnv": "K", "Policy": "p"}}}}`))
+	cfg, err := ParseWithEnv([]byte(`{"LLM": {"Resilience": {"RetryCount": 99},
+		"Policies": {"p": {}}, "Providers": {"a": {"Type": "openai", "APIKeyEnv": "K", "Policy": "p"}}}}`), keys)
 	ps := problemsOf(t, cfg, err)
 	if len(ps) != 1 || ps[0].Path != "LLM.Resilience.RetryCount" {
 		t.Errorf("got %v, want the one problem at LLM.Resilience.RetryCount", err)
@@ -155,7 +155,7 @@ func TestParse_LiteralAPIKeyIsRefusedWithoutRepeatingIt(t *testing.T) {
 	const secret = "sk-proj-SECRET0123456789"
 	for _, key := range []string{"APIKey", "ApiKey", "apiKey", "Key", "api_key", "api-key", "Token", "Secret"} {
 		doc := `{"LLM": {"Providers": {"p": {"Type": "openai", "APIKeyEnv": "K", "` + key + `": "` + secret + `"}}}}`
-		cfg, err := Parse([]byte(doc))
+		cfg, err := ParseWithEnv([]byte(doc), keys)
 		p := problemAt(t, problemsOf(t, cfg, err), "LLM.Providers.p."+key)
 		if !strings.Contains(p.Allowed, "APIKeyEnv") {
 			t.Errorf("%s: %q does not point to APIKeyEnv", key, p.Allowed)
@@ -170,7 +170,7 @@ func TestParse_LiteralAPIKeyIsRefusedWithoutRepeatingIt(t *testing.T) {
 		`{"LLM": {"Providers": {"p": {"Type": "openai", "APIKeyEnv": "K", "BaseURL": "https://u:` + secret + `@h/v1"}}}}`,
 		`{"LLM": {"Providers": {"p": {"Type": "openai", "APIKeyEnv": "K", "ApiKeyy": "` + secret + `"}}}}`,
 	} {
-		cfg, err := Parse([]byte(doc))
+		cfg, err := ParseWithEnv([]byte(doc), keys)
 		problemsOf(t, cfg, err)
 		if strings.Contains(err.Error(), "SECRET") {
 			t.Errorf("the error repeats the key: %v", err)
@@ -192,7 +192,7 @@ func TestParse_InvalidJSONHasLineAndColumn(t *testing.T) {
 		{"{\"é\": 1,\n \"x\" 2}", 2, 6, "after object key"},
 	}
 	for _, tt := range tests {
-		cfg, err := Parse([]byte(tt.doc))
+		cfg, err := ParseWithEnv([]byte(tt.doc), keys)
 		ps := problemsOf(t, cfg, err)
 		p := ps[0]
 		if len(ps) != 1 || p.Line != tt.line || p.Column != tt.col || !strings.Contains(p.Allowed, tt.allowed) {
@@ -204,7 +204,7 @@ func TestParse_InvalidJSONHasLineAndColumn(t *testing.T) {
 			t.Errorf("%q: error %q does not contain %q", tt.doc, err, want)
 		}
 	}
-	_, err := Parse([]byte("{,}"))
+	_, err := ParseWithEnv([]byte("{,}"), keys)
 	var syn *json.SyntaxError
 	if !errors.As(err, &syn) {
 		t.Errorf("errors.As(*json.SyntaxError) fails on %v", err)
@@ -214,7 +214,7 @@ func TestParse_InvalidJSONHasLineAndColumn(t *testing.T) {
 func TestLoad_MissingFile(t *testing.T) {
 	good := writeFile(t, "good.json", `{}`)
 	missing := filepath.Join(t.TempDir(), "appsettings.Development.json")
-	cfg, err := LoadWithEnv(nil, good, missing)
+	cfg, err := LoadWithEnv(keys, good, missing)
 	p := problemsOf(t, cfg, err)[0]
 	if p.Source != missing || !strings.Contains(err.Error(), missing) || !strings.Contains(p.Allowed, "not found") {
 		t.Errorf("problem %+v does not name the missing file", p)
@@ -227,7 +227,7 @@ func TestLoad_MissingFile(t *testing.T) {
 func TestLoad_ProblemsNameTheirFile(t *testing.T) {
 	a := writeFile(t, "a.json", `{"LLM": {"Resilience": {"RetryCont": 1}}}`)
 	b := writeFile(t, "b.json", `{"LLM": {"Resilience": {"TimeoutSecond": 1}}}`)
-	cfg, err := LoadWithEnv(nil, a, b)
+	cfg, err := LoadWithEnv(keys, a, b)
 	ps := problemsOf(t, cfg, err)
 	if problemAt(t, ps, "LLM.Resilience.RetryCont").Source != a ||
 		problemAt(t, ps, "LLM.Resilience.TimeoutSecond").Source != b {
@@ -236,7 +236,7 @@ func TestLoad_ProblemsNameTheirFile(t *testing.T) {
 }
 
 func TestError_MatchesValidationProblems(t *testing.T) {
-	_, err := Parse([]byte(`{"LLM": {"Resilience": {"TimeoutSeconds": -1}}}`))
+	_, err := ParseWithEnv([]byte(`{"LLM": {"Resilience": {"TimeoutSeconds": -1}}}`), keys)
 	var ce *Error
 	if !errors.As(err, &ce) {
 		t.Fatal(err)

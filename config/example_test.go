@@ -13,6 +13,9 @@ func ExampleLoad() {
 	cfg, err := config.LoadWithEnv([]string{
 		"LLM__Resilience__RetryCount=5",
 		"LLM__Providers__openai__Model=gpt-4.1-mini",
+		"OPENAI_API_KEY=sk-…", // every APIKeyEnv must name a variable that is set
+		"AZURE_OPENAI_API_KEY=…",
+		"ANTHROPIC_API_KEY=sk-ant-…",
 	}, "../examples/config/appsettings.json")
 	if err != nil {
 		fmt.Println(err)

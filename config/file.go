@@ -256,22 +256,73 @@ func (p *jsonParser) provider(path string, v any) map[string]any {
 		p.misplacedOrUnknown(providerKeys)(path, key)
 	}
 	p.eachKey(path, m, providerKeys, unknown, func(path, canon string, v any) {
-		if canon == keyResilience {
+		var nv any
+		switch k := providerFields[canon].kind; {
+		case canon == keyResilience:
 			if sub := p.options(path, v); sub != nil {
-				out[canon] = sub
+				nv = sub
 			}
-			return
+		case k == kindStringMap:
+			if sub := p.stringMap(path, v); sub != nil {
+				nv = sub
+			}
+		case k == kindLimits:
+			if sub := p.limits(path, v); sub != nil {
+				nv = sub
+			}
+		default:
+			nv = p.leaf(path, k, v)
 		}
-		s, ok := v.(string)
-		if !ok {
-			p.problem(path, describe(v), kindString.allowed())
-			return
-		}
-		if canon == keyAPIKeyEnv && !validEnvName(s) {
+		if s, ok := nv.(string); ok && canon == keyAPIKeyEnv && !validEnvName(s) {
 			p.problem(path, nil, envNameAdvice)
 			return
 		}
-		out[canon] = s
+		if nv != nil {
+			out[canon] = nv
+		}
+	})
+	return out
+}
+
+// stringMap normalizes an object of strings (Deployments, ModelMap). Keys are kept as written:
+// they are model names, which are case-sensitive. It returns nil after a problem.
+func (p *jsonParser) stringMap(path string, v any) map[string]string {
+	m, ok := p.object(path, v)
+	if !ok {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	good := true
+	for _, key := range sortedKeys(m) {
+		s, ok := m[key].(string)
+		switch {
+		case key == "" || strings.ContainsFunc(key, unicode.IsControl):
+			p.problem(joinPath(path, key), nil, "a key must be a non-empty name without control characters")
+			good = false
+		case !ok:
+			p.problem(joinPath(path, key), describe(m[key]), kindString.allowed())
+			good = false
+		default:
+			out[key] = s
+		}
+	}
+	if !good {
+		return nil
+	}
+	return out
+}
+
+// limits normalizes the Limits object of a provider.
+func (p *jsonParser) limits(path string, v any) map[string]any {
+	m, ok := p.object(path, v)
+	if !ok {
+		return nil
+	}
+	out := map[string]any{}
+	p.eachKey(path, m, limitKeys, p.unknownKey(limitKeys), func(path, canon string, v any) {
+		if nv := p.leaf(path, kindInt, v); nv != nil {
+			out[canon] = nv
+		}
 	})
 	return out
 }

@@ -44,6 +44,37 @@ type Provider struct {
 	// overriding only the keys it sets. (In JSON, the provider's Resilience object holds only
 	// its overrides.)
 	Resilience resilience.Options
+	// Organization is sent as the OpenAI-Organization header (openai, openai-compatible).
+	Organization string
+	// Deployments maps model names to Azure deployment names (azure); a model that is not in
+	// the map is used as the deployment name.
+	Deployments map[string]string
+	// OmitStreamUsage stops asking for a usage chunk at the end of streams (openai,
+	// azure, openai-compatible), for servers that reject stream_options.
+	OmitStreamUsage bool
+	// Version is the anthropic-version header (anthropic); "" means the provider's default.
+	Version string
+	// DefaultMaxTokens is the max_tokens sent when a request sets none (anthropic, which
+	// requires the field); 0 means the provider's default.
+	DefaultMaxTokens int
+	// Beta lists anthropic-beta feature names (anthropic).
+	Beta []string
+	// Limits bounds what is read from the server; a zero field means its default.
+	Limits Limits
+	// ModelMap maps the models requested of the fallback chain's first provider to this
+	// provider's own model names, for fallback ({"gpt-4o": "claude-sonnet-4-5"}).
+	ModelMap map[string]string
+
+	// lookup reads the environment the configuration was loaded with (nil: the process's).
+	lookup func(name string) (string, bool)
+}
+
+// Limits bounds what a provider reads from a server (LLM.Providers.<name>.Limits), in bytes;
+// zero means the provider's default. See providers.Limits for the defaults.
+type Limits struct {
+	MaxResponseBytes  int64
+	MaxEventBytes     int64
+	MaxErrorBodyBytes int64
 }
 
 // EffectiveResilience returns the options the provider's pipeline should use: a copy of
@@ -56,11 +87,16 @@ func (p Provider) EffectiveResilience() resilience.Options {
 	return cloneOptions(p.Resilience)
 }
 
-// APIKey reads the API key from the environment variable named by APIKeyEnv. It returns ""
-// and nil when APIKeyEnv is empty (a server that needs no key), and an error matching
-// [ErrNoAPIKey] when the variable is unset or empty. The error names the variable, never a
-// value. Load does not read keys: a missing key shows when the provider is used.
+// APIKey reads the API key from the environment variable named by APIKeyEnv, in the
+// environment the configuration was loaded with (the one given to LoadWithEnv or
+// ParseWithEnv; the process's for Load and for a Provider built by hand). It returns "" and
+// nil when APIKeyEnv is empty (a server that needs no key), and an error matching
+// [ErrNoAPIKey] when the variable is unset or empty — which Load already reports as a problem.
+// The error names the variable, never a value.
 func (p Provider) APIKey() (string, error) {
+	if p.lookup != nil {
+		return p.APIKeyFrom(p.lookup)
+	}
 	return p.APIKeyFrom(os.LookupEnv)
 }
 
@@ -73,6 +109,19 @@ func (p Provider) APIKeyFrom(lookup func(name string) (string, bool)) (string, e
 	if v, ok := lookup(p.APIKeyEnv); ok && v != "" {
 		return v, nil
 	}
-	return "", fmt.Errorf("config: provider %q: environment variable %s (its APIKeyEnv) is not set: %w",
-		p.Name, p.APIKeyEnv, ErrNoAPIKey)
+	return "", &MissingKeyError{Provider: p.Name, Var: p.APIKeyEnv}
 }
+
+// MissingKeyError says that the variable a provider's APIKeyEnv names is unset or empty. It
+// matches ErrNoAPIKey.
+type MissingKeyError struct {
+	Provider string // the provider's name
+	Var      string // the variable APIKeyEnv names
+}
+
+func (e *MissingKeyError) Error() string {
+	return fmt.Sprintf("provider %q: environment variable %s (its APIKeyEnv) is not set", e.Provider, e.Var)
+}
+
+// Is reports whether target is ErrNoAPIKey.
+func (e *MissingKeyError) Is(target error) bool { return target == ErrNoAPIKey }

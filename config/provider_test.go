@@ -45,7 +45,7 @@ func TestProvider_APIKeyReadsTheProcessEnvironment(t *testing.T) {
 func TestProvider_PrintingRevealsNoKey(t *testing.T) {
 	const secret = "sk-very-secret"
 	t.Setenv("OPENAI_API_KEY", secret)
-	cfg, err := LoadWithEnv([]string{"OPENAI_API_KEY=" + secret}, exampleFile)
+	cfg, err := LoadWithEnv(append([]string{"OPENAI_API_KEY=" + secret}, keys...), exampleFile)
 	if err != nil {
 		t.Fatal(err)
 	}

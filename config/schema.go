@@ -22,22 +22,62 @@ const (
 	keyProviders  = "Providers"
 	keyFallback   = "Fallback"
 
-	keyType       = "Type"
-	keyBaseURL    = "BaseURL"
-	keyAPIKeyEnv  = "APIKeyEnv"
-	keyModel      = "Model"
-	keyAPIVersion = "APIVersion"
-	keyPolicy     = "Policy"
+	keyType             = "Type"
+	keyBaseURL          = "BaseURL"
+	keyAPIKeyEnv        = "APIKeyEnv"
+	keyModel            = "Model"
+	keyAPIVersion       = "APIVersion"
+	keyPolicy           = "Policy"
+	keyOrganization     = "Organization"
+	keyDeployments      = "Deployments"
+	keyOmitStreamUsage  = "OmitStreamUsage"
+	keyVersion          = "Version"
+	keyDefaultMaxTokens = "DefaultMaxTokens"
+	keyBeta             = "Beta"
+	keyLimits           = "Limits"
+	keyModelMap         = "ModelMap"
+
+	keyMaxResponseBytes  = "MaxResponseBytes"
+	keyMaxEventBytes     = "MaxEventBytes"
+	keyMaxErrorBodyBytes = "MaxErrorBodyBytes"
 )
 
 var (
 	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback}
-	providerKeys = []string{keyType, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience}
+	providerKeys = []string{keyType, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
+		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap}
+	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
+
+// providerField says what a field of a provider accepts and which provider types use it.
+type providerField struct {
+	kind  kind
+	types []string // nil: every type
+}
+
+// providerFields describes every field of LLM.Providers.<name> but Resilience.
+var providerFields = map[string]providerField{
+	keyType:             {kind: kindString},
+	keyBaseURL:          {kind: kindString},
+	keyAPIKeyEnv:        {kind: kindString},
+	keyModel:            {kind: kindString},
+	keyPolicy:           {kind: kindString},
+	keyAPIVersion:       {kind: kindString, types: []string{TypeAzure}},
+	keyOrganization:     {kind: kindString, types: []string{TypeOpenAI, TypeOpenAICompatible}},
+	keyDeployments:      {kind: kindStringMap, types: []string{TypeAzure}},
+	keyOmitStreamUsage:  {kind: kindBool, types: []string{TypeOpenAI, TypeAzure, TypeOpenAICompatible}},
+	keyVersion:          {kind: kindString, types: []string{TypeAnthropic}},
+	keyDefaultMaxTokens: {kind: kindInt, types: []string{TypeAnthropic}},
+	keyBeta:             {kind: kindStringList, types: []string{TypeAnthropic}},
+	keyLimits:           {kind: kindLimits},
+	keyModelMap:         {kind: kindStringMap},
+}
 
 // kind is what a leaf accepts. Normalized values: kindString → string, kindBool → bool,
 // kindInt → int, kindNumber and kindSeconds → float64, kindIntList → []int,
-// kindStringList → []string.
+// kindStringList → []string, kindStringMap → map[string]string (keys as written: model names
+// are case-sensitive); kindLimits is an object of whole numbers (map[string]any with the
+// canonical keys of limitKeys).
 type kind int
 
 const (
@@ -48,6 +88,8 @@ const (
 	kindSeconds // a number of seconds, or a Go duration string such as "750ms"
 	kindIntList
 	kindStringList
+	kindStringMap
+	kindLimits
 )
 
 // allowed describes the values a kind accepts, for messages.
@@ -65,11 +107,15 @@ func (k kind) allowed() string {
 		return "must be a list of whole numbers"
 	case kindStringList:
 		return "must be a list of strings"
+	case kindStringMap:
+		return `must be an object of strings, such as {"gpt-4o": "my-deployment"}`
+	case kindLimits:
+		return "must be an object of byte counts: " + strings.Join(limitKeys, ", ")
 	}
 	return "must be a string"
 }
 
-// elem is the kind of one element of a list kind.
+// elem is the kind of one element of a list kind, or of one value of a map kind.
 func (k kind) elem() kind {
 	if k == kindIntList {
 		return kindInt

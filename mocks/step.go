@@ -178,6 +178,9 @@ func (st Step) WithChunkDelay(d time.Duration) Step { st.ChunkDelay = d; return 
 // WithText returns a copy of st that replies with text.
 func (st Step) WithText(text string) Step { st.Text = text; return st }
 
+// WithCode sets the OpenAI error code of an error reply.
+func (st Step) WithCode(code string) Step { st.Code = code; return st }
+
 // WithMessage returns a copy of st whose error carries message.
 func (st Step) WithMessage(message string) Step { st.Message = message; return st }
 

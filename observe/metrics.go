@@ -64,7 +64,7 @@ func (in *instruments) event(ctx context.Context, e resilience.Event) {
 		c, k.layout, k.n = in.retries, layoutRetry, e.Attempt
 		second = KeyAttempt.Int(e.Attempt)
 	case resilience.EventGaveUp:
-		c, k.layout, k.b = in.gaveUp, layoutGaveUp, reasonCode(e.Reason)
+		c, k.layout, k.b = in.gaveUp, layoutGaveUp, string(e.GaveUp)
 		second = KeyReason.String(k.b)
 	case resilience.EventBreakerStateChanged:
 		c, k.layout, k.b = in.transitions, layoutTransition, e.To.String()

@@ -5,7 +5,6 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 
 	"github.com/steadyllm/steady/providers"
-	"github.com/steadyllm/steady/resilience"
 )
 
 // ScopeName is the instrumentation scope of steady's meter and tracer.
@@ -116,19 +115,3 @@ func errorType(err *providers.Error) string {
 	return string(err.Kind)
 }
 
-// reasonCode is the stable, label-friendly form of a resilience.Reason… constant.
-func reasonCode(reason string) string {
-	switch reason {
-	case resilience.ReasonExhausted:
-		return "exhausted"
-	case resilience.ReasonHintTooLong:
-		return "hint_too_long"
-	case resilience.ReasonDeadline:
-		return "deadline"
-	case resilience.ReasonBudget:
-		return "budget"
-	case resilience.ReasonCircuitOpen:
-		return "circuit_open"
-	}
-	return "other"
-}

@@ -234,7 +234,7 @@ func TestPipeline_GaveUpIsAnErrorWithItsReason(t *testing.T) {
 		t.Errorf("gave up = %v", p.sum)
 	}
 	recs := withEvent(h.records(t), resilience.EventGaveUp)
-	if len(recs) != 1 || recs[0].str("level") != "ERROR" || recs[0].str(observe.LogReason) != resilience.ReasonExhausted ||
+	if len(recs) != 1 || recs[0].str("level") != "ERROR" || recs[0].str(observe.LogReason) != string(resilience.GaveUpExhausted) ||
 		recs[0]["status"] != float64(503) {
 		t.Errorf("gave-up records %v", recs)
 	}

@@ -18,7 +18,7 @@ const (
 	LogStatus      = "status"       // the attempt's HTTP status, when it had one
 	LogDelayMs     = "delay_ms"     // the wait, hint, limit or time to the next probe
 	LogServerHint  = "server_hint"  // the delay came from Retry-After or retry-after-ms
-	LogReason      = "reason"       // why a retry, or why the retry layer gave up
+	LogReason      = "reason"       // why a retry (text), or why the retry layer gave up (a resilience.GaveUp code)
 	LogTimeout     = "timeout"      // total, attempt or stream-idle
 	LogFrom        = "from"         // circuit state before a transition
 	LogTo          = "to"           // circuit state after a transition, or when it rejected
@@ -78,7 +78,7 @@ func logEvent(logger *slog.Logger, e resilience.Event) {
 		attrs = append(attrs, slog.Int64(LogDelayMs, e.Delay.Round(time.Millisecond).Milliseconds()), slog.Bool(LogServerHint, e.ServerHint),
 			slog.String(LogReason, e.Reason))
 	case resilience.EventGaveUp:
-		attrs = append(attrs, slog.String(LogReason, e.Reason))
+		attrs = append(attrs, slog.String(LogReason, string(e.GaveUp)))
 		if e.Delay > 0 {
 			attrs = append(attrs, slog.Int64(LogDelayMs, e.Delay.Round(time.Millisecond).Milliseconds()), slog.Bool(LogServerHint, true))
 		}

@@ -42,7 +42,7 @@ func spanEvent(e resilience.Event) {
 			keyEvDelayMs.Int64(e.Delay.Round(time.Millisecond).Milliseconds()), keyEvServerHint.Bool(e.ServerHint), keyEvReason.String(e.Reason)}
 	case resilience.EventGaveUp:
 		name = SpanEventRetryGaveUp
-		attrs = []attribute.KeyValue{provider, keyEvAttempt.Int(e.Attempt), keyEvReason.String(reasonCode(e.Reason))}
+		attrs = []attribute.KeyValue{provider, keyEvAttempt.Int(e.Attempt), keyEvReason.String(string(e.GaveUp))}
 		if e.Delay > 0 {
 			attrs = append(attrs, keyEvDelayMs.Int64(e.Delay.Round(time.Millisecond).Milliseconds()), keyEvServerHint.Bool(true))
 		}

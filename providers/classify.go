@@ -38,6 +38,8 @@ func Classify(status int, errType, code, message string) ErrorKind {
 		return KindRateLimited
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
 		return KindAuth
+	case status == http.StatusNotFound:
+		return KindNotFound
 	case status == http.StatusRequestEntityTooLarge:
 		return KindContextTooLong
 	case status == http.StatusRequestTimeout:

@@ -10,28 +10,6 @@ import (
 	"github.com/steadyllm/steady/internal/redact"
 )
 
-// ErrorKind classifies a failure so a program can act on it without parsing messages.
-type ErrorKind string
-
-// The error kinds.
-const (
-	KindRateLimited     ErrorKind = "rate_limited"     // 429: wait RetryAfter and try again
-	KindQuotaExhausted  ErrorKind = "quota_exhausted"  // 429 insufficient_quota / spend limit: waiting will not help
-	KindOverloaded      ErrorKind = "overloaded"       // 529 or an overloaded error inside a stream
-	KindUnavailable     ErrorKind = "unavailable"      // 5xx, network failure
-	KindTimeout         ErrorKind = "timeout"          // the pipeline's own timeout
-	KindCircuitOpen     ErrorKind = "circuit_open"     // rejected by an open circuit, nothing sent
-	KindBulkheadFull    ErrorKind = "bulkhead_full"    // rejected by a full bulkhead, nothing sent
-	KindAuth            ErrorKind = "auth"             // 401, 403: the key is wrong or lacks rights
-	KindBadRequest      ErrorKind = "bad_request"      // 400, 404, 422…: the request itself is wrong
-	KindContextTooLong  ErrorKind = "context_too_long" // the prompt exceeds the model's context window
-	KindContentFiltered ErrorKind = "content_filtered" // a safety filter refused the prompt or the output
-	KindStreamTruncated ErrorKind = "stream_truncated" // the stream ended without its terminal event
-	KindRedirected      ErrorKind = "redirected"       // the server redirected; steady never follows (check BaseURL)
-	KindCanceled        ErrorKind = "canceled"         // the caller's context ended
-	KindUnknown         ErrorKind = "unknown"
-)
-
 // Error is the one error type of steady's client and providers. Match it with errors.As; the
 // underlying cause (an SDK error, resilience.ErrCircuitOpen, context.Canceled…) stays
 // reachable through errors.Is / errors.As. It never holds the API key.
@@ -43,7 +21,11 @@ type Error struct {
 	Code       string        // the provider's error code, e.g. "insufficient_quota"
 	Message    string        // the provider's message
 	RetryAfter time.Duration // the server's hint (or the time until the circuit's next probe)
-	Attempts   int           // attempts made, retries included; 0 when unknown
+	Attempts   int           // attempts made, retries included; 0 when unknown or none was sent
+	// GaveUp is why the resilience pipeline stopped retrying: one of its resilience.GaveUp
+	// codes ("exhausted", "budget", "hint_too_long", "deadline", "circuit_open",
+	// "not_retryable"); "" when unknown (a provider called without the client).
+	GaveUp string
 	RequestID  string
 	// Partial is what a stream delivered before it failed.
 	Partial string
@@ -52,7 +34,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s: %s", e.Provider, e.Kind)
+	if e.Provider != "" {
+		b.WriteString(e.Provider)
+		b.WriteString(": ")
+	}
+	b.WriteString(string(e.Kind))
 	if e.StatusCode != 0 {
 		fmt.Fprintf(&b, " (HTTP %d)", e.StatusCode)
 	}
@@ -65,6 +51,14 @@ func (e *Error) Error() string {
 	}
 	if e.RetryAfter > 0 {
 		fmt.Fprintf(&b, "; retry after %s", e.RetryAfter.Round(time.Millisecond))
+	}
+	if e.GaveUp != "" {
+		fmt.Fprintf(&b, "; gave up after %d attempt", e.Attempts)
+		if e.Attempts != 1 {
+			b.WriteString("s")
+		}
+		b.WriteString(": ")
+		b.WriteString(e.GaveUp)
 	}
 	if e.RequestID != "" {
 		fmt.Fprintf(&b, " [request %s]", e.RequestID)
@@ -98,24 +92,17 @@ func (e *Error) GoString() string {
 		cause = fmt.Sprintf("%T", e.Err)
 	}
 	return fmt.Sprintf("&providers.Error{Provider:%q, Kind:%q, StatusCode:%d, Type:%q, Code:%q, Message:%q, "+
-		"RetryAfter:%d, Attempts:%d, RequestID:%q, Partial:<%d bytes>, Err:%s}",
-		e.Provider, e.Kind, e.StatusCode, e.Type, e.Code, e.Message, e.RetryAfter, e.Attempts, e.RequestID,
+		"RetryAfter:%d, Attempts:%d, GaveUp:%q, RequestID:%q, Partial:<%d bytes>, Err:%s}",
+		e.Provider, e.Kind, e.StatusCode, e.Type, e.Code, e.Message, e.RetryAfter, e.Attempts, e.GaveUp, e.RequestID,
 		len(e.Partial), cause)
 }
 
 // Unwrap returns the underlying cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-// Temporary reports whether the same request may succeed later or elsewhere: rate limits,
-// overload, unavailability, timeouts, open circuits, full bulkheads and truncated streams.
-func (e *Error) Temporary() bool {
-	switch e.Kind {
-	case KindRateLimited, KindOverloaded, KindUnavailable, KindTimeout, KindCircuitOpen,
-		KindBulkheadFull, KindStreamTruncated:
-		return true
-	}
-	return false
-}
+// Temporary reports whether the same request may succeed later at the same provider: see
+// ErrorKind.Temporary.
+func (e *Error) Temporary() bool { return e.Kind.Temporary() }
 
 // KindOf returns the Kind of the first *Error in err's chain, or KindUnknown.
 func KindOf(err error) ErrorKind {

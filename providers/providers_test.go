@@ -32,7 +32,7 @@ func TestClassify(t *testing.T) {
 		{408, "", "", "", providers.KindTimeout},
 		{500, "api_error", "", "Internal server error", providers.KindUnavailable},
 		{502, "", "", "", providers.KindUnavailable},
-		{404, "not_found_error", "", "model: nope", providers.KindBadRequest},
+		{404, "not_found_error", "", "model: nope", providers.KindNotFound},
 		{422, "", "", "", providers.KindBadRequest},
 		{200, "", "", "", providers.KindUnknown},
 	}

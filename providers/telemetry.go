@@ -11,17 +11,21 @@ const (
 	SystemAnthropic   = "anthropic"
 )
 
-// Description is what a provider says about itself to telemetry.
+// Description is what a provider says about itself, to the client and to telemetry.
 type Description struct {
 	// System is the GenAI system the provider calls (SystemOpenAI…), "" when unknown.
 	System string
 	// DefaultModel is the model the provider uses when a request names none, "" when none.
 	DefaultModel string
+	// Capabilities is what the provider can do; zero means "not declared": everything is
+	// tried.
+	Capabilities Capabilities
 }
 
-// Describer is implemented by providers that can describe themselves, so that telemetry can
-// name the system and the model of a call that left them to the provider. It is optional: a
-// provider without it is reported with an unknown system.
+// Describer is implemented by providers that can describe themselves, so that a fallback
+// chain knows what they can do and telemetry can name the system and the model of a call that
+// left them to the provider. It is optional: a provider without it is tried for everything and
+// reported with an unknown system.
 type Describer interface {
 	Describe() Description
 }

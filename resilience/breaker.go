@@ -98,7 +98,7 @@ func callerGaveUp(ctx context.Context) bool {
 }
 
 // breakerTransport asks the circuit before each logical call and reports its outcome. A 5xx
-// (including 529) is a failure known at once; any other response is judged when its body
+// (including 529), 401 or 403 is a failure known at once; any other response is judged when its body
 // ends, so a stream that breaks halfway, or that the caller marks with a failure reporter,
 // counts as a failure. The report is guaranteed (EOF, read error or Close), so a half-open
 // probe can never leave the circuit stuck.
@@ -119,7 +119,7 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		b.announce(ctx, b.c.report(tk, verdictOf(ctx, err)))
 		return nil, err
 	}
-	if resp.StatusCode >= 500 {
+	if failingStatus(resp.StatusCode) {
 		b.announce(ctx, b.c.report(tk, verdictOf(ctx, errServerFailure)))
 		return resp, nil
 	}
@@ -132,7 +132,15 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	return resp, nil
 }
 
-// errServerFailure stands for a 5xx answer in verdictOf; it is never returned.
+// failingStatus reports whether an answer with status code counts against the circuit: a
+// server error (5xx, 529), or a refusal of the credentials (401, 403), after which every call
+// fails the same way until someone fixes the key. Rate limits (429) and the other 4xx, which
+// say something about one request, do not.
+func failingStatus(code int) bool {
+	return code >= 500 || code == http.StatusUnauthorized || code == http.StatusForbidden
+}
+
+// errServerFailure stands for a failing status in verdictOf; it is never returned.
 var errServerFailure = errors.New("resilience: server failure")
 
 // breakerCall reports the call's outcome when the response body ends. It is its own body

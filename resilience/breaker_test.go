@@ -136,7 +136,7 @@ func TestCircuitBreaker_ProbeReportsAtEOFWithoutClose(t *testing.T) {
 }
 
 func TestCircuitBreaker_RateLimitsAndClientErrorsAreNotFailures(t *testing.T) {
-	for _, code := range []int{400, 401, 404, 429} {
+	for _, code := range []int{400, 404, 409, 413, 422, 429} {
 		s := newScript(t, status(code, `{}`))
 		c, p := client(t, breakerOptions(1, 3600))
 		for i := 0; i < 3; i++ {
@@ -271,5 +271,19 @@ func TestCircuitBreaker_RatioMode(t *testing.T) {
 	call(t, c, s.url()) // 6th call: 3 of 6 failed
 	if p.CircuitState() != CircuitOpen {
 		t.Fatalf("circuit %v with 50%% failures over 6 calls, want open", p.CircuitState())
+	}
+}
+
+// A refused key fails every call the same way: 401 and 403 count against the circuit, so the
+// provider's trouble shows in its state and health.
+func TestCircuitBreaker_RefusedCredentialsAreFailures(t *testing.T) {
+	for _, code := range []int{401, 403} {
+		s := newScript(t, status(code, `{}`))
+		c, p := client(t, breakerOptions(2, 3600))
+		call(t, c, s.url())
+		call(t, c, s.url())
+		if p.CircuitState() != CircuitOpen {
+			t.Fatalf("%d twice: circuit %v, want open", code, p.CircuitState())
+		}
 	}
 }

@@ -8,16 +8,14 @@ import (
 // Retry budget: over a sliding window, retries may not exceed a percentage of the calls
 // seen, plus a small floor so a quiet client can still retry. During an outage every call
 // fails and wants to retry; the budget keeps the extra load at a bounded fraction instead
-// of multiplying it by RetryCount+1.
-const (
-	budgetBuckets = 10
-	budgetBucket  = time.Second // the window is budgetBuckets × budgetBucket = 10 s
-	budgetFloor   = 3
-)
+// of multiplying it by RetryCount+1. The window slides in tenths.
+const budgetBuckets = 10
 
 type budget struct {
 	mu      sync.Mutex
 	percent float64
+	floor   int
+	bucket  time.Duration // the window / budgetBuckets
 	clock   Clock
 	buckets [budgetBuckets]budgetCount
 }
@@ -27,9 +25,12 @@ type budgetCount struct {
 	calls, retries int
 }
 
-func newBudget(percent float64, c Clock) *budget { return &budget{percent: percent, clock: c} }
+func newBudget(o Options, c Clock) *budget {
+	return &budget{percent: o.RetryBudgetPercent, floor: o.RetryBudgetFloor, clock: c,
+		bucket: max(seconds(o.RetryBudgetWindowSeconds)/budgetBuckets, time.Millisecond)}
+}
 
-func (b *budget) bucket(epoch int64) *budgetCount {
+func (b *budget) slot(epoch int64) *budgetCount {
 	c := &b.buckets[epoch%budgetBuckets]
 	if c.epoch != epoch {
 		*c = budgetCount{epoch: epoch}
@@ -39,15 +40,15 @@ func (b *budget) bucket(epoch int64) *budgetCount {
 
 // recordCall counts a logical call in the window.
 func (b *budget) recordCall() {
-	epoch := b.clock.Now().UnixNano() / int64(budgetBucket)
+	epoch := b.clock.Now().UnixNano() / int64(b.bucket)
 	b.mu.Lock()
-	b.bucket(epoch).calls++
+	b.slot(epoch).calls++
 	b.mu.Unlock()
 }
 
 // tryRetry reports whether one more retry fits the budget and, if so, counts it.
 func (b *budget) tryRetry() bool {
-	epoch := b.clock.Now().UnixNano() / int64(budgetBucket)
+	epoch := b.clock.Now().UnixNano() / int64(b.bucket)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	calls, retries := 0, 0
@@ -57,9 +58,9 @@ func (b *budget) tryRetry() bool {
 			retries += c.retries
 		}
 	}
-	if float64(retries+1) > budgetFloor+b.percent/100*float64(calls) {
+	if float64(retries+1) > float64(b.floor)+b.percent/100*float64(calls) {
 		return false
 	}
-	b.bucket(epoch).retries++
+	b.slot(epoch).retries++
 	return true
 }

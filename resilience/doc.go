@@ -18,8 +18,9 @@
 //   - Timeout: TimeoutSeconds bounds the whole call, backoffs and body included; for an event
 //     stream it ends when the headers arrive and StreamIdleTimeoutSeconds bounds each read.
 //     Only the pipeline's own expiry is ErrTimeout; the caller's cancellation is returned as it is.
-//   - Circuit breaker: counts logical calls; 5xx, 529, network errors,
-//     our timeouts and reported in-stream failures are failures, 4xx and 429 are not. After
+//   - Circuit breaker: counts logical calls; 5xx, 529, network errors, our timeouts, reported
+//     in-stream failures and refused credentials (401, 403) are failures; 429 and the other
+//     4xx are not. After
 //     CircuitBreakerThreshold consecutive failures it rejects calls with ErrCircuitOpen for
 //     CircuitBreakerDurationSeconds, then lets probes through. Its state is computed on read.
 //   - Retry (hashicorp/go-retryablehttp as the engine): retries 429, 502, 503, 504, 529 and

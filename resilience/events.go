@@ -17,7 +17,7 @@ const (
 	// EventRetryScheduled: the attempt failed in a retryable way and the next one starts after
 	// Delay; ServerHint says whether Delay came from Retry-After or retry-after-ms.
 	EventRetryScheduled
-	// EventGaveUp: a retryable failure was not retried; Reason says why (see the Reason… constants).
+	// EventGaveUp: a retryable failure was not retried; GaveUp says why.
 	EventGaveUp
 	// EventTimeout: one of the pipeline's own time limits ran out (Timeout, Delay = the limit).
 	EventTimeout
@@ -52,14 +52,39 @@ func (k EventKind) String() string {
 	return "unknown"
 }
 
-// Reasons carried by EventGaveUp.
+// GaveUp says why the retry layer stopped retrying a call that failed: a stable code, fit for
+// a metric label or a log field, with a Description for people. The zero value means the call
+// did not fail, or ended because the caller gave up.
+type GaveUp string
+
+// Why retrying stopped.
 const (
-	ReasonExhausted   = "retries exhausted"             // RetryCount retries were made
-	ReasonHintTooLong = "server hint exceeds max delay" // Retry-After above RetryMaxDelaySeconds
-	ReasonDeadline    = "wait would pass the deadline"  // the delay outlasts the time left
-	ReasonBudget      = "retry budget exhausted"        // RetryBudgetPercent reached
-	ReasonCircuitOpen = "circuit opened"                // another call tripped the breaker
+	GaveUpNotRetryable GaveUp = "not_retryable" // the failure is not one a retry can cure (a 400, a TLS error…)
+	GaveUpExhausted    GaveUp = "exhausted"     // RetryCount retries were made
+	GaveUpBudget       GaveUp = "budget"        // the retry budget is spent (RetryBudgetPercent)
+	GaveUpHintTooLong  GaveUp = "hint_too_long" // the server asked for a wait above RetryMaxDelaySeconds
+	GaveUpDeadline     GaveUp = "deadline"      // the wait would outlast the call's deadline
+	GaveUpCircuitOpen  GaveUp = "circuit_open"  // the circuit opened meanwhile: other calls tripped it
 )
+
+// Description explains the code in a few words.
+func (g GaveUp) Description() string {
+	switch g {
+	case GaveUpNotRetryable:
+		return "the failure is not retryable"
+	case GaveUpExhausted:
+		return "retries exhausted"
+	case GaveUpBudget:
+		return "retry budget spent"
+	case GaveUpHintTooLong:
+		return "the server's hint exceeds the max delay"
+	case GaveUpDeadline:
+		return "the wait would pass the deadline"
+	case GaveUpCircuitOpen:
+		return "the circuit opened"
+	}
+	return string(g)
+}
 
 // Event is one thing a layer did. It never carries headers, bodies, URLs or query strings,
 // so it is safe to log or export as it is.
@@ -78,8 +103,10 @@ type Event struct {
 	// Err is the attempt's or call's error, if any. Transport errors name addresses, never URLs.
 	Err error
 	// Reason is a short human explanation: why an attempt is retried ("status 503",
-	// "connection reset") or why the retry layer gave up (the Reason… constants).
+	// "connection reset") or, for EventGaveUp, GaveUp's Description.
 	Reason string
+	// GaveUp is why the retry layer stopped (EventGaveUp).
+	GaveUp GaveUp
 	// Delay is the wait before the next attempt (EventRetryScheduled), the rejected server
 	// hint (EventGaveUp), the limit that ran out (EventTimeout) or the time until the next
 	// probe (EventBreakerRejected).

@@ -90,7 +90,7 @@ func TestRetry_AbsurdHintsGiveUpAtOnce(t *testing.T) {
 			t.Fatalf("%v: hint not intact on the returned response", hint)
 		}
 		gave := rec.kind(EventGaveUp)
-		if len(gave) != 1 || gave[0].Reason != ReasonHintTooLong || gave[0].Delay <= 0 || gave[0].Delay > 24*time.Hour {
+		if len(gave) != 1 || gave[0].GaveUp != GaveUpHintTooLong || gave[0].Delay <= 0 || gave[0].Delay > 24*time.Hour {
 			t.Fatalf("%v: gave-up events %+v, want hint too long with a clamped delay", hint, gave)
 		}
 	}

@@ -37,10 +37,17 @@ type Options struct {
 	// RetryableStatusCodes are the HTTP statuses that are retried. An x-should-retry response
 	// header overrides this list either way. Allowed: codes in 400..599.
 	RetryableStatusCodes []int `json:"RetryableStatusCodes"`
-	// RetryBudgetPercent limits retries, over a sliding 10 s window, to this percentage of the
-	// calls in that window, plus a floor of 3, so an outage does not multiply the load on a
-	// provider. 0 turns the budget off. Allowed: 0..100.
+	// RetryBudgetPercent limits retries, over a sliding window of RetryBudgetWindowSeconds, to
+	// this percentage of the calls in that window plus RetryBudgetFloor, so an outage does not
+	// multiply the load on a provider. 0 turns the budget off. Allowed: 0..100.
 	RetryBudgetPercent float64 `json:"RetryBudgetPercent"`
+	// RetryBudgetFloor is the number of retries the budget allows in any window whatever the
+	// traffic, so that a quiet client (or a fresh pipeline, which has seen no calls yet) can
+	// still retry. Allowed: 0..1000.
+	RetryBudgetFloor int `json:"RetryBudgetFloor"`
+	// RetryBudgetWindowSeconds is the sliding window over which the budget counts calls and
+	// retries. Allowed: 1..3600.
+	RetryBudgetWindowSeconds float64 `json:"RetryBudgetWindowSeconds"`
 
 	// CircuitBreakerThreshold is the number of consecutive failed calls that opens the circuit.
 	// Allowed: 1..1000.
@@ -96,6 +103,8 @@ func DefaultOptions() Options {
 		RetryUseJitter:                    true,
 		RetryableStatusCodes:              []int{429, 502, 503, 504, 529},
 		RetryBudgetPercent:                20,
+		RetryBudgetFloor:                  3,
+		RetryBudgetWindowSeconds:          10,
 		CircuitBreakerThreshold:           5,
 		CircuitBreakerDurationSeconds:     30,
 		CircuitBreakerFailureRatio:        0,
@@ -161,7 +170,10 @@ func (o Options) Validate() error {
 			v.add(fmt.Sprintf("RetryableStatusCodes[%d]", i), code, "must be an HTTP error status between 400 and 599")
 		}
 	}
-	v.secRange("RetryBudgetPercent", o.RetryBudgetPercent, 0, 100)
+	if v.secRange("RetryBudgetPercent", o.RetryBudgetPercent, 0, 100) && o.RetryBudgetPercent > 0 {
+		v.intRange("RetryBudgetFloor", o.RetryBudgetFloor, 0, 1000)
+		v.secRange("RetryBudgetWindowSeconds", o.RetryBudgetWindowSeconds, 1, 3600)
+	}
 
 	v.intRange("CircuitBreakerThreshold", o.CircuitBreakerThreshold, 1, 1000)
 	v.secRange("CircuitBreakerDurationSeconds", o.CircuitBreakerDurationSeconds, 0.001, 86400)

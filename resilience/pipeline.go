@@ -73,7 +73,7 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	p.bulkhead.init(opts)
 	p.breaker.init(p)
 	if opts.RetryBudgetPercent > 0 {
-		p.budget = newBudget(opts.RetryBudgetPercent, p.clock)
+		p.budget = newBudget(opts, p.clock)
 	}
 	return p, nil
 }

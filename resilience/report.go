@@ -59,6 +59,9 @@ type CallInfo struct {
 	// Attempts is the number of attempts sent, retries included; 0 when the call was
 	// rejected before any (open circuit, full bulkhead).
 	Attempts int
+	// GaveUp is why the retry layer stopped when the call failed; "" when it succeeded, was
+	// rejected before any attempt or ended because the caller gave up.
+	GaveUp GaveUp
 }
 
 // WithCallInfo returns a context for a request and the CallInfo the pipeline fills in for the

@@ -66,6 +66,7 @@ type callState struct {
 	context.Context
 	p       *Pipeline
 	attempt int
+	gaveUp  GaveUp // why retrying stopped, once it has
 	getBody func() (io.ReadCloser, error)
 	req     retryablehttp.Request
 }
@@ -114,13 +115,13 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.attempt.send(req, 1)
 	retry, reason := p.classify(resp, err)
 	if !retry || req.Context().Err() != nil {
-		setAttempts(req.Context(), 1)
+		setOutcome(req.Context(), 1, notRetried(req.Context(), resp, err))
 		return resp, err
 	}
 	s := &callState{Context: req.Context(), p: p, attempt: 1, getBody: getBody}
 	again, cerr := s.decide(resp, err, reason)
 	if !again {
-		setAttempts(req.Context(), s.attempt)
+		setOutcome(req.Context(), s.attempt, s.gaveUp)
 		if cerr != nil {
 			if resp != nil {
 				_ = resp.Body.Close()
@@ -134,15 +135,24 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	s.req.Request = req.WithContext(s)
 	resp, err = t.client.Do(&s.req)
-	setAttempts(req.Context(), s.attempt)
+	setOutcome(req.Context(), s.attempt, s.gaveUp)
 	return resp, err
 }
 
-// setAttempts fills in the CallInfo of the call, if the caller asked for one.
-func setAttempts(ctx context.Context, n int) {
+// setOutcome fills in the CallInfo of the call, if the caller asked for one.
+func setOutcome(ctx context.Context, attempts int, gaveUp GaveUp) {
 	if info, _ := ctx.Value(callInfoKey{}).(*CallInfo); info != nil {
-		info.Attempts = n
+		info.Attempts, info.GaveUp = attempts, gaveUp
 	}
+}
+
+// notRetried is why an attempt that is not retried ended the call: GaveUpNotRetryable for a
+// failure, "" for a success or the caller's cancellation.
+func notRetried(ctx context.Context, resp *http.Response, err error) GaveUp {
+	if ctx.Err() != nil || (err == nil && resp.StatusCode < http.StatusBadRequest) {
+		return ""
+	}
+	return GaveUpNotRetryable
 }
 
 // attemptTransport sends attempts to the base transport: the first directly from
@@ -235,6 +245,7 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 	err = stripURL(err)
 	retry, reason := s.p.classify(resp, err)
 	if !retry {
+		s.gaveUp = notRetried(ctx, resp, err)
 		return false, nil
 	}
 	return s.decide(resp, err, reason)
@@ -252,8 +263,10 @@ func (p *Pipeline) classify(resp *http.Response, err error) (bool, string) {
 // hint, deadline, breaker, budget — then sleeps. See checkRetry for the answers.
 func (s *callState) decide(resp *http.Response, err error, reason string) (bool, error) {
 	p := s.p
-	giveUp := func(why string, hint time.Duration) (bool, error) {
-		e := Event{Kind: EventGaveUp, Attempt: s.attempt, Reason: why, Err: err, Delay: hint, Context: s.Context}
+	giveUp := func(why GaveUp, hint time.Duration) (bool, error) {
+		s.gaveUp = why
+		e := Event{Kind: EventGaveUp, Attempt: s.attempt, GaveUp: why, Reason: why.Description(), Err: err, Delay: hint,
+			Context: s.Context}
 		if resp != nil {
 			e.Status = resp.StatusCode
 		}
@@ -261,20 +274,20 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		return false, nil
 	}
 	if s.attempt > p.opts.RetryCount {
-		return giveUp(ReasonExhausted, 0)
+		return giveUp(GaveUpExhausted, 0)
 	}
 	delay, fromServer := p.retryDelay(s.attempt, resp)
 	if fromServer && delay > p.maxDelay {
-		return giveUp(ReasonHintTooLong, delay)
+		return giveUp(GaveUpHintTooLong, delay)
 	}
 	if dl, ok := s.Deadline(); ok && p.clock.Now().Add(delay).After(dl) {
-		return giveUp(ReasonDeadline, delay)
+		return giveUp(GaveUpDeadline, delay)
 	}
 	if p.breaker.blocked(s.Context) {
-		return giveUp(ReasonCircuitOpen, 0)
+		return giveUp(GaveUpCircuitOpen, 0)
 	}
 	if p.budget != nil && !p.budget.tryRetry() {
-		return giveUp(ReasonBudget, 0)
+		return giveUp(GaveUpBudget, 0)
 	}
 	if resp != nil {
 		keepBody(resp)
@@ -292,7 +305,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		return false, err
 	}
 	if p.breaker.blocked(s.Context) {
-		return giveUp(ReasonCircuitOpen, 0)
+		return giveUp(GaveUpCircuitOpen, 0)
 	}
 	return true, nil
 }

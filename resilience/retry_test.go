@@ -203,7 +203,7 @@ func TestRetry_HintAboveCapGivesUpAtOnceWithHintIntact(t *testing.T) {
 		t.Fatalf("%d attempts and waits %v, want 1 attempt and no wait", s.hits.Load(), clk.waits())
 	}
 	gave := rec.kind(EventGaveUp)
-	if len(gave) != 1 || gave[0].Reason != ReasonHintTooLong || gave[0].Delay != time.Hour {
+	if len(gave) != 1 || gave[0].GaveUp != GaveUpHintTooLong || gave[0].Delay != time.Hour {
 		t.Fatalf("gave-up events %+v", gave)
 	}
 }
@@ -221,7 +221,7 @@ func TestRetry_HintBeyondDeadlineGivesUpAtOnce(t *testing.T) {
 	if resp.StatusCode != 503 || resp.Header.Get("Retry-After") != "20" || readAll(t, resp) != "busy" || s.hits.Load() != 1 {
 		t.Fatalf("got %d after %d attempts, want the 503 after 1", resp.StatusCode, s.hits.Load())
 	}
-	if gave := rec.kind(EventGaveUp); len(gave) != 1 || gave[0].Reason != ReasonDeadline {
+	if gave := rec.kind(EventGaveUp); len(gave) != 1 || gave[0].GaveUp != GaveUpDeadline {
 		t.Fatalf("gave-up events %+v", gave)
 	}
 }
@@ -404,7 +404,7 @@ func TestRetry_ReturnsLastResponseIntactWhenExhausted(t *testing.T) {
 	if s.hits.Load() != 4 {
 		t.Fatalf("%d attempts, want 4", s.hits.Load())
 	}
-	if gave := rec.kind(EventGaveUp); len(gave) != 1 || gave[0].Reason != ReasonExhausted || gave[0].Attempt != 4 {
+	if gave := rec.kind(EventGaveUp); len(gave) != 1 || gave[0].GaveUp != GaveUpExhausted || gave[0].Attempt != 4 {
 		t.Fatalf("gave-up events %+v", gave)
 	}
 }
@@ -452,7 +452,7 @@ func TestRetry_StopsWhenBreakerTrippedByOtherCalls(t *testing.T) {
 	}
 	var stoppedByBreaker bool
 	for _, e := range rec.kind(EventGaveUp) {
-		stoppedByBreaker = stoppedByBreaker || e.Reason == ReasonCircuitOpen
+		stoppedByBreaker = stoppedByBreaker || e.GaveUp == GaveUpCircuitOpen
 	}
 	if !stoppedByBreaker {
 		t.Fatalf("no gave-up event for the open circuit: %+v", rec.kind(EventGaveUp))
@@ -485,7 +485,7 @@ func TestRetry_BudgetCapsRetriesDuringOutage(t *testing.T) {
 	}
 	var budgetStops int
 	for _, e := range rec.kind(EventGaveUp) {
-		if e.Reason == ReasonBudget {
+		if e.GaveUp == GaveUpBudget {
 			budgetStops++
 		}
 	}

@@ -92,12 +92,11 @@ func newClient(t *testing.T, k kind, srv string, o resilience.Options, lim provi
 // client.FromConfig, as an application would, the key in an environment variable.
 func fromConfig(t *testing.T, k kind, srv string) *client.Client {
 	t.Helper()
-	t.Setenv("HOSTILE_TEST_KEY", sentinel)
 	model := map[string]string{"openai": "gpt-4o-mini", "azure": "gpt-4o", "openai-compatible": "llama", "anthropic": "claude-haiku-4-5"}[k.name]
 	doc := fmt.Sprintf(`{"LLM":{"Resilience":{"RetryBaseDelaySeconds":0.001,"RetryUseJitter":false,"RetryBudgetPercent":0,
 		"TimeoutSeconds":10},"Providers":{"p":{"Type":%q,"BaseURL":%q,"APIKeyEnv":"HOSTILE_TEST_KEY","Model":%q}}}}`,
 		k.name, k.baseURL(srv), model)
-	cfg, err := config.Parse([]byte(doc))
+	cfg, err := config.ParseWithEnv([]byte(doc), []string{"HOSTILE_TEST_KEY=" + sentinel})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,8 @@ func TestDescribe_NamesAnthropic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := providers.Description{System: providers.SystemAnthropic, DefaultModel: "claude-haiku-4-5"}
+	want := providers.Description{System: providers.SystemAnthropic, DefaultModel: "claude-haiku-4-5",
+		Capabilities: providers.AllCapabilities &^ providers.CapEmbeddings} // no embeddings API
 	if got := p.Describe(); got != want {
 		t.Errorf("%+v, want %+v", got, want)
 	}

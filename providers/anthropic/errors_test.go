@@ -91,7 +91,7 @@ func TestErrors_NonEnvelopeBodiesBecomeShortSafeMessages(t *testing.T) {
 	}{
 		{"html page", "text/html", html, 502, providers.KindUnavailable, "Bad Gateway (HTML error page, "},
 		{"plain text", "text/plain", "no healthy upstream\n", 503, providers.KindUnavailable, "Service Unavailable: no healthy upstream"},
-		{"empty", "", "", 404, providers.KindBadRequest, "Not Found"},
+		{"empty", "", "", 404, providers.KindNotFound, "Not Found"},
 		{"long text echoing the key", "text/plain", long, 400, providers.KindBadRequest, "Bad Request: upstream said: blah"},
 		{"JSON of another shape", "application/json", `{"message":"nope"}`, 500, providers.KindUnavailable, `Internal Server Error: {"message":"nope"}`},
 		{"envelope echoing the key", "application/json",

@@ -59,10 +59,11 @@ func New(cfg Config) (*Provider, error) {
 // Name returns the configured provider name.
 func (p *Provider) Name() string { return p.name }
 
-// Describe names the provider's GenAI system (providers.SystemAnthropic) and default model
-// for telemetry.
+// Describe names the provider's GenAI system (providers.SystemAnthropic), its default model,
+// and what it can do: everything but embeddings.
 func (p *Provider) Describe() providers.Description {
-	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model}
+	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model,
+		Capabilities: providers.CapChat | providers.CapStreaming | providers.CapTools | providers.CapJSONOutput}
 }
 
 // HTTPClient returns the *http.Client this provider sends through. When the provider was

@@ -12,6 +12,10 @@ import (
 // The Messages API wire format, as far as this package speaks it. Fields the neutral types do
 // not carry (images, documents, thinking, cache control, tool_choice…) are left out.
 
+// maxTemperature is the highest temperature the Messages API accepts (the neutral request
+// allows up to providers.MaxTemperature, as OpenAI does).
+const maxTemperature = 1.0
+
 // jsonInstruction is appended to the system prompt for providers.FormatJSON: the Messages API
 // has no schema-less JSON mode.
 const jsonInstruction = "Respond with a single valid JSON object and nothing else: no prose, no Markdown code fences."
@@ -104,8 +108,11 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // or what cannot be expressed: no model, no messages, an empty turn, tool arguments that are
 // not JSON, an unknown response format.
 func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte, error) {
-	if req == nil {
-		return nil, p.badRequest("the request is nil")
+	if err := req.Validate(); err != nil {
+		return nil, p.errs.Finish(err.(*providers.Error))
+	}
+	if t := req.Temperature; t != nil && *t > maxTemperature {
+		return nil, p.badRequest(fmt.Sprintf("Temperature = %g: Anthropic allows 0 to %g", *t, maxTemperature))
 	}
 	w := wireRequest{
 		Model:         req.Model,

@@ -22,6 +22,9 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // Temperature and top-p: go-openai drops a zero float32 (omitempty), so an explicit 0 is
 // sent as the smallest positive float32, which every server treats as 0.
 func (p *Provider) chatRequest(req *providers.ChatRequest) (goopenai.ChatCompletionRequest, error) {
+	if err := req.Validate(); err != nil {
+		return goopenai.ChatCompletionRequest{}, p.refuse(err)
+	}
 	model := req.Model
 	if model == "" {
 		model = p.model

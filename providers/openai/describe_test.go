@@ -20,7 +20,8 @@ func TestDescribe_NamesTheGenAISystemOfEachKind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := p.Describe(), (providers.Description{System: tc.system, DefaultModel: "m-1"}); got != want {
+		if got, want := p.Describe(), (providers.Description{System: tc.system, DefaultModel: "m-1",
+			Capabilities: providers.AllCapabilities}); got != want {
 			t.Errorf("%s: %+v, want %+v", tc.kind, got, want)
 		}
 	}

@@ -30,7 +30,7 @@ func TestErrors_HTTPStatusesMapToKinds(t *testing.T) {
 		{"400", mocks.Error(400, "invalid_request_error", "messages is malformed"), providers.KindBadRequest, 400, 0},
 		{"401", mocks.Status(401), providers.KindAuth, 401, 0},
 		{"403", mocks.Status(403), providers.KindAuth, 403, 0},
-		{"404", mocks.Status(404), providers.KindBadRequest, 404, 0},
+		{"404", mocks.Status(404), providers.KindNotFound, 404, 0},
 		{"429 retry-after-ms", mocks.RateLimited(1500 * time.Millisecond), providers.KindRateLimited, 429, 1500 * time.Millisecond},
 		{"429 quota", mocks.QuotaExceeded(), providers.KindQuotaExhausted, 429, 0},
 		{"context too long", mocks.Step{Status: 400, ErrorType: "invalid_request_error", Code: "context_length_exceeded",

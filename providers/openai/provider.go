@@ -81,7 +81,7 @@ func (p *Provider) Describe() providers.Description {
 	if p.kind == Azure {
 		system = providers.SystemAzureOpenAI
 	}
-	return providers.Description{System: system, DefaultModel: p.model}
+	return providers.Description{System: system, DefaultModel: p.model, Capabilities: providers.AllCapabilities}
 }
 
 // Client returns the underlying go-openai client, for features the neutral API lacks
@@ -118,6 +118,9 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 
 // Embed returns one float embedding per input, in input order.
 func (p *Provider) Embed(ctx context.Context, req *providers.EmbedRequest) (*providers.EmbedResponse, error) {
+	if err := req.Validate(); err != nil {
+		return nil, p.refuse(err)
+	}
 	model := req.Model
 	if model == "" {
 		model = p.model
@@ -157,6 +160,11 @@ func (p *Provider) Embed(ctx context.Context, req *providers.EmbedRequest) (*pro
 		}
 	}
 	return out, nil
+}
+
+// refuse finishes the error of a request's Validate as this provider's.
+func (p *Provider) refuse(err error) *providers.Error {
+	return p.errs.Finish(err.(*providers.Error))
 }
 
 // badRequest is the error for a request this package refuses before sending it.

@@ -1,0 +1,85 @@
+package providers
+
+import "strings"
+
+// Capabilities is the set of things a provider can do. A fallback chain skips a provider that
+// lacks what a call needs, instead of calling it and failing. A provider declares its
+// capabilities in Description.Capabilities; a provider that declares none (zero, or no
+// Describer) is taken to be capable of everything, and fails by itself where it is not.
+type Capabilities uint32
+
+// The capabilities.
+const (
+	CapChat       Capabilities = 1 << iota // Chat
+	CapStreaming                           // ChatStream
+	CapEmbeddings                          // Embed
+	CapTools                               // ChatRequest.Tools, tool calls and tool results
+	CapJSONOutput                          // ChatRequest.Format = FormatJSON
+)
+
+// AllCapabilities is every capability this version knows.
+const AllCapabilities = CapChat | CapStreaming | CapEmbeddings | CapTools | CapJSONOutput
+
+var capNames = []struct {
+	c    Capabilities
+	name string
+}{
+	{CapChat, "chat"}, {CapStreaming, "streaming"}, {CapEmbeddings, "embeddings"},
+	{CapTools, "tools"}, {CapJSONOutput, "JSON output"},
+}
+
+// Has reports whether c holds every capability of need.
+func (c Capabilities) Has(need Capabilities) bool { return c&need == need }
+
+// Missing returns the capabilities of need that c lacks.
+func (c Capabilities) Missing(need Capabilities) Capabilities { return need &^ c }
+
+// String lists the capabilities, as "chat, streaming", or "none".
+func (c Capabilities) String() string {
+	var names []string
+	for _, n := range capNames {
+		if c&n.c != 0 {
+			names = append(names, n.name)
+		}
+	}
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// Needs returns the capabilities that serving req needs: CapChat, or CapStreaming for a
+// stream, plus CapTools and CapJSONOutput when the request uses them.
+func (r *ChatRequest) Needs(stream bool) Capabilities {
+	need := CapChat
+	if stream {
+		need = CapStreaming
+	}
+	if r == nil {
+		return need
+	}
+	if len(r.Tools) > 0 {
+		need |= CapTools
+	}
+	for _, m := range r.Messages {
+		if len(m.ToolCalls) > 0 || m.Role == RoleTool {
+			need |= CapTools
+			break
+		}
+	}
+	if r.Format == FormatJSON {
+		need |= CapJSONOutput
+	}
+	return need
+}
+
+// CapabilitiesOf returns what p declares it can do, or AllCapabilities when it declares
+// nothing.
+func CapabilitiesOf(p Provider) Capabilities {
+	if d, ok := p.(Describer); ok {
+		if c := d.Describe().Capabilities; c != 0 {
+			return c
+		}
+	}
+	return AllCapabilities
+}
