@@ -247,7 +247,9 @@ func TestGaveUp_SaysWhyRetryingStopped(t *testing.T) {
 			edit: func(o *resilience.Options) { o.RetryMaxDelaySeconds = 1 }}, "hint_too_long", 1},
 		"hint beyond the deadline": {setup{steps: []mocks.Step{mocks.RateLimited(5 * time.Second)},
 			edit: func(o *resilience.Options) { o.RetryMaxDelaySeconds = 10 },
-			ctx:  func() (context.Context, context.CancelFunc) { return context.WithTimeout(context.Background(), 2*time.Second) }},
+			ctx: func() (context.Context, context.CancelFunc) {
+				return context.WithTimeout(context.Background(), 2*time.Second)
+			}},
 			"deadline", 1},
 	}
 	for name, tc := range cases {

@@ -317,4 +317,3 @@ func TestParse_NamesWithDotsAreNotSplit(t *testing.T) {
 		t.Errorf("providers = %v, want 2", cfg.Providers)
 	}
 }
-

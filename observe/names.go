@@ -114,4 +114,3 @@ func errorType(err *providers.Error) string {
 	}
 	return string(err.Kind)
 }
-

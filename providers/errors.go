@@ -25,8 +25,8 @@ type Error struct {
 	// GaveUp is why the resilience pipeline stopped retrying: one of its resilience.GaveUp
 	// codes ("exhausted", "budget", "hint_too_long", "deadline", "circuit_open",
 	// "not_retryable"); "" when unknown (a provider called without the client).
-	GaveUp string
-	RequestID  string
+	GaveUp    string
+	RequestID string
 	// Partial is what a stream delivered before it failed.
 	Partial string
 	Err     error
