@@ -99,11 +99,13 @@ func anthropicErrorType(status int) string {
 // parseMessages reads a Messages API request.
 func (c *call) parseMessages(body []byte) error {
 	var req struct {
-		Model     string          `json:"model"`
-		MaxTokens *int            `json:"max_tokens"`
-		Messages  []message       `json:"messages"`
-		System    json.RawMessage `json:"system"`
-		Stream    bool            `json:"stream"`
+		Model       string          `json:"model"`
+		MaxTokens   *int            `json:"max_tokens"`
+		Messages    []message       `json:"messages"`
+		System      json.RawMessage `json:"system"`
+		Stream      bool            `json:"stream"`
+		Temperature *float64        `json:"temperature"`
+		TopP        *float64        `json:"top_p"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return fmt.Errorf("invalid JSON body: %v", err)
@@ -117,6 +119,15 @@ func (c *call) parseMessages(body []byte) error {
 		return errors.New("max_tokens: must be greater than or equal to 1")
 	case len(req.Messages) == 0:
 		return errors.New("messages: at least one message is required")
+	case req.Temperature != nil && (*req.Temperature < 0 || *req.Temperature > 1):
+		return invalidParam("temperature", "temperature: Input should be less than or equal to 1")
+	case req.TopP != nil && (*req.TopP < 0 || *req.TopP > 1):
+		return invalidParam("top_p", "top_p: Input should be less than or equal to 1")
+	}
+	for i, m := range req.Messages {
+		if m.Role != "user" && m.Role != "assistant" {
+			return invalidParam(fmt.Sprintf("messages.%d.role", i), fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i))
+		}
 	}
 	c.model, c.stream, c.maxTokens = req.Model, req.Stream, *req.MaxTokens
 	c.lastUser, c.promptTokens = prompt(req.System, req.Messages)

@@ -141,15 +141,31 @@ func (c *call) requestID() string {
 
 // writeError sends st's error status in the dialect's envelope.
 func (c *call) writeError(st Step) {
+	c.writeErrorParam(st, "")
+}
+
+// writeErrorParam is writeError naming the request parameter at fault (OpenAI's "param").
+func (c *call) writeErrorParam(st Step, param string) {
 	status := st.Status
 	var body any
 	if c.api == anthropic {
 		body = anthropicError(st, c.requestID())
 	} else {
-		body = openAIError(st)
+		e := openAIError(st)
+		if param != "" {
+			e["error"].(obj)["param"] = param
+		}
+		body = e
 	}
 	c.writeJSON(status, body)
 }
+
+// paramError is a request the API refuses because of one parameter.
+type paramError struct{ param, msg string }
+
+func (e *paramError) Error() string { return e.msg }
+
+func invalidParam(param, msg string) error { return &paramError{param: param, msg: msg} }
 
 // statusOf returns the HTTP status usual for a provider error type.
 func (c *call) statusOf(errType string) int {

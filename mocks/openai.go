@@ -102,11 +102,16 @@ func (c *call) parseChat(body []byte) error {
 		StreamOptions struct {
 			IncludeUsage bool `json:"include_usage"`
 		} `json:"stream_options"`
-		MaxTokens           int `json:"max_tokens"`
-		MaxCompletionTokens int `json:"max_completion_tokens"`
+		MaxTokens           *int     `json:"max_tokens"`
+		MaxCompletionTokens *int     `json:"max_completion_tokens"`
+		Temperature         *float64 `json:"temperature"`
+		TopP                *float64 `json:"top_p"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return fmt.Errorf("We could not parse the JSON body of your request: %v", err)
+	}
+	if err := checkOpenAIChat(req.Messages, req.Temperature, req.TopP, req.MaxTokens, req.MaxCompletionTokens); err != nil {
+		return err
 	}
 	if c.deployment != "" {
 		req.Model = c.deployment
@@ -118,11 +123,42 @@ func (c *call) parseChat(body []byte) error {
 		return errors.New("'messages' must contain at least one message")
 	}
 	c.model, c.stream, c.includeUsage = req.Model, req.Stream, req.StreamOptions.IncludeUsage
-	c.maxTokens = req.MaxCompletionTokens
-	if c.maxTokens == 0 {
-		c.maxTokens = req.MaxTokens
+	switch {
+	case req.MaxCompletionTokens != nil:
+		c.maxTokens = *req.MaxCompletionTokens
+	case req.MaxTokens != nil:
+		c.maxTokens = *req.MaxTokens
 	}
 	c.lastUser, c.promptTokens = prompt(nil, req.Messages)
+	return nil
+}
+
+// checkOpenAIChat refuses what the Chat Completions API refuses: unknown roles, a tool message
+// without tool_call_id, parameters out of range, each with the API's param and wording.
+func checkOpenAIChat(msgs []message, temperature, topP *float64, maxTokens, maxCompletion *int) error {
+	for i, m := range msgs {
+		switch m.Role {
+		case "system", "developer", "user", "assistant", "function":
+		case "tool":
+			if m.ToolCallID == "" {
+				return invalidParam(fmt.Sprintf("messages[%d].tool_call_id", i), "Missing required parameter: 'tool_call_id'.")
+			}
+		default:
+			return invalidParam(fmt.Sprintf("messages[%d].role", i),
+				fmt.Sprintf("Invalid value: '%s'. Supported values are: 'system', 'assistant', 'user', 'function', 'tool', and 'developer'.", m.Role))
+		}
+	}
+	if temperature != nil && (*temperature < 0 || *temperature > 2) {
+		return invalidParam("temperature", fmt.Sprintf("Invalid 'temperature': expected a value between 0 and 2, but got %g instead.", *temperature))
+	}
+	if topP != nil && (*topP < 0 || *topP > 1) {
+		return invalidParam("top_p", fmt.Sprintf("Invalid 'top_p': expected a value between 0 and 1, but got %g instead.", *topP))
+	}
+	for name, v := range map[string]*int{"max_tokens": maxTokens, "max_completion_tokens": maxCompletion} {
+		if v != nil && *v < 1 {
+			return invalidParam(name, fmt.Sprintf("Invalid '%s': integer below minimum value. Expected a value >= 1, but got %d instead.", name, *v))
+		}
+	}
 	return nil
 }
 

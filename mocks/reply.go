@@ -21,8 +21,9 @@ func Tokens(s string) int { return (len(s) + 3) / 4 }
 
 // message is a chat message reduced to what the fake needs.
 type message struct {
-	Role    string          `json:"role"`
-	Content json.RawMessage `json:"content"`
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCallID string          `json:"tool_call_id"`
 }
 
 // contentText returns the text of a content field: a string, or an array of blocks whose "text"

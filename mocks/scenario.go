@@ -35,7 +35,9 @@ type Config struct {
 	Chaos     float64           `json:"chaos,omitempty"`
 	Script    []Step            `json:"script,omitempty"`
 	Scenarios map[string][]Step `json:"scenarios,omitempty"`
-	Default   string            `json:"default,omitempty"`
+	// Routes gives routes (keys of Routes, such as "/v1/messages") sequences of their own.
+	Routes  map[string][]Step `json:"routes,omitempty"`
+	Default string            `json:"default,omitempty"`
 }
 
 // ParseConfig reads a scenario file's JSON and validates it.
@@ -80,6 +82,12 @@ func (cfg *Config) validate() error {
 			errs = append(errs, errors.New("scenario with an empty name"))
 		}
 		check("scenarios."+name, steps)
+	}
+	for route, steps := range cfg.Routes {
+		if !validRoute(route) {
+			errs = append(errs, fmt.Errorf("route %q is none of %v", route, Routes))
+		}
+		check("routes."+route, steps)
 	}
 	if _, ok := cfg.Scenarios[cfg.Default]; cfg.Default != "" && !ok {
 		if _, builtin := builtins()[cfg.Default]; !builtin {

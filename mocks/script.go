@@ -112,11 +112,19 @@ type script struct {
 	def       *sequence            // the default sequence; nil when none
 	defName   string               // the named scenario in use as default, if any
 	scenarios map[string]*sequence // user scenarios, then builtins
+	routes    map[string]*sequence // per-route sequences, by Route… constant
 	chaos     *chaos               // nil when off
 }
 
 func newScript() *script {
-	return &script{scenarios: map[string]*sequence{}}
+	return &script{scenarios: map[string]*sequence{}, routes: map[string]*sequence{}}
+}
+
+// setRoute replaces (and rewinds) the sequence of one route.
+func (sc *script) setRoute(route string, steps []Step) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.routes[route] = &sequence{steps: append([]Step(nil), steps...)}
 }
 
 // setDefault replaces the default sequence.
@@ -175,9 +183,10 @@ type errUnknownScenario string
 
 func (e errUnknownScenario) Error() string { return fmt.Sprintf("unknown fake scenario %q", string(e)) }
 
-// next chooses the step for one call: the scenario the header names, else the default sequence,
-// else chaos, else a normal reply. It returns the scenario name for the journal.
-func (sc *script) next(header string) (Step, string, error) {
+// next chooses the step for one call to route: the scenario the header names, else the route's
+// own sequence while it lasts, else the default sequence, else chaos, else a normal reply. It
+// returns the scenario name for the journal ("route" for a route's sequence).
+func (sc *script) next(header, route string) (Step, string, error) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if header != "" {
@@ -189,6 +198,11 @@ func (sc *script) next(header string) (Step, string, error) {
 			return st, header, nil
 		}
 		return OK(), header, nil
+	}
+	if q := sc.routes[route]; q != nil {
+		if st, ok := q.next(); ok {
+			return st, "route " + route, nil
+		}
 	}
 	if sc.def != nil {
 		if st, ok := sc.def.next(); ok {

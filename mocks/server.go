@@ -1,6 +1,7 @@
 package mocks
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -39,6 +40,7 @@ type options struct {
 	apiKey    string
 	script    []Step
 	scenarios map[string][]Step
+	routes    map[string][]Step
 	use       string
 	seed      int64
 	chaos     float64
@@ -48,6 +50,19 @@ type options struct {
 // WithScript sets the default sequence of steps: each call that names no scenario takes the next
 // step; once they are spent, calls get normal replies (or chaos faults). Same as [Server.Script].
 func WithScript(steps ...Step) Option { return func(o *options) { o.script = steps } }
+
+// WithRouteScript gives one route (RouteChat, RouteMessages, RouteEmbeddings…) a sequence of
+// steps of its own: calls to that route take them before the default sequence, so one server
+// can take the Anthropic side down while the OpenAI side serves. Once spent, the route's calls
+// fall through to the default sequence. An unknown route makes NewServer panic.
+func WithRouteScript(route string, steps ...Step) Option {
+	return func(o *options) {
+		if o.routes == nil {
+			o.routes = map[string][]Step{}
+		}
+		o.routes[route] = steps
+	}
+}
 
 // WithScenario defines the scenario name, selected per call by the [ScenarioHeader] header or
 // for every call by [WithDefaultScenario]. Its steps are consumed one call at a time, across
@@ -97,6 +112,9 @@ func WithConfig(cfg *Config) Option {
 		for name, steps := range cfg.Scenarios {
 			WithScenario(name, steps...)(o)
 		}
+		for route, steps := range cfg.Routes {
+			WithRouteScript(route, steps...)(o)
+		}
 		if cfg.Default != "" {
 			o.use = cfg.Default
 		}
@@ -126,6 +144,12 @@ func NewServer(opts ...Option) *Server {
 	}
 	if o.script != nil {
 		s.script.setDefault(o.script)
+	}
+	for route, steps := range o.routes {
+		if !validRoute(route) {
+			panic(fmt.Sprintf("mocks: unknown route %q (want one of %v)", route, Routes))
+		}
+		s.script.setRoute(route, steps)
 	}
 	if o.use != "" {
 		if err := s.script.use(o.use); err != nil {
@@ -162,6 +186,24 @@ func (s *Server) Journal() *Journal { return s.journal }
 
 // Script replaces the default sequence of steps and rewinds it (see [WithScript]).
 func (s *Server) Script(steps ...Step) { s.script.setDefault(steps) }
+
+// RouteScript replaces (and rewinds) the sequence of steps of one route (see
+// [WithRouteScript]).
+func (s *Server) RouteScript(route string, steps ...Step) {
+	if !validRoute(route) {
+		panic(fmt.Sprintf("mocks: unknown route %q (want one of %v)", route, Routes))
+	}
+	s.script.setRoute(route, steps)
+}
+
+func validRoute(route string) bool {
+	for _, r := range Routes {
+		if r == route {
+			return true
+		}
+	}
+	return false
+}
 
 // Scenario defines or redefines (and rewinds) the scenario name (see [WithScenario]).
 func (s *Server) Scenario(name string, steps ...Step) { s.script.setScenario(name, steps) }
@@ -217,10 +259,17 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := c.parse(body); err != nil {
+		var pe *paramError
+		if errors.As(err, &pe) {
+			s.journal.setStep(entry, "", "400 "+pe.param)
+			c.headers(Step{Status: http.StatusBadRequest})
+			c.writeErrorParam(Step{Status: http.StatusBadRequest, Message: pe.msg}, pe.param)
+			return
+		}
 		reject(http.StatusBadRequest, "", err.Error(), "body")
 		return
 	}
-	st, scenario, err := s.script.next(r.Header.Get(ScenarioHeader))
+	st, scenario, err := s.script.next(r.Header.Get(ScenarioHeader), rt.key())
 	if err != nil {
 		reject(http.StatusBadRequest, "", err.Error(), "scenario")
 		return
@@ -252,6 +301,37 @@ const (
 	azure
 	anthropic
 )
+
+// The routes a script can be given for itself (WithRouteScript, Server.RouteScript, "routes"
+// in a scenario file), so that one server can fail one dialect or one endpoint while the
+// others serve.
+const (
+	RouteChat            = "/v1/chat/completions"                              // OpenAI chat
+	RouteEmbeddings      = "/v1/embeddings"                                    // OpenAI embeddings
+	RouteMessages        = "/v1/messages"                                      // Anthropic messages
+	RouteAzureChat       = "/openai/deployments/{deployment}/chat/completions" // Azure chat, any deployment
+	RouteAzureEmbeddings = "/openai/deployments/{deployment}/embeddings"       // Azure embeddings, any deployment
+)
+
+// Routes lists the route names a script can be given for itself.
+var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings}
+
+// key is the route name of a request, one of Routes ("" for the others).
+func (r routed) key() string {
+	switch {
+	case r.api == openAI && r.endpoint == chatEndpoint:
+		return RouteChat
+	case r.api == openAI && r.endpoint == embeddingsEndpoint:
+		return RouteEmbeddings
+	case r.api == anthropic && r.endpoint == messagesEndpoint:
+		return RouteMessages
+	case r.api == azure && r.endpoint == chatEndpoint:
+		return RouteAzureChat
+	case r.api == azure && r.endpoint == embeddingsEndpoint:
+		return RouteAzureEmbeddings
+	}
+	return ""
+}
 
 // routed is the result of route.
 type routed struct {

@@ -87,7 +87,7 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	b := &t.p.bulkhead
 	if err := b.acquire(req.Context(), t.p); err != nil {
 		closeRequestBody(req)
-		return nil, err
+		return t.fail(req, err)
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err == nil {
@@ -95,13 +95,22 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	if err != nil {
 		b.finish(err)
-		return nil, err
+		return t.fail(req, err)
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody
 	}
 	resp.Body = &doneBody{rc: resp.Body, f: b}
 	return resp, nil
+}
+
+// fail returns the pipeline's failure of req: as the error it is, or, for an official SDK that
+// would retry it, as a synthetic answer that says not to (see sdk.go).
+func (t *bulkheadTransport) fail(req *http.Request, err error) (*http.Response, error) {
+	if resp := answerForSDK(req, err); resp != nil {
+		return resp, nil
+	}
+	return nil, err
 }
 
 // CloseIdleConnections forwards to the base transport, so http.Client.CloseIdleConnections
