@@ -127,10 +127,10 @@ func TestClient_ChatSpanMetricsAndLogs(t *testing.T) {
 	if len(retryRecs) != 2 {
 		t.Fatalf("%d retry records", len(retryRecs))
 	}
-	if got, want := retryRecs[0].str("msg"), "retry attempt 1/3 for azure-eu after 5ms (status 429, server hint)"; got != want {
+	if got, want := retryRecs[0].str("msg"), "attempt 1 of 4 for azure-eu failed (status 429); next attempt in 5ms (server hint)"; got != want {
 		t.Errorf("retry message %q, want %q", got, want)
 	}
-	if got, want := retryRecs[1].str("msg"), "retry attempt 2/3 for azure-eu after 2ms (status 503, backoff)"; got != want {
+	if got, want := retryRecs[1].str("msg"), "attempt 2 of 4 for azure-eu failed (status 503); next attempt in 2ms (backoff)"; got != want {
 		t.Errorf("retry message %q, want %q", got, want)
 	}
 	for _, r := range retryRecs {
@@ -260,7 +260,7 @@ func TestClient_FailedCallMarksTheSpanAsAnError(t *testing.T) {
 			levels = append(levels, r.str("level")+" "+r.str("msg"))
 		}
 	}
-	want := []string{"ERROR gave up retrying openai after 2 of 2 attempts: retries exhausted",
+	want := []string{"ERROR gave up on openai after attempt 2 of 2: retries exhausted",
 		"WARN chat gpt-4o-mini failed: rate_limited from openai after"}
 	if len(levels) != 2 || levels[0] != want[0] || !strings.HasPrefix(levels[1], want[1]) {
 		t.Errorf("records %q, want %q", levels, want)

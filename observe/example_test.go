@@ -105,5 +105,5 @@ func ExampleNewSlogObserver() {
 	_, _ = io.Copy(io.Discard, resp.Body)
 	_ = resp.Body.Close()
 	// Output:
-	// level=WARN msg="retry attempt 1/3 for openai after 1ms (status 503, backoff)" provider=openai event=retry_scheduled attempt=1 max_attempts=4 status=503 delay_ms=1 server_hint=false reason="status 503"
+	// level=WARN msg="attempt 1 of 4 for openai failed (status 503); next attempt in 1ms (backoff)" provider=openai event=retry_scheduled attempt=1 max_attempts=4 status=503 delay_ms=1 server_hint=false reason="status 503"
 }

@@ -120,20 +120,21 @@ func eventMessage(e resilience.Event) string {
 	p := e.Pipeline
 	switch e.Kind {
 	case resilience.EventAttemptStarted:
-		return fmt.Sprintf("attempt %d/%d for %s started", e.Attempt, e.MaxAttempts, p)
+		return fmt.Sprintf("attempt %d of %d for %s started", e.Attempt, e.MaxAttempts, p)
 	case resilience.EventAttemptFinished:
 		if e.Err != nil {
-			return fmt.Sprintf("attempt %d/%d for %s failed after %s", e.Attempt, e.MaxAttempts, p, ms(e.Duration))
+			return fmt.Sprintf("attempt %d of %d for %s failed after %s", e.Attempt, e.MaxAttempts, p, ms(e.Duration))
 		}
-		return fmt.Sprintf("attempt %d/%d for %s got status %d after %s", e.Attempt, e.MaxAttempts, p, e.Status, ms(e.Duration))
+		return fmt.Sprintf("attempt %d of %d for %s got status %d after %s", e.Attempt, e.MaxAttempts, p, e.Status, ms(e.Duration))
 	case resilience.EventRetryScheduled:
 		source := "backoff"
 		if e.ServerHint {
 			source = "server hint"
 		}
-		return fmt.Sprintf("retry attempt %d/%d for %s after %s (%s, %s)", e.Attempt, e.MaxAttempts-1, p, ms(e.Delay), e.Reason, source)
+		return fmt.Sprintf("attempt %d of %d for %s failed (%s); next attempt in %s (%s)", e.Attempt, e.MaxAttempts, p,
+			e.Reason, ms(e.Delay), source)
 	case resilience.EventGaveUp:
-		msg := fmt.Sprintf("gave up retrying %s after %d of %d attempts: %s", p, e.Attempt, e.MaxAttempts, e.Reason)
+		msg := fmt.Sprintf("gave up on %s after attempt %d of %d: %s", p, e.Attempt, e.MaxAttempts, e.Reason)
 		if e.Delay > 0 {
 			msg += fmt.Sprintf(" (server asked for %s)", ms(e.Delay))
 		}

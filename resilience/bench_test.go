@@ -12,8 +12,9 @@ import (
 	"github.com/steadyllm/steady/resilience"
 )
 
-// Benchmarks for DESIGN §5. The base transport is in memory, so the difference between
-// BenchmarkPipeline_Success and BenchmarkBaseTransport is the pipeline's own overhead.
+// Benchmarks for the pipeline's performance targets (see the README's Performance section).
+// The base transport is in memory, so the difference between BenchmarkPipeline_Success and
+// BenchmarkBaseTransport is the pipeline's own overhead.
 //
 //	go test ./resilience -run '^$' -bench . -benchmem -count 5
 

@@ -134,11 +134,18 @@ func (e FieldError) Error() string {
 // ValidationError lists every invalid option of an [Options] at once.
 type ValidationError struct {
 	Problems []FieldError
+	// FromZero is set when the options look built from the zero value rather than from
+	// DefaultOptions (most fields that have no usable zero are zero); the message says so.
+	FromZero bool
 }
 
 func (e *ValidationError) Error() string {
 	var b strings.Builder
 	b.WriteString("resilience: invalid options: ")
+	if e.FromZero {
+		b.WriteString("they look built from the zero value: start from resilience.DefaultOptions() and change " +
+			"the fields you need; ")
+	}
 	for i, p := range e.Problems {
 		if i > 0 {
 			b.WriteString("; ")
@@ -199,7 +206,14 @@ func (o Options) Validate() error {
 	if len(v.problems) == 0 {
 		return nil
 	}
-	return &ValidationError{Problems: v.problems}
+	zero := 0
+	for _, z := range []bool{o.RetryBackoff == "", o.CircuitBreakerThreshold == 0, o.CircuitBreakerDurationSeconds == 0,
+		o.CircuitBreakerHalfOpenMaxRequests == 0, o.BulkheadMaxConcurrency == 0} {
+		if z {
+			zero++
+		}
+	}
+	return &ValidationError{Problems: v.problems, FromZero: zero >= 3}
 }
 
 type validator struct{ problems []FieldError }

@@ -115,3 +115,17 @@ func TestCircuitState_String(t *testing.T) {
 		}
 	}
 }
+
+// Options written by hand from the zero value get a pointer to DefaultOptions.
+func TestValidate_ZeroValueSaysToStartFromTheDefaults(t *testing.T) {
+	_, err := New(Options{RetryCount: 2, TimeoutSeconds: 5})
+	var ve *ValidationError
+	if !errors.As(err, &ve) || !ve.FromZero || !strings.Contains(err.Error(), "start from resilience.DefaultOptions()") {
+		t.Fatalf("got %v", err)
+	}
+	o := DefaultOptions()
+	o.RetryCount = -1
+	if err := o.Validate(); err == nil || strings.Contains(err.Error(), "DefaultOptions") {
+		t.Fatalf("a single bad field of the defaults: %v", err)
+	}
+}

@@ -6,8 +6,8 @@
 //	/readyz  the health checker: application/health+json, 503 while the circuit is open
 //	/livez   liveness: always 200, whatever the provider does
 //
-// The upstream is a tiny OpenAI-style fake started in-process on 127.0.0.1, so no API key
-// or network is needed. Run it and trip the breaker by hand:
+// The upstream is steady's fake LLM server (package mocks) started in-process on 127.0.0.1, so
+// no API key or network is needed. Run it and trip the breaker by hand:
 //
 //	go run ./examples/health
 //	curl -s 127.0.0.1:8081/readyz
@@ -30,7 +30,6 @@ import (
 	"math"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/signal"
 	"strconv"
@@ -38,6 +37,7 @@ import (
 	"time"
 
 	"github.com/steadyllm/steady/health"
+	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/resilience"
 )
 
@@ -45,9 +45,9 @@ import (
 // reaches /readyz.
 const demoAPIKey = "sk-demo-not-a-real-key"
 
-// failHeader asks the fake upstream to answer 503. The steady mocks server selects faults
-// with its own X-Fake-Scenario header; this example will switch to it.
-const failHeader = "X-Fake-Fail"
+// failScenario is the fake upstream's builtin scenario that answers 503, selected per call
+// with the mocks.ScenarioHeader header.
+const failScenario = "unavailable"
 
 func main() {
 	addr := flag.String("addr", "127.0.0.1:8081", "listen address (loopback only)")
@@ -72,7 +72,7 @@ func main() {
 // app is the example service: one provider ("openai") behind one pipeline, watched by one
 // health checker.
 type app struct {
-	upstream *httptest.Server // TODO: replace with the steady mocks server
+	upstream *mocks.Server
 	base     *http.Transport
 	client   *http.Client
 	pipeline *resilience.Pipeline
@@ -97,7 +97,7 @@ func newApp(threshold int, brk time.Duration) (*app, error) {
 
 	base := &http.Transport{}
 	return &app{
-		upstream: httptest.NewServer(fakeLLM()), // binds 127.0.0.1
+		upstream: mocks.NewServer(mocks.WithReply("")), // binds 127.0.0.1; echoes the prompt
 		base:     base,
 		client:   &http.Client{Transport: p.Wrap(base)},
 		pipeline: p,
@@ -145,7 +145,7 @@ func (a *app) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := json.Marshal(chatRequest{Model: "gpt-4o-mini", Messages: []chatMessage{{Role: "user", Content: prompt}}})
 	req, err := http.NewRequestWithContext(r.Context(), http.MethodPost,
-		a.upstream.URL+"/v1/chat/completions", bytes.NewReader(body))
+		a.upstream.OpenAIBaseURL()+"/chat/completions", bytes.NewReader(body))
 	if err != nil {
 		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "cannot build request"})
 		return
@@ -153,7 +153,7 @@ func (a *app) chat(w http.ResponseWriter, r *http.Request) {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+demoAPIKey)
 	if r.URL.Query().Get("fail") == "1" {
-		req.Header.Set(failHeader, "1")
+		req.Header.Set(mocks.ScenarioHeader, failScenario)
 	}
 
 	resp, err := a.client.Do(req)
@@ -186,36 +186,6 @@ func writeJSON(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(code)
 	_ = json.NewEncoder(w).Encode(v)
-}
-
-// fakeLLM answers POST /v1/chat/completions like OpenAI: an echo of the last user message,
-// or, when the request carries failHeader, 503 with OpenAI's error envelope.
-func fakeLLM() http.Handler {
-	mux := http.NewServeMux()
-	mux.HandleFunc("POST /v1/chat/completions", func(w http.ResponseWriter, r *http.Request) {
-		if r.Header.Get(failHeader) == "1" {
-			writeJSON(w, http.StatusServiceUnavailable, map[string]any{"error": map[string]any{
-				"message": "The server is overloaded or not ready yet.", "type": "server_error", "code": nil,
-			}})
-			return
-		}
-		var in chatRequest
-		if err := json.NewDecoder(r.Body).Decode(&in); err != nil || len(in.Messages) == 0 {
-			writeJSON(w, http.StatusBadRequest, map[string]any{"error": map[string]any{
-				"message": "invalid request body", "type": "invalid_request_error", "code": nil,
-			}})
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{
-			"id": "chatcmpl-demo", "object": "chat.completion", "created": time.Now().Unix(), "model": in.Model,
-			"choices": []any{map[string]any{
-				"index": 0, "finish_reason": "stop",
-				"message": chatMessage{Role: "assistant", Content: "You said: " + in.Messages[len(in.Messages)-1].Content},
-			}},
-			"usage": map[string]int{"prompt_tokens": 3, "completion_tokens": 5, "total_tokens": 8},
-		})
-	})
-	return mux
 }
 
 // listenLoopback listens on addr, refusing anything but a loopback address: this example

@@ -40,9 +40,9 @@ func TestObservability_ShowsLogsMetricsAndTrace(t *testing.T) {
 	}
 	log := logs.String()
 	for _, want := range []string{
-		`level=WARN msg="retry attempt 1/3 for openai after 200ms (status 429, server hint)"`,
-		`level=WARN msg="retry attempt 2/3 for openai after `,
-		"(status 503, backoff)",
+		`level=WARN msg="attempt 1 of 4 for openai failed (status 429); next attempt in 200ms (server hint)"`,
+		`level=WARN msg="attempt 2 of 4 for openai failed (status 503); next attempt in `,
+		"(backoff)",
 	} {
 		if !strings.Contains(log, want) {
 			t.Errorf("logs lack %q:\n%s", want, log)

@@ -114,7 +114,7 @@ func report(out io.Writer, at time.Duration, e resilience.Event) {
 		if e.Err != nil {
 			result = e.Err.Error()
 		}
-		fmt.Fprintf(out, "%7s  attempt %d/%d -> %s\n", at, e.Attempt, e.MaxAttempts, result)
+		fmt.Fprintf(out, "%7s  attempt %d of %d -> %s\n", at, e.Attempt, e.MaxAttempts, result)
 	case resilience.EventRetryScheduled:
 		source := "exponential backoff"
 		if e.ServerHint {

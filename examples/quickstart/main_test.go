@@ -14,11 +14,11 @@ func TestQuickstart_SurvivesTheScriptedFailures(t *testing.T) {
 	}
 	got := out.String()
 	for _, want := range []string{
-		"attempt 1/4 -> 429 Too Many Requests",
+		"attempt 1 of 4 -> 429 Too Many Requests",
 		"waiting 1s before retrying (status 429; from the server's Retry-After)",
-		"attempt 2/4 -> 503 Service Unavailable",
+		"attempt 2 of 4 -> 503 Service Unavailable",
 		"(status 503; from exponential backoff)",
-		"attempt 3/4 -> 200 OK",
+		"attempt 3 of 4 -> 200 OK",
 		`answer: "Hello from the fake LLM server!"`,
 		"circuit is closed",
 	} {

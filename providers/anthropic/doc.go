@@ -13,16 +13,15 @@
 //
 // # Why hand-written wire code
 //
-// The issue preferred the official github.com/anthropics/anthropic-sdk-go. This package
-// speaks the wire format itself, with encoding/json and a small server-sent events reader,
-// for two reasons. The SDK (v1.84) requires Go 1.24, and steady supports Go 1.23. And its
-// message API alone brings 17 more modules (gjson, sjson, jsonschema, OpenTelemetry, a YAML
-// parser…) into the build of every steady user, also of those who never call Anthropic; this
-// package needs nothing beyond the standard library. The
-// cost of writing the format by hand is the risk of drifting from it, so the separate interop
-// module (github.com/steadyllm/steady/interop) sends the same conversation through this
-// package and through the official SDK against one fake server, and checks that the request
-// bodies mean the same and that both read the same streamed answer the same way.
+// This package speaks the wire format itself, with encoding/json and a small server-sent
+// events reader, instead of wrapping github.com/anthropics/anthropic-sdk-go: the SDK needs a
+// newer Go than steady supports, and its message API alone would bring 17 more modules (gjson,
+// sjson, jsonschema, OpenTelemetry, a YAML parser…) into the build of every steady user, also
+// of those who never call Anthropic; this package needs nothing beyond the standard library.
+// The cost is the risk of drifting from the format, so the separate interop module
+// (github.com/steadyllm/steady/interop) sends the same conversation through this package and
+// through the official SDK against one fake server, and checks that the request bodies mean
+// the same and that both read the same streamed answer the same way.
 //
 // # Mapping
 //
