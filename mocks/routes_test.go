@@ -29,8 +29,8 @@ func postJSON(t *testing.T, url string, header map[string]string, body string) (
 }
 
 var (
-	chatHeaders    = map[string]string{"Authorization": "Bearer k", "Content-Type": "application/json"}
-	msgHeaders = map[string]string{"X-Api-Key": "k", "Anthropic-Version": "2023-06-01", "Content-Type": "application/json"}
+	chatHeaders = map[string]string{"Authorization": "Bearer k", "Content-Type": "application/json"}
+	msgHeaders  = map[string]string{"X-Api-Key": "k", "Anthropic-Version": "2023-06-01", "Content-Type": "application/json"}
 )
 
 const (
