@@ -130,6 +130,9 @@ func (b *builder) spec(name string) *providerSpec {
 func New(opts ...Option) (*Client, error) {
 	b := &builder{c: &Client{entries: map[string]*entry{}, base: http.DefaultTransport}}
 	for _, o := range opts {
+		if o == nil {
+			continue // a nil option is no option
+		}
 		if err := o(b); err != nil {
 			return nil, err
 		}
@@ -139,6 +142,10 @@ func New(opts ...Option) (*Client, error) {
 	for _, s := range b.specs {
 		if _, dup := c.entries[s.name]; dup || s.name == "" {
 			errs = append(errs, fmt.Errorf("client: provider name %q is empty or used twice", s.name))
+			continue
+		}
+		if s.factory == nil {
+			errs = append(errs, fmt.Errorf("client: provider %q has no factory", s.name))
 			continue
 		}
 		popts := []resilience.Option{resilience.WithName(s.name)}
@@ -151,6 +158,9 @@ func New(opts ...Option) (*Client, error) {
 			continue
 		}
 		prov, err := s.factory(&http.Client{Transport: p.Wrap(c.base)})
+		if err == nil && prov == nil {
+			err = errors.New("its factory returned no provider")
+		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("client: provider %q: %w", s.name, err))
 			continue

@@ -292,3 +292,28 @@ func TestGaveUp_SaysWhyRetryingStopped(t *testing.T) {
 		t.Fatalf("got %v, want gave up because the circuit opened", err)
 	}
 }
+
+// No exported entry point panics on nil or empty input.
+func TestEntryPoints_NeverPanicOnNil(t *testing.T) {
+	if _, err := client.New(nil); err == nil {
+		t.Fatal("a client with no provider")
+	}
+	if _, err := client.New(client.WithProvider("a", policy(), nil)); err == nil || !strings.Contains(err.Error(), "no factory") {
+		t.Fatalf("nil factory: %v", err)
+	}
+	if _, err := client.New(client.WithProvider("a", policy(), func(*http.Client) (providers.Provider, error) { return nil, nil })); err == nil {
+		t.Fatal("a factory that returned no provider")
+	}
+	if _, err := client.FromConfig(nil); err == nil {
+		t.Fatal("FromConfig(nil)")
+	}
+	if _, err := resilience.New(resilience.DefaultOptions(), nil); err != nil {
+		t.Fatal(err)
+	}
+	health.NewChecker(nil)
+	s := mocks.NewServer(nil)
+	s.Close()
+	if providers.ErrorKind("").FallsBack() || providers.ErrorKind("nonsense").Temporary() {
+		t.Fatal("an unknown kind has traits")
+	}
+}

@@ -80,6 +80,9 @@ type Checker struct {
 func NewChecker(opts ...Option) *Checker {
 	c := &Checker{now: time.Now, sources: make(map[string]CircuitSource)}
 	for _, o := range opts {
+		if o == nil {
+			continue // a nil option is no option
+		}
 		o(c)
 	}
 	return c

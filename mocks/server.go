@@ -129,6 +129,9 @@ func WithConfig(cfg *Config) Option {
 func NewServer(opts ...Option) *Server {
 	o := options{models: defaultModels}
 	for _, opt := range opts {
+		if opt == nil {
+			continue // a nil option is no option
+		}
 		opt(&o)
 	}
 	s := &Server{

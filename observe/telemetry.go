@@ -60,6 +60,9 @@ func WithLogger(l *slog.Logger) Option {
 func New(opts ...Option) (*Telemetry, error) {
 	var s settings
 	for _, o := range opts {
+		if o == nil {
+			continue // a nil option is no option
+		}
 		o(&s)
 	}
 	if s.meters == nil {

@@ -56,6 +56,9 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	}
 	p := &Pipeline{name: "default", clock: wallClock{}}
 	for _, o := range options {
+		if o == nil {
+			continue // a nil option is no option
+		}
 		o(p)
 	}
 	opts.RetryableStatusCodes = append([]int(nil), opts.RetryableStatusCodes...)

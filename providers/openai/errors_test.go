@@ -208,3 +208,18 @@ func TestNew_RejectsIncompleteConfig(t *testing.T) {
 		}
 	}
 }
+
+// "code": null is no code, not "0" (go-openai decodes null as the number 0).
+func TestErrors_NullCodeIsEmpty(t *testing.T) {
+	for body, want := range map[string]string{
+		`{"error":{"message":"slow down","type":"requests","param":null,"code":null}}`:     "",
+		`{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`: "rate_limit_exceeded",
+		`{"error":{"message":"slow down","type":"requests","code":429}}`:                   "429",
+	} {
+		p := fuzzProvider(t, 429, "application/json", []byte(body))
+		_, err := p.Chat(context.Background(), ask("hi"))
+		if e := asError(t, err); e.Code != want {
+			t.Errorf("%s: Code %q, want %q", body, e.Code, want)
+		}
+	}
+}
