@@ -10,7 +10,8 @@
 //	)
 //	resp, err := c.Chat(ctx, &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: "Hi"}}})
 //
-// Or from configuration: client.FromConfig(cfg) with a *config.Config.
+// Or from configuration, in one line: steady.FromConfig(cfg) (package steady, at the root of the
+// module), which knows every provider dialect and package config; this package knows neither.
 //
 // Errors are *providers.Error (errors.As), with a Kind to act on: rate limited (RetryAfter),
 // quota exhausted, overloaded, unavailable, timeout, circuit open, bulkhead full, auth, bad

@@ -304,9 +304,6 @@ func TestEntryPoints_NeverPanicOnNil(t *testing.T) {
 	if _, err := client.New(client.WithProvider("a", policy(), func(*http.Client) (providers.Provider, error) { return nil, nil })); err == nil {
 		t.Fatal("a factory that returned no provider")
 	}
-	if _, err := client.FromConfig(nil); err == nil {
-		t.Fatal("FromConfig(nil)")
-	}
 	if _, err := resilience.New(resilience.DefaultOptions(), nil); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	steady "github.com/steadyllm/steady"
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/config"
 	"github.com/steadyllm/steady/providers"
@@ -89,7 +90,7 @@ func newClient(t *testing.T, k kind, srv string, o resilience.Options, lim provi
 }
 
 // fromConfig builds a client with one provider of kind k against srv through config and
-// client.FromConfig, as an application would, the key in an environment variable.
+// steady.FromConfig, as an application would, the key in an environment variable.
 func fromConfig(t *testing.T, k kind, srv string) *client.Client {
 	t.Helper()
 	model := map[string]string{"openai": "gpt-4o-mini", "azure": "gpt-4o", "openai-compatible": "llama", "anthropic": "claude-haiku-4-5"}[k.name]
@@ -102,7 +103,7 @@ func fromConfig(t *testing.T, k kind, srv string) *client.Client {
 	}
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
-	c, err := client.FromConfig(cfg, client.WithBaseTransport(tr))
+	c, err := steady.FromConfig(cfg, client.WithBaseTransport(tr))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func (th *thief) seen() []string {
 }
 
 // Rule 1: whatever a server answers, no API key header and no request body reaches an origin
-// other than the configured one, for every provider kind, through client.New, client.FromConfig
+// other than the configured one, for every provider kind, through client.New, steady.FromConfig
 // and a provider given a plain http.Client.
 func TestRedirects_NeverReachAnotherOrigin(t *testing.T) {
 	th := &thief{}
@@ -67,7 +67,7 @@ func TestRedirects_NeverReachAnotherOrigin(t *testing.T) {
 						c := newClient(t, k, origin.URL, policy(), providers.Limits{})
 						return func(op string) error { return run(context.Background(), c, op) }
 					},
-					"client.FromConfig": func() providerRunner {
+					"steady.FromConfig": func() providerRunner {
 						c := fromConfig(t, k, origin.URL)
 						return func(op string) error { return run(context.Background(), c, op) }
 					},

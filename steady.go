@@ -1,4 +1,14 @@
-package client
+// Package steady builds a steady client from configuration in one line:
+//
+//	cfg, err := config.Load("appsettings.json") // LLM.Resilience, Policies, Providers, Fallback
+//	if err != nil { … }
+//	c, err := steady.FromConfig(cfg)            // *client.Client: a pipeline per provider, the chain
+//
+// It is the one package that knows every provider dialect (OpenAI, Azure OpenAI, OpenAI-
+// compatible servers, Anthropic) and the configuration together; package client itself knows
+// neither, so a program that builds its client in code (client.New) links only the providers
+// it names.
+package steady
 
 import (
 	"errors"
@@ -6,6 +16,7 @@ import (
 	"net/http"
 	"sort"
 
+	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/config"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/anthropic"
@@ -22,9 +33,9 @@ import (
 // With more than one provider, LLM.Fallback must say which to call, in which order. A
 // missing API key is an error that names the variable, never a value. opts are applied
 // after the configuration (WithObserver, WithBaseTransport, WithModelMap…).
-func FromConfig(cfg *config.Config, opts ...Option) (*Client, error) {
+func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, error) {
 	if cfg == nil {
-		return nil, errors.New("client: FromConfig: nil config")
+		return nil, errors.New("steady: FromConfig: nil config")
 	}
 	names := make([]string, 0, len(cfg.Providers))
 	for name := range cfg.Providers {
@@ -32,15 +43,15 @@ func FromConfig(cfg *config.Config, opts ...Option) (*Client, error) {
 	}
 	sort.Strings(names)
 	if len(names) > 1 && len(cfg.Fallback) == 0 {
-		return nil, fmt.Errorf("client: %d providers are configured (%v) but LLM.Fallback is empty: list the ones to call, in order", len(names), names)
+		return nil, fmt.Errorf("steady: %d providers are configured (%v) but LLM.Fallback is empty: list the ones to call, in order", len(names), names)
 	}
-	var all []Option
+	var all []client.Option
 	var errs []error
 	for _, name := range names {
 		p := cfg.Providers[name]
 		key, err := p.APIKey()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("client: %w", err)) // the error names the provider
+			errs = append(errs, fmt.Errorf("steady: %w", err)) // the error names the provider
 			continue
 		}
 		factory, err := factoryFor(name, p, key)
@@ -48,25 +59,25 @@ func FromConfig(cfg *config.Config, opts ...Option) (*Client, error) {
 			errs = append(errs, err)
 			continue
 		}
-		all = append(all, WithProvider(name, p.EffectiveResilience(), factory))
+		all = append(all, client.WithProvider(name, p.EffectiveResilience(), factory))
 		if p.Model != "" {
-			all = append(all, WithDefaultModel(name, p.Model))
+			all = append(all, client.WithDefaultModel(name, p.Model))
 		}
 		if len(p.ModelMap) > 0 {
-			all = append(all, WithModelMap(name, p.ModelMap))
+			all = append(all, client.WithModelMap(name, p.ModelMap))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	if len(cfg.Fallback) > 0 {
-		all = append(all, WithFallback(cfg.Fallback...))
+		all = append(all, client.WithFallback(cfg.Fallback...))
 	}
-	return New(append(all, opts...)...)
+	return client.New(append(all, opts...)...)
 }
 
 // factoryFor returns the constructor of provider p of the configuration.
-func factoryFor(name string, p config.Provider, key string) (ProviderFactory, error) {
+func factoryFor(name string, p config.Provider, key string) (client.ProviderFactory, error) {
 	switch p.Type {
 	case config.TypeOpenAI, config.TypeAzure, config.TypeOpenAICompatible:
 		kind := map[string]openai.Kind{config.TypeOpenAI: openai.OpenAI, config.TypeAzure: openai.Azure,
@@ -82,7 +93,7 @@ func factoryFor(name string, p config.Provider, key string) (ProviderFactory, er
 				HTTPClient: hc, Model: p.Model, DefaultMaxTokens: p.DefaultMaxTokens, Beta: p.Beta, Limits: limits(p.Limits)})
 		}, nil
 	}
-	return nil, fmt.Errorf("client: provider %q: unknown type %q", name, p.Type)
+	return nil, fmt.Errorf("steady: provider %q: unknown type %q", name, p.Type)
 }
 
 func limits(l config.Limits) providers.Limits {

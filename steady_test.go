@@ -1,17 +1,27 @@
-package client_test
+package steady_test
 
 import (
 	"context"
+
 	"errors"
+	"go.uber.org/goleak"
 	"strings"
 	"testing"
 
-	"github.com/steadyllm/steady/client"
+	steady "github.com/steadyllm/steady"
 	"github.com/steadyllm/steady/config"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const sentinelKey = "sk-SENTINEL-steady-91c2"
+
+func hello() *providers.ChatRequest {
+	return &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello there"}}}
+}
 
 func TestFromConfig_BuildsProvidersAndFallsBackAcrossWireFormats(t *testing.T) {
 	openaiDown := mocks.NewServer(mocks.WithScript(mocks.Status(503).Always()))
@@ -32,7 +42,7 @@ func TestFromConfig_BuildsProvidersAndFallsBackAcrossWireFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.FromConfig(cfg)
+	c, err := steady.FromConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,13 +69,16 @@ func TestFromConfig_BuildsProvidersAndFallsBackAcrossWireFormats(t *testing.T) {
 }
 
 func TestFromConfig_Errors(t *testing.T) {
+	if _, err := steady.FromConfig(nil); err == nil {
+		t.Fatal("FromConfig(nil)")
+	}
 	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {"Providers": {
 		"a": {"Type": "openai", "APIKeyEnv": "STEADY_TEST_KEY_A"},
 		"b": {"Type": "anthropic", "APIKeyEnv": "STEADY_TEST_KEY_B"}}}}`), []string{"STEADY_TEST_KEY_A=x", "STEADY_TEST_KEY_B=y"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := client.FromConfig(cfg); err == nil || !strings.Contains(err.Error(), "LLM.Fallback") {
+	if _, err := steady.FromConfig(cfg); err == nil || !strings.Contains(err.Error(), "LLM.Fallback") {
 		t.Fatalf("got %v, want a request for LLM.Fallback", err)
 	}
 
@@ -75,13 +88,13 @@ func TestFromConfig_Errors(t *testing.T) {
 		"a": {Name: "a", Type: config.TypeOpenAI, APIKeyEnv: "STEADY_TEST_UNSET_KEY_A"},
 		"b": {Name: "b", Type: config.TypeAnthropic, APIKeyEnv: "STEADY_TEST_UNSET_KEY_B"},
 	}, Fallback: []string{"a", "b"}}
-	_, err = client.FromConfig(hand)
+	_, err = steady.FromConfig(hand)
 	if !errors.Is(err, config.ErrNoAPIKey) || !strings.Contains(err.Error(), "STEADY_TEST_UNSET_KEY_A") ||
 		!strings.Contains(err.Error(), "STEADY_TEST_UNSET_KEY_B") {
 		t.Fatalf("got %v, want both missing variables named", err)
 	}
 	for _, line := range strings.Split(err.Error(), "\n") {
-		if strings.Count(line, "provider") != 1 || strings.Count(line, "client:") != 1 {
+		if strings.Count(line, "provider") != 1 || strings.Count(line, "steady:") != 1 {
 			t.Fatalf("a fact said twice: %q", line)
 		}
 	}
@@ -120,7 +133,7 @@ func TestFromConfig_EveryProviderSettingReachesTheProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.FromConfig(cfg)
+	c, err := steady.FromConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +179,7 @@ func TestFromConfig_EveryProviderSettingReachesTheProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := client.FromConfig(tiny)
+	tc, err := steady.FromConfig(tiny)
 	if err != nil {
 		t.Fatal(err)
 	}
