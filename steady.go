@@ -76,27 +76,39 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 	return client.New(append(all, opts...)...)
 }
 
-// factoryFor returns the constructor of provider p of the configuration.
-func factoryFor(name string, p config.Provider, key string) (client.ProviderFactory, error) {
-	switch p.Type {
-	case config.TypeOpenAI, config.TypeAzure, config.TypeOpenAICompatible:
-		kind := map[string]openai.Kind{config.TypeOpenAI: openai.OpenAI, config.TypeAzure: openai.Azure,
-			config.TypeOpenAICompatible: openai.Compatible}[p.Type]
-		return func(hc *http.Client) (providers.Provider, error) {
-			return openai.New(openai.Config{Name: name, Kind: kind, BaseURL: p.BaseURL, APIKey: key,
-				APIVersion: p.APIVersion, Organization: p.Organization, HTTPClient: hc, Model: p.Model,
-				AzureDeployments: p.Deployments, OmitStreamUsage: p.OmitStreamUsage, Limits: limits(p.Limits)})
-		}, nil
-	case config.TypeAnthropic:
+// dialects builds the provider of each dialect of the configuration: the provider kinds this
+// package registers.
+var dialects = map[string]func(name string, p config.Provider, key string) client.ProviderFactory{
+	config.DialectOpenAI:           openAIFactory(openai.OpenAI),
+	config.DialectAzure:            openAIFactory(openai.Azure),
+	config.DialectOpenAICompatible: openAIFactory(openai.Compatible),
+	config.DialectAnthropic: func(name string, p config.Provider, key string) client.ProviderFactory {
 		return func(hc *http.Client) (providers.Provider, error) {
 			return anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: key, Version: p.Version,
-				HTTPClient: hc, Model: p.Model, DefaultMaxTokens: p.DefaultMaxTokens, Beta: p.Beta, Limits: limits(p.Limits)})
-		}, nil
-	}
-	return nil, fmt.Errorf("steady: provider %q: unknown type %q", name, p.Type)
+				HTTPClient: hc, Model: p.Model, DefaultMaxTokens: p.DefaultMaxTokens, Beta: p.Beta, Limits: p.Limits})
+		}
+	},
 }
 
-func limits(l config.Limits) providers.Limits {
-	return providers.Limits{MaxResponseBytes: l.MaxResponseBytes, MaxEventBytes: l.MaxEventBytes,
-		MaxErrorBodyBytes: l.MaxErrorBodyBytes}
+func openAIFactory(d openai.Dialect) func(name string, p config.Provider, key string) client.ProviderFactory {
+	return func(name string, p config.Provider, key string) client.ProviderFactory {
+		return func(hc *http.Client) (providers.Provider, error) {
+			return openai.New(openai.Config{Name: name, Dialect: d, BaseURL: p.BaseURL, APIKey: key,
+				APIVersion: p.APIVersion, Organization: p.Organization, HTTPClient: hc, Model: p.Model,
+				AzureDeployments: p.Deployments, OmitStreamUsage: p.OmitStreamUsage, Limits: p.Limits})
+		}
+	}
+}
+
+// factoryFor returns the constructor of provider p of the configuration.
+func factoryFor(name string, p config.Provider, key string) (client.ProviderFactory, error) {
+	d := p.Dialect
+	if d == "" {
+		d = p.Type // a Provider built by hand with the former field
+	}
+	build, ok := dialects[d]
+	if !ok {
+		return nil, fmt.Errorf("steady: provider %q: unknown dialect %q", name, d)
+	}
+	return build(name, p, key), nil
 }

@@ -193,8 +193,8 @@ func TestFromConfig_EveryProviderSettingReachesTheProvider(t *testing.T) {
 // key.
 func TestConfig_ProviderSettingsAreValidated(t *testing.T) {
 	for doc, want := range map[string]string{
-		`{"Type":"openai","APIKeyEnv":"K","Beta":["x"]}`:                                                 `Beta = a list: is only used with Type "anthropic"`,
-		`{"Type":"anthropic","APIKeyEnv":"K","Deployments":{"a":"b"}}`:                                   `Deployments = an object: is only used with Type "azure"`,
+		`{"Type":"openai","APIKeyEnv":"K","Beta":["x"]}`:                                                 `Beta = a list: is only used with Dialect "anthropic"`,
+		`{"Type":"anthropic","APIKeyEnv":"K","Deployments":{"a":"b"}}`:                                   `Deployments = an object: is only used with Dialect "azure"`,
 		`{"Type":"anthropic","APIKeyEnv":"K","DefaultMaxTokens":-5}`:                                     "DefaultMaxTokens = -5: must be between 0",
 		`{"Type":"openai","APIKeyEnv":"K","Limits":{"MaxEventBytes":-1}}`:                                "Limits.MaxEventBytes = -1",
 		`{"Type":"openai","APIKeyEnv":"K","Limits":{"MaxEvetBytes":1}}`:                                  "Limits.MaxEvetBytes: unknown key; did you mean MaxEventBytes?",

@@ -55,11 +55,12 @@ type providerSpec struct {
 	models  map[string]string
 }
 
-// WithProvider adds a provider named name with its own resilience policy. The factory is
-// called once, by New, with the provider's resilient *http.Client.
-func WithProvider(name string, policy resilience.Options, factory ProviderFactory) Option {
+// WithProvider adds a provider named name with its own resilience options (its pipeline's:
+// start from resilience.DefaultOptions, or a named policy of the configuration). The factory
+// is called once, by New, with the provider's resilient *http.Client.
+func WithProvider(name string, opts resilience.Options, factory ProviderFactory) Option {
 	return func(b *builder) error {
-		b.specs = append(b.specs, providerSpec{name: name, opts: policy, factory: factory})
+		b.specs = append(b.specs, providerSpec{name: name, opts: opts, factory: factory})
 		return nil
 	}
 }

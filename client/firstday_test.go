@@ -282,7 +282,7 @@ func TestGaveUp_SaysWhyRetryingStopped(t *testing.T) {
 	var c *client.Client
 	var tripped atomic.Bool
 	c = newClient(t, openAIProvider("p", s, o), client.WithObserver(func(e resilience.Event) {
-		if e.Kind == resilience.EventRetryScheduled && tripped.CompareAndSwap(false, true) {
+		if e.Type == resilience.EventRetryScheduled && tripped.CompareAndSwap(false, true) {
 			_, _ = c.Chat(context.Background(), hello()) // another call trips the circuit meanwhile
 		}
 	}))

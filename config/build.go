@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/steadyllm/steady/internal/dialect"
 	"github.com/steadyllm/steady/internal/redact"
+	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
 
@@ -79,7 +81,7 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	beta, _ := tree[keyBeta].([]string)
 	p := Provider{
 		Name:             name,
-		Type:             strings.ToLower(strings.TrimSpace(str(keyType))),
+		Dialect:          strings.ToLower(strings.TrimSpace(str(keyDialect))),
 		BaseURL:          str(keyBaseURL),
 		APIKeyEnv:        str(keyAPIKeyEnv),
 		Model:            str(keyModel),
@@ -90,7 +92,7 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 		Version:          str(keyVersion),
 		DefaultMaxTokens: dmt,
 		Beta:             append([]string(nil), beta...),
-		Limits:           Limits{limit(keyMaxResponseBytes), limit(keyMaxEventBytes), limit(keyMaxErrorBodyBytes)},
+		Limits:           providers.Limits{MaxResponseBytes: limit(keyMaxResponseBytes), MaxEventBytes: limit(keyMaxEventBytes), MaxErrorBodyBytes: limit(keyMaxErrorBodyBytes)},
 		ModelMap:         smap(keyModelMap),
 	}
 	add := func(key string, value any, allowed string) {
@@ -98,17 +100,18 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	}
 
 	switch {
-	case p.Type == "":
-		add(keyType, nil, "is required: "+oneOf(providerTypes))
-	case indexOf(providerTypes, p.Type) < 0:
-		add(keyType, str(keyType), oneOf(providerTypes)+ps.didYouMean(p.Type, providerTypes))
+	case p.Dialect == "":
+		add(keyDialect, nil, "is required: "+oneOf(providerDialects))
+	case indexOf(providerDialects, p.Dialect) < 0:
+		add(keyDialect, str(keyDialect), oneOf(providerDialects)+ps.didYouMean(p.Dialect, providerDialects))
 	}
-	if p.APIKeyEnv == "" && (p.Type == TypeOpenAI || p.Type == TypeAzure || p.Type == TypeAnthropic) {
-		add(keyAPIKeyEnv, nil, fmt.Sprintf("is required for Type %q: the name of the environment "+
-			"variable that holds the API key", p.Type))
+	p.Type = p.Dialect
+	if p.APIKeyEnv == "" && dialect.Known(p.Dialect) && dialect.NeedsKey(p.Dialect) {
+		add(keyAPIKeyEnv, nil, fmt.Sprintf("is required for Dialect %q: the name of the environment "+
+			"variable that holds the API key", p.Dialect))
 	}
-	checkBaseURL(add, p.Type, p.BaseURL)
-	checkFieldTypes(add, p.Type, tree)
+	checkBaseURL(add, p.Dialect, p.BaseURL)
+	checkFieldTypes(add, p.Dialect, tree)
 	checkProviderValues(add, p)
 
 	parent, parentFaults := cfg.Resilience, rootFaults
@@ -127,11 +130,12 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	return p
 }
 
-// checkFieldTypes reports fields that the provider's type does not use (an APIVersion on an
-// anthropic provider, a Beta on an OpenAI one), so that a setting never silently does nothing.
+// checkFieldTypes reports fields that the provider's dialect does not use (an APIVersion on
+// an anthropic provider, a Beta on an OpenAI one), so that a setting never silently does
+// nothing.
 func checkFieldTypes(add func(key string, value any, allowed string), typ string, tree map[string]any) {
-	if indexOf(providerTypes, typ) < 0 {
-		return // the type is wrong: reported once, at Type
+	if indexOf(providerDialects, typ) < 0 {
+		return // the dialect is wrong: reported once, at Dialect
 	}
 	for _, key := range sortedKeys(tree) {
 		f, ok := providerFields[key]
@@ -142,7 +146,7 @@ func checkFieldTypes(add func(key string, value any, allowed string), typ string
 		for i, t := range f.types {
 			quoted[i] = fmt.Sprintf("%q", t)
 		}
-		add(key, describe(tree[key]), fmt.Sprintf("is only used with Type %s, not %q", strings.Join(quoted, " or "), typ))
+		add(key, describe(tree[key]), fmt.Sprintf("is only used with Dialect %s, not %q", strings.Join(quoted, " or "), typ))
 	}
 }
 
@@ -208,8 +212,8 @@ func cloneMap(m map[string]string) map[string]string {
 // hold the very secret that makes it unusable.
 func checkBaseURL(add func(key string, value any, allowed string), typ, raw string) {
 	if raw == "" {
-		if typ == TypeAzure || typ == TypeOpenAICompatible {
-			add(keyBaseURL, nil, fmt.Sprintf("is required for Type %q", typ))
+		if dialect.NeedsBaseURL(typ) {
+			add(keyBaseURL, nil, fmt.Sprintf("is required for Dialect %q", typ))
 		}
 		return
 	}

@@ -126,8 +126,8 @@ func TestLoad_ExampleFile(t *testing.T) {
 	for _, p := range cfg.Providers {
 		types[p.Type] = true
 	}
-	if len(types) != len(providerTypes) {
-		t.Errorf("provider types %v, want all of %v", types, providerTypes)
+	if len(types) != len(providerDialects) {
+		t.Errorf("provider types %v, want all of %v", types, providerDialects)
 	}
 	if want := []string{"openai", "azure", "anthropic", "local"}; !reflect.DeepEqual(cfg.Fallback, want) {
 		t.Errorf("Fallback = %v, want %v", cfg.Fallback, want)
@@ -315,5 +315,20 @@ func TestParse_NamesWithDotsAreNotSplit(t *testing.T) {
 	}
 	if len(cfg.Providers) != 2 {
 		t.Errorf("providers = %v, want 2", cfg.Providers)
+	}
+}
+
+// Dialect was called Type: the old spelling still works, in files and variables, and setting
+// both is a problem.
+func TestParse_TypeIsTheFormerNameOfDialect(t *testing.T) {
+	cfg := parse(t, `{"LLM":{"Providers":{"a":{"Type":"Anthropic","APIKeyEnv":"K"}}}}`,
+		"LLM__Providers__b__type=openai", "LLM__Providers__b__APIKeyEnv=K")
+	if a, b := cfg.Providers["a"], cfg.Providers["b"]; a.Dialect != DialectAnthropic || a.Type != DialectAnthropic ||
+		b.Dialect != DialectOpenAI {
+		t.Fatalf("a %+v b %+v", a, b)
+	}
+	_, err := ParseWithEnv([]byte(`{"LLM":{"Providers":{"a":{"Type":"openai","Dialect":"openai","APIKeyEnv":"K"}}}}`), keys)
+	if err == nil || !strings.Contains(err.Error(), "former name of Dialect") {
+		t.Fatalf("both spellings: %v", err)
 	}
 }

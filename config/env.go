@@ -132,8 +132,13 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		}
 		return w.option(2)
 	}
-	if !w.declared(1, &r.names.providers) || !w.more(2, "a provider", "Type") {
+	if !w.declared(1, &r.names.providers) || !w.more(2, "a provider", keyDialect) {
 		return envTarget{}, false
+	}
+	if strings.EqualFold(segs[2], keyTypeAlias) { // the former name of Dialect
+		segs = slices.Clone(segs)
+		segs[2] = keyDialect
+		w.segs = segs
 	}
 	if isSecretKey(segs[2]) {
 		w.fail(2, secretAdvice)

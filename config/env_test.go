@@ -131,7 +131,7 @@ func TestEnv_Problems(t *testing.T) {
 		{"LLM__Fallback__0__x=1", "LLM.Fallback[0].x", "no fields"},
 		{"LLM__Providers__openai__Policy=none", "LLM.Providers.OpenAI.Policy", "must name a policy"},
 		{"LLM__Providers____Type=openai", `LLM.Providers[""]`, "must not be empty"},
-		{"LLM__Providers__new__Model=x", "LLM.Providers.new.Type", "is required"},
+		{"LLM__Providers__new__Model=x", "LLM.Providers.new.Dialect", "is required"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.env, func(t *testing.T) {

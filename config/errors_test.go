@@ -86,9 +86,9 @@ func TestParse_Problems(t *testing.T) {
 
 		// providers
 		{"missing type", `{"LLM": {"Providers": {"p": {"APIKeyEnv": "K"}}}}`,
-			"LLM.Providers.p.Type", "", "is required"},
+			"LLM.Providers.p.Dialect", "", "is required"},
 		{"unknown type", `{"LLM": {"Providers": {"p": {"Type": "anthropics", "APIKeyEnv": "K"}}}}`,
-			"LLM.Providers.p.Type", `"anthropics"`, "did you mean anthropic?"},
+			"LLM.Providers.p.Dialect", `"anthropics"`, "did you mean anthropic?"},
 		{"missing APIKeyEnv", `{"LLM": {"Providers": {"p": {"Type": "anthropic"}}}}`,
 			"LLM.Providers.p.APIKeyEnv", "", "is required"},
 		{"azure needs a BaseURL", `{"LLM": {"Providers": {"p": {"Type": "azure", "APIKeyEnv": "K"}}}}`,

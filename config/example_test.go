@@ -52,5 +52,5 @@ func ExampleParse() {
 	// Output:
 	// LLM.Providers.openai.ApiKey: an API key must not be written into the configuration: put it in an environment variable and name that variable in APIKeyEnv
 	// LLM.Resilience.RetryCont: unknown key; did you mean RetryCount?
-	// LLM.Providers.openai.APIKeyEnv: is required for Type "openai": the name of the environment variable that holds the API key
+	// LLM.Providers.openai.APIKeyEnv: is required for Dialect "openai": the name of the environment variable that holds the API key
 }

@@ -247,6 +247,7 @@ func (p *jsonParser) provider(path string, v any) map[string]any {
 	if !ok {
 		return nil
 	}
+	m = p.dialectAlias(path, m)
 	out := map[string]any{}
 	unknown := func(path, key string) {
 		if isSecretKey(key) {
@@ -281,6 +282,36 @@ func (p *jsonParser) provider(path string, v any) map[string]any {
 			out[canon] = nv
 		}
 	})
+	return out
+}
+
+// dialectAlias accepts Type, the former name of Dialect: it returns m with that key renamed, or
+// reports a provider that sets both.
+func (p *jsonParser) dialectAlias(path string, m map[string]any) map[string]any {
+	var alias, canon string
+	for k := range m {
+		switch {
+		case strings.EqualFold(k, keyTypeAlias):
+			alias = k
+		case strings.EqualFold(k, keyDialect):
+			canon = k
+		}
+	}
+	if alias == "" {
+		return m
+	}
+	out := make(map[string]any, len(m))
+	for k, v := range m {
+		if k != alias {
+			out[k] = v
+		}
+	}
+	if canon != "" {
+		p.problem(joinPath(path, alias), nil, fmt.Sprintf("set twice, as %s and %s: %s is the former name of %s",
+			show(canon), show(alias), keyTypeAlias, keyDialect))
+		return out
+	}
+	out[keyDialect] = m[alias]
 	return out
 }
 

@@ -5,26 +5,43 @@ import (
 	"os"
 	"reflect"
 
+	"github.com/steadyllm/steady/internal/dialect"
+	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
 
-// Provider types accepted in LLM.Providers.<name>.Type.
+// The dialects accepted in LLM.Providers.<name>.Dialect: the wire format the provider speaks.
 const (
-	TypeOpenAI           = "openai"            // api.openai.com, or BaseURL
-	TypeAzure            = "azure"             // Azure OpenAI: BaseURL required, APIVersion optional
-	TypeOpenAICompatible = "openai-compatible" // any server speaking OpenAI's API: BaseURL required, key optional
-	TypeAnthropic        = "anthropic"         // api.anthropic.com, or BaseURL
+	DialectOpenAI           = dialect.OpenAI     // api.openai.com, or BaseURL
+	DialectAzure            = dialect.Azure      // Azure OpenAI: BaseURL required, APIVersion optional
+	DialectOpenAICompatible = dialect.Compatible // any server speaking OpenAI's API: BaseURL required, key optional
+	DialectAnthropic        = dialect.Anthropic  // api.anthropic.com, or BaseURL
 )
 
-var providerTypes = []string{TypeOpenAI, TypeAzure, TypeOpenAICompatible, TypeAnthropic}
+// The former names of the dialects.
+//
+// Deprecated: use DialectOpenAI, DialectAzure, DialectOpenAICompatible, DialectAnthropic.
+const (
+	TypeOpenAI           = DialectOpenAI
+	TypeAzure            = DialectAzure
+	TypeOpenAICompatible = DialectOpenAICompatible
+	TypeAnthropic        = DialectAnthropic
+)
+
+var providerDialects = dialect.All
 
 // Provider is one entry of LLM.Providers. It holds the name of the variable that holds the API
 // key, never the key: printing a Provider (%v, %+v, %#v) cannot reveal a secret.
 type Provider struct {
 	// Name is the provider's key in LLM.Providers, as first declared.
 	Name string
-	// Type is TypeOpenAI, TypeAzure, TypeOpenAICompatible or TypeAnthropic (matched
-	// case-insensitively, stored in lower case).
+	// Dialect is DialectOpenAI, DialectAzure, DialectOpenAICompatible or DialectAnthropic
+	// (matched case-insensitively, stored in lower case). The key was called Type, which is
+	// still accepted.
+	Dialect string
+	// Type is the same as Dialect.
+	//
+	// Deprecated: use Dialect.
 	Type string
 	// BaseURL is the API's base URL; "" means the provider's public endpoint. Required for
 	// azure and openai-compatible.
@@ -60,21 +77,13 @@ type Provider struct {
 	// Beta lists anthropic-beta feature names (anthropic).
 	Beta []string
 	// Limits bounds what is read from the server; a zero field means its default.
-	Limits Limits
+	Limits providers.Limits
 	// ModelMap maps the models requested of the fallback chain's first provider to this
 	// provider's own model names, for fallback ({"gpt-4o": "claude-sonnet-4-5"}).
 	ModelMap map[string]string
 
 	// lookup reads the environment the configuration was loaded with (nil: the process's).
 	lookup func(name string) (string, bool)
-}
-
-// Limits bounds what a provider reads from a server (LLM.Providers.<name>.Limits), in bytes;
-// zero means the provider's default. See providers.Limits for the defaults.
-type Limits struct {
-	MaxResponseBytes  int64
-	MaxEventBytes     int64
-	MaxErrorBodyBytes int64
 }
 
 // EffectiveResilience returns the options the provider's pipeline should use: a copy of

@@ -22,7 +22,8 @@ const (
 	keyProviders  = "Providers"
 	keyFallback   = "Fallback"
 
-	keyType             = "Type"
+	keyDialect          = "Dialect"
+	keyTypeAlias        = "Type" // the former spelling of Dialect, still accepted
 	keyBaseURL          = "BaseURL"
 	keyAPIKeyEnv        = "APIKeyEnv"
 	keyModel            = "Model"
@@ -44,7 +45,7 @@ const (
 
 var (
 	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback}
-	providerKeys = []string{keyType, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
+	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
@@ -57,18 +58,18 @@ type providerField struct {
 
 // providerFields describes every field of LLM.Providers.<name> but Resilience.
 var providerFields = map[string]providerField{
-	keyType:             {kind: kindString},
+	keyDialect:          {kind: kindString},
 	keyBaseURL:          {kind: kindString},
 	keyAPIKeyEnv:        {kind: kindString},
 	keyModel:            {kind: kindString},
 	keyPolicy:           {kind: kindString},
-	keyAPIVersion:       {kind: kindString, types: []string{TypeAzure}},
-	keyOrganization:     {kind: kindString, types: []string{TypeOpenAI, TypeOpenAICompatible}},
-	keyDeployments:      {kind: kindStringMap, types: []string{TypeAzure}},
-	keyOmitStreamUsage:  {kind: kindBool, types: []string{TypeOpenAI, TypeAzure, TypeOpenAICompatible}},
-	keyVersion:          {kind: kindString, types: []string{TypeAnthropic}},
-	keyDefaultMaxTokens: {kind: kindInt, types: []string{TypeAnthropic}},
-	keyBeta:             {kind: kindStringList, types: []string{TypeAnthropic}},
+	keyAPIVersion:       {kind: kindString, types: []string{DialectAzure}},
+	keyOrganization:     {kind: kindString, types: []string{DialectOpenAI, DialectOpenAICompatible}},
+	keyDeployments:      {kind: kindStringMap, types: []string{DialectAzure}},
+	keyOmitStreamUsage:  {kind: kindBool, types: []string{DialectOpenAI, DialectAzure, DialectOpenAICompatible}},
+	keyVersion:          {kind: kindString, types: []string{DialectAnthropic}},
+	keyDefaultMaxTokens: {kind: kindInt, types: []string{DialectAnthropic}},
+	keyBeta:             {kind: kindStringList, types: []string{DialectAnthropic}},
 	keyLimits:           {kind: kindLimits},
 	keyModelMap:         {kind: kindStringMap},
 }

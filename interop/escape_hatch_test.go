@@ -29,7 +29,7 @@ func TestAnthropicSDK_OverTheClientsResilientHTTPClient(t *testing.T) {
 			return steadyanthropic.New(steadyanthropic.Config{Name: "claude", BaseURL: s.AnthropicBaseURL(), APIKey: "sk-ant-test", HTTPClient: hc, Model: "claude-haiku-4-5"})
 		}),
 		client.WithObserver(func(e resilience.Event) {
-			if e.Kind == resilience.EventRetryScheduled {
+			if e.Type == resilience.EventRetryScheduled {
 				retries++
 			}
 		}),

@@ -63,7 +63,7 @@ func TestSDKs_DefaultRetriesDoNotUndoFailFast(t *testing.T) {
 			o.RetryCount, o.CircuitBreakerThreshold, o.CircuitBreakerDurationSeconds = 0, 1, 600
 			var rejected atomic.Int32
 			p, err := resilience.New(o, resilience.WithName("llm"), resilience.OnEvent(func(e resilience.Event) {
-				if e.Kind == resilience.EventBreakerRejected {
+				if e.Type == resilience.EventBreakerRejected {
 					rejected.Add(1)
 				}
 			}))
@@ -110,7 +110,7 @@ func TestSDKs_DefaultRetriesDoNotUndoFailFast(t *testing.T) {
 			o.RetryCount, o.BulkheadMaxConcurrency, o.BulkheadMaxQueue = 0, 1, 0
 			var rejected atomic.Int32
 			p, err := resilience.New(o, resilience.OnEvent(func(e resilience.Event) {
-				if e.Kind == resilience.EventBulkheadRejected {
+				if e.Type == resilience.EventBulkheadRejected {
 					rejected.Add(1)
 				}
 			}))

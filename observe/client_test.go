@@ -328,9 +328,9 @@ func TestClient_ObserverAndTelemetryBothReceiveEvents(t *testing.T) {
 	h := newHarness(t)
 	s := mocks.NewServer(mocks.WithAPIKey(sentinelKey), mocks.WithScript(mocks.Status(503), mocks.OK()))
 	defer s.Close()
-	var seen []resilience.EventKind
+	var seen []resilience.EventType
 	c := newClient(t, openAIProvider("openai", s, fastPolicy()), client.WithTelemetry(h.tel),
-		client.WithObserver(func(e resilience.Event) { seen = append(seen, e.Kind) }))
+		client.WithObserver(func(e resilience.Event) { seen = append(seen, e.Type) }))
 	if _, err := c.Chat(context.Background(), hello()); err != nil {
 		t.Fatal(err)
 	}

@@ -198,7 +198,7 @@ func (h *harness) records(t *testing.T) []logRecord {
 }
 
 // withEvent returns the log records of one event kind.
-func withEvent(rs []logRecord, kind resilience.EventKind) []logRecord {
+func withEvent(rs []logRecord, kind resilience.EventType) []logRecord {
 	var out []logRecord
 	for _, r := range rs {
 		if r.str(observe.LogEvent) == kind.String() {
@@ -257,7 +257,7 @@ func openAIProvider(name string, s *mocks.Server, o resilience.Options) client.O
 // api-version query, which must not reach the telemetry.
 func azureProvider(name string, s *mocks.Server, o resilience.Options) client.Option {
 	return client.WithProvider(name, o, func(hc *http.Client) (providers.Provider, error) {
-		return openai.New(openai.Config{Name: name, Kind: openai.Azure, BaseURL: s.URL(), APIKey: sentinelKey, HTTPClient: hc,
+		return openai.New(openai.Config{Name: name, Dialect: openai.Azure, BaseURL: s.URL(), APIKey: sentinelKey, HTTPClient: hc,
 			Model: "gpt-4o-mini"})
 	})
 }

@@ -59,7 +59,7 @@ func (in *instruments) event(ctx context.Context, e resilience.Event) {
 	k := optionKey{a: e.Pipeline}
 	var c metric.Int64Counter
 	var second attribute.KeyValue
-	switch e.Kind {
+	switch e.Type {
 	case resilience.EventRetryScheduled:
 		c, k.layout, k.n = in.retries, layoutRetry, e.Attempt
 		second = KeyAttempt.Int(e.Attempt)

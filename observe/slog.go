@@ -12,7 +12,7 @@ import (
 // The attribute keys of the log records, stable so that queries and alerts can rely on them.
 const (
 	LogProvider    = "provider"     // the pipeline's (provider's) name
-	LogEvent       = "event"        // resilience.EventKind.String(): retry_scheduled, gave_up…
+	LogEvent       = "event"        // resilience.EventType.String(): retry_scheduled, gave_up…
 	LogAttempt     = "attempt"      // the attempt the event is about, 1-based
 	LogMaxAttempts = "max_attempts" // RetryCount+1
 	LogStatus      = "status"       // the attempt's HTTP status, when it had one
@@ -66,14 +66,14 @@ func logEvent(logger *slog.Logger, e resilience.Event) {
 		return
 	}
 	attrs := make([]slog.Attr, 0, 8)
-	attrs = append(attrs, slog.String(LogProvider, e.Pipeline), slog.String(LogEvent, e.Kind.String()))
+	attrs = append(attrs, slog.String(LogProvider, e.Pipeline), slog.String(LogEvent, e.Type.String()))
 	if e.Attempt > 0 {
 		attrs = append(attrs, slog.Int(LogAttempt, e.Attempt), slog.Int(LogMaxAttempts, e.MaxAttempts))
 	}
 	if e.Status != 0 {
 		attrs = append(attrs, slog.Int(LogStatus, e.Status))
 	}
-	switch e.Kind {
+	switch e.Type {
 	case resilience.EventRetryScheduled:
 		attrs = append(attrs, slog.Int64(LogDelayMs, e.Delay.Round(time.Millisecond).Milliseconds()), slog.Bool(LogServerHint, e.ServerHint),
 			slog.String(LogReason, e.Reason))
@@ -101,7 +101,7 @@ func logEvent(logger *slog.Logger, e resilience.Event) {
 }
 
 func eventLevel(e resilience.Event) slog.Level {
-	switch e.Kind {
+	switch e.Type {
 	case resilience.EventAttemptStarted, resilience.EventAttemptFinished:
 		return slog.LevelDebug
 	case resilience.EventGaveUp:
@@ -118,7 +118,7 @@ func eventLevel(e resilience.Event) slog.Level {
 // eventMessage says what happened in words an on-call engineer reads at a glance.
 func eventMessage(e resilience.Event) string {
 	p := e.Pipeline
-	switch e.Kind {
+	switch e.Type {
 	case resilience.EventAttemptStarted:
 		return fmt.Sprintf("attempt %d of %d for %s started", e.Attempt, e.MaxAttempts, p)
 	case resilience.EventAttemptFinished:
@@ -162,7 +162,7 @@ func eventMessage(e resilience.Event) string {
 		}
 		return fmt.Sprintf("bulkhead for %s full: call rejected", p)
 	}
-	return fmt.Sprintf("%s event for %s", e.Kind, p)
+	return fmt.Sprintf("%s event for %s", e.Type, p)
 }
 
 // ms rounds a duration for humans: to the millisecond, or to 10 ms past ten seconds.

@@ -22,40 +22,40 @@ func TestSlogObserver_LevelsMessagesAndAttributes(t *testing.T) {
 		msg   string
 		attrs map[string]any
 	}{
-		{"attempt started", resilience.Event{Kind: resilience.EventAttemptStarted, Attempt: 1},
+		{"attempt started", resilience.Event{Type: resilience.EventAttemptStarted, Attempt: 1},
 			"DEBUG", "attempt 1 of 4 for openai started", map[string]any{"attempt": 1.0, "max_attempts": 4.0}},
-		{"attempt finished", resilience.Event{Kind: resilience.EventAttemptFinished, Attempt: 2, Status: 503, Duration: 12 * time.Millisecond},
+		{"attempt finished", resilience.Event{Type: resilience.EventAttemptFinished, Attempt: 2, Status: 503, Duration: 12 * time.Millisecond},
 			"DEBUG", "attempt 2 of 4 for openai got status 503 after 12ms", map[string]any{"status": 503.0, "duration_ms": 12.0}},
-		{"retry from the server's hint", resilience.Event{Kind: resilience.EventRetryScheduled, Attempt: 2, Status: 429, Reason: "status 429",
+		{"retry from the server's hint", resilience.Event{Type: resilience.EventRetryScheduled, Attempt: 2, Status: 429, Reason: "status 429",
 			Delay: 400 * time.Millisecond, ServerHint: true},
 			"WARN", "attempt 2 of 4 for openai failed (status 429); next attempt in 400ms (server hint)",
 			map[string]any{"delay_ms": 400.0, "server_hint": true, "reason": "status 429", "status": 429.0, "attempt": 2.0}},
-		{"retry from backoff", resilience.Event{Kind: resilience.EventRetryScheduled, Attempt: 1, Reason: "connection reset",
+		{"retry from backoff", resilience.Event{Type: resilience.EventRetryScheduled, Attempt: 1, Reason: "connection reset",
 			Delay: 1500 * time.Millisecond, Err: errors.New("read: connection reset by peer")},
 			"WARN", "attempt 1 of 4 for openai failed (connection reset); next attempt in 1.5s (backoff)",
 			map[string]any{"server_hint": false, "error": "read: connection reset by peer"}},
-		{"gave up", resilience.Event{Kind: resilience.EventGaveUp, Attempt: 4, Status: 503, GaveUp: resilience.GaveUpExhausted,
+		{"gave up", resilience.Event{Type: resilience.EventGaveUp, Attempt: 4, Status: 503, GaveUp: resilience.GaveUpExhausted,
 			Reason: resilience.GaveUpExhausted.Description()},
 			"ERROR", "gave up on openai after attempt 4 of 4: retries exhausted", map[string]any{"reason": "exhausted"}},
-		{"gave up on a long hint", resilience.Event{Kind: resilience.EventGaveUp, Attempt: 1, Status: 429, GaveUp: resilience.GaveUpHintTooLong,
+		{"gave up on a long hint", resilience.Event{Type: resilience.EventGaveUp, Attempt: 1, Status: 429, GaveUp: resilience.GaveUpHintTooLong,
 			Reason: resilience.GaveUpHintTooLong.Description(), Delay: time.Minute},
 			"ERROR", "gave up on openai after attempt 1 of 4: the server's hint exceeds the max delay (server asked for 1m0s)",
 			map[string]any{"delay_ms": 60000.0, "server_hint": true}},
-		{"timeout", resilience.Event{Kind: resilience.EventTimeout, Timeout: resilience.TimeoutTotal, Delay: 30 * time.Second},
+		{"timeout", resilience.Event{Type: resilience.EventTimeout, Timeout: resilience.TimeoutTotal, Delay: 30 * time.Second},
 			"WARN", "total timeout of 30s ran out for openai", map[string]any{"timeout": "total", "delay_ms": 30000.0}},
-		{"circuit opened", resilience.Event{Kind: resilience.EventBreakerStateChanged, From: resilience.CircuitClosed, To: resilience.CircuitOpen},
+		{"circuit opened", resilience.Event{Type: resilience.EventBreakerStateChanged, From: resilience.CircuitClosed, To: resilience.CircuitOpen},
 			"WARN", "circuit for openai opened (was closed): calls fail fast", map[string]any{"from": "closed", "to": "open"}},
-		{"circuit half-open", resilience.Event{Kind: resilience.EventBreakerStateChanged, From: resilience.CircuitOpen, To: resilience.CircuitHalfOpen},
+		{"circuit half-open", resilience.Event{Type: resilience.EventBreakerStateChanged, From: resilience.CircuitOpen, To: resilience.CircuitHalfOpen},
 			"INFO", "circuit for openai half-open: letting probes through", map[string]any{"to": "half-open"}},
-		{"circuit closed", resilience.Event{Kind: resilience.EventBreakerStateChanged, From: resilience.CircuitHalfOpen, To: resilience.CircuitClosed},
+		{"circuit closed", resilience.Event{Type: resilience.EventBreakerStateChanged, From: resilience.CircuitHalfOpen, To: resilience.CircuitClosed},
 			"INFO", "circuit for openai closed (was half-open): calls flow again", map[string]any{"to": "closed"}},
-		{"circuit isolated", resilience.Event{Kind: resilience.EventBreakerStateChanged, From: resilience.CircuitClosed, To: resilience.CircuitIsolated},
+		{"circuit isolated", resilience.Event{Type: resilience.EventBreakerStateChanged, From: resilience.CircuitClosed, To: resilience.CircuitIsolated},
 			"WARN", "circuit for openai isolated by hand: calls fail fast until Reset", map[string]any{"to": "isolated"}},
-		{"circuit rejected", resilience.Event{Kind: resilience.EventBreakerRejected, To: resilience.CircuitOpen, Delay: 12 * time.Second},
+		{"circuit rejected", resilience.Event{Type: resilience.EventBreakerRejected, To: resilience.CircuitOpen, Delay: 12 * time.Second},
 			"WARN", "circuit for openai is open: call rejected, next probe in 12s", map[string]any{"to": "open", "delay_ms": 12000.0}},
-		{"bulkhead full", resilience.Event{Kind: resilience.EventBulkheadRejected},
+		{"bulkhead full", resilience.Event{Type: resilience.EventBulkheadRejected},
 			"WARN", "bulkhead for openai full: call rejected", map[string]any{"event": "bulkhead_rejected"}},
-		{"bulkhead queue timeout", resilience.Event{Kind: resilience.EventBulkheadRejected, Duration: 2 * time.Second},
+		{"bulkhead queue timeout", resilience.Event{Type: resilience.EventBulkheadRejected, Duration: 2 * time.Second},
 			"WARN", "bulkhead for openai: no free slot after waiting 2s, call rejected", map[string]any{"duration_ms": 2000.0}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -71,7 +71,7 @@ func TestSlogObserver_LevelsMessagesAndAttributes(t *testing.T) {
 			if rec["level"] != tc.level || rec["msg"] != tc.msg {
 				t.Errorf("got %v %q, want %s %q", rec["level"], rec["msg"], tc.level, tc.msg)
 			}
-			if rec["provider"] != "openai" || rec["event"] != e.Kind.String() {
+			if rec["provider"] != "openai" || rec["event"] != e.Type.String() {
 				t.Errorf("provider/event %v/%v", rec["provider"], rec["event"])
 			}
 			for k, want := range tc.attrs {
@@ -86,7 +86,7 @@ func TestSlogObserver_LevelsMessagesAndAttributes(t *testing.T) {
 func TestSlogObserver_DisabledLevelsCostNothing(t *testing.T) {
 	var buf bytes.Buffer
 	obs := observe.NewSlogObserver(slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelWarn})))
-	e := resilience.Event{Kind: resilience.EventAttemptStarted, Pipeline: "openai", Attempt: 1, MaxAttempts: 4}
+	e := resilience.Event{Type: resilience.EventAttemptStarted, Pipeline: "openai", Attempt: 1, MaxAttempts: 4}
 	if n := testing.AllocsPerRun(100, func() { obs(e) }); n != 0 {
 		t.Errorf("%v allocations for a record below the level", n)
 	}
@@ -98,7 +98,7 @@ func TestSlogObserver_DisabledLevelsCostNothing(t *testing.T) {
 func TestSlogObserver_ScrubsErrorText(t *testing.T) {
 	var buf bytes.Buffer
 	obs := observe.NewSlogObserver(slog.New(slog.NewJSONHandler(&buf, nil)))
-	obs(resilience.Event{Kind: resilience.EventRetryScheduled, Pipeline: "gateway", Attempt: 1, MaxAttempts: 2,
+	obs(resilience.Event{Type: resilience.EventRetryScheduled, Pipeline: "gateway", Attempt: 1, MaxAttempts: 2,
 		Reason: "connection reset",
 		Err: errors.New(`Post "https://user:pw@gw.example.com/v1/chat?api_key=` + sentinelKey + `": Authorization: Bearer ` +
 			sentinelKey + " reset")})
@@ -118,7 +118,7 @@ func TestSlogObserver_NilLoggerUsesTheDefault(t *testing.T) {
 	old := slog.Default()
 	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
 	defer slog.SetDefault(old)
-	observe.NewSlogObserver(nil)(resilience.Event{Kind: resilience.EventBulkheadRejected, Pipeline: "openai"})
+	observe.NewSlogObserver(nil)(resilience.Event{Type: resilience.EventBulkheadRejected, Pipeline: "openai"})
 	if !strings.Contains(buf.String(), "bulkhead for openai full") {
 		t.Errorf("default logger got %q", buf.String())
 	}

@@ -99,7 +99,7 @@ func (t *Telemetry) PipelineOption() resilience.Option { return resilience.OnEve
 // PipelineEvent records one pipeline event; see Observer. It makes *Telemetry a
 // client.Telemetry.
 func (t *Telemetry) PipelineEvent(e resilience.Event) {
-	switch e.Kind {
+	switch e.Type {
 	case resilience.EventAttemptStarted, resilience.EventAttemptFinished:
 		// Frequent and already summed up by the call's span and duration: only logged.
 	default:

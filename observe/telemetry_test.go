@@ -15,7 +15,7 @@ func TestNew_DefaultsToTheGlobalProviders(t *testing.T) {
 		t.Fatal(err)
 	}
 	// With no SDK installed everything is a no-op, and nothing breaks.
-	tel.PipelineEvent(resilience.Event{Kind: resilience.EventRetryScheduled, Pipeline: "openai", Attempt: 1, Context: context.Background()})
+	tel.PipelineEvent(resilience.Event{Type: resilience.EventRetryScheduled, Pipeline: "openai", Attempt: 1, Context: context.Background()})
 	ctx, tr := tel.StartCall(context.Background(), providers.CallStart{Operation: providers.OperationChat, Provider: "openai"})
 	if ctx == nil || tr == nil {
 		t.Fatal("StartCall returned nil")

@@ -35,7 +35,7 @@ func spanEvent(e resilience.Event) {
 	provider := KeySpanProvider.String(e.Pipeline)
 	var name string
 	var attrs []attribute.KeyValue
-	switch e.Kind {
+	switch e.Type {
 	case resilience.EventRetryScheduled:
 		name = SpanEventRetry
 		attrs = []attribute.KeyValue{provider, keyEvAttempt.Int(e.Attempt), keyEvMaxAttempts.Int(e.MaxAttempts),

@@ -25,7 +25,7 @@ func (b *breaker) init(p *Pipeline) {
 // visible (nil for a read of the state, Isolate and Reset).
 func (b *breaker) announce(ctx context.Context, ch change) {
 	if ch.ok {
-		b.emit(Event{Kind: EventBreakerStateChanged, From: ch.from, To: ch.to, Context: ctx})
+		b.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Context: ctx})
 	}
 }
 
@@ -57,7 +57,7 @@ func (b *breaker) blocked(ctx context.Context) bool {
 // the rejection.
 func (b *breaker) reject(req *http.Request, r rejection) error {
 	closeRequestBody(req)
-	b.emit(Event{Kind: EventBreakerRejected, To: r.state, Delay: r.retryAfter, Context: req.Context()})
+	b.emit(Event{Type: EventBreakerRejected, To: r.state, Delay: r.retryAfter, Context: req.Context()})
 	return &CircuitOpenError{Pipeline: b.name, State: r.state, RetryAfter: r.retryAfter}
 }
 

@@ -61,7 +61,7 @@ func (b *bulkhead) acquire(ctx context.Context, p *Pipeline) error {
 }
 
 func (b *bulkhead) reject(ctx context.Context, p *Pipeline, waited time.Duration) error {
-	p.emit(Event{Kind: EventBulkheadRejected, Duration: waited, Context: ctx})
+	p.emit(Event{Type: EventBulkheadRejected, Duration: waited, Context: ctx})
 	return &BulkheadRejectedError{
 		Pipeline:       p.name,
 		MaxConcurrency: cap(b.slots),

@@ -75,7 +75,7 @@ func quotaExhausted(resp *http.Response) bool {
 func classifyError(err error) (bool, string) {
 	var te *TimeoutError
 	if errors.As(err, &te) {
-		return te.Kind == TimeoutAttempt, "attempt timeout"
+		return te.Limit == TimeoutAttempt, "attempt timeout"
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false, ""

@@ -69,14 +69,14 @@ func (e *BulkheadRejectedError) Error() string {
 // Is reports whether target is ErrBulkheadRejected.
 func (e *BulkheadRejectedError) Is(target error) bool { return target == ErrBulkheadRejected }
 
-// TimeoutKind says which of the pipeline's time limits ran out.
-type TimeoutKind string
+// TimeLimit names one of the pipeline's time limits.
+type TimeLimit string
 
 // The pipeline's time limits.
 const (
-	TimeoutTotal      TimeoutKind = "total"       // TimeoutSeconds
-	TimeoutAttempt    TimeoutKind = "attempt"     // AttemptTimeoutSeconds
-	TimeoutStreamIdle TimeoutKind = "stream-idle" // StreamIdleTimeoutSeconds
+	TimeoutTotal      TimeLimit = "total"       // TimeoutSeconds
+	TimeoutAttempt    TimeLimit = "attempt"     // AttemptTimeoutSeconds
+	TimeoutStreamIdle TimeLimit = "stream-idle" // StreamIdleTimeoutSeconds
 )
 
 // TimeoutError is returned when one of the pipeline's own time limits runs out.
@@ -84,12 +84,12 @@ const (
 // so code that checks net.Error or os.IsTimeout treats it as a timeout.
 type TimeoutError struct {
 	Pipeline string
-	Kind     TimeoutKind
-	After    time.Duration // the limit that ran out
+	Limit    TimeLimit     // which limit ran out
+	After    time.Duration // its length
 }
 
 func (e *TimeoutError) Error() string {
-	return fmt.Sprintf("resilience: %s timeout of %s exceeded for %q", e.Kind, e.After, e.Pipeline)
+	return fmt.Sprintf("resilience: %s timeout of %s exceeded for %q", e.Limit, e.After, e.Pipeline)
 }
 
 // Is reports whether target is ErrTimeout or context.DeadlineExceeded.

@@ -5,13 +5,13 @@ import (
 	"time"
 )
 
-// EventKind says what a pipeline layer did.
-type EventKind int
+// EventType says what a pipeline layer did.
+type EventType int
 
 // The events a pipeline reports to its observer (see OnEvent).
 const (
 	// EventAttemptStarted: the retry layer sends an attempt to the base transport.
-	EventAttemptStarted EventKind = iota + 1
+	EventAttemptStarted EventType = iota + 1
 	// EventAttemptFinished: an attempt ended with a status (Status) or an error (Err).
 	EventAttemptFinished
 	// EventRetryScheduled: the attempt failed in a retryable way and the next one starts after
@@ -30,7 +30,7 @@ const (
 )
 
 // String returns a stable snake_case name, suitable as a metric or log attribute.
-func (k EventKind) String() string {
+func (k EventType) String() string {
 	switch k {
 	case EventAttemptStarted:
 		return "attempt_started"
@@ -89,7 +89,7 @@ func (g GaveUp) Description() string {
 // Event is one thing a layer did. It never carries headers, bodies, URLs or query strings,
 // so it is safe to log or export as it is.
 type Event struct {
-	Kind     EventKind
+	Type     EventType
 	Pipeline string    // the pipeline's name (WithName)
 	Time     time.Time // from the pipeline's clock
 
@@ -117,7 +117,7 @@ type Event struct {
 	// queued (EventBulkheadRejected).
 	Duration time.Duration
 	// Timeout is the limit that ran out (EventTimeout).
-	Timeout TimeoutKind
+	Timeout TimeLimit
 	// From and To are the circuit states of EventBreakerStateChanged; To is also set on
 	// EventBreakerRejected.
 	From, To CircuitState

@@ -26,12 +26,12 @@ func TestEvents_CarryTheCallsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	readAll(t, resp)
-	kinds := map[EventKind]int{}
+	kinds := map[EventType]int{}
 	for _, e := range rec.all() {
 		if !fromCall(e, "first") {
-			t.Errorf("%s event without the call's context", e.Kind)
+			t.Errorf("%s event without the call's context", e.Type)
 		}
-		kinds[e.Kind]++
+		kinds[e.Type]++
 	}
 	if kinds[EventAttemptStarted] != 3 || kinds[EventAttemptFinished] != 3 || kinds[EventRetryScheduled] != 2 {
 		t.Errorf("events %v", kinds)
@@ -63,7 +63,7 @@ func TestEvents_RejectionsTimeoutsAndTransitionsCarryTheCallsContext(t *testing.
 	// Isolation is no call's doing.
 	p.Isolate()
 	for _, tc := range []struct {
-		kind EventKind
+		kind EventType
 		tag  string
 	}{{EventTimeout, "slow"}, {EventBreakerStateChanged, "slow"}, {EventBreakerRejected, "rejected"}} {
 		found := false

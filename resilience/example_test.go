@@ -25,7 +25,7 @@ func ExamplePipeline_Wrap() {
 
 	p, err := resilience.New(resilience.DefaultOptions(), resilience.WithName("example"),
 		resilience.OnEvent(func(e resilience.Event) {
-			if e.Kind == resilience.EventRetryScheduled {
+			if e.Type == resilience.EventRetryScheduled {
 				fmt.Printf("retry after attempt %d: %s, waiting %s (server hint: %v)\n", e.Attempt, e.Reason, e.Delay, e.ServerHint)
 			}
 		}))

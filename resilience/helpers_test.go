@@ -131,10 +131,10 @@ func (r *recorder) all() []Event {
 	return append([]Event(nil), r.events...)
 }
 
-func (r *recorder) kind(k EventKind) []Event {
+func (r *recorder) kind(k EventType) []Event {
 	var out []Event
 	for _, e := range r.all() {
-		if e.Kind == k {
+		if e.Type == k {
 			out = append(out, e)
 		}
 	}

@@ -72,7 +72,7 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 		p.retryable.add(c)
 	}
 	p.deadlines.clock = p.clock
-	p.totalTimeoutErr = &TimeoutError{Pipeline: p.name, Kind: TimeoutTotal, After: p.timeout}
+	p.totalTimeoutErr = &TimeoutError{Pipeline: p.name, Limit: TimeoutTotal, After: p.timeout}
 	p.bulkhead.init(opts)
 	p.breaker.init(p)
 	if opts.RetryBudgetPercent > 0 {

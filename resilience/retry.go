@@ -185,7 +185,7 @@ func (t *attemptTransport) send(req *http.Request, n int) (*http.Response, error
 	var start time.Time
 	if p.observer != nil {
 		start = p.clock.Now()
-		p.emit(Event{Kind: EventAttemptStarted, Attempt: n, Time: start, Context: req.Context()})
+		p.emit(Event{Type: EventAttemptStarted, Attempt: n, Time: start, Context: req.Context()})
 	}
 	var resp *http.Response
 	var err error
@@ -196,7 +196,7 @@ func (t *attemptTransport) send(req *http.Request, n int) (*http.Response, error
 	}
 	if p.observer != nil {
 		end := p.clock.Now()
-		e := Event{Kind: EventAttemptFinished, Attempt: n, Err: err, Time: end, Duration: end.Sub(start), Context: req.Context()}
+		e := Event{Type: EventAttemptFinished, Attempt: n, Err: err, Time: end, Duration: end.Sub(start), Context: req.Context()}
 		if resp != nil {
 			e.Status = resp.StatusCode
 		}
@@ -211,14 +211,14 @@ func (t *attemptTransport) timedAttempt(req *http.Request) (*http.Response, erro
 	p := t.p
 	ctx, cancel := context.WithCancelCause(req.Context())
 	timer := p.clock.AfterFunc(p.attemptTime, func() {
-		cancel(&TimeoutError{Pipeline: p.name, Kind: TimeoutAttempt, After: p.attemptTime})
+		cancel(&TimeoutError{Pipeline: p.name, Limit: TimeoutAttempt, After: p.attemptTime})
 	})
 	resp, err := t.base.RoundTrip(req.WithContext(ctx))
 	timer.Stop()
 	if err != nil {
 		if te, ok := context.Cause(ctx).(*TimeoutError); ok && req.Context().Err() == nil {
 			err = te
-			p.emit(Event{Kind: EventTimeout, Timeout: te.Kind, Delay: te.After, Err: te, Context: req.Context()})
+			p.emit(Event{Type: EventTimeout, Timeout: te.Limit, Delay: te.After, Err: te, Context: req.Context()})
 		}
 		cancel(nil)
 		return nil, err
@@ -265,7 +265,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	p := s.p
 	giveUp := func(why GaveUp, hint time.Duration) (bool, error) {
 		s.gaveUp = why
-		e := Event{Kind: EventGaveUp, Attempt: s.attempt, GaveUp: why, Reason: why.Description(), Err: err, Delay: hint,
+		e := Event{Type: EventGaveUp, Attempt: s.attempt, GaveUp: why, Reason: why.Description(), Err: err, Delay: hint,
 			Context: s.Context}
 		if resp != nil {
 			e.Status = resp.StatusCode
@@ -292,7 +292,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	if resp != nil {
 		keepBody(resp)
 	}
-	e := Event{Kind: EventRetryScheduled, Attempt: s.attempt, Reason: reason, Err: err, Delay: delay, ServerHint: fromServer,
+	e := Event{Type: EventRetryScheduled, Attempt: s.attempt, Reason: reason, Err: err, Delay: delay, ServerHint: fromServer,
 		Context: s.Context}
 	if resp != nil {
 		e.Status = resp.StatusCode

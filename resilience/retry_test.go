@@ -421,7 +421,7 @@ func TestRetry_StopsWhenBreakerTrippedByOtherCalls(t *testing.T) {
 	var otherResult error
 	observer := func(e Event) {
 		rec.observe(e)
-		if e.Kind == EventRetryScheduled {
+		if e.Type == EventRetryScheduled {
 			// While the first call waits to retry, a second call fails and trips the breaker.
 			if started.CompareAndSwap(false, true) {
 				resp, err := post(t, other, s.url(), `{}`)
@@ -501,7 +501,7 @@ func TestRetry_CallerCancelMidBackoffReturnsPromptly(t *testing.T) {
 	o := testOptions()
 	o.TimeoutSeconds = 60
 	c, _ := client(t, o, OnEvent(func(e Event) {
-		if e.Kind == EventRetryScheduled {
+		if e.Type == EventRetryScheduled {
 			go cancel()
 		}
 	}))

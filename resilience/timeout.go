@@ -125,7 +125,7 @@ func (c *timeoutCall) expireIdle() {
 			return
 		}
 	}
-	c.cancel(&TimeoutError{Pipeline: c.p.name, Kind: TimeoutStreamIdle, After: c.p.idleTimeout})
+	c.cancel(&TimeoutError{Pipeline: c.p.name, Limit: TimeoutStreamIdle, After: c.p.idleTimeout})
 }
 
 func (c *timeoutCall) stopTotal() { c.totalOff.Store(true) }
@@ -141,7 +141,7 @@ func (c *timeoutCall) mapErr(err error) error {
 		return err
 	}
 	if c.reported.CompareAndSwap(false, true) {
-		c.p.emit(Event{Kind: EventTimeout, Timeout: te.Kind, Delay: te.After, Err: te, Context: c.parent})
+		c.p.emit(Event{Type: EventTimeout, Timeout: te.Limit, Delay: te.After, Err: te, Context: c.parent})
 	}
 	return te
 }

@@ -30,7 +30,7 @@ func TestTimeout_FiresAfterDuration(t *testing.T) {
 		t.Fatal("the error does not report Timeout() as a net.Error")
 	}
 	var te *TimeoutError
-	if !errors.As(err, &te) || te.Kind != TimeoutTotal || te.After != 50*time.Millisecond {
+	if !errors.As(err, &te) || te.Limit != TimeoutTotal || te.After != 50*time.Millisecond {
 		t.Fatalf("timeout error %#v", te)
 	}
 	if ev := rec.kind(EventTimeout); len(ev) != 1 || ev[0].Timeout != TimeoutTotal {
@@ -137,7 +137,7 @@ func TestTimeout_AttemptTimeoutExhaustedIsErrTimeout(t *testing.T) {
 	c, _ := client(t, o)
 	_, err := call(t, c, s.url())
 	var te *TimeoutError
-	if !errors.As(err, &te) || te.Kind != TimeoutAttempt || s.hits.Load() != 2 {
+	if !errors.As(err, &te) || te.Limit != TimeoutAttempt || s.hits.Load() != 2 {
 		t.Fatalf("got %v after %d attempts, want an attempt timeout after 2", err, s.hits.Load())
 	}
 }
@@ -227,7 +227,7 @@ func TestStream_IdleTimeoutCutsAStalledStream(t *testing.T) {
 	defer resp.Body.Close()
 	body, err := io.ReadAll(resp.Body)
 	var te *TimeoutError
-	if !errors.As(err, &te) || te.Kind != TimeoutStreamIdle || string(body) != "data: one\n\n" {
+	if !errors.As(err, &te) || te.Limit != TimeoutStreamIdle || string(body) != "data: one\n\n" {
 		t.Fatalf("got %q, %v; want the first event, then a stream-idle timeout", body, err)
 	}
 	if ev := rec.kind(EventTimeout); len(ev) != 1 || ev[0].Timeout != TimeoutStreamIdle {

@@ -111,7 +111,7 @@ func TestStream_IdleTimeoutCutsSilenceInsideAChunk(t *testing.T) {
 	defer resp.Body.Close()
 	_, err = io.ReadAll(resp.Body)
 	var te *TimeoutError
-	if !errors.As(err, &te) || te.Kind != TimeoutStreamIdle {
+	if !errors.As(err, &te) || te.Limit != TimeoutStreamIdle {
 		t.Fatalf("got %v, want the stream-idle timeout", err)
 	}
 }

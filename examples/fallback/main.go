@@ -40,7 +40,7 @@ func run(ctx context.Context, out io.Writer) error {
 	policy.CircuitBreakerThreshold = 2
 	provider := func(name string, s *mocks.Server) client.Option {
 		return client.WithProvider(name, policy, func(hc *http.Client) (providers.Provider, error) {
-			return openai.New(openai.Config{Name: name, Kind: openai.Compatible, BaseURL: s.OpenAIBaseURL(), APIKey: "sk-demo", HTTPClient: hc})
+			return openai.New(openai.Config{Name: name, Dialect: openai.Compatible, BaseURL: s.OpenAIBaseURL(), APIKey: "sk-demo", HTTPClient: hc})
 		})
 	}
 	c, err := client.New(

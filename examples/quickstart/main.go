@@ -108,7 +108,7 @@ func ask(ctx context.Context, out io.Writer, policy resilience.Options, factory 
 // report prints what the pipeline does.
 func report(out io.Writer, at time.Duration, e resilience.Event) {
 	at = at.Round(time.Millisecond)
-	switch e.Kind {
+	switch e.Type {
 	case resilience.EventAttemptFinished:
 		result := fmt.Sprintf("%d %s", e.Status, http.StatusText(e.Status))
 		if e.Err != nil {

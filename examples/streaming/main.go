@@ -41,7 +41,7 @@ func run(ctx context.Context, out io.Writer) error {
 			return openai.New(openai.Config{Name: "openai", BaseURL: fake.OpenAIBaseURL(), APIKey: "sk-demo", HTTPClient: hc, Model: "gpt-4o-mini"})
 		}),
 		client.WithObserver(func(e resilience.Event) {
-			if e.Kind == resilience.EventRetryScheduled {
+			if e.Type == resilience.EventRetryScheduled {
 				fmt.Fprintf(out, "[%s: %s, retrying in %s]\n", e.Pipeline, e.Reason, e.Delay.Round(time.Millisecond))
 			}
 		}),

@@ -69,7 +69,7 @@ func TestCancel_IsCanceledWhereverItStrikes(t *testing.T) {
 			o.RetryMaxDelaySeconds = 5
 			sleeping := make(chan struct{}, 1)
 			cb := newClient(t, k, rl.URL, o, providers.Limits{}, client.WithObserver(func(e resilience.Event) {
-				if e.Kind == resilience.EventRetryScheduled {
+				if e.Type == resilience.EventRetryScheduled {
 					sleeping <- struct{}{}
 				}
 			}))

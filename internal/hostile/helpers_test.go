@@ -36,13 +36,13 @@ type kind struct {
 
 var kinds = []kind{
 	{"openai", func(s string) string { return s + "/v1" }, func(n, u string, hc *http.Client, l providers.Limits) (providers.Provider, error) {
-		return openai.New(openai.Config{Name: n, Kind: openai.OpenAI, BaseURL: u, APIKey: sentinel, HTTPClient: hc, Model: "gpt-4o-mini", Limits: l})
+		return openai.New(openai.Config{Name: n, Dialect: openai.OpenAI, BaseURL: u, APIKey: sentinel, HTTPClient: hc, Model: "gpt-4o-mini", Limits: l})
 	}},
 	{"azure", func(s string) string { return s }, func(n, u string, hc *http.Client, l providers.Limits) (providers.Provider, error) {
-		return openai.New(openai.Config{Name: n, Kind: openai.Azure, BaseURL: u, APIKey: sentinel, HTTPClient: hc, Model: "gpt-4o", Limits: l})
+		return openai.New(openai.Config{Name: n, Dialect: openai.Azure, BaseURL: u, APIKey: sentinel, HTTPClient: hc, Model: "gpt-4o", Limits: l})
 	}},
 	{"openai-compatible", func(s string) string { return s + "/v1" }, func(n, u string, hc *http.Client, l providers.Limits) (providers.Provider, error) {
-		return openai.New(openai.Config{Name: n, Kind: openai.Compatible, BaseURL: u, APIKey: sentinel, HTTPClient: hc, Model: "llama", Limits: l})
+		return openai.New(openai.Config{Name: n, Dialect: openai.Compatible, BaseURL: u, APIKey: sentinel, HTTPClient: hc, Model: "llama", Limits: l})
 	}},
 	{"anthropic", func(s string) string { return s }, func(n, u string, hc *http.Client, l providers.Limits) (providers.Provider, error) {
 		return anthropic.New(anthropic.Config{Name: n, BaseURL: u, APIKey: sentinel, HTTPClient: hc, Model: "claude-haiku-4-5", Limits: l})
@@ -95,7 +95,7 @@ func fromConfig(t *testing.T, k kind, srv string) *client.Client {
 	t.Helper()
 	model := map[string]string{"openai": "gpt-4o-mini", "azure": "gpt-4o", "openai-compatible": "llama", "anthropic": "claude-haiku-4-5"}[k.name]
 	doc := fmt.Sprintf(`{"LLM":{"Resilience":{"RetryBaseDelaySeconds":0.001,"RetryUseJitter":false,"RetryBudgetPercent":0,
-		"TimeoutSeconds":10},"Providers":{"p":{"Type":%q,"BaseURL":%q,"APIKeyEnv":"HOSTILE_TEST_KEY","Model":%q}}}}`,
+		"TimeoutSeconds":10},"Providers":{"p":{"Dialect":%q,"BaseURL":%q,"APIKeyEnv":"HOSTILE_TEST_KEY","Model":%q}}}}`,
 		k.name, k.baseURL(srv), model)
 	cfg, err := config.ParseWithEnv([]byte(doc), []string{"HOSTILE_TEST_KEY=" + sentinel})
 	if err != nil {

@@ -107,7 +107,7 @@ func TestChat_SendsParameters(t *testing.T) {
 	zero, topP := 0.0, 0.5
 	tests := []struct {
 		name  string
-		kind  openai.Kind
+		kind  openai.Dialect
 		model string
 		want  []string // substrings of the request body
 		not   []string
@@ -122,7 +122,7 @@ func TestChat_SendsParameters(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newServer(t)
-			p := newProvider(t, s, func(c *openai.Config) { c.Kind = tt.kind; c.Model = tt.model })
+			p := newProvider(t, s, func(c *openai.Config) { c.Dialect = tt.kind; c.Model = tt.model })
 			req := ask("Hi")
 			req.MaxTokens = 7
 			if !strings.HasPrefix(tt.model, "gpt-5") { // reasoning models refuse sampling parameters
@@ -152,7 +152,7 @@ func TestChat_SendsParameters(t *testing.T) {
 func TestChat_CompatibleBaseURL(t *testing.T) {
 	s := mocks.NewServer() // accepts any key
 	defer s.Close()
-	p, err := openai.New(openai.Config{Name: "local", Kind: openai.Compatible, BaseURL: s.OpenAIBaseURL() + "/",
+	p, err := openai.New(openai.Config{Name: "local", Dialect: openai.Compatible, BaseURL: s.OpenAIBaseURL() + "/",
 		APIKey: "gw-key", Model: "my-org/custom-model:7b", HTTPClient: s.Client()})
 	if err != nil {
 		t.Fatal(err)
@@ -170,7 +170,7 @@ func TestChat_CompatibleBaseURL(t *testing.T) {
 
 func TestChat_AzureUsesDeploymentAPIKeyAndVersion(t *testing.T) {
 	s := newServer(t, mocks.OK(), mocks.OK(), mocks.OK())
-	cfg := openai.Config{Kind: openai.Azure, BaseURL: s.URL() + "/openai", APIKey: sentinel, HTTPClient: s.Client(),
+	cfg := openai.Config{Dialect: openai.Azure, BaseURL: s.URL() + "/openai", APIKey: sentinel, HTTPClient: s.Client(),
 		Model: "gpt-4o", AzureDeployments: map[string]string{"gpt-4o": "prod-4o"}}
 	p, err := openai.New(cfg)
 	if err != nil {

@@ -7,26 +7,33 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/steadyllm/steady/internal/dialect"
 	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
 )
 
-// Kind says which dialect of the OpenAI API a Provider speaks.
-type Kind string
+// Dialect says which dialect of the OpenAI API a Provider speaks. Its values are the
+// configuration's provider types.
+type Dialect string
 
-// The kinds of OpenAI endpoint.
+// Kind is the former name of Dialect.
+//
+// Deprecated: use Dialect.
+type Kind = Dialect
+
+// The dialects of the OpenAI API.
 const (
 	// OpenAI is api.openai.com (or a proxy of it): Bearer auth, max_completion_tokens.
-	OpenAI Kind = "openai"
+	OpenAI Dialect = dialect.OpenAI
 	// Azure is Azure OpenAI: api-key header, /openai/deployments/{deployment}/… paths and an
 	// api-version query parameter.
-	Azure Kind = "azure"
+	Azure Dialect = dialect.Azure
 	// Compatible is any server that speaks the OpenAI chat completions protocol at its own
 	// base URL: vLLM, Ollama, Groq, OpenRouter, LiteLLM… Bearer auth when a key is set.
-	Compatible Kind = "compatible"
+	Compatible Dialect = dialect.Compatible
 )
 
-// DefaultBaseURL is the base URL of the OpenAI kind when Config.BaseURL is empty.
+// DefaultBaseURL is the base URL of the OpenAI dialect when Config.BaseURL is empty.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
 // DefaultAzureAPIVersion is the api-version sent to Azure when Config.APIVersion is empty: the
@@ -44,10 +51,14 @@ const emptyMessagesLimit = 10000
 // A Config never prints its APIKey: String, GoString and Format show it as "[REDACTED]" (or
 // empty when unset), so %v, %+v and %#v are safe to log.
 type Config struct {
-	// Name is the provider's name in errors and responses. Empty means string(Kind).
+	// Name is the provider's name in errors and responses. Empty means string(Dialect).
 	Name string
-	// Kind is the API dialect. Empty means OpenAI.
-	Kind Kind
+	// Dialect is the dialect of the API the server speaks. Empty means OpenAI.
+	Dialect Dialect
+	// Kind is the former name of Dialect, used when Dialect is empty.
+	//
+	// Deprecated: use Dialect.
+	Kind Dialect
 	// BaseURL is the API root. OpenAI: default DefaultBaseURL. Azure: the resource endpoint,
 	// https://{resource}.openai.azure.com, without /openai (a trailing /openai is removed).
 	// Compatible: the root that /chat/completions hangs off, usually ending in /v1. Required
@@ -81,18 +92,22 @@ type Config struct {
 
 // withDefaults returns c with its defaults applied, or an error naming what is missing.
 func (c Config) withDefaults() (Config, error) {
-	if c.Kind == "" {
-		c.Kind = OpenAI
+	if c.Dialect == "" {
+		c.Dialect = c.Kind
 	}
+	if c.Dialect == "" {
+		c.Dialect = OpenAI
+	}
+	c.Kind = c.Dialect
 	if c.Name == "" {
-		c.Name = string(c.Kind)
+		c.Name = string(c.Dialect)
 	}
 	if c.HTTPClient == nil {
 		c.HTTPClient = http.DefaultClient
 	}
 	c.BaseURL = strings.TrimRight(strings.TrimSpace(c.BaseURL), "/")
 	var errs []error
-	switch c.Kind {
+	switch c.Dialect {
 	case OpenAI:
 		if c.BaseURL == "" {
 			c.BaseURL = DefaultBaseURL
@@ -106,15 +121,15 @@ func (c Config) withDefaults() (Config, error) {
 	case Compatible:
 		c.APIVersion = ""
 	default:
-		errs = append(errs, fmt.Errorf("openai: unknown Kind %q (want %q, %q or %q)", c.Kind, OpenAI, Azure, Compatible))
+		errs = append(errs, fmt.Errorf("openai: unknown Dialect %q (want %q, %q or %q)", c.Dialect, OpenAI, Azure, Compatible))
 	}
 	if c.BaseURL == "" {
-		errs = append(errs, fmt.Errorf("openai: provider %q: BaseURL is required for kind %q", c.Name, c.Kind))
+		errs = append(errs, fmt.Errorf("openai: provider %q: BaseURL is required for dialect %q", c.Name, c.Dialect))
 	} else if problem := redact.CheckBaseURL(c.BaseURL); problem != "" {
 		errs = append(errs, fmt.Errorf("openai: provider %q: BaseURL %s", c.Name, problem))
 	}
-	if c.APIKey == "" && c.Kind != Compatible {
-		errs = append(errs, fmt.Errorf("openai: provider %q: APIKey is required for kind %q", c.Name, c.Kind))
+	if c.APIKey == "" && dialect.NeedsKey(string(c.Dialect)) {
+		errs = append(errs, fmt.Errorf("openai: provider %q: APIKey is required for dialect %q", c.Name, c.Dialect))
 	}
 	if err := c.Limits.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("openai: provider %q: %w", c.Name, err))
@@ -125,15 +140,15 @@ func (c Config) withDefaults() (Config, error) {
 
 // String describes c with the API key redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("{Name:%s Kind:%s BaseURL:%s APIKey:%s APIVersion:%s Organization:%s HTTPClient:%p Model:%s AzureDeployments:%s OmitStreamUsage:%t Limits:%+v}",
-		c.Name, c.Kind, c.BaseURL, hideKey(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
+	return fmt.Sprintf("{Name:%s Dialect:%s BaseURL:%s APIKey:%s APIVersion:%s Organization:%s HTTPClient:%p Model:%s AzureDeployments:%s OmitStreamUsage:%t Limits:%+v}",
+		c.Name, c.Dialect, c.BaseURL, hideKey(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
 		deployments(c.AzureDeployments), c.OmitStreamUsage, c.Limits)
 }
 
 // GoString describes c as Go syntax, with the API key redacted.
 func (c Config) GoString() string {
-	return fmt.Sprintf("openai.Config{Name:%q, Kind:%q, BaseURL:%q, APIKey:%q, APIVersion:%q, Organization:%q, HTTPClient:%p, Model:%q, AzureDeployments:%#v, OmitStreamUsage:%t, Limits:%#v}",
-		c.Name, c.Kind, c.BaseURL, hideKey(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
+	return fmt.Sprintf("openai.Config{Name:%q, Dialect:%q, BaseURL:%q, APIKey:%q, APIVersion:%q, Organization:%q, HTTPClient:%p, Model:%q, AzureDeployments:%#v, OmitStreamUsage:%t, Limits:%#v}",
+		c.Name, c.Dialect, c.BaseURL, hideKey(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
 		c.AzureDeployments, c.OmitStreamUsage, c.Limits)
 }
 

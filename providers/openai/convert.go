@@ -14,7 +14,7 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
 // chatRequest maps a neutral request to go-openai's.
 //
-// Max tokens: the OpenAI kind sends max_completion_tokens (max_tokens is deprecated there and
+// Max tokens: the OpenAI dialect sends max_completion_tokens (max_tokens is deprecated there and
 // refused by reasoning models); Azure and compatible servers get max_tokens, which older
 // api-versions and most OpenAI-compatible servers understand, except for model names that
 // go-openai treats as reasoning models (o1, o3, o4, gpt-5…), which get max_completion_tokens.
@@ -44,7 +44,7 @@ func (p *Provider) chatRequest(req *providers.ChatRequest) (goopenai.ChatComplet
 		out.Messages[i] = toMessage(m)
 	}
 	if req.MaxTokens > 0 {
-		if p.kind == OpenAI || needsMaxCompletionTokens(model) {
+		if p.dialect == OpenAI || needsMaxCompletionTokens(model) {
 			out.MaxCompletionTokens = req.MaxTokens
 		} else {
 			out.MaxTokens = req.MaxTokens

@@ -9,14 +9,14 @@ import (
 
 func TestDescribe_NamesTheGenAISystemOfEachKind(t *testing.T) {
 	for _, tc := range []struct {
-		kind   openai.Kind
+		kind   openai.Dialect
 		system string
 	}{
 		{openai.OpenAI, providers.SystemOpenAI},
 		{openai.Azure, providers.SystemAzureOpenAI},
 		{openai.Compatible, providers.SystemOpenAI}, // the conventions name the protocol's system
 	} {
-		p, err := openai.New(openai.Config{Kind: tc.kind, BaseURL: "https://llm.example.com", APIKey: "sk-test", Model: "m-1"})
+		p, err := openai.New(openai.Config{Dialect: tc.kind, BaseURL: "https://llm.example.com", APIKey: "sk-test", Model: "m-1"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -112,7 +112,7 @@ func TestErrors_PlainTextBodyIsShortened(t *testing.T) {
 		return &http.Response{StatusCode: 503, Status: "503", Request: req, Header: http.Header{},
 			Body: io.NopCloser(strings.NewReader("upstream connect error\r\n" + strings.Repeat("x", 5000)))}, nil
 	})
-	p, _ := openai.New(openai.Config{Kind: openai.Compatible, BaseURL: "http://gw.invalid/v1", Model: "m", HTTPClient: &http.Client{Transport: rt}})
+	p, _ := openai.New(openai.Config{Dialect: openai.Compatible, BaseURL: "http://gw.invalid/v1", Model: "m", HTTPClient: &http.Client{Transport: rt}})
 	_, err := p.Chat(context.Background(), ask("Hi"))
 	e := asError(t, err)
 	if e.Kind != providers.KindUnavailable || len(e.Message) > 300 || !strings.HasPrefix(e.Message, "Service Unavailable: upstream connect error") ||
@@ -136,7 +136,7 @@ func TestErrors_APIKeyNeverAppears(t *testing.T) {
 		t.Fatal("the formatted error leaks the key")
 	}
 
-	cfg := openai.Config{Kind: openai.Azure, BaseURL: "https://x.openai.azure.com", APIKey: sentinel, Model: "gpt-4o"}
+	cfg := openai.Config{Dialect: openai.Azure, BaseURL: "https://x.openai.azure.com", APIKey: sentinel, Model: "gpt-4o"}
 	wrapped := struct {
 		C  openai.Config
 		PC *openai.Config
@@ -147,7 +147,7 @@ func TestErrors_APIKeyNeverAppears(t *testing.T) {
 			t.Fatalf("%s leaks the key: %s", verb, out)
 		}
 	}
-	if out := fmt.Sprintf("%+v", cfg); !strings.Contains(out, "APIKey:[REDACTED]") || !strings.Contains(out, "Kind:azure") {
+	if out := fmt.Sprintf("%+v", cfg); !strings.Contains(out, "APIKey:[REDACTED]") || !strings.Contains(out, "Dialect:azure") {
 		t.Fatalf("%%+v = %s", out)
 	}
 }
@@ -198,9 +198,9 @@ func TestErrors_TransportFailures(t *testing.T) {
 
 func TestNew_RejectsIncompleteConfig(t *testing.T) {
 	for name, cfg := range map[string]openai.Config{
-		"no key":            {Kind: openai.OpenAI},
-		"azure no url":      {Kind: openai.Azure, APIKey: sentinel},
-		"compatible no url": {Kind: openai.Compatible},
+		"no key":            {Dialect: openai.OpenAI},
+		"azure no url":      {Dialect: openai.Azure, APIKey: sentinel},
+		"compatible no url": {Dialect: openai.Compatible},
 		"unknown kind":      {Kind: "bedrock", APIKey: sentinel, BaseURL: "http://x"},
 	} {
 		if _, err := openai.New(cfg); err == nil || strings.Contains(err.Error(), sentinel) {

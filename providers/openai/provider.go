@@ -15,7 +15,7 @@ import (
 // *http.Client (go-openai never retries) and returns a *providers.Error on failure.
 type Provider struct {
 	name        string
-	kind        Kind
+	dialect     Dialect
 	model       string
 	streamUsage bool
 	limits      providers.Limits
@@ -29,14 +29,14 @@ var (
 )
 
 // New builds a Provider from cfg. It returns an error, never containing the API key, when
-// cfg names an unknown Kind or lacks a required BaseURL or APIKey.
+// cfg names an unknown Dialect or lacks a required BaseURL or APIKey.
 func New(cfg Config) (*Provider, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	var cc goopenai.ClientConfig
-	if cfg.Kind == Azure {
+	if cfg.Dialect == Azure {
 		cc = goopenai.DefaultAzureConfig(cfg.APIKey, cfg.BaseURL)
 		cc.APIVersion = cfg.APIVersion
 		deps := make(map[string]string, len(cfg.AzureDeployments))
@@ -61,7 +61,7 @@ func New(cfg Config) (*Provider, error) {
 	cc.EmptyMessagesLimit = emptyMessagesLimit
 	return &Provider{
 		name:        cfg.Name,
-		kind:        cfg.Kind,
+		dialect:     cfg.Dialect,
 		model:       cfg.Model,
 		streamUsage: !cfg.OmitStreamUsage,
 		limits:      cfg.Limits,
@@ -78,7 +78,7 @@ func (p *Provider) Name() string { return p.name }
 // semantic conventions name a system by the protocol its client speaks), and the default model.
 func (p *Provider) Describe() providers.Description {
 	system := providers.SystemOpenAI
-	if p.kind == Azure {
+	if p.dialect == Azure {
 		system = providers.SystemAzureOpenAI
 	}
 	return providers.Description{System: system, DefaultModel: p.model, Capabilities: providers.AllCapabilities}

@@ -50,7 +50,7 @@ func TestChatStream_DeliversTextThenDoneWithUsage(t *testing.T) {
 
 func TestChatStream_OmitStreamUsage(t *testing.T) {
 	s := newServer(t, mocks.Reply("short"))
-	p := newProvider(t, s, func(c *openai.Config) { c.Kind = openai.Compatible; c.OmitStreamUsage = true })
+	p := newProvider(t, s, func(c *openai.Config) { c.Dialect = openai.Compatible; c.OmitStreamUsage = true })
 	st, err := p.ChatStream(context.Background(), ask("Hi"))
 	if err != nil {
 		t.Fatal(err)
@@ -232,7 +232,7 @@ func TestChatStream_SurvivesManyKeepAliveComments(t *testing.T) {
 		_, _ = io.WriteString(w, "data: [DONE]\n\n")
 	}))
 	defer srv.Close()
-	p, err := openai.New(openai.Config{Kind: openai.Compatible, BaseURL: srv.URL, Model: "m", HTTPClient: srv.Client()})
+	p, err := openai.New(openai.Config{Dialect: openai.Compatible, BaseURL: srv.URL, Model: "m", HTTPClient: srv.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
