@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
@@ -24,9 +25,9 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*provide
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	var tr providers.CallTracker
+	var tr CallTracker
 	if c.telemetry != nil {
-		ctx, tr = c.startCall(ctx, providers.OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+		ctx, tr = c.startCall(ctx, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	}
 	return walkChain(c, ctx, tr, req.Model, req.Needs(false),
 		func(ctx context.Context, e *entry, model string, _ *resilience.CallInfo) (*providers.ChatResponse, error) {
@@ -34,7 +35,7 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*provide
 			r.Model = model
 			return e.provider.Chat(ctx, &r)
 		},
-		func(resp *providers.ChatResponse, name string, res *providers.TryResult, _ time.Time) bool {
+		func(resp *providers.ChatResponse, name string, res *TryResult, _ time.Time) bool {
 			resp.Provider = name
 			if res != nil {
 				res.ResponseModel, res.ResponseID = resp.Model, resp.ID
@@ -50,9 +51,9 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	var tr providers.CallTracker
+	var tr CallTracker
 	if c.telemetry != nil {
-		ctx, tr = c.startCall(ctx, providers.OperationEmbeddings, false, req.Model, 0, nil, nil)
+		ctx, tr = c.startCall(ctx, OperationEmbeddings, false, req.Model, 0, nil, nil)
 	}
 	return walkChain(c, ctx, tr, req.Model, providers.CapEmbeddings,
 		func(ctx context.Context, e *entry, model string, _ *resilience.CallInfo) (*providers.EmbedResponse, error) {
@@ -60,7 +61,7 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 			r.Model = model
 			return e.provider.Embed(ctx, &r)
 		},
-		func(resp *providers.EmbedResponse, name string, res *providers.TryResult, _ time.Time) bool {
+		func(resp *providers.EmbedResponse, name string, res *TryResult, _ time.Time) bool {
 			resp.Provider = name
 			if res != nil {
 				res.ResponseModel, res.Usage = resp.Model, resp.Usage
@@ -75,9 +76,9 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 // answer of provider name and, when telemetry is on (res != nil), what the tracker learns
 // about the try that began at start; it returns true when the call goes on after walkChain
 // returns (a stream), which then reports its own end. tr may be nil.
-func walkChain[R any](c *Client, ctx context.Context, tr providers.CallTracker, model string, need providers.Capabilities,
+func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, model string, need providers.Capabilities,
 	call func(ctx context.Context, e *entry, model string, info *resilience.CallInfo) (R, error),
-	served func(resp R, name string, res *providers.TryResult, start time.Time) (open bool)) (R, error) {
+	served func(resp R, name string, res *TryResult, start time.Time) (open bool)) (R, error) {
 	var zero R
 	var failures []*providers.Error
 	var skipped []string
@@ -132,54 +133,35 @@ func walkChain[R any](c *Client, ctx context.Context, tr providers.CallTracker, 
 }
 
 // endCall reports the failure err of a call to its tracker, if any, and returns err.
-func endCall(tr providers.CallTracker, err error) error {
+func endCall(tr CallTracker, err error) error {
 	if tr != nil {
 		tr.End(err)
 	}
 	return err
 }
 
-// classify turns any failure into a *providers.Error, filling in what only the client knows:
-// the pipeline's rejections, timeouts and refused redirects, and the number of attempts. When
-// the caller's context ctx has ended, the failure is KindCanceled whatever else it looks like:
-// the caller gave up, and neither the provider nor the pipeline is to blame.
+// classify completes the failure of one provider's try with what only the client knows: the
+// number of attempts and why the pipeline gave up. Providers map the errors they see (the
+// pipeline's rejections included) to *providers.Error where they first see them; an error a
+// provider returned as it got it is mapped here the same way (wire.Errors.Transport). When the
+// caller's context ctx has ended the failure is KindCanceled whatever it looks like: the
+// caller gave up, and neither the provider nor the pipeline is to blame.
 func classify(ctx context.Context, provider string, err error, info *resilience.CallInfo) *providers.Error {
 	var pe *providers.Error
-	if !errors.As(err, &pe) {
-		pe = &providers.Error{Provider: provider, Kind: providers.KindUnknown, Err: err}
-	} else {
+	if errors.As(err, &pe) {
 		cp := *pe
 		pe = &cp
+	} else {
+		pe = wire.NewErrors(provider, "").Transport(ctx, err)
 	}
 	if pe.Provider == "" {
 		pe.Provider = provider
 	}
-	var (
-		coe *resilience.CircuitOpenError
-		re  *resilience.RedirectError
-	)
-	switch {
-	case ctx.Err() != nil:
+	if ctx.Err() != nil && pe.Kind != providers.KindCanceled {
 		pe.Kind = providers.KindCanceled
 		if !errors.Is(pe.Err, ctx.Err()) {
 			pe.Err = errors.Join(ctx.Err(), pe.Err)
 		}
-	case errors.As(err, &coe):
-		pe.Kind = providers.KindCircuitOpen
-		pe.RetryAfter = coe.RetryAfter
-	case errors.Is(err, resilience.ErrBulkheadRejected):
-		pe.Kind = providers.KindBulkheadFull
-	case errors.Is(err, resilience.ErrTimeout):
-		pe.Kind = providers.KindTimeout
-	case errors.As(err, &re):
-		pe.Kind, pe.StatusCode = providers.KindRedirected, re.StatusCode
-		pe.Message = re.Error()
-	case errors.Is(err, context.Canceled):
-		pe.Kind = providers.KindCanceled
-	case errors.Is(err, context.DeadlineExceeded) && pe.StatusCode == 0:
-		pe.Kind = providers.KindCanceled // the caller's own deadline
-	case pe.Kind == providers.KindUnknown && pe.StatusCode == 0:
-		pe.Kind = providers.KindUnavailable
 	}
 	if info != nil {
 		if pe.Attempts == 0 {

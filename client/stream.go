@@ -27,9 +27,9 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*S
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	var tr providers.CallTracker
+	var tr CallTracker
 	if c.telemetry != nil {
-		ctx, tr = c.startCall(ctx, providers.OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+		ctx, tr = c.startCall(ctx, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	}
 	return walkChain(c, ctx, tr, req.Model, req.Needs(true),
 		func(ctx context.Context, e *entry, model string, info *resilience.CallInfo) (*Stream, error) {
@@ -46,7 +46,7 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*S
 			}
 			return s, nil
 		},
-		func(s *Stream, _ string, res *providers.TryResult, start time.Time) bool {
+		func(s *Stream, _ string, res *TryResult, start time.Time) bool {
 			if res == nil {
 				return false
 			}
@@ -75,8 +75,8 @@ type Stream struct {
 // streamTelemetry reports the end of a stream's call, once: at the Done delta, at a failure
 // or at Close, whichever comes first.
 type streamTelemetry struct {
-	tracker providers.CallTracker
-	result  providers.TryResult // filled in when the first content arrived
+	tracker CallTracker
+	result  TryResult // filled in when the first content arrived
 	start   time.Time
 	ended   atomic.Bool
 }

@@ -21,7 +21,7 @@ type Telemetry interface {
 	// returned context is used for every provider the call tries, so what it carries (a span)
 	// reaches the pipeline's events through resilience.Event.Context. It must return a
 	// non-nil CallTracker.
-	StartCall(ctx context.Context, c providers.CallStart) (context.Context, providers.CallTracker)
+	StartCall(ctx context.Context, c CallStart) (context.Context, CallTracker)
 	// PipelineEvent receives every event of every provider's pipeline; Event.Pipeline is the
 	// provider's name.
 	PipelineEvent(e resilience.Event)
@@ -35,6 +35,66 @@ func WithTelemetry(t Telemetry) Option {
 		b.c.telemetry = t
 		return nil
 	}
+}
+
+// Operation is the kind of a logical call, named as the GenAI semantic conventions name
+// gen_ai.operation.name.
+type Operation string
+
+// The operations of the client.
+const (
+	OperationChat       Operation = "chat"
+	OperationEmbeddings Operation = "embeddings"
+)
+
+// CallStart describes a logical call of the client as it begins, for telemetry. It holds the
+// request's parameters, never its messages.
+type CallStart struct {
+	Operation Operation
+	Stream    bool // ChatStream
+	// Provider, System and Model are those of the chain's first provider: its name, its GenAI
+	// system and the model it is asked for ("" when neither the request nor the provider names
+	// one).
+	Provider, System, Model string
+	MaxTokens               int      // 0 when unset
+	Temperature, TopP       *float64 // nil when unset
+}
+
+// TryResult is how one provider of the fallback chain handled a logical call.
+type TryResult struct {
+	Provider, System, Model string // as in CallStart, for this provider
+	// ResponseModel and ResponseID are the provider's model and response ID, when it says.
+	ResponseModel, ResponseID string
+	FinishReason              providers.FinishReason
+	// Usage is the provider's token count; zero when it reported none.
+	Usage providers.Usage
+	// Err is the failure, nil when the provider served the call.
+	Err *providers.Error
+	// Attempts is the number of HTTP attempts the resilience pipeline made, retries
+	// included; 0 when it rejected the call before any (open circuit, full bulkhead).
+	Attempts int
+	// Duration is the time from the start of the try to its end: for a stream, to the end of
+	// the stream.
+	Duration time.Duration
+	// TimeToFirstChunk is, for a stream, the time from the start of the try until its first
+	// content arrived; 0 for other calls and for streams that failed before any content.
+	TimeToFirstChunk time.Duration
+	// Closed reports a stream that the caller closed before it ended.
+	Closed bool
+	// Next is the provider the chain tries after this failure, "" when it stops here.
+	Next string
+}
+
+// CallTracker follows one logical call for telemetry. The client calls TryDone once for each
+// provider it tried, in chain order, then End once. Both are called on the goroutine of the
+// call, except for a stream that ends by Close from another goroutine.
+type CallTracker interface {
+	// TryDone reports how one provider handled the call.
+	TryDone(r TryResult)
+	// End reports the end of the call: err is nil when a provider served it, otherwise the
+	// error the call returned. A stream's call ends when the stream does (Done, a failure, or
+	// Close).
+	End(err error)
 }
 
 // pipelineObserver returns the observer the client gives every pipeline: WithObserver's
@@ -54,10 +114,10 @@ func (c *Client) pipelineObserver() resilience.Observer {
 }
 
 // startCall starts the telemetry of a logical call whose first provider is asked for model.
-func (c *Client) startCall(ctx context.Context, op providers.Operation, stream bool, model string,
-	maxTokens int, temperature, topP *float64) (context.Context, providers.CallTracker) {
+func (c *Client) startCall(ctx context.Context, op Operation, stream bool, model string,
+	maxTokens int, temperature, topP *float64) (context.Context, CallTracker) {
 	e := c.entries[c.chain[0]]
-	return c.telemetry.StartCall(ctx, providers.CallStart{
+	return c.telemetry.StartCall(ctx, CallStart{
 		Operation: op, Stream: stream, Provider: e.name, System: e.system,
 		Model: e.telemetryModel(c.modelFor(e, model, true)), MaxTokens: maxTokens, Temperature: temperature, TopP: topP,
 	})
@@ -74,8 +134,8 @@ func (e *entry) telemetryModel(model string) string {
 
 // tryResult describes the try of provider e, asked for model, that started at start and ended
 // with perr (nil for success).
-func tryResult(e *entry, model string, start time.Time, info *resilience.CallInfo, perr *providers.Error) providers.TryResult {
-	r := providers.TryResult{Provider: e.name, System: e.system, Model: e.telemetryModel(model),
+func tryResult(e *entry, model string, start time.Time, info *resilience.CallInfo, perr *providers.Error) TryResult {
+	r := TryResult{Provider: e.name, System: e.system, Model: e.telemetryModel(model),
 		Err: perr, Duration: time.Since(start)}
 	if info != nil {
 		r.Attempts = info.Attempts

@@ -20,15 +20,15 @@ type spanKey struct{}
 // can check that pipeline events carry the call's context.
 type fakeTelemetry struct {
 	mu      sync.Mutex
-	starts  []providers.CallStart
-	tries   []providers.TryResult
+	starts  []client.CallStart
+	tries   []client.TryResult
 	ends    []error
 	events  []resilience.Event
 	tagged  int // pipeline events that carried the call's tag
 	untaged int
 }
 
-func (f *fakeTelemetry) StartCall(ctx context.Context, c providers.CallStart) (context.Context, providers.CallTracker) {
+func (f *fakeTelemetry) StartCall(ctx context.Context, c client.CallStart) (context.Context, client.CallTracker) {
 	f.mu.Lock()
 	f.starts = append(f.starts, c)
 	f.mu.Unlock()
@@ -48,7 +48,7 @@ func (f *fakeTelemetry) PipelineEvent(e resilience.Event) {
 
 type fakeTracker struct{ f *fakeTelemetry }
 
-func (t fakeTracker) TryDone(r providers.TryResult) {
+func (t fakeTracker) TryDone(r client.TryResult) {
 	t.f.mu.Lock()
 	t.f.tries = append(t.f.tries, r)
 	t.f.mu.Unlock()
@@ -60,7 +60,7 @@ func (t fakeTracker) End(err error) {
 	t.f.mu.Unlock()
 }
 
-func (f *fakeTelemetry) snapshot() (starts []providers.CallStart, tries []providers.TryResult, ends []error) {
+func (f *fakeTelemetry) snapshot() (starts []client.CallStart, tries []client.TryResult, ends []error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append(starts, f.starts...), append(tries, f.tries...), append(ends, f.ends...)
@@ -78,7 +78,7 @@ func TestTelemetry_ChatReportsStartTryAndEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	starts, tries, ends := tel.snapshot()
-	want := providers.CallStart{Operation: providers.OperationChat, Provider: "openai", System: providers.SystemOpenAI,
+	want := client.CallStart{Operation: client.OperationChat, Provider: "openai", System: providers.SystemOpenAI,
 		Model: "gpt-4o-mini", MaxTokens: 42}
 	if len(starts) != 1 || starts[0] != want {
 		t.Errorf("starts %+v, want %+v", starts, want)
@@ -159,7 +159,7 @@ func TestTelemetry_EmbedReportsEmbeddings(t *testing.T) {
 		t.Fatal(err)
 	}
 	starts, tries, ends := tel.snapshot()
-	if len(starts) != 1 || starts[0].Operation != providers.OperationEmbeddings || starts[0].Model != "text-embedding-3-small" {
+	if len(starts) != 1 || starts[0].Operation != client.OperationEmbeddings || starts[0].Model != "text-embedding-3-small" {
 		t.Errorf("starts %+v", starts)
 	}
 	if len(tries) != 1 || tries[0].ResponseModel != "text-embedding-3-small" || len(ends) != 1 {

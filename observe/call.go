@@ -11,6 +11,7 @@ import (
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/providers"
 )
 
@@ -20,7 +21,7 @@ import (
 // events. The returned tracker records each provider's try (metrics, fallback events) and,
 // at End, the outcome, the provider that served, the attempts and the usage, then ends the
 // span. It makes *Telemetry a client.Telemetry.
-func (t *Telemetry) StartCall(ctx context.Context, c providers.CallStart) (context.Context, providers.CallTracker) {
+func (t *Telemetry) StartCall(ctx context.Context, c client.CallStart) (context.Context, client.CallTracker) {
 	name := string(c.Operation)
 	if c.Model != "" {
 		name += " " + c.Model
@@ -70,15 +71,15 @@ type callTracker struct {
 	t         *Telemetry
 	ctx       context.Context
 	span      trace.Span
-	start     providers.CallStart
+	start     client.CallStart
 	began     time.Time // for the log record only
 	attempts  int
 	fallbacks int
-	last      providers.TryResult
+	last      client.TryResult
 }
 
 // TryDone records how one provider handled the call.
-func (c *callTracker) TryDone(r providers.TryResult) {
+func (c *callTracker) TryDone(r client.TryResult) {
 	c.t.inst.try(c.ctx, c.start.Operation, c.start.Stream, &r)
 	c.attempts += r.Attempts
 	c.last = r

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 
-	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/resilience"
 )
 
@@ -90,7 +90,7 @@ func (in *instruments) event(ctx context.Context, e resilience.Event) {
 
 // try records how one provider handled a logical call: llm_resilience_call_duration and the
 // GenAI client metrics.
-func (in *instruments) try(ctx context.Context, op providers.Operation, stream bool, r *providers.TryResult) {
+func (in *instruments) try(ctx context.Context, op client.Operation, stream bool, r *client.TryResult) {
 	outcome := OutcomeSuccess
 	switch {
 	case r.Err != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/observe"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
@@ -16,11 +17,11 @@ func TestNew_DefaultsToTheGlobalProviders(t *testing.T) {
 	}
 	// With no SDK installed everything is a no-op, and nothing breaks.
 	tel.PipelineEvent(resilience.Event{Type: resilience.EventRetryScheduled, Pipeline: "openai", Attempt: 1, Context: context.Background()})
-	ctx, tr := tel.StartCall(context.Background(), providers.CallStart{Operation: providers.OperationChat, Provider: "openai"})
+	ctx, tr := tel.StartCall(context.Background(), client.CallStart{Operation: client.OperationChat, Provider: "openai"})
 	if ctx == nil || tr == nil {
 		t.Fatal("StartCall returned nil")
 	}
-	tr.TryDone(providers.TryResult{Provider: "openai"})
+	tr.TryDone(client.TryResult{Provider: "openai"})
 	tr.End(nil)
 }
 
@@ -39,8 +40,8 @@ func TestJoin_FeedsEveryObserver(t *testing.T) {
 
 func TestTelemetry_UnknownSystemIsOther(t *testing.T) {
 	h := newHarness(t)
-	_, tr := h.tel.StartCall(context.Background(), providers.CallStart{Operation: providers.OperationChat, Provider: "custom", Model: "m"})
-	tr.TryDone(providers.TryResult{Provider: "custom", Model: "m", Err: &providers.Error{Kind: providers.KindUnknown}})
+	_, tr := h.tel.StartCall(context.Background(), client.CallStart{Operation: client.OperationChat, Provider: "custom", Model: "m"})
+	tr.TryDone(client.TryResult{Provider: "custom", Model: "m", Err: &providers.Error{Kind: providers.KindUnknown}})
 	tr.End(&providers.Error{Kind: providers.KindUnknown})
 	span := h.span(t, "chat m")
 	if got := attr(t, span.Attributes(), "gen_ai.provider.name").AsString(); got != "_OTHER" {

@@ -47,6 +47,13 @@ func (e *CircuitOpenError) Error() string {
 // Is reports whether target is ErrCircuitOpen.
 func (e *CircuitOpenError) Is(target error) bool { return target == ErrCircuitOpen }
 
+// ErrorKind names the failure in the vocabulary of steady's error kinds (providers.ErrorKind),
+// so that the first code to see the error maps it without knowing this package.
+func (e *CircuitOpenError) ErrorKind() string { return "circuit_open" }
+
+// RetryAfterHint is the time until the circuit lets a probe through.
+func (e *CircuitOpenError) RetryAfterHint() time.Duration { return e.RetryAfter }
+
 // BulkheadRejectedError is returned when the bulkhead turns a call away.
 type BulkheadRejectedError struct {
 	Pipeline       string
@@ -68,6 +75,9 @@ func (e *BulkheadRejectedError) Error() string {
 
 // Is reports whether target is ErrBulkheadRejected.
 func (e *BulkheadRejectedError) Is(target error) bool { return target == ErrBulkheadRejected }
+
+// ErrorKind names the failure in the vocabulary of steady's error kinds.
+func (e *BulkheadRejectedError) ErrorKind() string { return "bulkhead_full" }
 
 // TimeLimit names one of the pipeline's time limits.
 type TimeLimit string
@@ -96,6 +106,9 @@ func (e *TimeoutError) Error() string {
 func (e *TimeoutError) Is(target error) bool {
 	return target == ErrTimeout || target == context.DeadlineExceeded
 }
+
+// ErrorKind names the failure in the vocabulary of steady's error kinds.
+func (e *TimeoutError) ErrorKind() string { return "timeout" }
 
 // Timeout reports true, as net.Error's Timeout does.
 func (e *TimeoutError) Timeout() bool { return true }
@@ -126,3 +139,9 @@ func (e *RedirectError) Error() string {
 
 // Is reports whether target is ErrRedirect.
 func (e *RedirectError) Is(target error) bool { return target == ErrRedirect }
+
+// ErrorKind names the failure in the vocabulary of steady's error kinds.
+func (e *RedirectError) ErrorKind() string { return "redirected" }
+
+// HTTPStatus is the status of the refused redirect.
+func (e *RedirectError) HTTPStatus() int { return e.StatusCode }

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
@@ -146,3 +147,37 @@ type canceled struct{ cause, seen error }
 
 func (e *canceled) Error() string   { return e.cause.Error() + " (" + e.seen.Error() + ")" }
 func (e *canceled) Unwrap() []error { return []error{e.cause, e.seen} }
+
+// Transport turns an error that came before or instead of a readable answer into a
+// *providers.Error, once, where it is first seen: the caller's cancellation is KindCanceled
+// (Canceled); an error that names its kind (the resilience pipeline's: circuit open, bulkhead
+// full, timeout, redirect — see the ErrorKind methods there) is of that kind, with its hint and
+// status; anything else is KindUnavailable. The message never repeats the request URL that an
+// http.Client's *url.Error carries.
+func (x Errors) Transport(ctx context.Context, err error) *providers.Error {
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return pe
+	}
+	if ctx.Err() != nil {
+		return x.Canceled(ctx, err)
+	}
+	e := &providers.Error{Kind: providers.KindUnavailable, Message: err.Error(), Err: err}
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		e.Message = ue.Err.Error()
+	}
+	var kinded interface{ ErrorKind() string }
+	if errors.As(err, &kinded) {
+		e.Kind = providers.ErrorKind(kinded.ErrorKind())
+	}
+	var hinted interface{ RetryAfterHint() time.Duration }
+	if errors.As(err, &hinted) {
+		e.RetryAfter = hinted.RetryAfterHint()
+	}
+	var status interface{ HTTPStatus() int }
+	if errors.As(err, &status) {
+		e.StatusCode = status.HTTPStatus()
+	}
+	return x.Finish(e)
+}

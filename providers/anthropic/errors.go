@@ -3,10 +3,8 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 
 	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
@@ -32,15 +30,15 @@ func (p *Provider) httpError(resp *http.Response) *providers.Error {
 	body, cut, readErr := wire.ReadError(resp.Body, p.limits.MaxErrorBodyBytes)
 	e := p.envelopeError(resp.StatusCode, body)
 	if e == nil {
-		msg := providers.BodyMessage(resp.StatusCode, []byte(p.errs.Text(string(body))), resp.Header.Get("Content-Type"))
-		e = &providers.Error{Kind: providers.Classify(resp.StatusCode, "", "", msg), Message: msg, Err: readErr}
+		msg := wire.BodyMessage(resp.StatusCode, []byte(p.errs.Text(string(body))), resp.Header.Get("Content-Type"))
+		e = &providers.Error{Kind: wire.Classify(resp.StatusCode, "", "", msg), Message: msg, Err: readErr}
 	}
 	if cut {
 		e.Message += fmt.Sprintf(" (the error body is longer than Limits.MaxErrorBodyBytes, %d bytes; the rest was not read)",
 			p.limits.MaxErrorBodyBytes)
 	}
 	e.StatusCode = resp.StatusCode
-	e.RetryAfter = providers.RetryAfter(resp.Header)
+	e.RetryAfter = wire.RetryAfter(resp.Header)
 	if id := wire.RequestID(resp.Header); id != "" {
 		e.RequestID = id
 	}
@@ -119,22 +117,11 @@ func (p *Provider) readFailure(ctx context.Context, resp *http.Response, what st
 	return p.errs.Finish(e)
 }
 
-// transportError wraps an error that came before or instead of a readable response. The
-// caller's own cancellation or deadline is KindCanceled wherever it struck.
+// transportError wraps an error that came before or instead of a readable response: the
+// caller's own cancellation is KindCanceled wherever it struck, the pipeline's rejections have
+// their own kinds (wire.Errors.Transport).
 func (p *Provider) transportError(ctx context.Context, err error) *providers.Error {
-	var e *providers.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	if ctx.Err() != nil {
-		return p.errs.Canceled(ctx, err)
-	}
-	msg := err.Error()
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		msg = ue.Err.Error() // without the URL
-	}
-	return p.errs.Finish(&providers.Error{Kind: providers.KindUnavailable, Message: msg, Err: err})
+	return p.errs.Transport(ctx, err)
 }
 
 // classify is providers.Classify plus what it does not know of Anthropic: billing_error
@@ -143,7 +130,7 @@ func classify(status int, errType, code, message string) providers.ErrorKind {
 	if errType == "billing_error" {
 		return providers.KindQuotaExhausted
 	}
-	return providers.Classify(status, errType, code, message)
+	return wire.Classify(status, errType, code, message)
 }
 
 // statusOf returns the HTTP status Anthropic gives an error type outside a stream.

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"strings"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -44,27 +43,16 @@ func (p *Provider) toError(ctx context.Context, x *exchange, err error) *provide
 		// the size limit, or a server that sent something other than JSON.
 		e = &providers.Error{Kind: providers.KindUnavailable, Message: "reading the response: " + err.Error(), Err: err}
 	default:
-		e = providers.TransportError(p.name, err)
-		e.Message = transportMessage(err)
+		return p.errs.Transport(ctx, err) // the pipeline's rejections map to their own kinds here
 	}
 	if x.status != 0 && e.StatusCode == 0 {
 		e.StatusCode = x.status
 	}
 	if x.header != nil {
-		e.RetryAfter = providers.RetryAfter(x.header)
+		e.RetryAfter = wire.RetryAfter(x.header)
 		e.RequestID = wire.RequestID(x.header)
 	}
 	return p.errs.Finish(e)
-}
-
-// transportMessage is the text of an error that came before any response, without the URL
-// that http.Client's *url.Error repeats.
-func transportMessage(err error) string {
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		return ue.Err.Error()
-	}
-	return err.Error()
 }
 
 // fromAPIError maps an OpenAI error envelope. status is the HTTP status, or for an error
@@ -79,7 +67,7 @@ func (p *Provider) fromAPIError(a *goopenai.APIError, status int) *providers.Err
 		classifyCode += " " + a.InnerError.Code // Azure: ResponsibleAIPolicyViolation
 	}
 	return &providers.Error{
-		Kind:       providers.Classify(status, a.Type, classifyCode, a.Message),
+		Kind:       wire.Classify(status, a.Type, classifyCode, a.Message),
 		StatusCode: a.HTTPStatusCode,
 		Type:       a.Type,
 		Code:       code,
@@ -116,14 +104,14 @@ func (p *Provider) fromRequestError(r *goopenai.RequestError, x *exchange) *prov
 		typ, code, msg = inner.Type, codeString(inner.Code), inner.Message
 	}
 	if msg == "" {
-		msg = providers.BodyMessage(r.HTTPStatusCode, r.Body, x.header.Get("Content-Type"))
+		msg = wire.BodyMessage(r.HTTPStatusCode, r.Body, x.header.Get("Content-Type"))
 	}
 	if x.cut {
 		msg += fmt.Sprintf(" (the error body is longer than Limits.MaxErrorBodyBytes, %d bytes; the rest was not read)",
 			p.limits.MaxErrorBodyBytes)
 	}
 	return &providers.Error{
-		Kind:       providers.Classify(r.HTTPStatusCode, typ, code, msg),
+		Kind:       wire.Classify(r.HTTPStatusCode, typ, code, msg),
 		StatusCode: r.HTTPStatusCode,
 		Type:       typ,
 		Code:       code,

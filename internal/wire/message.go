@@ -1,4 +1,4 @@
-package providers
+package wire
 
 import (
 	"fmt"
@@ -37,13 +37,4 @@ func BodyMessage(status int, body []byte, contentType string) string {
 		line = strings.ToValidUTF8(line[:maxBodyMessage], "") + "…"
 	}
 	return text + ": " + line
-}
-
-// Redact replaces every occurrence of secret in msg with [REDACTED], in case a server or a
-// transport error echoes the API key back. An empty secret leaves msg as it is.
-func Redact(msg, secret string) string {
-	if secret == "" || !strings.Contains(msg, secret) {
-		return msg
-	}
-	return strings.ReplaceAll(msg, secret, "[REDACTED]")
 }

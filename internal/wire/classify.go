@@ -1,19 +1,18 @@
-package providers
+package wire
 
 import (
-	"context"
-	"errors"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/steadyllm/steady/internal/signals"
+	"github.com/steadyllm/steady/providers"
 )
 
 // Classify maps an HTTP error status and the provider's error type, code and message to a
-// Kind. It is shared by the provider implementations so that every wire format lands on the
+// kind. It is shared by the provider implementations so that every wire format lands on the
 // same vocabulary.
-func Classify(status int, errType, code, message string) ErrorKind {
+func Classify(status int, errType, code, message string) providers.ErrorKind {
 	t, c, m := strings.ToLower(errType), strings.ToLower(code), strings.ToLower(message)
 	has := func(s ...string) bool {
 		for _, x := range s {
@@ -25,31 +24,31 @@ func Classify(status int, errType, code, message string) ErrorKind {
 	}
 	switch {
 	case signals.MentionsQuota(t) || signals.MentionsQuota(c) || signals.MentionsQuota(m):
-		return KindQuotaExhausted
+		return providers.KindQuotaExhausted
 	case has("context_length_exceeded", "string_above_max_length", "prompt is too long", "maximum context length", "context window", "request_too_large"):
-		return KindContextTooLong
+		return providers.KindContextTooLong
 	case has("content_filter", "content_policy", "responsibleaipolicyviolation", "safety"):
-		return KindContentFiltered
+		return providers.KindContentFiltered
 	case status == 529 || has("overloaded"):
-		return KindOverloaded
+		return providers.KindOverloaded
 	}
 	switch {
 	case status == http.StatusTooManyRequests:
-		return KindRateLimited
+		return providers.KindRateLimited
 	case status == http.StatusUnauthorized || status == http.StatusForbidden:
-		return KindAuth
+		return providers.KindAuth
 	case status == http.StatusNotFound:
-		return KindNotFound
+		return providers.KindNotFound
 	case status == http.StatusRequestEntityTooLarge:
-		return KindContextTooLong
+		return providers.KindContextTooLong
 	case status == http.StatusRequestTimeout:
-		return KindTimeout
+		return providers.KindTimeout
 	case status >= 500:
-		return KindUnavailable
+		return providers.KindUnavailable
 	case status >= 400:
-		return KindBadRequest
+		return providers.KindBadRequest
 	}
-	return KindUnknown
+	return providers.KindUnknown
 }
 
 // RetryAfter reads the server's wait hint from response headers: retry-after-ms, then
@@ -58,30 +57,4 @@ func Classify(status int, errType, code, message string) ErrorKind {
 func RetryAfter(h http.Header) time.Duration {
 	d, _ := signals.RetryAfter(h, time.Now())
 	return d
-}
-
-// RequestID returns the provider's request ID header, if any.
-func RequestID(h http.Header) string {
-	for _, k := range []string{"X-Request-Id", "Request-Id", "Apim-Request-Id"} {
-		if v := h.Get(k); v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
-// TransportError wraps an error that came before any HTTP response (a network failure, a
-// rejection by the resilience pipeline, the caller's cancellation) in an *Error. Kinds that
-// need the pipeline's sentinels (circuit open, bulkhead full, timeout) are set by the client,
-// which knows them; here only cancellation and generic unavailability are told apart.
-func TransportError(provider string, err error) *Error {
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	kind := KindUnavailable
-	if errors.Is(err, context.Canceled) {
-		kind = KindCanceled
-	}
-	return &Error{Provider: provider, Kind: kind, Err: err}
 }

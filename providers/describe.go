@@ -1,0 +1,29 @@
+package providers
+
+// The GenAI systems a provider reports in Description.System, spelled as the OpenTelemetry GenAI
+// semantic conventions spell gen_ai.provider.name. A server that speaks OpenAI's protocol is
+// SystemOpenAI, as the conventions ask, whoever runs it.
+const (
+	SystemOpenAI      = "openai"
+	SystemAzureOpenAI = "azure.ai.openai"
+	SystemAnthropic   = "anthropic"
+)
+
+// Description is what a provider says about itself, to the client and to telemetry.
+type Description struct {
+	// System is the GenAI system the provider calls (SystemOpenAI…), "" when unknown.
+	System string
+	// DefaultModel is the model the provider uses when a request names none, "" when none.
+	DefaultModel string
+	// Capabilities is what the provider can do; zero means "not declared": everything is
+	// tried.
+	Capabilities Capabilities
+}
+
+// Describer is implemented by providers that can describe themselves, so that a fallback
+// chain knows what they can do and telemetry can name the system and the model of a call that
+// left them to the provider. It is optional: a provider without it is tried for everything and
+// reported with an unknown system.
+type Describer interface {
+	Describe() Description
+}
