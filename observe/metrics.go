@@ -54,37 +54,24 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	return &in, errors.Join(errs...)
 }
 
-// event records a pipeline event on the llm_resilience_* counters.
+// event records a pipeline event on its llm_resilience_* counter, if it has one.
 func (in *instruments) event(ctx context.Context, e resilience.Event) {
-	k := optionKey{a: e.Pipeline}
-	var c metric.Int64Counter
-	var second attribute.KeyValue
-	switch e.Type {
-	case resilience.EventRetryScheduled:
-		c, k.layout, k.n = in.retries, layoutRetry, e.Attempt
-		second = KeyAttempt.Int(e.Attempt)
-	case resilience.EventGaveUp:
-		c, k.layout, k.b = in.gaveUp, layoutGaveUp, string(e.GaveUp)
-		second = KeyReason.String(k.b)
-	case resilience.EventBreakerStateChanged:
-		c, k.layout, k.b = in.transitions, layoutTransition, e.To.String()
-		second = KeyState.String(k.b)
-	case resilience.EventBreakerRejected:
-		c, k.layout, k.b = in.circuitRejected, layoutCircuitRejected, e.To.String()
-		second = KeyState.String(k.b)
-	case resilience.EventTimeout:
-		c, k.layout, k.b = in.timeouts, layoutTimeout, string(e.Timeout)
-		second = KeyTimeout.String(k.b)
-	case resilience.EventBulkheadRejected:
-		c, k.layout = in.bulkheadRejected, layoutBulkhead
-	default:
+	d := describe(e)
+	if d == nil || d.counter == nil {
 		return
 	}
-	c.Add(ctx, 1, in.options.get(k, func() []attribute.KeyValue {
-		if second.Key == "" {
-			return []attribute.KeyValue{KeyProvider.String(e.Pipeline)}
+	key, str, n := d.label(e)
+	k := optionKey{layout: layoutEvent + uint8(e.Type), a: e.Pipeline, b: str, n: n}
+	d.counter(in).Add(ctx, 1, in.options.get(k, func() []attribute.KeyValue {
+		attrs := []attribute.KeyValue{KeyProvider.String(e.Pipeline)}
+		switch {
+		case key == "":
+		case str == "":
+			attrs = append(attrs, key.Int(n))
+		default:
+			attrs = append(attrs, key.String(str))
 		}
-		return []attribute.KeyValue{KeyProvider.String(e.Pipeline), second}
+		return attrs
 	}).add...)
 }
 
@@ -174,16 +161,14 @@ type optionKey struct {
 
 // The attribute layouts of optionKey.
 const (
-	layoutRetry           uint8 = iota + 1 // a provider, n attempt
-	layoutGaveUp                           // a provider, b reason
-	layoutTransition                       // a provider, b state
-	layoutCircuitRejected                  // a provider, b state
-	layoutTimeout                          // a provider, b timeout
-	layoutBulkhead                         // a provider
-	layoutCall                             // a provider, b outcome
-	layoutGenAI                            // a provider, b operation, c system, d model, e response model, f error type
-	layoutInputTokens                      // as layoutGenAI, plus gen_ai.token.type=input
-	layoutOutputTokens                     // as layoutGenAI, plus gen_ai.token.type=output
+	layoutCall         uint8 = iota + 1 // a provider, b outcome
+	layoutGenAI                         // a provider, b operation, c system, d model, e response model, f error type
+	layoutInputTokens                   // as layoutGenAI, plus gen_ai.token.type=input
+	layoutOutputTokens                  // as layoutGenAI, plus gen_ai.token.type=output
+
+	// layoutEvent plus an event type: a provider, and the b or n of the event's label
+	// (see eventDesc).
+	layoutEvent uint8 = 64
 )
 
 // get returns the options of k, building its attributes with build the first time.

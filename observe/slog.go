@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"time"
 
 	"github.com/steadyllm/steady/resilience"
 )
@@ -61,114 +60,33 @@ func logEvent(logger *slog.Logger, e resilience.Event) {
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	level := eventLevel(e)
+	d := describe(e)
+	if d == nil {
+		if logger.Enabled(ctx, slog.LevelWarn) {
+			logger.LogAttrs(ctx, slog.LevelWarn, fmt.Sprintf("%s event for %s", e.Type, e.Pipeline),
+				slog.String(LogProvider, e.Pipeline), slog.String(LogEvent, e.Type.String()))
+		}
+		return
+	}
+	level := d.level(e)
 	if !logger.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 8)
+	fs := d.collect(e)
+	attrs := make([]slog.Attr, 0, fs.n+3)
 	attrs = append(attrs, slog.String(LogProvider, e.Pipeline), slog.String(LogEvent, e.Type.String()))
-	if e.Attempt > 0 {
-		attrs = append(attrs, slog.Int(LogAttempt, e.Attempt), slog.Int(LogMaxAttempts, e.MaxAttempts))
-	}
-	if e.Status != 0 {
-		attrs = append(attrs, slog.Int(LogStatus, e.Status))
-	}
-	switch e.Type {
-	case resilience.EventRetryScheduled:
-		attrs = append(attrs, slog.Int64(LogDelayMs, e.Delay.Round(time.Millisecond).Milliseconds()), slog.Bool(LogServerHint, e.ServerHint),
-			slog.String(LogReason, e.Reason))
-	case resilience.EventGaveUp:
-		attrs = append(attrs, slog.String(LogReason, string(e.GaveUp)))
-		if e.Delay > 0 {
-			attrs = append(attrs, slog.Int64(LogDelayMs, e.Delay.Round(time.Millisecond).Milliseconds()), slog.Bool(LogServerHint, true))
+	for _, v := range fs.list[:fs.n] {
+		switch v.kind {
+		case 'i':
+			attrs = append(attrs, slog.Int64(v.f.log, v.i))
+		case 's':
+			attrs = append(attrs, slog.String(v.f.log, v.s))
+		case 'b':
+			attrs = append(attrs, slog.Bool(v.f.log, v.b))
 		}
-	case resilience.EventTimeout:
-		attrs = append(attrs, slog.String(LogTimeout, string(e.Timeout)), slog.Int64(LogDelayMs, e.Delay.Round(time.Millisecond).Milliseconds()))
-	case resilience.EventBreakerStateChanged:
-		attrs = append(attrs, slog.String(LogFrom, e.From.String()), slog.String(LogTo, e.To.String()))
-	case resilience.EventBreakerRejected:
-		attrs = append(attrs, slog.String(LogTo, e.To.String()))
-		if e.Delay > 0 {
-			attrs = append(attrs, slog.Int64(LogDelayMs, e.Delay.Round(time.Millisecond).Milliseconds()))
-		}
-	case resilience.EventAttemptFinished, resilience.EventBulkheadRejected:
-		attrs = append(attrs, slog.Int64(LogDurationMs, e.Duration.Round(time.Millisecond).Milliseconds()))
 	}
 	if e.Err != nil {
 		attrs = append(attrs, slog.String(LogError, safeText(e.Err)))
 	}
-	logger.LogAttrs(ctx, level, eventMessage(e), attrs...)
-}
-
-func eventLevel(e resilience.Event) slog.Level {
-	switch e.Type {
-	case resilience.EventAttemptStarted, resilience.EventAttemptFinished:
-		return slog.LevelDebug
-	case resilience.EventGaveUp:
-		return slog.LevelError
-	case resilience.EventBreakerStateChanged:
-		if e.To == resilience.CircuitOpen || e.To == resilience.CircuitIsolated {
-			return slog.LevelWarn
-		}
-		return slog.LevelInfo
-	}
-	return slog.LevelWarn // retry, timeout, rejections
-}
-
-// eventMessage says what happened in words an on-call engineer reads at a glance.
-func eventMessage(e resilience.Event) string {
-	p := e.Pipeline
-	switch e.Type {
-	case resilience.EventAttemptStarted:
-		return fmt.Sprintf("attempt %d of %d for %s started", e.Attempt, e.MaxAttempts, p)
-	case resilience.EventAttemptFinished:
-		if e.Err != nil {
-			return fmt.Sprintf("attempt %d of %d for %s failed after %s", e.Attempt, e.MaxAttempts, p, ms(e.Duration))
-		}
-		return fmt.Sprintf("attempt %d of %d for %s got status %d after %s", e.Attempt, e.MaxAttempts, p, e.Status, ms(e.Duration))
-	case resilience.EventRetryScheduled:
-		source := "backoff"
-		if e.ServerHint {
-			source = "server hint"
-		}
-		return fmt.Sprintf("attempt %d of %d for %s failed (%s); next attempt in %s (%s)", e.Attempt, e.MaxAttempts, p,
-			e.Reason, ms(e.Delay), source)
-	case resilience.EventGaveUp:
-		msg := fmt.Sprintf("gave up on %s after attempt %d of %d: %s", p, e.Attempt, e.MaxAttempts, e.Reason)
-		if e.Delay > 0 {
-			msg += fmt.Sprintf(" (server asked for %s)", ms(e.Delay))
-		}
-		return msg
-	case resilience.EventTimeout:
-		return fmt.Sprintf("%s timeout of %s ran out for %s", e.Timeout, ms(e.Delay), p)
-	case resilience.EventBreakerStateChanged:
-		switch e.To {
-		case resilience.CircuitOpen:
-			return fmt.Sprintf("circuit for %s opened (was %s): calls fail fast", p, e.From)
-		case resilience.CircuitHalfOpen:
-			return fmt.Sprintf("circuit for %s half-open: letting probes through", p)
-		case resilience.CircuitIsolated:
-			return fmt.Sprintf("circuit for %s isolated by hand: calls fail fast until Reset", p)
-		}
-		return fmt.Sprintf("circuit for %s closed (was %s): calls flow again", p, e.From)
-	case resilience.EventBreakerRejected:
-		if e.Delay > 0 {
-			return fmt.Sprintf("circuit for %s is %s: call rejected, next probe in %s", p, e.To, ms(e.Delay))
-		}
-		return fmt.Sprintf("circuit for %s is %s: call rejected", p, e.To)
-	case resilience.EventBulkheadRejected:
-		if e.Duration > 0 {
-			return fmt.Sprintf("bulkhead for %s: no free slot after waiting %s, call rejected", p, ms(e.Duration))
-		}
-		return fmt.Sprintf("bulkhead for %s full: call rejected", p)
-	}
-	return fmt.Sprintf("%s event for %s", e.Type, p)
-}
-
-// ms rounds a duration for humans: to the millisecond, or to 10 ms past ten seconds.
-func ms(d time.Duration) time.Duration {
-	if d >= 10*time.Second {
-		return d.Round(10 * time.Millisecond)
-	}
-	return d.Round(time.Millisecond)
+	logger.LogAttrs(ctx, level, d.message(e), attrs...)
 }

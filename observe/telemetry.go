@@ -99,17 +99,14 @@ func (t *Telemetry) PipelineOption() resilience.Option { return resilience.OnEve
 // PipelineEvent records one pipeline event; see Observer. It makes *Telemetry a
 // client.Telemetry.
 func (t *Telemetry) PipelineEvent(e resilience.Event) {
-	switch e.Type {
-	case resilience.EventAttemptStarted, resilience.EventAttemptFinished:
-		// Frequent and already summed up by the call's span and duration: only logged.
-	default:
-		ctx := e.Context
-		if ctx == nil {
-			ctx = context.Background()
-		}
-		t.inst.event(ctx, e)
-		spanEvent(e)
+	// The descriptors decide what each sink records: attempt events, frequent and already
+	// summed up by the call's span and duration, have no counter and no span event.
+	ctx := e.Context
+	if ctx == nil {
+		ctx = context.Background()
 	}
+	t.inst.event(ctx, e)
+	spanEvent(e)
 	if t.logger != nil {
 		logEvent(t.logger, e)
 	}

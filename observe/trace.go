@@ -1,10 +1,7 @@
 package observe
 
 import (
-	"time"
-
 	"go.opentelemetry.io/otel/attribute"
-	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/steadyllm/steady/resilience"
@@ -28,44 +25,29 @@ func spanEvent(e resilience.Event) {
 	if e.Context == nil {
 		return
 	}
+	d := describe(e)
+	if d == nil || d.span == "" {
+		return
+	}
 	span := trace.SpanFromContext(e.Context)
 	if !span.IsRecording() {
 		return
 	}
-	provider := KeySpanProvider.String(e.Pipeline)
-	var name string
-	var attrs []attribute.KeyValue
-	switch e.Type {
-	case resilience.EventRetryScheduled:
-		name = SpanEventRetry
-		attrs = []attribute.KeyValue{provider, keyEvAttempt.Int(e.Attempt), keyEvMaxAttempts.Int(e.MaxAttempts),
-			keyEvDelayMs.Int64(e.Delay.Round(time.Millisecond).Milliseconds()), keyEvServerHint.Bool(e.ServerHint), keyEvReason.String(e.Reason)}
-	case resilience.EventGaveUp:
-		name = SpanEventRetryGaveUp
-		attrs = []attribute.KeyValue{provider, keyEvAttempt.Int(e.Attempt), keyEvReason.String(string(e.GaveUp))}
-		if e.Delay > 0 {
-			attrs = append(attrs, keyEvDelayMs.Int64(e.Delay.Round(time.Millisecond).Milliseconds()), keyEvServerHint.Bool(true))
+	fs := d.collect(e)
+	attrs := make([]attribute.KeyValue, 0, fs.n+1)
+	attrs = append(attrs, KeySpanProvider.String(e.Pipeline))
+	for _, v := range fs.list[:fs.n] {
+		if v.f.span == "" {
+			continue
 		}
-	case resilience.EventTimeout:
-		name = SpanEventTimeout
-		attrs = []attribute.KeyValue{provider, keyEvTimeout.String(string(e.Timeout)), keyEvDelayMs.Int64(e.Delay.Round(time.Millisecond).Milliseconds())}
-	case resilience.EventBreakerRejected:
-		name = SpanEventCircuitRejected
-		attrs = []attribute.KeyValue{provider, keyEvState.String(e.To.String())}
-		if e.Delay > 0 {
-			attrs = append(attrs, keyEvDelayMs.Int64(e.Delay.Round(time.Millisecond).Milliseconds()))
+		switch v.kind {
+		case 'i':
+			attrs = append(attrs, v.f.span.Int64(v.i))
+		case 's':
+			attrs = append(attrs, v.f.span.String(v.s))
+		case 'b':
+			attrs = append(attrs, v.f.span.Bool(v.b))
 		}
-	case resilience.EventBulkheadRejected:
-		name = SpanEventBulkheadRejected
-		attrs = []attribute.KeyValue{provider, keyEvWaitedMs.Int64(e.Duration.Round(time.Millisecond).Milliseconds())}
-	case resilience.EventBreakerStateChanged:
-		name = SpanEventCircuitChanged
-		attrs = []attribute.KeyValue{provider, keyEvFrom.String(e.From.String()), keyEvTo.String(e.To.String())}
-	default:
-		return
 	}
-	if e.Status != 0 {
-		attrs = append(attrs, semconv.HTTPResponseStatusCode(e.Status))
-	}
-	span.AddEvent(name, trace.WithAttributes(attrs...))
+	span.AddEvent(d.span, trace.WithAttributes(attrs...))
 }

@@ -1,18 +1,16 @@
-// Package providers defines the provider-agnostic request, response, stream and error types
-// that steady's client speaks, and the Provider interface that turns them into calls to one
-// LLM API (OpenAI, Azure OpenAI, an OpenAI-compatible server, Anthropic).
+// Package providers is steady's neutral LLM API: the provider-agnostic request, response,
+// stream and error types that the client speaks, and the Provider interface — with its
+// contract: one exchange per call, no retries, every body closed and bounded, typed errors —
+// that turns them into calls to one LLM API (OpenAI, Azure OpenAI, an OpenAI-compatible server,
+// Anthropic; packages providers/openai and providers/anthropic).
 //
-// A Provider makes exactly one HTTP exchange per call over the *http.Client it was built with,
-// which the client gives it already wrapped in a resilience pipeline: the pipeline is the only
-// retry layer, so providers never retry and official SDKs get their retries switched off.
+// Every failure is a *Error whose Kind a program acts on; what a kind implies (may the call
+// succeed later, should a fallback chain move on) is defined once, on ErrorKind. Requests are
+// checked before sending (ChatRequest.Validate), providers declare what they can do
+// (Capabilities, through Describer), and Limits bounds what a provider reads from a server.
 //
-// Providers turn every failure into a *Error whose Kind a program can act on (rate limited,
-// overloaded, quota exhausted, context too long…), with the HTTP status, the server's
-// retry-after hint and its request ID. An Error never carries the API key.
-//
-// For telemetry, a provider may describe itself (Describer: its GenAI system and default
-// model), and the client reports each logical call in the neutral terms of CallStart,
-// TryResult and CallTracker, so that an implementation (package observe) needs neither the
-// client nor any provider SDK. These records hold a request's parameters and counts, never
-// its messages.
+// The package depends on the standard library only. The helpers steady's own providers share
+// to read a server safely (classification, hints, scrubbing, limits) are internal: a
+// third-party provider needs only this package's types, and may return the errors of its
+// http.Client as they are, for the client to map.
 package providers

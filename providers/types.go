@@ -141,13 +141,41 @@ type EmbedResponse struct {
 	Usage      Usage
 }
 
-// Provider turns neutral requests into calls to one LLM API. Implementations are safe for
-// concurrent use and make one HTTP exchange per call (the resilience pipeline underneath
-// retries); they return *Error for every failure the API reports.
+// Provider turns neutral requests into calls to one LLM API. It is the contract between
+// steady's client and every provider, in-tree or not:
+//
+//   - Concurrency: a Provider is safe for concurrent use.
+//   - Transport: it makes exactly one HTTP exchange per call, over the *http.Client it was
+//     built with (the client gives it one whose transport is the provider's resilience
+//     pipeline). It never retries, never follows a redirect, and never sleeps: the pipeline is
+//     the only retry layer.
+//   - Requests: it refuses a request it cannot express before sending anything, with a *Error
+//     of KindBadRequest (ChatRequest.Validate and EmbedRequest.Validate check the neutral
+//     rules); it never modifies req.
+//   - Bodies: it closes every response body it receives, on every path, and reads each within
+//     its Limits (a LimitError past them).
+//   - Errors: a failure the API reported (an error status, an error envelope, a 200 that is
+//     not an answer) is a *Error with the kind that fits (ErrorKind), the HTTP status, the
+//     server's hint and request ID, and no secret in any field. Any other failure — a network
+//     error, the pipeline's rejection (circuit open, bulkhead full, timeout, redirect), the
+//     caller's cancellation — is either mapped to its kind (KindCanceled when ctx has ended)
+//     or returned as the http.Client gave it, and the client maps it.
+//   - Streams: ChatStream returns once the response headers arrived (an error status is
+//     returned there, never as a stream). The Stream's Recv yields deltas in order, then a
+//     last delta with Done, FinishReason and Usage, then io.EOF; a stream that ends without its
+//     terminal event is KindStreamTruncated, never io.EOF; every failure carries the text
+//     delivered so far in Error.Partial. A failing Recv leaves the connection open so the
+//     caller can report the failure to the pipeline before it calls Close; Close releases the
+//     connection, may be called more than once and from another goroutine, and must be called.
+//   - Capabilities: it says what it can do through Describer (Description.Capabilities); a
+//     provider that says nothing is tried for everything.
 type Provider interface {
 	// Name is the provider's configured name, e.g. "openai" or "azure-eu".
 	Name() string
+	// Chat sends req and waits for the whole answer.
 	Chat(ctx context.Context, req *ChatRequest) (*ChatResponse, error)
+	// ChatStream sends req and returns the answer as it is generated.
 	ChatStream(ctx context.Context, req *ChatRequest) (Stream, error)
+	// Embed returns one embedding per input of req, in input order.
 	Embed(ctx context.Context, req *EmbedRequest) (*EmbedResponse, error)
 }

@@ -1,0 +1,255 @@
+package observe
+
+import (
+	"fmt"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	semconv "go.opentelemetry.io/otel/semconv/v1.37.0"
+
+	"github.com/steadyllm/steady/resilience"
+)
+
+// Each pipeline event is described once, in the table below: the counter it adds to and that
+// counter's label, the span event it becomes, its log level and message, and the fields it
+// carries. The metric, trace and log sinks all render from this table; none of them switches
+// over event types of its own.
+
+// field is one attribute of an event, named for each sink: its log key and its span event key
+// ("" when spans leave it out).
+type field struct {
+	log  string
+	span attribute.Key
+}
+
+// The fields of events.
+var (
+	fAttempt     = field{LogAttempt, keyEvAttempt}
+	fMaxAttempts = field{LogMaxAttempts, keyEvMaxAttempts}
+	fStatus      = field{LogStatus, semconv.HTTPResponseStatusCodeKey}
+	fDelayMs     = field{LogDelayMs, keyEvDelayMs}
+	fServerHint  = field{LogServerHint, keyEvServerHint}
+	fReason      = field{LogReason, keyEvReason}
+	fTimeout     = field{LogTimeout, keyEvTimeout}
+	fFrom        = field{LogFrom, keyEvFrom}
+	fTo          = field{LogTo, keyEvTo}
+	fState       = field{LogTo, keyEvState}
+	fDurationMs  = field{LogDurationMs, ""}
+	fWaitedMs    = field{LogDurationMs, keyEvWaitedMs}
+)
+
+// value is a field's value: an integer, a string or a boolean.
+type value struct {
+	f    field
+	kind byte // 'i', 's' or 'b'
+	i    int64
+	s    string
+	b    bool
+}
+
+// fields collects the fields of one event, on the stack for the usual handful.
+type fields struct {
+	list [8]value
+	n    int
+}
+
+func (fs *fields) int(f field, v int64) { fs.put(value{f: f, kind: 'i', i: v}) }
+func (fs *fields) str(f field, v string) {
+	fs.put(value{f: f, kind: 's', s: v})
+}
+func (fs *fields) bool(f field, v bool) { fs.put(value{f: f, kind: 'b', b: v}) }
+func (fs *fields) ms(f field, d time.Duration) {
+	fs.int(f, d.Round(time.Millisecond).Milliseconds())
+}
+func (fs *fields) put(v value) {
+	if fs.n < len(fs.list) {
+		fs.list[fs.n] = v
+		fs.n++
+	}
+}
+
+// eventDesc describes one event type for every sink.
+type eventDesc struct {
+	// counter is the llm_resilience_* counter the event adds to (nil: none); label gives the
+	// counter's attribute besides provider (its key "" for none) and the cache key's values.
+	counter func(*instruments) metric.Int64Counter
+	label   func(e resilience.Event) (key attribute.Key, s string, n int)
+	// span is the name of the span event it becomes ("" for none).
+	span    string
+	level   func(e resilience.Event) slog.Level
+	message func(e resilience.Event) string
+	// fields adds the event's own fields (attempt, status and the error are common to all).
+	fields func(e resilience.Event, fs *fields)
+}
+
+func levelOf(l slog.Level) func(resilience.Event) slog.Level {
+	return func(resilience.Event) slog.Level { return l }
+}
+
+func hintSource(e resilience.Event) string {
+	if e.ServerHint {
+		return "server hint"
+	}
+	return "backoff"
+}
+
+// descriptors is the table, indexed by resilience.EventType.
+var descriptors = [...]eventDesc{
+	resilience.EventAttemptStarted: {
+		level: levelOf(slog.LevelDebug),
+		message: func(e resilience.Event) string {
+			return fmt.Sprintf("attempt %d of %d for %s started", e.Attempt, e.MaxAttempts, e.Pipeline)
+		},
+	},
+	resilience.EventAttemptFinished: {
+		level: levelOf(slog.LevelDebug),
+		message: func(e resilience.Event) string {
+			if e.Err != nil {
+				return fmt.Sprintf("attempt %d of %d for %s failed after %s", e.Attempt, e.MaxAttempts, e.Pipeline, ms(e.Duration))
+			}
+			return fmt.Sprintf("attempt %d of %d for %s got status %d after %s", e.Attempt, e.MaxAttempts, e.Pipeline, e.Status, ms(e.Duration))
+		},
+		fields: func(e resilience.Event, fs *fields) { fs.ms(fDurationMs, e.Duration) },
+	},
+	resilience.EventRetryScheduled: {
+		counter: func(in *instruments) metric.Int64Counter { return in.retries },
+		label:   func(e resilience.Event) (attribute.Key, string, int) { return KeyAttempt, "", e.Attempt },
+		span:    SpanEventRetry,
+		level:   levelOf(slog.LevelWarn),
+		message: func(e resilience.Event) string {
+			return fmt.Sprintf("attempt %d of %d for %s failed (%s); next attempt in %s (%s)", e.Attempt, e.MaxAttempts,
+				e.Pipeline, e.Reason, ms(e.Delay), hintSource(e))
+		},
+		fields: func(e resilience.Event, fs *fields) {
+			fs.ms(fDelayMs, e.Delay)
+			fs.bool(fServerHint, e.ServerHint)
+			fs.str(fReason, e.Reason)
+		},
+	},
+	resilience.EventGaveUp: {
+		counter: func(in *instruments) metric.Int64Counter { return in.gaveUp },
+		label:   func(e resilience.Event) (attribute.Key, string, int) { return KeyReason, string(e.GaveUp), 0 },
+		span:    SpanEventRetryGaveUp,
+		level:   levelOf(slog.LevelError),
+		message: func(e resilience.Event) string {
+			msg := fmt.Sprintf("gave up on %s after attempt %d of %d: %s", e.Pipeline, e.Attempt, e.MaxAttempts, e.Reason)
+			if e.Delay > 0 {
+				msg += fmt.Sprintf(" (server asked for %s)", ms(e.Delay))
+			}
+			return msg
+		},
+		fields: func(e resilience.Event, fs *fields) {
+			fs.str(fReason, string(e.GaveUp))
+			if e.Delay > 0 {
+				fs.ms(fDelayMs, e.Delay)
+				fs.bool(fServerHint, true)
+			}
+		},
+	},
+	resilience.EventTimeout: {
+		counter: func(in *instruments) metric.Int64Counter { return in.timeouts },
+		label:   func(e resilience.Event) (attribute.Key, string, int) { return KeyTimeout, string(e.Timeout), 0 },
+		span:    SpanEventTimeout,
+		level:   levelOf(slog.LevelWarn),
+		message: func(e resilience.Event) string {
+			return fmt.Sprintf("%s timeout of %s ran out for %s", e.Timeout, ms(e.Delay), e.Pipeline)
+		},
+		fields: func(e resilience.Event, fs *fields) {
+			fs.str(fTimeout, string(e.Timeout))
+			fs.ms(fDelayMs, e.Delay)
+		},
+	},
+	resilience.EventBreakerStateChanged: {
+		counter: func(in *instruments) metric.Int64Counter { return in.transitions },
+		label:   func(e resilience.Event) (attribute.Key, string, int) { return KeyState, e.To.String(), 0 },
+		span:    SpanEventCircuitChanged,
+		level: func(e resilience.Event) slog.Level {
+			if e.To == resilience.CircuitOpen || e.To == resilience.CircuitIsolated {
+				return slog.LevelWarn
+			}
+			return slog.LevelInfo
+		},
+		message: func(e resilience.Event) string {
+			p := e.Pipeline
+			switch e.To {
+			case resilience.CircuitOpen:
+				return fmt.Sprintf("circuit for %s opened (was %s): calls fail fast", p, e.From)
+			case resilience.CircuitHalfOpen:
+				return fmt.Sprintf("circuit for %s half-open: letting probes through", p)
+			case resilience.CircuitIsolated:
+				return fmt.Sprintf("circuit for %s isolated by hand: calls fail fast until Reset", p)
+			}
+			return fmt.Sprintf("circuit for %s closed (was %s): calls flow again", p, e.From)
+		},
+		fields: func(e resilience.Event, fs *fields) {
+			fs.str(fFrom, e.From.String())
+			fs.str(fTo, e.To.String())
+		},
+	},
+	resilience.EventBreakerRejected: {
+		counter: func(in *instruments) metric.Int64Counter { return in.circuitRejected },
+		label:   func(e resilience.Event) (attribute.Key, string, int) { return KeyState, e.To.String(), 0 },
+		span:    SpanEventCircuitRejected,
+		level:   levelOf(slog.LevelWarn),
+		message: func(e resilience.Event) string {
+			if e.Delay > 0 {
+				return fmt.Sprintf("circuit for %s is %s: call rejected, next probe in %s", e.Pipeline, e.To, ms(e.Delay))
+			}
+			return fmt.Sprintf("circuit for %s is %s: call rejected", e.Pipeline, e.To)
+		},
+		fields: func(e resilience.Event, fs *fields) {
+			fs.str(fState, e.To.String())
+			if e.Delay > 0 {
+				fs.ms(fDelayMs, e.Delay)
+			}
+		},
+	},
+	resilience.EventBulkheadRejected: {
+		counter: func(in *instruments) metric.Int64Counter { return in.bulkheadRejected },
+		label:   func(resilience.Event) (attribute.Key, string, int) { return "", "", 0 },
+		span:    SpanEventBulkheadRejected,
+		level:   levelOf(slog.LevelWarn),
+		message: func(e resilience.Event) string {
+			if e.Duration > 0 {
+				return fmt.Sprintf("bulkhead for %s: no free slot after waiting %s, call rejected", e.Pipeline, ms(e.Duration))
+			}
+			return fmt.Sprintf("bulkhead for %s full: call rejected", e.Pipeline)
+		},
+		fields: func(e resilience.Event, fs *fields) { fs.ms(fWaitedMs, e.Duration) },
+	},
+}
+
+// describe returns the descriptor of e's type, or nil for a type this version does not know.
+func describe(e resilience.Event) *eventDesc {
+	if int(e.Type) <= 0 || int(e.Type) >= len(descriptors) || descriptors[e.Type].level == nil {
+		return nil
+	}
+	return &descriptors[e.Type]
+}
+
+// collect returns the fields of e: attempt and status, which every event that has them
+// carries, then the event's own.
+func (d *eventDesc) collect(e resilience.Event) fields {
+	var fs fields
+	if e.Attempt > 0 {
+		fs.int(fAttempt, int64(e.Attempt))
+		fs.int(fMaxAttempts, int64(e.MaxAttempts))
+	}
+	if e.Status != 0 {
+		fs.int(fStatus, int64(e.Status))
+	}
+	if d.fields != nil {
+		d.fields(e, &fs)
+	}
+	return fs
+}
+
+// ms rounds a duration for humans: to the millisecond, or to 10 ms past ten seconds.
+func ms(d time.Duration) time.Duration {
+	if d >= 10*time.Second {
+		return d.Round(10 * time.Millisecond)
+	}
+	return d.Round(time.Millisecond)
+}
