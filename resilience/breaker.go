@@ -10,22 +10,20 @@ import (
 // breaker is the circuit breaker layer's view of the circuit: it admits calls, reports their
 // outcomes and emits the events of both. The state itself lives in the circuit alone.
 type breaker struct {
-	c    *circuit
-	name string
-	emit func(Event)
+	c  *circuit
+	ev *emitter
 }
 
-func (b *breaker) init(p *Pipeline) {
-	b.c = newCircuit(p.opts, p.clock)
-	b.name = p.name
-	b.emit = p.emit
+func (b *breaker) init(o Options, ev *emitter) {
+	b.c = newCircuit(o, ev.clock)
+	b.ev = ev
 }
 
 // announce emits a state change, if there was one, with the context of the call that made it
 // visible (nil for a read of the state, Isolate and Reset).
 func (b *breaker) announce(ctx context.Context, ch change) {
 	if ch.ok {
-		b.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Context: ctx})
+		b.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Context: ctx})
 	}
 }
 
@@ -57,8 +55,8 @@ func (b *breaker) blocked(ctx context.Context) bool {
 // the rejection.
 func (b *breaker) reject(req *http.Request, r rejection) error {
 	closeRequestBody(req)
-	b.emit(Event{Type: EventBreakerRejected, To: r.state, Delay: r.retryAfter, Context: req.Context()})
-	return &CircuitOpenError{Pipeline: b.name, State: r.state, RetryAfter: r.retryAfter}
+	b.ev.emit(Event{Type: EventBreakerRejected, To: r.state, Delay: r.retryAfter, Context: req.Context()})
+	return &CircuitOpenError{Pipeline: b.ev.name, State: r.state, RetryAfter: r.retryAfter}
 }
 
 // fastReject rejects a call when the circuit is isolated or open with its break not yet over,

@@ -12,13 +12,15 @@ import (
 // order, so the queue is first come, first served, and a freed slot passes straight to the
 // oldest waiter instead of to a newcomer.
 type bulkhead struct {
+	ev           *emitter
 	slots        chan struct{}
 	waiting      atomic.Int64
 	maxQueue     int64
 	queueTimeout time.Duration
 }
 
-func (b *bulkhead) init(o Options) {
+func (b *bulkhead) init(o Options, ev *emitter) {
+	b.ev = ev
 	b.slots = make(chan struct{}, o.BulkheadMaxConcurrency)
 	b.maxQueue = int64(o.BulkheadMaxQueue)
 	b.queueTimeout = seconds(o.BulkheadQueueTimeoutSeconds)
@@ -30,7 +32,7 @@ func (b *bulkhead) finish(error) { <-b.slots }
 // acquire takes a slot, waiting in the queue if there is room. It returns a
 // *BulkheadRejectedError when the queue is full or the queue timeout passes, and the
 // context's error when the caller gives up first.
-func (b *bulkhead) acquire(ctx context.Context, p *Pipeline) error {
+func (b *bulkhead) acquire(ctx context.Context) error {
 	select {
 	case b.slots <- struct{}{}:
 		return nil
@@ -38,7 +40,7 @@ func (b *bulkhead) acquire(ctx context.Context, p *Pipeline) error {
 	}
 	if b.waiting.Add(1) > b.maxQueue {
 		b.waiting.Add(-1)
-		return b.reject(ctx, p, 0)
+		return b.reject(ctx, 0)
 	}
 	defer b.waiting.Add(-1)
 	if err := ctx.Err(); err != nil {
@@ -47,7 +49,7 @@ func (b *bulkhead) acquire(ctx context.Context, p *Pipeline) error {
 	var expired chan struct{}
 	if b.queueTimeout > 0 {
 		expired = make(chan struct{})
-		t := p.clock.AfterFunc(b.queueTimeout, func() { close(expired) })
+		t := b.ev.clock.AfterFunc(b.queueTimeout, func() { close(expired) })
 		defer t.Stop()
 	}
 	select {
@@ -56,14 +58,14 @@ func (b *bulkhead) acquire(ctx context.Context, p *Pipeline) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-expired:
-		return b.reject(ctx, p, b.queueTimeout)
+		return b.reject(ctx, b.queueTimeout)
 	}
 }
 
-func (b *bulkhead) reject(ctx context.Context, p *Pipeline, waited time.Duration) error {
-	p.emit(Event{Type: EventBulkheadRejected, Duration: waited, Context: ctx})
+func (b *bulkhead) reject(ctx context.Context, waited time.Duration) error {
+	b.ev.emit(Event{Type: EventBulkheadRejected, Duration: waited, Context: ctx})
 	return &BulkheadRejectedError{
-		Pipeline:       p.name,
+		Pipeline:       b.ev.name,
 		MaxConcurrency: cap(b.slots),
 		MaxQueue:       int(b.maxQueue),
 		Waited:         waited,
@@ -78,20 +80,20 @@ func (b *bulkhead) inFlight() int { return len(b.slots) }
 // against the limit for as long as it is open. Being the edge of the pipeline, it is also
 // where a redirect is refused (see refuseRedirect).
 type bulkheadTransport struct {
-	p    *Pipeline
+	b    *bulkhead
 	next http.RoundTripper
 	base http.RoundTripper
 }
 
 func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	b := &t.p.bulkhead
-	if err := b.acquire(req.Context(), t.p); err != nil {
+	b := t.b
+	if err := b.acquire(req.Context()); err != nil {
 		closeRequestBody(req)
 		return t.fail(req, err)
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err == nil {
-		err = refuseRedirect(t.p.name, resp)
+		err = refuseRedirect(b.ev.name, resp)
 	}
 	if err != nil {
 		b.finish(err)

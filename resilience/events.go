@@ -135,19 +135,31 @@ type Event struct {
 // made the call (never under a pipeline lock), so it must be quick and safe for concurrent use.
 type Observer func(Event)
 
+// emitter reports a pipeline's events to its observer. Every layer holds the pipeline's one
+// emitter: it is how a layer tells the world what it did, and all it knows of the pipeline.
+type emitter struct {
+	name        string
+	clock       Clock
+	observer    Observer
+	maxAttempts int
+}
+
+// on reports whether anyone listens, so a layer can skip building an event.
+func (m *emitter) on() bool { return m.observer != nil }
+
 // emit reports e to the observer, if there is one.
-func (p *Pipeline) emit(e Event) {
-	if p.observer != nil { // small enough to inline: without an observer no event is built
-		p.deliver(e)
+func (m *emitter) emit(e Event) {
+	if m.observer != nil { // small enough to inline: without an observer no event is built
+		m.deliver(e)
 	}
 }
 
 // deliver completes e with what every event carries and hands it to the observer.
-func (p *Pipeline) deliver(e Event) {
-	e.Pipeline = p.name
+func (m *emitter) deliver(e Event) {
+	e.Pipeline = m.name
 	if e.Time.IsZero() { // the layer may have read the clock already
-		e.Time = p.clock.Now()
+		e.Time = m.clock.Now()
 	}
-	e.MaxAttempts = p.opts.RetryCount + 1
-	p.observer(e)
+	e.MaxAttempts = m.maxAttempts
+	m.observer(e)
 }

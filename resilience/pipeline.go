@@ -15,17 +15,12 @@ type Pipeline struct {
 	clock    Clock
 	observer Observer
 
-	baseDelay, maxDelay  time.Duration
-	timeout, attemptTime time.Duration
-	idleTimeout          time.Duration
-	retryable            statusSet
-
-	bulkhead  bulkhead
-	breaker   breaker
-	budget    *budget // nil when RetryBudgetPercent is 0
-	deadlines deadlines
-	// totalTimeoutErr is the cause of every total timeout: the same for each call.
-	totalTimeoutErr *TimeoutError
+	// Each layer owns its state; the pipeline only holds them together.
+	ev       emitter
+	bulkhead bulkhead
+	timeouts timeouts
+	breaker  breaker
+	retry    retrier
 }
 
 // Option configures a Pipeline beyond its Options.
@@ -63,21 +58,11 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	}
 	opts.RetryableStatusCodes = append([]int(nil), opts.RetryableStatusCodes...)
 	p.opts = opts
-	p.baseDelay = seconds(opts.RetryBaseDelaySeconds)
-	p.maxDelay = seconds(opts.RetryMaxDelaySeconds)
-	p.timeout = seconds(opts.TimeoutSeconds)
-	p.attemptTime = seconds(opts.AttemptTimeoutSeconds)
-	p.idleTimeout = seconds(opts.StreamIdleTimeoutSeconds)
-	for _, c := range opts.RetryableStatusCodes {
-		p.retryable.add(c)
-	}
-	p.deadlines.clock = p.clock
-	p.totalTimeoutErr = &TimeoutError{Pipeline: p.name, Limit: TimeoutTotal, After: p.timeout}
-	p.bulkhead.init(opts)
-	p.breaker.init(p)
-	if opts.RetryBudgetPercent > 0 {
-		p.budget = newBudget(opts, p.clock)
-	}
+	p.ev = emitter{name: p.name, clock: p.clock, observer: p.observer, maxAttempts: opts.RetryCount + 1}
+	p.bulkhead.init(opts, &p.ev)
+	p.timeouts.init(opts, &p.ev)
+	p.breaker.init(opts, &p.ev)
+	p.retry.init(opts, &p.ev, &p.breaker)
 	return p, nil
 }
 
@@ -110,11 +95,11 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	base, watched := p.watchTransport(base)
-	retry := newRetryTransport(p, base)
+	base, watched := watchTransport(base, p.timeouts.idle, p.clock)
+	retry := newRetryTransport(&p.retry, base)
 	brk := &breakerTransport{b: &p.breaker, next: retry}
-	tmo := &timeoutTransport{p: p, next: brk, watched: watched}
-	return &bulkheadTransport{p: p, next: tmo, base: base}
+	tmo := &timeoutTransport{t: &p.timeouts, below: &p.breaker, next: brk, watched: watched}
+	return &bulkheadTransport{b: &p.bulkhead, next: tmo, base: base}
 }
 
 // CircuitState returns the circuit's state now. It is computed on read: an open circuit

@@ -39,20 +39,48 @@ const keepLimit = 64 << 10
 //     repeat the URL with its query string).
 //   - Its inner http.Client would follow redirects a second time: CheckRedirect stops it.
 type retryTransport struct {
-	p       *Pipeline
+	r       *retrier
 	attempt *attemptTransport
 	client  *retryablehttp.Client
 }
 
-func newRetryTransport(p *Pipeline, base http.RoundTripper) *retryTransport {
-	t := &retryTransport{p: p, attempt: &attemptTransport{p: p, base: base}}
+// retrier is the retry layer's state: its policy, its budget, and the one thing it asks of
+// the circuit breaker above it — whether other calls have opened the circuit meanwhile.
+type retrier struct {
+	ev        *emitter
+	count     int // RetryCount
+	base, max time.Duration
+	backoff   string
+	jitter    bool
+	retryable statusSet
+	attempt   time.Duration // AttemptTimeoutSeconds, 0 for none
+	budget    *budget       // nil when RetryBudgetPercent is 0
+	circuit   interface{ blocked(ctx context.Context) bool }
+}
+
+func (r *retrier) init(o Options, ev *emitter, circuit interface{ blocked(context.Context) bool }) {
+	r.ev, r.circuit = ev, circuit
+	r.count = o.RetryCount
+	r.base, r.max = seconds(o.RetryBaseDelaySeconds), seconds(o.RetryMaxDelaySeconds)
+	r.backoff, r.jitter = o.RetryBackoff, o.RetryUseJitter
+	r.attempt = seconds(o.AttemptTimeoutSeconds)
+	for _, c := range o.RetryableStatusCodes {
+		r.retryable.add(c)
+	}
+	if o.RetryBudgetPercent > 0 {
+		r.budget = newBudget(o, ev.clock)
+	}
+}
+
+func newRetryTransport(r *retrier, base http.RoundTripper) *retryTransport {
+	t := &retryTransport{r: r, attempt: &attemptTransport{r: r, base: base}}
 	t.client = &retryablehttp.Client{
 		HTTPClient: &http.Client{
 			Transport:     t.attempt,
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		Logger:       nil,
-		RetryMax:     p.opts.RetryCount,
+		RetryMax:     r.count,
 		CheckRetry:   checkRetry,
 		Backoff:      func(time.Duration, time.Duration, int, *http.Response) time.Duration { return 0 },
 		ErrorHandler: passError,
@@ -64,7 +92,7 @@ func newRetryTransport(p *Pipeline, base http.RoundTripper) *retryTransport {
 // attempts, so the engine's CheckRetry, which only receives a context, can find it.
 type callState struct {
 	context.Context
-	p       *Pipeline
+	r       *retrier
 	attempt int
 	gaveUp  GaveUp // why retrying stopped, once it has
 	getBody func() (io.ReadCloser, error)
@@ -93,14 +121,14 @@ func stateOf(ctx context.Context) *callState {
 // attempt failed in a retryable way, so a successful call never pays for the engine (its
 // inner http.Client, a request copy, a context). The engine then runs every retry.
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	p := t.p
-	if p.budget != nil {
-		p.budget.recordCall()
+	r := t.r
+	if r.budget != nil {
+		r.budget.recordCall()
 	}
 	var getBody func() (io.ReadCloser, error)
 	if req.Body != nil && req.Body != http.NoBody {
 		getBody = req.GetBody
-		if getBody == nil && p.opts.RetryCount > 0 {
+		if getBody == nil && r.count > 0 {
 			// No way to rewind: buffer once, so every attempt sends the same bytes.
 			buf, err := io.ReadAll(req.Body)
 			_ = req.Body.Close()
@@ -113,12 +141,12 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	resp, err := t.attempt.send(req, 1)
-	retry, reason := p.classify(resp, err)
+	retry, reason := r.classify(resp, err)
 	if !retry || req.Context().Err() != nil {
 		setOutcome(req.Context(), 1, notRetried(req.Context(), resp, err))
 		return resp, err
 	}
-	s := &callState{Context: req.Context(), p: p, attempt: 1, getBody: getBody}
+	s := &callState{Context: req.Context(), r: r, attempt: 1, getBody: getBody}
 	again, cerr := s.decide(resp, err, reason)
 	if !again {
 		setOutcome(req.Context(), s.attempt, s.gaveUp)
@@ -159,7 +187,7 @@ func notRetried(ctx context.Context, resp *http.Response, err error) GaveUp {
 // retryTransport, the others as the engine's inner transport. It rewinds the body for
 // retries, applies the attempt timeout, and reports each attempt.
 type attemptTransport struct {
-	p    *Pipeline
+	r    *retrier
 	base http.RoundTripper
 }
 
@@ -181,26 +209,26 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 
 // send makes attempt number n.
 func (t *attemptTransport) send(req *http.Request, n int) (*http.Response, error) {
-	p := t.p
+	r := t.r
 	var start time.Time
-	if p.observer != nil {
-		start = p.clock.Now()
-		p.emit(Event{Type: EventAttemptStarted, Attempt: n, Time: start, Context: req.Context()})
+	if r.ev.on() {
+		start = r.ev.clock.Now()
+		r.ev.emit(Event{Type: EventAttemptStarted, Attempt: n, Time: start, Context: req.Context()})
 	}
 	var resp *http.Response
 	var err error
-	if p.attemptTime > 0 {
+	if r.attempt > 0 {
 		resp, err = t.timedAttempt(req)
 	} else {
 		resp, err = t.base.RoundTrip(req)
 	}
-	if p.observer != nil {
-		end := p.clock.Now()
+	if r.ev.on() {
+		end := r.ev.clock.Now()
 		e := Event{Type: EventAttemptFinished, Attempt: n, Err: err, Time: end, Duration: end.Sub(start), Context: req.Context()}
 		if resp != nil {
 			e.Status = resp.StatusCode
 		}
-		p.emit(e)
+		r.ev.emit(e)
 	}
 	return resp, err
 }
@@ -208,17 +236,17 @@ func (t *attemptTransport) send(req *http.Request, n int) (*http.Response, error
 // timedAttempt bounds one attempt until its response headers arrive. The attempt's context
 // lives on until the body ends, so the body stays readable.
 func (t *attemptTransport) timedAttempt(req *http.Request) (*http.Response, error) {
-	p := t.p
+	r := t.r
 	ctx, cancel := context.WithCancelCause(req.Context())
-	timer := p.clock.AfterFunc(p.attemptTime, func() {
-		cancel(&TimeoutError{Pipeline: p.name, Limit: TimeoutAttempt, After: p.attemptTime})
+	timer := r.ev.clock.AfterFunc(r.attempt, func() {
+		cancel(&TimeoutError{Pipeline: r.ev.name, Limit: TimeoutAttempt, After: r.attempt})
 	})
 	resp, err := t.base.RoundTrip(req.WithContext(ctx))
 	timer.Stop()
 	if err != nil {
 		if te, ok := context.Cause(ctx).(*TimeoutError); ok && req.Context().Err() == nil {
 			err = te
-			p.emit(Event{Type: EventTimeout, Timeout: te.Limit, Delay: te.After, Err: te, Context: req.Context()})
+			r.ev.emit(Event{Type: EventTimeout, Timeout: te.Limit, Delay: te.After, Err: te, Context: req.Context()})
 		}
 		cancel(nil)
 		return nil, err
@@ -243,7 +271,7 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 		return false, nil
 	}
 	err = stripURL(err)
-	retry, reason := s.p.classify(resp, err)
+	retry, reason := s.r.classify(resp, err)
 	if !retry {
 		s.gaveUp = notRetried(ctx, resp, err)
 		return false, nil
@@ -252,17 +280,17 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 }
 
 // classify decides whether an attempt's outcome is worth another attempt, and why.
-func (p *Pipeline) classify(resp *http.Response, err error) (bool, string) {
+func (r *retrier) classify(resp *http.Response, err error) (bool, string) {
 	if err != nil {
 		return classifyError(err)
 	}
-	return p.classifyResponse(resp)
+	return r.classifyResponse(resp)
 }
 
 // decide applies the retry policy to a retryable failure of attempt s.attempt: count, server
 // hint, deadline, breaker, budget — then sleeps. See checkRetry for the answers.
 func (s *callState) decide(resp *http.Response, err error, reason string) (bool, error) {
-	p := s.p
+	r := s.r
 	giveUp := func(why GaveUp, hint time.Duration) (bool, error) {
 		s.gaveUp = why
 		e := Event{Type: EventGaveUp, Attempt: s.attempt, GaveUp: why, Reason: why.Description(), Err: err, Delay: hint,
@@ -270,23 +298,23 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		if resp != nil {
 			e.Status = resp.StatusCode
 		}
-		p.emit(e)
+		r.ev.emit(e)
 		return false, nil
 	}
-	if s.attempt > p.opts.RetryCount {
+	if s.attempt > r.count {
 		return giveUp(GaveUpExhausted, 0)
 	}
-	delay, fromServer := p.retryDelay(s.attempt, resp)
-	if fromServer && delay > p.maxDelay {
+	delay, fromServer := r.delay(s.attempt, resp)
+	if fromServer && delay > r.max {
 		return giveUp(GaveUpHintTooLong, delay)
 	}
-	if dl, ok := s.Deadline(); ok && p.clock.Now().Add(delay).After(dl) {
+	if dl, ok := s.Deadline(); ok && r.ev.clock.Now().Add(delay).After(dl) {
 		return giveUp(GaveUpDeadline, delay)
 	}
-	if p.breaker.blocked(s.Context) {
+	if r.circuit.blocked(s.Context) {
 		return giveUp(GaveUpCircuitOpen, 0)
 	}
-	if p.budget != nil && !p.budget.tryRetry() {
+	if r.budget != nil && !r.budget.tryRetry() {
 		return giveUp(GaveUpBudget, 0)
 	}
 	if resp != nil {
@@ -297,30 +325,30 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	if resp != nil {
 		e.Status = resp.StatusCode
 	}
-	p.emit(e)
-	if err := sleep(s, p.clock, delay); err != nil {
+	r.ev.emit(e)
+	if err := sleep(s, r.ev.clock, delay); err != nil {
 		if resp != nil {
 			_ = resp.Body.Close()
 		}
 		return false, err
 	}
-	if p.breaker.blocked(s.Context) {
+	if r.circuit.blocked(s.Context) {
 		return giveUp(GaveUpCircuitOpen, 0)
 	}
 	return true, nil
 }
 
-// retryDelay returns the wait before retry number n (1-based) and whether it is the
+// delay returns the wait before retry number n (1-based) and whether it is the
 // server's. Server hints are used as they are; computed delays are capped and jittered.
-func (p *Pipeline) retryDelay(n int, resp *http.Response) (time.Duration, bool) {
+func (r *retrier) delay(n int, resp *http.Response) (time.Duration, bool) {
 	if resp != nil {
-		if d, ok := signals.RetryAfter(resp.Header, p.clock.Now()); ok {
+		if d, ok := signals.RetryAfter(resp.Header, r.ev.clock.Now()); ok {
 			return d, true
 		}
 	}
-	base := float64(p.baseDelay)
+	base := float64(r.base)
 	var d float64
-	switch p.opts.RetryBackoff {
+	switch r.backoff {
 	case BackoffConstant:
 		d = base
 	case BackoffLinear:
@@ -328,9 +356,9 @@ func (p *Pipeline) retryDelay(n int, resp *http.Response) (time.Duration, bool) 
 	default:
 		d = base * math.Pow(2, float64(n-1))
 	}
-	max := float64(p.maxDelay)
+	max := float64(r.max)
 	d = math.Min(d, max)
-	if p.opts.RetryUseJitter {
+	if r.jitter {
 		d = math.Min(d*(0.5+rand.Float64()), max)
 	}
 	return time.Duration(d), false

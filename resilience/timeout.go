@@ -21,33 +21,57 @@ import (
 // Only the pipeline's own expiry becomes a *TimeoutError. When the caller's context ends
 // first, the caller's error comes back unchanged.
 type timeoutTransport struct {
-	p       *Pipeline
+	t       *timeouts
+	below   rejecter // the layer below, asked first whether it would turn the call away at once
 	next    http.RoundTripper
 	watched bool // the base transport's connections are watched (see wire.go)
 }
 
-func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	p := t.p
-	if err := p.breaker.fastReject(req); err != nil {
+// rejecter is what the timeout layer asks of the layer below it (the circuit breaker) before
+// arming any timer: whether the call would be turned away at once anyway.
+type rejecter interface {
+	fastReject(req *http.Request) error
+}
+
+// timeouts is the timeout layer's state: its limits and the shared timer of its deadlines.
+type timeouts struct {
+	ev          *emitter
+	total, idle time.Duration
+	// totalErr is the cause of every total timeout: the same for each call.
+	totalErr  *TimeoutError
+	deadlines deadlines
+}
+
+func (t *timeouts) init(o Options, ev *emitter) {
+	t.ev = ev
+	t.total = seconds(o.TimeoutSeconds)
+	t.idle = seconds(o.StreamIdleTimeoutSeconds)
+	t.totalErr = &TimeoutError{Pipeline: ev.name, Limit: TimeoutTotal, After: t.total}
+	t.deadlines.clock = ev.clock
+}
+
+func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	t := tt.t
+	if err := tt.below.fastReject(req); err != nil {
 		return nil, err // the circuit is open: fail before arming any timer
 	}
-	if p.timeout <= 0 && p.idleTimeout <= 0 {
-		return t.next.RoundTrip(req)
+	if t.total <= 0 && t.idle <= 0 {
+		return tt.next.RoundTrip(req)
 	}
 	parent := req.Context()
 	ctx, cancel := context.WithCancelCause(parent)
-	c := &timeoutCall{Context: ctx, parent: parent, cancel: cancel, p: p}
-	if p.timeout > 0 {
-		c.deadline = p.clock.Now().Add(p.timeout)
-		p.deadlines.add(c)
+	c := &timeoutCall{Context: ctx, parent: parent, cancel: cancel, t: t}
+	if t.total > 0 {
+		c.deadline = t.ev.clock.Now().Add(t.total)
+		t.deadlines.add(c)
 	} else {
 		c.totalOff.Store(true)
 	}
 	var callCtx context.Context = c
-	if p.idleTimeout > 0 && t.watched {
+	if t.idle > 0 && tt.watched {
 		callCtx = c.traceConn(callCtx) // any answer may turn out to be an event stream
 	}
-	resp, err := t.next.RoundTrip(req.WithContext(callCtx))
+	resp, err := tt.next.RoundTrip(req.WithContext(callCtx))
 	if err != nil {
 		c.stopTotal()
 		err = c.mapErr(err)
@@ -56,11 +80,11 @@ func (t *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	if isEventStream(resp) {
 		c.stopTotal()
-		if p.idleTimeout > 0 {
+		if t.idle > 0 {
 			if resp.ProtoMajor >= 2 {
 				c.conn.Store(nil) // the Read itself measures an HTTP/2 stream's silence
 			}
-			c.idle = p.clock.AfterFunc(p.idleTimeout, c.expireIdle)
+			c.idle = t.ev.clock.AfterFunc(t.idle, c.expireIdle)
 			c.idle.Stop()
 		}
 	}
@@ -78,7 +102,7 @@ type timeoutCall struct {
 	context.Context // cancellable child of the caller's context
 	parent          context.Context
 	cancel          context.CancelCauseFunc
-	p               *Pipeline
+	t               *timeouts
 	deadline        time.Time // zero without a total timeout
 	idle            Timer
 	rc              io.ReadCloser
@@ -106,7 +130,7 @@ func (c *timeoutCall) Deadline() (time.Time, bool) {
 
 func (c *timeoutCall) expireTotal() {
 	if !c.totalOff.Load() {
-		c.cancel(c.p.totalTimeoutErr)
+		c.cancel(c.t.totalErr)
 	}
 }
 
@@ -120,12 +144,12 @@ func (c *timeoutCall) expireIdle() {
 	}
 	if conn := c.conn.Load(); conn != nil {
 		last := max(conn.last.Load(), c.readSince.Load())
-		if quiet := time.Duration(c.p.clock.Now().UnixNano() - last); quiet < c.p.idleTimeout {
-			c.idle.Reset(c.p.idleTimeout - quiet)
+		if quiet := time.Duration(c.t.ev.clock.Now().UnixNano() - last); quiet < c.t.idle {
+			c.idle.Reset(c.t.idle - quiet)
 			return
 		}
 	}
-	c.cancel(&TimeoutError{Pipeline: c.p.name, Limit: TimeoutStreamIdle, After: c.p.idleTimeout})
+	c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: TimeoutStreamIdle, After: c.t.idle})
 }
 
 func (c *timeoutCall) stopTotal() { c.totalOff.Store(true) }
@@ -141,16 +165,16 @@ func (c *timeoutCall) mapErr(err error) error {
 		return err
 	}
 	if c.reported.CompareAndSwap(false, true) {
-		c.p.emit(Event{Type: EventTimeout, Timeout: te.Limit, Delay: te.After, Err: te, Context: c.parent})
+		c.t.ev.emit(Event{Type: EventTimeout, Timeout: te.Limit, Delay: te.After, Err: te, Context: c.parent})
 	}
 	return te
 }
 
 func (c *timeoutCall) Read(b []byte) (int, error) {
 	if c.idle != nil {
-		c.readSince.Store(c.p.clock.Now().UnixNano())
+		c.readSince.Store(c.t.ev.clock.Now().UnixNano())
 		c.reading.Store(true)
-		c.idle.Reset(c.p.idleTimeout)
+		c.idle.Reset(c.t.idle)
 	}
 	n, err := c.rc.Read(b)
 	if c.idle != nil {

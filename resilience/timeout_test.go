@@ -271,7 +271,7 @@ func TestTimeout_SharedTimerKeepsEachCallsDeadline(t *testing.T) {
 			t.Fatalf("call %d: %d %v", i, code, err)
 		}
 	}
-	if n := p.deadlines.pending(); n > 1 {
+	if n := p.timeouts.deadlines.pending(); n > 1 {
 		t.Fatalf("%d finished calls still queued", n)
 	}
 	stalled.Store(true)
@@ -284,5 +284,5 @@ func TestTimeout_SharedTimerKeepsEachCallsDeadline(t *testing.T) {
 			t.Fatalf("stalled call %d: %v, want ErrTimeout", i, err)
 		}
 	}
-	eventually(t, "the queue to drain", func() bool { return p.deadlines.pending() == 0 })
+	eventually(t, "the queue to drain", func() bool { return p.timeouts.deadlines.pending() == 0 })
 }

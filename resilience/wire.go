@@ -45,9 +45,9 @@ func (c *watchedConn) NetConn() net.Conn { return c.Conn }
 // watchTransport returns base as the pipeline sends through it: a clone of an *http.Transport
 // whose connections are watched, or base itself when it is another RoundTripper (whose
 // streams are then timed per Read) or when no idle timeout is set.
-func (p *Pipeline) watchTransport(base http.RoundTripper) (http.RoundTripper, bool) {
+func watchTransport(base http.RoundTripper, idle time.Duration, clock Clock) (http.RoundTripper, bool) {
 	t, ok := base.(*http.Transport)
-	if !ok || p.idleTimeout <= 0 {
+	if !ok || idle <= 0 {
 		return base, false
 	}
 	t = t.Clone()
@@ -55,7 +55,7 @@ func (p *Pipeline) watchTransport(base http.RoundTripper) (http.RoundTripper, bo
 		if err != nil {
 			return nil, err
 		}
-		return &watchedConn{Conn: c, clock: p.clock}, nil
+		return &watchedConn{Conn: c, clock: clock}, nil
 	}
 	switch {
 	case t.DialContext != nil:
