@@ -55,7 +55,9 @@ type retrier struct {
 	retryable statusSet
 	attempt   time.Duration // AttemptTimeoutSeconds, 0 for none
 	budget    *budget       // nil when RetryBudgetPercent is 0
-	circuit   interface{ blocked(ctx context.Context) bool }
+	circuit   interface {
+		blocked(ctx context.Context) bool
+	}
 }
 
 func (r *retrier) init(o Options, ev *emitter, circuit interface{ blocked(context.Context) bool }) {
