@@ -31,20 +31,24 @@ func ReadError(r io.Reader, max int64) (body []byte, cut bool, err error) {
 }
 
 // Limited is a response body that fails with a *providers.LimitError once more than its limit
-// has been read, and keeps the first bytes it passed on, so that a caller whose decoder found
-// no answer in them can look at what the server sent instead (an error envelope, say).
+// has been read, and keeps the first HeadSize bytes it passed on, so that a caller whose
+// decoder found no answer in them can look at what the server sent instead (an error
+// envelope, say: a few hundred bytes).
 type Limited struct {
 	rc    io.ReadCloser
 	left  int64 // bytes that may still be read
 	max   int64
 	limit string
-	head  []byte
-	keep  int // how many of the first bytes to keep
+	head  [HeadSize]byte
+	nhead int
 }
 
-// NewLimited wraps rc. keep is how many of the first bytes Head returns.
-func NewLimited(rc io.ReadCloser, max int64, limit string, keep int) *Limited {
-	return &Limited{rc: rc, left: max, max: max, limit: limit, keep: keep}
+// HeadSize is how many of a body's first bytes Limited keeps.
+const HeadSize = 512
+
+// NewLimited wraps rc.
+func NewLimited(rc io.ReadCloser, max int64, limit string) *Limited {
+	return &Limited{rc: rc, left: max, max: max, limit: limit}
 }
 
 // Read reads from the body; past the limit it returns the *providers.LimitError.
@@ -57,11 +61,8 @@ func (b *Limited) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
-	if len(b.head) < b.keep && n > 0 {
-		if b.head == nil {
-			b.head = make([]byte, 0, b.keep)
-		}
-		b.head = append(b.head, p[:min(n, b.keep-len(b.head))]...)
+	if b.nhead < HeadSize && n > 0 {
+		b.nhead += copy(b.head[b.nhead:], p[:n])
 	}
 	if b.left < 0 {
 		return n + int(b.left), &providers.LimitError{Limit: b.limit, Max: b.max}
@@ -72,8 +73,8 @@ func (b *Limited) Read(p []byte) (int, error) {
 // Close closes the body.
 func (b *Limited) Close() error { return b.rc.Close() }
 
-// Head returns the first bytes read (up to keep), trimmed of surrounding white space.
-func (b *Limited) Head() []byte { return bytes.TrimSpace(b.head) }
+// Head returns the first bytes read (up to HeadSize), trimmed of surrounding white space.
+func (b *Limited) Head() []byte { return bytes.TrimSpace(b.head[:b.nhead]) }
 
 // Complete reports whether Head holds the whole body read so far.
-func (b *Limited) Complete() bool { return b.max-b.left <= int64(len(b.head)) }
+func (b *Limited) Complete() bool { return b.max-b.left <= int64(b.nhead) }

@@ -10,10 +10,6 @@ import (
 	"github.com/steadyllm/steady/providers"
 )
 
-// headKeep is how many of the first bytes of a 2xx JSON answer are kept, to tell what a
-// server sent when go-openai found no answer in it: an error envelope is a few hundred bytes.
-const headKeep = 4 << 10
-
 // exchange records what the HTTP layer saw during one call, for the call that made it: the
 // response status and headers (go-openai drops them on error paths, and always on streams),
 // whether the error body was cut at the limit, and the guards around a successful body.
@@ -97,7 +93,7 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		resp.Body = x.guard
 		return resp, nil
 	}
-	lim := wire.NewLimited(resp.Body, d.limits.MaxResponseBytes, "MaxResponseBytes", headKeep)
+	lim := wire.NewLimited(resp.Body, d.limits.MaxResponseBytes, "MaxResponseBytes")
 	if x != nil {
 		x.body = lim
 	}
