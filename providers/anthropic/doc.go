@@ -53,8 +53,8 @@
 // body is closed, error paths included, and read with a size limit.
 //
 // Every failure is a *providers.Error: the error envelope's type and message, a Kind from
-// providers.Classify (429 rate_limit_error is KindRateLimited with the retry-after hint; a
-// spend limit, billing_error or "credit balance is too low" is KindQuotaExhausted; 529
+// the status rules every provider shares (429 rate_limit_error is KindRateLimited with the
+// retry-after hint; a spend limit, billing_error or "credit balance is too low" is KindQuotaExhausted; 529
 // overloaded_error is KindOverloaded; "prompt is too long" is KindContextTooLong), the HTTP
 // status and the request-id header. An error body that is not an envelope becomes a short
 // one-line message; an HTML page is never shown. Neither errors nor a printed Config ever hold

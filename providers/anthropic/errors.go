@@ -124,7 +124,7 @@ func (p *Provider) transportError(ctx context.Context, err error) *providers.Err
 	return p.errs.Transport(ctx, err)
 }
 
-// classify is providers.Classify plus what it does not know of Anthropic: billing_error
+// classify is wire.Classify plus what it does not know of Anthropic: billing_error
 // (402, an unpaid account) is a quota that waiting will not restore.
 func classify(status int, errType, code, message string) providers.ErrorKind {
 	if errType == "billing_error" {

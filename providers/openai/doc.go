@@ -21,8 +21,8 @@
 //
 //   - One HTTP exchange per call over the configured *http.Client; go-openai has no retries,
 //     so the resilience pipeline underneath is the only retry layer.
-//   - Every failure is a *providers.Error: API errors classified with providers.Classify,
-//     with the HTTP status, the server's retry-after hint and the request ID taken from the
+//   - Every failure is a *providers.Error: API errors classified by the status rules every
+//     provider shares, with the HTTP status, the server's retry-after hint and the request ID taken from the
 //     response headers even on error paths (go-openai drops them there); an HTML or other
 //     non-JSON error body is never copied into the message; the API key never appears in an
 //     error or in a printed Config.

@@ -40,7 +40,7 @@ func TestErrors_HTTPStatusesMapToKinds(t *testing.T) {
 		{"500", mocks.Status(500), providers.KindUnavailable, 500, 0},
 		{"503", mocks.Status(503).WithMessage("Service Unavailable"), providers.KindUnavailable, 503, 0},
 		// OpenAI's own 503 text, "The server is overloaded or not ready yet.", is an overload
-		// for providers.Classify, which matches "overloaded" in the message.
+		// for wire.Classify, which matches "overloaded" in the message.
 		{"503 overloaded text", mocks.Status(503), providers.KindOverloaded, 503, 0},
 		{"529", mocks.Overloaded(), providers.KindOverloaded, 529, 0},
 	}
