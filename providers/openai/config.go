@@ -31,6 +31,10 @@ const (
 	// Compatible is any server that speaks the OpenAI chat completions protocol at its own
 	// base URL: vLLM, Ollama, Groq, OpenRouter, LiteLLM… Bearer auth when a key is set.
 	Compatible Dialect = dialect.Compatible
+
+	// formerCompatible is the value Compatible had before it took the configuration's
+	// spelling; a Config that spells it out still works.
+	formerCompatible Dialect = "compatible"
 )
 
 // DefaultBaseURL is the base URL of the OpenAI dialect when Config.BaseURL is empty.
@@ -95,8 +99,11 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Dialect == "" {
 		c.Dialect = c.Kind
 	}
-	if c.Dialect == "" {
+	switch c.Dialect {
+	case "":
 		c.Dialect = OpenAI
+	case formerCompatible:
+		c.Dialect = Compatible
 	}
 	c.Kind = c.Dialect
 	if c.Name == "" {

@@ -26,3 +26,21 @@ func TestDescribe_NamesTheGenAISystemOfEachKind(t *testing.T) {
 		}
 	}
 }
+
+// Code written before the Dialect rename keeps working: the Kind field and the old spelling
+// of the compatible dialect, which needs no key.
+func TestFormerDialectSpellings(t *testing.T) {
+	for _, cfg := range []openai.Config{
+		{Kind: "compatible", BaseURL: "http://127.0.0.1:1/v1"},
+		{Dialect: "compatible", BaseURL: "http://127.0.0.1:1/v1"},
+		{Kind: openai.Compatible, BaseURL: "http://127.0.0.1:1/v1"},
+	} {
+		p, err := openai.New(cfg)
+		if err != nil {
+			t.Fatalf("%+v: %v", cfg, err)
+		}
+		if p.Name() != string(openai.Compatible) {
+			t.Errorf("%+v: name %q, want %q", cfg, p.Name(), openai.Compatible)
+		}
+	}
+}

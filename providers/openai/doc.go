@@ -1,10 +1,10 @@
 // Package openai is steady's provider for the OpenAI chat completions and embeddings APIs,
-// built on github.com/sashabaranov/go-openai. One Provider serves one endpoint of one Kind:
+// built on github.com/sashabaranov/go-openai. One Provider serves one endpoint of one Dialect:
 // OpenAI itself, Azure OpenAI (deployments, api-key header, configurable api-version) or any
 // OpenAI-compatible server (vLLM, Ollama, Groq, OpenRouter, LiteLLM…).
 //
 //	p, err := openai.New(openai.Config{
-//		Kind:       openai.Compatible,
+//		Dialect:    openai.Compatible,
 //		BaseURL:    "http://localhost:11434/v1",
 //		Model:      "llama3.2",
 //		HTTPClient: resilientClient, // the steady client passes its pipeline here
