@@ -121,10 +121,15 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		b.announce(ctx, b.c.report(tk, verdictOf(ctx, errServerFailure)))
 		return resp, nil
 	}
+	waitClose := hasFailureReporter(ctx)
+	if c := callOf(ctx, b.ev); c != nil && c.brk == nil {
+		c.brk, c.tk, c.waitClose = b, tk, waitClose // the call's record settles at the body's end
+		return resp, nil
+	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody
 	}
-	c := &breakerCall{ctx: ctx, b: b, tk: tk, waitClose: hasFailureReporter(ctx)}
+	c := &breakerCall{ctx: ctx, b: b, tk: tk, waitClose: waitClose}
 	c.rc, c.f = resp.Body, c
 	resp.Body = c
 	return resp, nil
@@ -141,8 +146,19 @@ func failingStatus(code int) bool {
 // errServerFailure stands for a failing status in verdictOf; it is never returned.
 var errServerFailure = errors.New("resilience: server failure")
 
-// breakerCall reports the call's outcome when the response body ends. It is its own body
-// wrapper's finisher, so one allocation serves both. When the request carries a failure
+// settle reports the outcome of the call admitted with tk, made with ctx, once its body has
+// ended: err is the read error that ended it, nil for EOF or Close, in which case a failure
+// reported by the body's reader (WithFailureReporter) decides.
+func (b *breaker) settle(ctx context.Context, tk ticket, err error) {
+	if err == nil {
+		err = reportedFailure(ctx)
+	}
+	b.announce(ctx, b.c.report(tk, verdictOf(ctx, err)))
+}
+
+// breakerCall reports the call's outcome when the response body ends, for a call without a
+// record of this pipeline (see call), which is only the case when the breaker is used without
+// the timeout layer above it. It is its own body wrapper's finisher. When the request carries a failure
 // reporter (WithFailureReporter) the outcome waits for Close rather than EOF: the last bytes
 // of a stream may hold an error event that the reader has yet to parse and report.
 type breakerCall struct {
@@ -165,9 +181,4 @@ func (c *breakerCall) Read(buf []byte) (int, error) {
 	return n, err
 }
 
-func (c *breakerCall) finish(err error) {
-	if err == nil {
-		err = reportedFailure(c.ctx)
-	}
-	c.b.announce(c.ctx, c.b.c.report(c.tk, verdictOf(c.ctx, err)))
-}
+func (c *breakerCall) finish(err error) { c.b.settle(c.ctx, c.tk, err) }

@@ -17,7 +17,7 @@ func breakerOptions(threshold int, durationSeconds float64) Options {
 	return o
 }
 
-func call(t *testing.T, c *http.Client, url string) (int, error) {
+func doCall(t *testing.T, c *http.Client, url string) (int, error) {
 	t.Helper()
 	resp, err := post(t, c, url, `{}`)
 	if err != nil {
@@ -34,7 +34,7 @@ func TestCircuitBreaker_OpensAfterThreshold(t *testing.T) {
 		if p.CircuitState() != CircuitClosed {
 			t.Fatalf("circuit %v after %d failures, want closed", p.CircuitState(), i-1)
 		}
-		if code, err := call(t, c, s.url()); err != nil || code != 500 {
+		if code, err := doCall(t, c, s.url()); err != nil || code != 500 {
 			t.Fatalf("call %d: %d %v", i, code, err)
 		}
 	}
@@ -47,10 +47,10 @@ func TestCircuitBreaker_RejectsWhenOpenWithoutNetwork(t *testing.T) {
 	s := newScript(t, status(503, `down`))
 	var rec recorder
 	c, p := client(t, breakerOptions(2, 3600), OnEvent(rec.observe))
-	call(t, c, s.url())
-	call(t, c, s.url())
+	doCall(t, c, s.url())
+	doCall(t, c, s.url())
 	hits := s.hits.Load()
-	_, err := call(t, c, s.url())
+	_, err := doCall(t, c, s.url())
 	if !errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("got %v, want ErrCircuitOpen", err)
 	}
@@ -79,7 +79,7 @@ func TestCircuitBreaker_FailsFastAfterThreshold(t *testing.T) {
 	c, _ := client(t, breakerOptions(5, 3600))
 	var rejected int
 	for i := 0; i < 10; i++ {
-		if _, err := call(t, c, s.url()); errors.Is(err, ErrCircuitOpen) {
+		if _, err := doCall(t, c, s.url()); errors.Is(err, ErrCircuitOpen) {
 			rejected++
 		}
 	}
@@ -91,11 +91,11 @@ func TestCircuitBreaker_FailsFastAfterThreshold(t *testing.T) {
 func TestCircuitBreaker_HalfOpensAfterDurationWithoutTraffic(t *testing.T) {
 	s := newScript(t, status(500, `boom`), status(500, `boom`), ok())
 	c, p := client(t, breakerOptions(2, 0.05))
-	call(t, c, s.url())
-	call(t, c, s.url())
+	doCall(t, c, s.url())
+	doCall(t, c, s.url())
 	// Only reads: no call passes through, yet the state must move on its own.
 	eventually(t, "half-open", func() bool { return p.CircuitState() == CircuitHalfOpen })
-	if code, err := call(t, c, s.url()); err != nil || code != 200 {
+	if code, err := doCall(t, c, s.url()); err != nil || code != 200 {
 		t.Fatalf("probe: %d %v", code, err)
 	}
 	if p.CircuitState() != CircuitClosed {
@@ -107,9 +107,9 @@ func TestCircuitBreaker_FailedProbeReopens(t *testing.T) {
 	s := newScript(t, status(502, `bad`))
 	o := breakerOptions(1, 0.05)
 	c, p := client(t, o)
-	call(t, c, s.url())
+	doCall(t, c, s.url())
 	eventually(t, "half-open", func() bool { return p.CircuitState() == CircuitHalfOpen })
-	call(t, c, s.url())
+	doCall(t, c, s.url())
 	if st := p.CircuitState(); st != CircuitOpen && st != CircuitHalfOpen {
 		t.Fatalf("circuit %v after a failed probe, want open", st)
 	}
@@ -120,7 +120,7 @@ func TestCircuitBreaker_FailedProbeReopens(t *testing.T) {
 func TestCircuitBreaker_ProbeReportsAtEOFWithoutClose(t *testing.T) {
 	s := newScript(t, status(500, `boom`), status(400, `bad request`), ok())
 	c, p := client(t, breakerOptions(1, 0.05))
-	call(t, c, s.url())
+	doCall(t, c, s.url())
 	eventually(t, "half-open", func() bool { return p.CircuitState() == CircuitHalfOpen })
 	resp, err := post(t, c, s.url(), `{}`)
 	if err != nil {
@@ -140,7 +140,7 @@ func TestCircuitBreaker_RateLimitsAndClientErrorsAreNotFailures(t *testing.T) {
 		s := newScript(t, status(code, `{}`))
 		c, p := client(t, breakerOptions(1, 3600))
 		for i := 0; i < 3; i++ {
-			call(t, c, s.url())
+			doCall(t, c, s.url())
 		}
 		if p.CircuitState() != CircuitClosed {
 			t.Fatalf("%d opened the circuit", code)
@@ -173,7 +173,7 @@ func TestCircuitBreaker_OwnTimeoutIsAFailure(t *testing.T) {
 	o := breakerOptions(1, 3600)
 	o.TimeoutSeconds = 0.05
 	c, p := client(t, o)
-	if _, err := call(t, c, s.url()); !errors.Is(err, ErrTimeout) {
+	if _, err := doCall(t, c, s.url()); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("got %v, want ErrTimeout", err)
 	}
 	if p.CircuitState() != CircuitOpen {
@@ -225,13 +225,13 @@ func TestCircuitBreaker_IsolateAndReset(t *testing.T) {
 	if p.CircuitState() != CircuitIsolated {
 		t.Fatalf("state %v", p.CircuitState())
 	}
-	_, err := call(t, c, s.url())
+	_, err := doCall(t, c, s.url())
 	var coe *CircuitOpenError
 	if !errors.As(err, &coe) || coe.State != CircuitIsolated || s.hits.Load() != 0 {
 		t.Fatalf("got %v with %d hits, want an isolated rejection and no traffic", err, s.hits.Load())
 	}
 	p.Reset()
-	if code, err := call(t, c, s.url()); err != nil || code != 200 || p.CircuitState() != CircuitClosed {
+	if code, err := doCall(t, c, s.url()); err != nil || code != 200 || p.CircuitState() != CircuitClosed {
 		t.Fatalf("after Reset: %d %v %v", code, err, p.CircuitState())
 	}
 	changes := rec.kind(EventBreakerStateChanged)
@@ -243,12 +243,12 @@ func TestCircuitBreaker_IsolateAndReset(t *testing.T) {
 func TestCircuitBreaker_ResetClosesAnOpenCircuit(t *testing.T) {
 	s := newScript(t, status(500, `x`), ok())
 	c, p := client(t, breakerOptions(1, 3600))
-	call(t, c, s.url())
+	doCall(t, c, s.url())
 	if p.CircuitState() != CircuitOpen {
 		t.Fatal("not open")
 	}
 	p.Reset()
-	if code, err := call(t, c, s.url()); err != nil || code != 200 {
+	if code, err := doCall(t, c, s.url()); err != nil || code != 200 {
 		t.Fatalf("%d %v", code, err)
 	}
 }
@@ -263,12 +263,12 @@ func TestCircuitBreaker_RatioMode(t *testing.T) {
 	o.CircuitBreakerMinThroughput = 6
 	c, p := client(t, o)
 	for i := 0; i < 5; i++ {
-		call(t, c, s.url())
+		doCall(t, c, s.url())
 		if p.CircuitState() != CircuitClosed {
 			t.Fatalf("opened after %d calls, before the minimum throughput", i+1)
 		}
 	}
-	call(t, c, s.url()) // 6th call: 3 of 6 failed
+	doCall(t, c, s.url()) // 6th call: 3 of 6 failed
 	if p.CircuitState() != CircuitOpen {
 		t.Fatalf("circuit %v with 50%% failures over 6 calls, want open", p.CircuitState())
 	}
@@ -280,8 +280,8 @@ func TestCircuitBreaker_RefusedCredentialsAreFailures(t *testing.T) {
 	for _, code := range []int{401, 403} {
 		s := newScript(t, status(code, `{}`))
 		c, p := client(t, breakerOptions(2, 3600))
-		call(t, c, s.url())
-		call(t, c, s.url())
+		doCall(t, c, s.url())
+		doCall(t, c, s.url())
 		if p.CircuitState() != CircuitOpen {
 			t.Fatalf("%d twice: circuit %v, want open", code, p.CircuitState())
 		}

@@ -38,9 +38,9 @@ func (b *budget) slot(epoch int64) *budgetCount {
 	return c
 }
 
-// recordCall counts a logical call in the window.
-func (b *budget) recordCall() {
-	epoch := b.clock.Now().UnixNano() / int64(b.bucket)
+// recordCall counts a logical call, made at now, in the window.
+func (b *budget) recordCall(now time.Time) {
+	epoch := now.UnixNano() / int64(b.bucket)
 	b.mu.Lock()
 	b.slot(epoch).calls++
 	b.mu.Unlock()

@@ -51,7 +51,7 @@ func TestBulkhead_HoldsSlotUntilBodyClosed(t *testing.T) {
 		t.Fatalf("got %v while the first body is open", err)
 	}
 	held.Body.Close()
-	if code, err := call(t, c, s.url()); err != nil || code != 200 {
+	if code, err := doCall(t, c, s.url()); err != nil || code != 200 {
 		t.Fatalf("after close: %d %v", code, err)
 	}
 	if p.bulkhead.inFlight() != 0 {
@@ -171,7 +171,7 @@ func TestBulkhead_QueuedCallerProceedsWhenSlotFrees(t *testing.T) {
 	}
 	result := make(chan error, 1)
 	go func() {
-		_, err := call(t, c, s.url())
+		_, err := doCall(t, c, s.url())
 		result <- err
 	}()
 	eventually(t, "the second caller to queue", func() bool { return p.bulkhead.waiting.Load() == 1 })

@@ -29,14 +29,28 @@ type circuit struct {
 	window      ratioWindow
 
 	mu sync.Mutex
-	// state and until are atomics so that admission can turn calls away without the lock
-	// (fastReject); they are only written under mu, together with the fields below.
-	state      atomic.Int32 // a CircuitState
-	until      atomic.Int64 // open: when probes may start (since epoch); 0 otherwise
-	generation uint64
-	failures   int // closed: consecutive failures
-	probes     int // half-open: probes admitted and not excluded
-	successes  int // half-open: successful probes
+	// sg packs the state (low 3 bits) and the generation (the rest), so that one atomic load
+	// reads both consistently: admission of a closed circuit and the report of a success
+	// that changes nothing need no lock. sg, until and failures are only written under mu,
+	// together with the fields below.
+	sg        atomic.Uint64
+	until     atomic.Int64 // open: when probes may start (since epoch); 0 otherwise
+	failures  atomic.Int64 // closed: consecutive failures
+	probes    int          // half-open: probes admitted and not excluded
+	successes int          // half-open: successful probes
+}
+
+const stateBits = 3
+
+// load returns the state and the generation.
+func (cb *circuit) load() (CircuitState, uint64) {
+	v := cb.sg.Load()
+	return CircuitState(v & (1<<stateBits - 1)), v >> stateBits
+}
+
+// st returns the state.
+func (cb *circuit) st() CircuitState {
+	return CircuitState(cb.sg.Load() & (1<<stateBits - 1))
 }
 
 // ticket is what admission gives a call, to hand back with its outcome.
@@ -86,7 +100,7 @@ func (cb *circuit) now() int64 { return int64(cb.clock.Now().Sub(cb.epoch)) }
 // fastReject turns a call away without taking the lock when the circuit is isolated, or open
 // with its break not yet over. Anything less certain returns ok false and is left to admit.
 func (cb *circuit) fastReject() (rejection, bool) {
-	switch CircuitState(cb.state.Load()) {
+	switch cb.st() {
 	case CircuitIsolated:
 		return rejection{state: CircuitIsolated}, true
 	case CircuitOpen:
@@ -97,46 +111,57 @@ func (cb *circuit) fastReject() (rejection, bool) {
 	return rejection{}, false
 }
 
-// admit lets a call through, returning its ticket, or turns it away.
+// admit lets a call through, returning its ticket, or turns it away. A closed circuit admits
+// without the lock or the clock.
 func (cb *circuit) admit() (ticket, *rejection, change) {
+	if s, gen := cb.load(); s == CircuitClosed {
+		return ticket{generation: gen}, nil, change{}
+	}
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
-	now := cb.now()
-	ch := cb.advance(now)
-	switch CircuitState(cb.state.Load()) {
+	ch := cb.advance()
+	s, gen := cb.load()
+	switch s {
 	case CircuitIsolated:
 		return ticket{}, &rejection{state: CircuitIsolated}, ch
 	case CircuitOpen:
-		return ticket{}, &rejection{state: CircuitOpen, retryAfter: time.Duration(cb.until.Load() - now)}, ch
+		return ticket{}, &rejection{state: CircuitOpen, retryAfter: time.Duration(cb.until.Load() - cb.now())}, ch
 	case CircuitHalfOpen:
 		if cb.probes >= cb.halfOpenMax {
 			return ticket{}, &rejection{state: CircuitHalfOpen}, ch
 		}
 		cb.probes++
 	}
-	return ticket{generation: cb.generation}, nil, ch
+	return ticket{generation: gen}, nil, ch
 }
 
 // report records how an admitted call ended. A ticket from an ended generation is ignored.
+// The common case, a success while closed with no failure to forget and no ratio window to
+// count in, changes nothing and takes neither the lock nor the clock.
 func (cb *circuit) report(t ticket, v verdict) change {
+	if v == verdictSuccess && cb.ratio <= 0 && cb.failures.Load() == 0 {
+		if s, gen := cb.load(); s == CircuitClosed && gen == t.generation {
+			return change{}
+		}
+	}
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
-	now := cb.now()
-	ch := cb.advance(now)
-	if t.generation != cb.generation {
+	ch := cb.advance()
+	s, gen := cb.load()
+	if t.generation != gen {
 		return ch
 	}
-	switch CircuitState(cb.state.Load()) {
+	switch s {
 	case CircuitClosed:
 		switch v {
 		case verdictSuccess:
-			cb.failures = 0
-			cb.window.add(now, false)
+			cb.failures.Store(0)
+			cb.window.add(cb, false)
 		case verdictFailure:
-			cb.failures++
-			cb.window.add(now, true)
-			if cb.readyToTrip(now) {
-				return cb.enter(CircuitOpen, now)
+			cb.failures.Add(1)
+			cb.window.add(cb, true)
+			if cb.readyToTrip() {
+				return cb.enter(CircuitOpen)
 			}
 		}
 	case CircuitHalfOpen:
@@ -144,10 +169,10 @@ func (cb *circuit) report(t ticket, v verdict) change {
 		case verdictSuccess:
 			cb.successes++
 			if cb.successes >= cb.halfOpenMax {
-				return cb.enter(CircuitClosed, now)
+				return cb.enter(CircuitClosed)
 			}
 		case verdictFailure:
-			return cb.enter(CircuitOpen, now)
+			return cb.enter(CircuitOpen)
 		case verdictExcluded:
 			cb.probes-- // the probe told nothing: let another one through
 		}
@@ -156,14 +181,14 @@ func (cb *circuit) report(t ticket, v verdict) change {
 }
 
 // readyToTrip decides, after a failure while closed, whether the circuit opens.
-func (cb *circuit) readyToTrip(now int64) bool {
-	if cb.failures >= cb.threshold {
+func (cb *circuit) readyToTrip() bool {
+	if cb.failures.Load() >= int64(cb.threshold) {
 		return true
 	}
 	if cb.ratio <= 0 {
 		return false
 	}
-	calls, failed := cb.window.sum(now)
+	calls, failed := cb.window.sum(cb.now())
 	return calls >= cb.minCalls && float64(failed) >= cb.ratio*float64(calls)
 }
 
@@ -171,19 +196,18 @@ func (cb *circuit) readyToTrip(now int64) bool {
 func (cb *circuit) read() (CircuitState, change) {
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
-	ch := cb.advance(cb.now())
-	return CircuitState(cb.state.Load()), ch
+	ch := cb.advance()
+	return cb.st(), ch
 }
 
 // info returns the state now, the time until the next probe and the consecutive failures.
 func (cb *circuit) info() (CircuitInfo, change) {
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
-	now := cb.now()
-	ch := cb.advance(now)
-	info := CircuitInfo{State: CircuitState(cb.state.Load()), ConsecutiveFailures: cb.failures}
+	ch := cb.advance()
+	info := CircuitInfo{State: cb.st(), ConsecutiveFailures: int(cb.failures.Load())}
 	if info.State == CircuitOpen {
-		info.NextProbeIn = time.Duration(cb.until.Load() - now)
+		info.NextProbeIn = time.Duration(cb.until.Load() - cb.now())
 	}
 	return info, ch
 }
@@ -192,47 +216,48 @@ func (cb *circuit) info() (CircuitInfo, change) {
 func (cb *circuit) isolate() change {
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
-	return cb.enter(CircuitIsolated, cb.now())
+	return cb.enter(CircuitIsolated)
 }
 
 // reset closes the circuit with fresh counts, whatever its state.
 func (cb *circuit) reset() change {
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
-	now := cb.now()
-	ch := cb.enter(CircuitClosed, now)
+	ch := cb.enter(CircuitClosed)
 	if !ch.ok {
-		cb.generation++ // even a closed circuit forgets the calls in flight and its counts
-		cb.failures = 0
+		// Even a closed circuit forgets the calls in flight and its counts.
+		_, gen := cb.load()
+		cb.sg.Store((gen+1)<<stateBits | uint64(CircuitClosed))
+		cb.failures.Store(0)
 		cb.window.clear()
 	}
 	return ch
 }
 
 // advance makes the transition that time alone makes: an open circuit whose break is over
-// becomes half-open. Callers hold mu.
-func (cb *circuit) advance(now int64) change {
-	if CircuitState(cb.state.Load()) == CircuitOpen && now >= cb.until.Load() {
-		return cb.enter(CircuitHalfOpen, now)
+// becomes half-open. Only an open circuit reads the clock. Callers hold mu.
+func (cb *circuit) advance() change {
+	if cb.st() == CircuitOpen && cb.now() >= cb.until.Load() {
+		return cb.enter(CircuitHalfOpen)
 	}
 	return change{}
 }
 
 // enter moves to state s and starts a new generation with fresh counts. Callers hold mu.
-func (cb *circuit) enter(s CircuitState, now int64) change {
-	from := CircuitState(cb.state.Load())
+func (cb *circuit) enter(s CircuitState) change {
+	from, gen := cb.load()
 	if from == s {
 		return change{}
 	}
-	cb.generation++
-	cb.failures, cb.probes, cb.successes = 0, 0, 0
+	cb.failures.Store(0)
+	cb.probes, cb.successes = 0, 0
 	cb.window.clear()
 	if s == CircuitOpen {
-		cb.until.Store(now + int64(cb.openFor))
+		cb.until.Store(cb.now() + int64(cb.openFor))
 	} else {
 		cb.until.Store(0)
 	}
-	cb.state.Store(int32(s))
+	cb.sg.Store((gen+1)<<stateBits | uint64(s))
 	return change{from: from, to: s, ok: true}
 }
 
@@ -249,11 +274,12 @@ func (w *ratioWindow) init(span time.Duration) {
 	w.bucket = max(int64(span)/int64(len(w.buckets)), 1)
 }
 
-func (w *ratioWindow) add(now int64, failed bool) {
+// add counts a call that ended now, on cb's clock (read only in ratio mode).
+func (w *ratioWindow) add(cb *circuit, failed bool) {
 	if w.bucket == 0 {
 		return
 	}
-	i := now / w.bucket
+	i := cb.now() / w.bucket
 	b := &w.buckets[i%int64(len(w.buckets))]
 	if b.index != i {
 		b.index, b.calls, b.failed = i, 0, 0

@@ -106,7 +106,7 @@ func agree(t *testing.T, p *Pipeline, c *http.Client, url string, hits func() in
 		t.Fatalf("state %v with NextProbeIn %v", state, info.NextProbeIn)
 	}
 	before := hits()
-	_, err := call(t, c, url)
+	_, err := doCall(t, c, url)
 	rejected := errors.Is(err, ErrCircuitOpen)
 	switch state {
 	case CircuitOpen, CircuitIsolated:
@@ -127,7 +127,7 @@ func TestCircuit_ResetWinsOverAFailingCallInFlight(t *testing.T) {
 	c, p := client(t, breakerOptions(1, 3600))
 
 	done := make(chan error, 1)
-	go func() { _, err := call(t, c, s.url()); done <- err }()
+	go func() { _, err := doCall(t, c, s.url()); done <- err }()
 	<-g.arrived
 	p.Reset() // an operator resets while the failing call is still in flight
 	close(g.release)
@@ -145,7 +145,7 @@ func TestCircuit_IsolateThenResetIgnoresCallsFromBefore(t *testing.T) {
 	s := newScript(t, g.handler, ok())
 	c, p := client(t, breakerOptions(1, 3600))
 	done := make(chan struct{})
-	go func() { call(t, c, s.url()); close(done) }()
+	go func() { doCall(t, c, s.url()); close(done) }()
 	<-g.arrived
 	p.Isolate()
 	if st := agree(t, p, c, s.url(), s.hits.Load); st != CircuitIsolated {
@@ -166,13 +166,13 @@ func TestCircuit_ProbeInFlightDuringResetCannotReopen(t *testing.T) {
 	o := breakerOptions(1, 10)
 	o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 0, 0
 	c, p := client(t, o, WithClock(clk))
-	call(t, c, s.url()) // trips the circuit
+	doCall(t, c, s.url()) // trips the circuit
 	if p.CircuitState() != CircuitOpen {
 		t.Fatal("not open")
 	}
 	clk.Advance(10 * time.Second)
 	done := make(chan struct{})
-	go func() { call(t, c, s.url()); close(done) }() // the half-open probe
+	go func() { doCall(t, c, s.url()); close(done) }() // the half-open probe
 	<-g.arrived
 	if st := p.CircuitState(); st != CircuitHalfOpen {
 		t.Fatalf("state %v while the probe is out, want half-open", st)
@@ -257,12 +257,12 @@ func TestCircuit_EveryViewAgreesThroughTheCycle(t *testing.T) {
 	if st := p.CircuitState(); st != CircuitHalfOpen {
 		t.Fatalf("state %v once the break is over, want half-open", st)
 	}
-	call(t, c, s.url()) // the probe fails (third 503): open again, for a full break
+	doCall(t, c, s.url()) // the probe fails (third 503): open again, for a full break
 	if info := p.CircuitInfo(); info.State != CircuitOpen || info.NextProbeIn != 30*time.Second {
 		t.Fatalf("info %+v after a failed probe", info)
 	}
 	clk.Advance(30 * time.Second)
-	call(t, c, s.url()) // the probe succeeds
+	doCall(t, c, s.url()) // the probe succeeds
 	if st := agree(t, p, c, s.url(), s.hits.Load); st != CircuitClosed {
 		t.Fatalf("state %v after a successful probe", st)
 	}

@@ -15,14 +15,14 @@ import (
 type deadlines struct {
 	clock   Clock
 	mu      sync.Mutex
-	queue   []*timeoutCall
+	queue   []*call
 	head    int
 	timer   Timer
 	armedAt time.Time // when the timer fires; zero while it is idle
 }
 
 // add enters a call whose c.deadline is set.
-func (d *deadlines) add(c *timeoutCall) {
+func (d *deadlines) add(c *call) {
 	d.mu.Lock()
 	d.dropFinished()
 	d.queue = append(d.queue, c)
@@ -61,7 +61,7 @@ func (d *deadlines) arm(at time.Time) {
 // fire cancels every live call whose deadline has passed and re-arms for the next one.
 func (d *deadlines) fire() {
 	now := d.clock.Now()
-	var expired []*timeoutCall
+	var expired []*call
 	d.mu.Lock()
 	for d.head < len(d.queue) {
 		c := d.queue[d.head]

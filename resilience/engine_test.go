@@ -15,7 +15,7 @@ import (
 func TestPipeline_HandlesIntermittentFailures(t *testing.T) {
 	s := newScript(t, status(503, `x`), status(503, `x`), ok())
 	c, _ := client(t, testOptions())
-	code, err := call(t, c, s.url())
+	code, err := doCall(t, c, s.url())
 	if err != nil || code != 200 || s.hits.Load() != 3 {
 		t.Fatalf("%d %v after %d calls, want 200 after 3", code, err, s.hits.Load())
 	}
@@ -41,7 +41,7 @@ func TestRetryEngine_NeverClosesIdleConnections(t *testing.T) {
 	}
 	c := &http.Client{Transport: p.Wrap(base)}
 	for i := 0; i < 3; i++ { // exhausted retries: a give-up each time
-		call(t, c, s.url())
+		doCall(t, c, s.url())
 	}
 	if n := base.closes.Load(); n != 0 {
 		t.Fatalf("the pipeline closed the caller's idle connections %d times", n)

@@ -5,23 +5,89 @@ import (
 	"sync"
 )
 
-type failureKey struct{}
+// Call is a request's context with two ways back from the pipeline: the pipeline fills in
+// Info (how many attempts it made, why it gave up), and, for a call made to report failures,
+// the reader of the response body can mark the call as failed for the circuit breaker with
+// ReportFailure although the server answered 200 — an "overloaded" error event inside an
+// event stream, say, which only the reader can see.
+//
+// WithCallInfo and WithFailureReporter return a Call. A client that already allocates a
+// struct per call can embed a Call in it and Init it, saving the allocation. A Call is for one
+// call (one RoundTrip of the pipeline): Info is written by the pipeline during RoundTrip and
+// is read after it returns.
+type Call struct {
+	context.Context
+	// Info is what the pipeline did for the call, filled in by the retry layer.
+	Info CallInfo
 
-type failureReport struct {
-	mu  sync.Mutex
-	err error
+	reportFailures bool
+	failure        failureReport
+}
+
+// Init makes c a Call over ctx. With reportFailures, the circuit breaker settles the call's
+// outcome when its response body is closed (not at EOF, since the last bytes of a stream may
+// hold an error event the reader has yet to parse), counting a failure reported with
+// ReportFailure before Close; without it, ReportFailure has no effect.
+func (c *Call) Init(ctx context.Context, reportFailures bool) {
+	*c = Call{Context: ctx, reportFailures: reportFailures}
+}
+
+// ReportFailure marks the call as failed for the circuit breaker (err nil counts as a failure
+// too). Report before closing the body, and always close it. The first report wins; reports
+// after Close are ignored.
+func (c *Call) ReportFailure(err error) { c.failure.report(err) }
+
+type (
+	callInfoKey struct{}
+	failureKey  struct{}
+)
+
+// Value answers the pipeline's questions about the call and defers everything else to the
+// context the Call was made over.
+func (c *Call) Value(key any) any {
+	switch key.(type) {
+	case callInfoKey:
+		return &c.Info
+	case failureKey:
+		if c.reportFailures {
+			return &c.failure
+		}
+	}
+	return c.Context.Value(key)
 }
 
 // WithFailureReporter returns a context for a request and a function that marks the call
 // made with that context as failed, for the circuit breaker, even though the server answered
-// 200. Use it for failures that only the reader of a body can see: an "overloaded" error
-// event inside an event stream, say. For such a request the breaker settles the outcome when
-// the body is closed (not at EOF, since the last bytes may hold the error), so call report
-// before Close, and always Close. The first report wins; reports after Close are ignored. The pipeline never looks
-// inside bodies itself: it knows HTTP, not LLM wire formats.
+// 200: see Call, whose ReportFailure the function is.
 func WithFailureReporter(ctx context.Context) (context.Context, func(err error)) {
-	r := &failureReport{}
-	return context.WithValue(ctx, failureKey{}, r), r.report
+	c := &Call{}
+	c.Init(ctx, true)
+	return c, c.ReportFailure
+}
+
+// CallInfo is what the pipeline did for one call, filled in by the retry layer for a request
+// whose context came from WithCallInfo. Read it after RoundTrip has returned.
+type CallInfo struct {
+	// Attempts is the number of attempts sent, retries included; 0 when the call was
+	// rejected before any (open circuit, full bulkhead).
+	Attempts int
+	// GaveUp is why the retry layer stopped when the call failed; "" when it succeeded, was
+	// rejected before any attempt or ended because the caller gave up.
+	GaveUp GaveUp
+}
+
+// WithCallInfo returns a context for a request and the CallInfo the pipeline fills in for the
+// call made with it: how a client reports "gave up after 4 attempts" on its errors. The
+// context is a *Call.
+func WithCallInfo(ctx context.Context) (context.Context, *CallInfo) {
+	c := &Call{}
+	c.Init(ctx, false)
+	return c, &c.Info
+}
+
+type failureReport struct {
+	mu  sync.Mutex
+	err error
 }
 
 func (r *failureReport) report(err error) {
@@ -49,24 +115,4 @@ func reportedFailure(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.err
-}
-
-type callInfoKey struct{}
-
-// CallInfo is what the pipeline did for one call, filled in by the retry layer for a request
-// whose context came from WithCallInfo. Read it after RoundTrip has returned.
-type CallInfo struct {
-	// Attempts is the number of attempts sent, retries included; 0 when the call was
-	// rejected before any (open circuit, full bulkhead).
-	Attempts int
-	// GaveUp is why the retry layer stopped when the call failed; "" when it succeeded, was
-	// rejected before any attempt or ended because the caller gave up.
-	GaveUp GaveUp
-}
-
-// WithCallInfo returns a context for a request and the CallInfo the pipeline fills in for the
-// call made with it: how a client reports "gave up after 4 attempts" on its errors.
-func WithCallInfo(ctx context.Context) (context.Context, *CallInfo) {
-	info := &CallInfo{}
-	return context.WithValue(ctx, callInfoKey{}, info), info
 }

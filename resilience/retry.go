@@ -125,7 +125,11 @@ func stateOf(ctx context.Context) *callState {
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := t.r
 	if r.budget != nil {
-		r.budget.recordCall()
+		if c := callOf(req.Context(), r.ev); c != nil {
+			r.budget.recordCall(c.now()) // the clock read the timeout layer made, if it did
+		} else {
+			r.budget.recordCall(r.ev.clock.Now())
+		}
 	}
 	var getBody func() (io.ReadCloser, error)
 	if req.Body != nil && req.Body != http.NoBody {

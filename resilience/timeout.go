@@ -2,18 +2,16 @@ package resilience
 
 import (
 	"context"
-	"io"
 	"net/http"
-	"net/http/httptrace"
-	"sync/atomic"
 	"time"
 )
 
 // timeoutTransport bounds the whole logical call by TimeoutSeconds, and each read of an
 // event stream by StreamIdleTimeoutSeconds.
 //
-// The deadline lives in a context that stays alive until the response body is read to EOF
-// or closed (one shared timer per pipeline fires the deadlines, see deadlines): cancelling it when RoundTrip returns, as a naive context.WithTimeout + defer
+// The deadline lives in the call's context (see call), which stays alive until the response
+// body is read to EOF or closed; one shared timer per pipeline fires the deadlines (see
+// deadlines). Cancelling it when RoundTrip returns, as a naive context.WithTimeout + defer
 // cancel does, would cut the body the caller has not read yet. For an event stream the
 // total limit stops when the stream's headers arrive; from then on only the idle limit
 // applies, re-armed on every read.
@@ -55,27 +53,25 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if err := tt.below.fastReject(req); err != nil {
 		return nil, err // the circuit is open: fail before arming any timer
 	}
-	if t.total <= 0 && t.idle <= 0 {
-		return tt.next.RoundTrip(req)
-	}
 	parent := req.Context()
-	ctx, cancel := context.WithCancelCause(parent)
-	c := &timeoutCall{Context: ctx, parent: parent, cancel: cancel, t: t}
-	if t.total > 0 {
-		c.deadline = t.ev.clock.Now().Add(t.total)
-		t.deadlines.add(c)
-	} else {
-		c.totalOff.Store(true)
+	c := &call{Context: parent, parent: parent, ev: t.ev, t: t}
+	c.totalOff.Store(true)
+	if t.total > 0 || t.idle > 0 {
+		c.Context, c.cancel = context.WithCancelCause(parent)
+		if t.total > 0 {
+			c.deadline = c.now().Add(t.total)
+			c.totalOff.Store(false)
+			t.deadlines.add(c)
+		}
+		if t.idle > 0 && tt.watched {
+			c.traceConn() // any answer may turn out to be an event stream
+		}
 	}
-	var callCtx context.Context = c
-	if t.idle > 0 && tt.watched {
-		callCtx = c.traceConn(callCtx) // any answer may turn out to be an event stream
-	}
-	resp, err := tt.next.RoundTrip(req.WithContext(callCtx))
+	resp, err := tt.next.RoundTrip(req.WithContext(c))
 	if err != nil {
 		c.stopTotal()
 		err = c.mapErr(err)
-		cancel(errCallEnded)
+		c.release()
 		return nil, err
 	}
 	if isEventStream(resp) {
@@ -96,39 +92,7 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return resp, nil
 }
 
-// timeoutCall is one call's deadline context and, once the response arrives, the wrapper of
-// its body: one allocation serves as both.
-type timeoutCall struct {
-	context.Context // cancellable child of the caller's context
-	parent          context.Context
-	cancel          context.CancelCauseFunc
-	t               *timeouts
-	deadline        time.Time // zero without a total timeout
-	idle            Timer
-	rc              io.ReadCloser
-	// For an event stream: whether a Read is waiting, since when, and the watched connection
-	// that carries the stream (nil when not watched).
-	reading   atomic.Bool
-	readSince atomic.Int64
-	conn      atomic.Pointer[watchedConn]
-	trace     httptrace.ClientTrace
-	// totalOff is set once the total timeout no longer applies: the call ended, or its
-	// stream's headers arrived. The pipeline's deadlines queue skips such calls.
-	totalOff       atomic.Bool
-	done, reported atomic.Bool
-}
-
-// Deadline reports the earlier of the caller's deadline and the pipeline's total deadline,
-// so the retry layer can tell when a wait would outlast the call.
-func (c *timeoutCall) Deadline() (time.Time, bool) {
-	pd, ok := c.parent.Deadline()
-	if c.deadline.IsZero() || (ok && pd.Before(c.deadline)) {
-		return pd, ok
-	}
-	return c.deadline, true
-}
-
-func (c *timeoutCall) expireTotal() {
+func (c *call) expireTotal() {
 	if !c.totalOff.Load() {
 		c.cancel(c.t.totalErr)
 	}
@@ -138,7 +102,7 @@ func (c *timeoutCall) expireTotal() {
 // cuts the stream only if the wire was silent all that time: when the connection read bytes
 // meanwhile (a Read blocked in the middle of an HTTP chunk), it re-arms for the rest of the
 // limit, counted from the last bytes.
-func (c *timeoutCall) expireIdle() {
+func (c *call) expireIdle() {
 	if !c.reading.Load() {
 		return // the Read ended as the timer fired
 	}
@@ -152,12 +116,12 @@ func (c *timeoutCall) expireIdle() {
 	c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: TimeoutStreamIdle, After: c.t.idle})
 }
 
-func (c *timeoutCall) stopTotal() { c.totalOff.Store(true) }
+func (c *call) stopTotal() { c.totalOff.Store(true) }
 
 // mapErr turns an error caused by the pipeline's own expiry into the *TimeoutError that
 // caused it, and reports the timeout once. The caller's own cancellation is left as it is.
-func (c *timeoutCall) mapErr(err error) error {
-	if c.Context.Err() == nil || c.parent.Err() != nil {
+func (c *call) mapErr(err error) error {
+	if c.cancel == nil || c.Context.Err() == nil || c.parent.Err() != nil {
 		return err
 	}
 	te, ok := context.Cause(c.Context).(*TimeoutError)
@@ -169,47 +133,3 @@ func (c *timeoutCall) mapErr(err error) error {
 	}
 	return te
 }
-
-func (c *timeoutCall) Read(b []byte) (int, error) {
-	if c.idle != nil {
-		c.readSince.Store(c.t.ev.clock.Now().UnixNano())
-		c.reading.Store(true)
-		c.idle.Reset(c.t.idle)
-	}
-	n, err := c.rc.Read(b)
-	if c.idle != nil {
-		c.reading.Store(false)
-		c.idle.Stop()
-	}
-	if err != nil {
-		if err != io.EOF {
-			err = c.mapErr(err)
-		}
-		c.end()
-	}
-	return n, err
-}
-
-func (c *timeoutCall) Close() error {
-	err := c.rc.Close()
-	c.end()
-	return err
-}
-
-func (c *timeoutCall) end() {
-	if c.done.CompareAndSwap(false, true) {
-		c.stopTotal()
-		if c.idle != nil {
-			c.idle.Stop()
-		}
-		c.cancel(errCallEnded)
-	}
-}
-
-// callEnded is the cause with which the timeout layer releases the context of a call whose
-// body is done, so that layers below can tell it from the caller giving up.
-type callEnded struct{}
-
-func (*callEnded) Error() string { return "resilience: call ended" }
-
-var errCallEnded error = &callEnded{}

@@ -117,7 +117,7 @@ func TestTimeout_AttemptTimeoutIsRetried(t *testing.T) {
 	o.AttemptTimeoutSeconds = 0.05
 	var rec recorder
 	c, _ := client(t, o, OnEvent(rec.observe))
-	code, err := call(t, c, s.url())
+	code, err := doCall(t, c, s.url())
 	if err != nil || code != 200 || s.hits.Load() != 2 {
 		t.Fatalf("%d %v after %d attempts", code, err, s.hits.Load())
 	}
@@ -135,7 +135,7 @@ func TestTimeout_AttemptTimeoutExhaustedIsErrTimeout(t *testing.T) {
 	o.RetryCount = 1
 	o.AttemptTimeoutSeconds = 0.03
 	c, _ := client(t, o)
-	_, err := call(t, c, s.url())
+	_, err := doCall(t, c, s.url())
 	var te *TimeoutError
 	if !errors.As(err, &te) || te.Limit != TimeoutAttempt || s.hits.Load() != 2 {
 		t.Fatalf("got %v after %d attempts, want an attempt timeout after 2", err, s.hits.Load())
@@ -267,7 +267,7 @@ func TestTimeout_SharedTimerKeepsEachCallsDeadline(t *testing.T) {
 	o.TimeoutSeconds = 0.15
 	c, p := client(t, o)
 	for i := 0; i < 50; i++ {
-		if code, err := call(t, c, s.url()); err != nil || code != 200 {
+		if code, err := doCall(t, c, s.url()); err != nil || code != 200 {
 			t.Fatalf("call %d: %d %v", i, code, err)
 		}
 	}
@@ -277,7 +277,7 @@ func TestTimeout_SharedTimerKeepsEachCallsDeadline(t *testing.T) {
 	stalled.Store(true)
 	results := make(chan error, 3)
 	for i := 0; i < 3; i++ {
-		go func() { _, err := call(t, c, s.url()); results <- err }()
+		go func() { _, err := doCall(t, c, s.url()); results <- err }()
 	}
 	for i := 0; i < 3; i++ {
 		if err := <-results; !errors.Is(err, ErrTimeout) {

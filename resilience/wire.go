@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"net/http"
-	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 )
@@ -90,11 +89,4 @@ func watchedOf(conn net.Conn) *watchedConn {
 		conn = u.NetConn()
 	}
 	return nil
-}
-
-// traceConn returns ctx with a trace hook that records, in c, the connection each attempt of
-// the call gets.
-func (c *timeoutCall) traceConn(ctx context.Context) context.Context {
-	c.trace.GotConn = func(info httptrace.GotConnInfo) { c.conn.Store(watchedOf(info.Conn)) }
-	return httptrace.WithClientTrace(ctx, &c.trace)
 }

@@ -1,0 +1,168 @@
+package resilience
+
+import (
+	"context"
+	"io"
+	"net/http/httptrace"
+	"sync/atomic"
+	"time"
+)
+
+// call is one logical call's record in a pipeline. The timeout layer makes it; it is the
+// context that the layers below see (a cancellable child of the caller's context when the
+// pipeline has time limits, the caller's context itself otherwise) and, once the answer
+// arrives, the wrapper of its body. Each layer keeps its part of the call here instead of
+// allocating a context or a body wrapper of its own, so that a successful call costs four
+// allocations: the record, the cancellable context (two) and the request that carries it.
+//
+// Each part belongs to one layer, which alone writes it:
+//
+//   - the timeout layer: the cancellable context, the total deadline, the idle timer of an
+//     event stream and the connection that carries it;
+//   - the circuit breaker: the ticket of a call whose outcome is settled when its body ends
+//     (set when the breaker finds the record in the request's context);
+//   - the bulkhead: the slot the call holds until its body ends (set when the bulkhead finds
+//     the record as the response's body).
+//
+// When the body ends — at EOF, on a read error or at Close, whichever comes first — the
+// parts finish from the inside out, as separate wrappers would: the breaker settles the
+// outcome, the timeout layer releases the context and its timers, the bulkhead frees the
+// slot.
+type call struct {
+	context.Context
+	parent context.Context
+	ev     *emitter // the pipeline's: a layer only ever claims a record of its own pipeline
+	start  time.Time
+
+	// The timeout layer's part.
+	t        *timeouts
+	cancel   context.CancelCauseFunc // nil when the pipeline has no time limits
+	deadline time.Time               // zero without a total timeout
+	idle     Timer
+	// For an event stream: whether a Read is waiting, since when, and the watched connection
+	// that carries the stream (nil when not watched).
+	reading   atomic.Bool
+	readSince atomic.Int64
+	conn      atomic.Pointer[watchedConn]
+	// totalOff is set once the total timeout no longer applies: the call ended, or its
+	// stream's headers arrived. The pipeline's deadlines queue skips such calls.
+	totalOff atomic.Bool
+	reported atomic.Bool // the timeout has been reported
+
+	// The circuit breaker's part: set when it settles the outcome at the body's end.
+	brk       *breaker
+	tk        ticket
+	waitClose bool // settle at Close, not at EOF (the request carries a failure reporter)
+	settled   atomic.Bool
+
+	// The bulkhead's part: the slot to free at the body's end.
+	slot *bulkhead
+
+	rc   io.ReadCloser
+	done atomic.Bool
+}
+
+// now returns the time the call started, read once from the pipeline's clock for every layer
+// that needs it.
+func (c *call) now() time.Time {
+	if c.start.IsZero() {
+		c.start = c.ev.clock.Now()
+	}
+	return c.start
+}
+
+// callOf returns the record of a call of the pipeline whose emitter is ev, when ctx is one.
+func callOf(ctx context.Context, ev *emitter) *call {
+	if c, ok := ctx.(*call); ok && c.ev == ev {
+		return c
+	}
+	return nil
+}
+
+// Deadline reports the earlier of the caller's deadline and the pipeline's total deadline,
+// so the retry layer can tell when a wait would outlast the call.
+func (c *call) Deadline() (time.Time, bool) {
+	pd, ok := c.parent.Deadline()
+	if c.deadline.IsZero() || (ok && pd.Before(c.deadline)) {
+		return pd, ok
+	}
+	return c.deadline, true
+}
+
+func (c *call) Read(b []byte) (int, error) {
+	if c.idle != nil {
+		c.readSince.Store(c.t.ev.clock.Now().UnixNano())
+		c.reading.Store(true)
+		c.idle.Reset(c.t.idle)
+	}
+	n, err := c.rc.Read(b)
+	if c.idle != nil {
+		c.reading.Store(false)
+		c.idle.Stop()
+	}
+	if err != nil {
+		if err == io.EOF {
+			if !c.waitClose {
+				c.settle(nil)
+			}
+		} else {
+			c.settle(err)
+			err = c.mapErr(err)
+		}
+		c.end()
+	}
+	return n, err
+}
+
+func (c *call) Close() error {
+	err := c.rc.Close()
+	c.settle(nil)
+	c.end()
+	return err
+}
+
+// settle reports the call's outcome to the circuit breaker, once, when the breaker waits for
+// the body's end: err is the read error that ended it, nil for EOF or Close.
+func (c *call) settle(err error) {
+	if c.brk != nil && c.settled.CompareAndSwap(false, true) {
+		c.brk.settle(c, c.tk, err)
+	}
+}
+
+// end releases what the call holds, once: the total deadline, the idle timer, the context,
+// the bulkhead slot.
+func (c *call) end() {
+	if c.done.CompareAndSwap(false, true) {
+		c.stopTotal()
+		if c.idle != nil {
+			c.idle.Stop()
+		}
+		c.release()
+		if c.slot != nil {
+			c.slot.finish(nil)
+		}
+	}
+}
+
+// release cancels the call's context, if it has one of its own, with the cause that tells
+// the layers below that the call ended rather than the caller giving up.
+func (c *call) release() {
+	if c.cancel != nil {
+		c.cancel(errCallEnded)
+	}
+}
+
+// traceConn makes the call's context record, in c, the connection each attempt of the call
+// gets.
+func (c *call) traceConn() {
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { c.conn.Store(watchedOf(info.Conn)) }}
+	c.Context = httptrace.WithClientTrace(c.Context, trace)
+}
+
+// callEnded is the cause with which the timeout layer releases the context of a call whose
+// body is done, so that layers below can tell it from the caller giving up.
+type callEnded struct{}
+
+func (*callEnded) Error() string { return "resilience: call ended" }
+
+var errCallEnded error = &callEnded{}
