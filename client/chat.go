@@ -30,10 +30,11 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*provide
 		ctx, tr = c.startCall(ctx, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	}
 	return walkChain(c, ctx, tr, req.Model, req.Needs(false),
-		func(ctx context.Context, e *entry, model string, _ *resilience.CallInfo) (*providers.ChatResponse, error) {
-			r := *req
-			r.Model = model
-			return e.provider.Chat(ctx, &r)
+		func(ctx context.Context, e *entry, model string) (*providers.ChatResponse, *resilience.CallInfo, error) {
+			call := new(resilience.Call)
+			call.Init(ctx, false)
+			resp, err := e.provider.Chat(call, withModel(req, model))
+			return resp, &call.Info, err
 		},
 		func(resp *providers.ChatResponse, name string, res *TryResult, _ time.Time) bool {
 			resp.Provider = name
@@ -56,10 +57,17 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 		ctx, tr = c.startCall(ctx, OperationEmbeddings, false, req.Model, 0, nil, nil)
 	}
 	return walkChain(c, ctx, tr, req.Model, providers.CapEmbeddings,
-		func(ctx context.Context, e *entry, model string, _ *resilience.CallInfo) (*providers.EmbedResponse, error) {
-			r := *req
-			r.Model = model
-			return e.provider.Embed(ctx, &r)
+		func(ctx context.Context, e *entry, model string) (*providers.EmbedResponse, *resilience.CallInfo, error) {
+			call := new(resilience.Call)
+			call.Init(ctx, false)
+			r := req
+			if model != req.Model {
+				cp := *req
+				cp.Model = model
+				r = &cp
+			}
+			resp, err := e.provider.Embed(call, r)
+			return resp, &call.Info, err
 		},
 		func(resp *providers.EmbedResponse, name string, res *TryResult, _ time.Time) bool {
 			resp.Provider = name
@@ -72,12 +80,13 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 
 // walkChain asks the providers of the chain in order, each for its own model, until one
 // answers or a failure must not fall back. Providers that lack a capability of need are
-// skipped. call makes one provider's try; info counts its attempts. served completes the
+// skipped. call makes one provider's try and returns, with its outcome, the CallInfo in which
+// the pipeline counted its attempts. served completes the
 // answer of provider name and, when telemetry is on (res != nil), what the tracker learns
 // about the try that began at start; it returns true when the call goes on after walkChain
 // returns (a stream), which then reports its own end. tr may be nil.
 func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, model string, need providers.Capabilities,
-	call func(ctx context.Context, e *entry, model string, info *resilience.CallInfo) (R, error),
+	call func(ctx context.Context, e *entry, model string) (R, *resilience.CallInfo, error),
 	served func(resp R, name string, res *TryResult, start time.Time) (open bool)) (R, error) {
 	var zero R
 	var failures []*providers.Error
@@ -96,8 +105,7 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, model stri
 		if tr != nil {
 			start = time.Now()
 		}
-		callCtx, info := resilience.WithCallInfo(ctx)
-		resp, err := call(callCtx, e, m, info)
+		resp, info, err := call(ctx, e, m)
 		if err == nil {
 			if tr == nil {
 				served(resp, name, nil, start)
@@ -130,6 +138,17 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, model stri
 			Message: "no provider of the chain can serve this call: " + strings.Join(skipped, ", ")})
 	}
 	return zero, endCall(tr, chainError(failures, skipped, stopped))
+}
+
+// withModel returns req asking for model: req itself when it already does, else a copy. A
+// provider never changes the request it is given.
+func withModel(req *providers.ChatRequest, model string) *providers.ChatRequest {
+	if model == req.Model {
+		return req
+	}
+	r := *req
+	r.Model = model
+	return &r
 }
 
 // endCall reports the failure err of a call to its tracker, if any, and returns err.

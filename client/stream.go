@@ -32,19 +32,22 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*S
 		ctx, tr = c.startCall(ctx, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	}
 	return walkChain(c, ctx, tr, req.Model, req.Needs(true),
-		func(ctx context.Context, e *entry, model string, info *resilience.CallInfo) (*Stream, error) {
-			r := *req
-			r.Model = model
-			ctx, report := resilience.WithFailureReporter(ctx)
-			inner, err := e.provider.ChatStream(ctx, &r)
+		func(ctx context.Context, e *entry, model string) (*Stream, *resilience.CallInfo, error) {
+			s := &Stream{ctx: ctx, provider: e.name}
+			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
+			inner, err := e.provider.ChatStream(&s.call, withModel(req, model))
 			if err != nil {
-				return nil, err
+				return nil, &s.call.Info, err
 			}
-			s := &Stream{ctx: ctx, provider: e.name, inner: inner, report: report, info: info}
+			s.inner = inner
+			if _, keeps := inner.(providers.TextKeeper); !keeps {
+				s.text = new(strings.Builder) // a third-party stream: keep the text here
+			}
+			s.pending = s.first[:0]
 			if perr := s.awaitContent(e.firstContent); perr != nil {
-				return nil, perr
+				return nil, &s.call.Info, perr
 			}
-			return s, nil
+			return s, &s.call.Info, nil
 		},
 		func(s *Stream, _ string, res *TryResult, start time.Time) bool {
 			if res == nil {
@@ -60,13 +63,13 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*S
 // It is not safe for concurrent use, except Close.
 type Stream struct {
 	ctx      context.Context // the caller's, for telling its cancellation from a failure
+	call     resilience.Call // the provider's context: CallInfo, and failures for the breaker
 	provider string
 	inner    providers.Stream
-	report   func(error)
-	info     *resilience.CallInfo
-	pending  []providers.Delta // received while waiting for the first content
-	text     strings.Builder
-	err      error // sticky
+	pending  []providers.Delta  // received while waiting for the first content
+	first    [1]providers.Delta // pending's room for the usual case: the first content alone
+	text     *strings.Builder   // the text delivered, when inner is no providers.TextKeeper
+	err      error              // sticky
 	done     bool
 	closed   atomic.Bool
 	tel      *streamTelemetry // nil without telemetry
@@ -103,7 +106,15 @@ func (t *streamTelemetry) end(perr *providers.Error, last providers.Delta, close
 func (s *Stream) Provider() string { return s.provider }
 
 // Text returns the text received so far.
-func (s *Stream) Text() string { return s.text.String() }
+func (s *Stream) Text() string {
+	if s.text != nil {
+		return s.text.String()
+	}
+	if k, ok := s.inner.(providers.TextKeeper); ok {
+		return k.Text()
+	}
+	return ""
+}
 
 // awaitContent reads until the first delta that carries content or ends the stream, within
 // limit (0 = no limit). On failure it closes the stream and returns the classified error.
@@ -177,7 +188,9 @@ func (s *Stream) Recv() (providers.Delta, error) {
 }
 
 func (s *Stream) accept(d providers.Delta) {
-	s.text.WriteString(d.Text)
+	if s.text != nil {
+		s.text.WriteString(d.Text)
+	}
 	if d.Done {
 		s.done = true
 		s.tel.end(nil, d, false)
@@ -187,10 +200,10 @@ func (s *Stream) accept(d providers.Delta) {
 // fail classifies err, records it as the stream's sticky error, and reports failures that
 // mean the provider is unwell to its circuit breaker.
 func (s *Stream) fail(err error) *providers.Error {
-	perr := classify(s.ctx, s.provider, err, s.info)
-	perr.Partial = s.text.String()
+	perr := classify(s.ctx, s.provider, err, &s.call.Info)
+	perr.Partial = s.Text()
 	if perr.Kind.Unwell() {
-		s.report(perr)
+		s.call.ReportFailure(perr)
 	}
 	s.err = perr
 	s.tel.end(perr, providers.Delta{}, false)

@@ -127,6 +127,14 @@ type Stream interface {
 	Close() error
 }
 
+// TextKeeper is implemented by a Stream that keeps the text it has delivered (the Text of
+// every delta so far, in order), as the streams of this module's providers do for the Partial
+// of their errors. The client then reads it instead of keeping a second copy. Text must be
+// safe to call between calls of Recv.
+type TextKeeper interface {
+	Text() string
+}
+
 // EmbedRequest asks for one embedding per input.
 type EmbedRequest struct {
 	Model  string

@@ -89,6 +89,9 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	c.rc = resp.Body
 	resp.Body = c
+	// The caller's request, not the copy that carried the call's context: the copy is the
+	// pipeline's business, and a long stream need not keep it alive.
+	resp.Request = req
 	return resp, nil
 }
 

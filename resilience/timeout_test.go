@@ -286,3 +286,30 @@ func TestTimeout_SharedTimerKeepsEachCallsDeadline(t *testing.T) {
 	}
 	eventually(t, "the queue to drain", func() bool { return p.timeouts.deadlines.pending() == 0 })
 }
+
+// The response names the caller's request, not the pipeline's copy that carried the call's
+// context, so that a long stream does not keep the copy alive.
+func TestTimeout_ResponseNamesTheCallersRequest(t *testing.T) {
+	s := newScript(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, "data: {}\n\n")
+	})
+	p, err := New(testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http.Transport{}
+	t.Cleanup(tr.CloseIdleConnections)
+	req, _ := http.NewRequest(http.MethodPost, s.url(), strings.NewReader(`{}`))
+	resp, err := p.Wrap(tr).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.Request != req {
+		t.Fatalf("resp.Request is %p, want the caller's %p", resp.Request, req)
+	}
+	if _, ok := resp.Request.Context().(*call); ok {
+		t.Fatal("the response carries the pipeline's call context")
+	}
+}

@@ -66,12 +66,7 @@ func (s Scrubber) Redact(text string) string {
 			return u.Scheme + "://" + u.Host
 		})
 	}
-	for _, secret := range s.secrets {
-		text = redactSecret(text, secret)
-	}
-	if strings.Contains(text, "sk-") {
-		text = skKey.ReplaceAllString(text, "sk-"+Mask)
-	}
+	text = s.redactKeys(text)
 	if hasFold(text, "bearer") {
 		text = bearer.ReplaceAllString(text, "${1}"+Mask)
 	}
@@ -87,7 +82,34 @@ func (s Scrubber) Redact(text string) string {
 // (newlines included) replaced by a space, then the result cut to at most max bytes on a rune
 // boundary with "…" appended when cut. max <= 0 means no cut.
 func (s Scrubber) Text(text string, max int) string {
+	if plain(text) {
+		// Most fields are IDs and model names. Letters, digits, '.', '_' and '-' hold no URL,
+		// bearer token, key=value pair, control character or invalid UTF-8: only a key itself.
+		return Clip(s.redactKeys(text), max)
+	}
 	return Clip(Line(s.Redact(strings.ToValidUTF8(text, "\uFFFD"))), max)
+}
+
+// plain reports whether text holds only ASCII letters, digits, '.', '_' and '-'.
+func plain(text string) bool {
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// redactKeys is Redact for plain text: the configured secrets and sk-… keys.
+func (s Scrubber) redactKeys(text string) string {
+	for _, secret := range s.secrets {
+		text = redactSecret(text, secret)
+	}
+	if strings.Contains(text, "sk-") {
+		text = skKey.ReplaceAllString(text, "sk-"+Mask)
+	}
+	return text
 }
 
 // Line replaces control characters with spaces, so text stays on one line.

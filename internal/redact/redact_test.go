@@ -113,3 +113,26 @@ func TestCheckBaseURL(t *testing.T) {
 		}
 	}
 }
+
+// Text takes a short cut for IDs and model names (letters, digits, '.', '_', '-'), which
+// must still lose a key hidden among them and agree with the full path everywhere else.
+func TestText_PlainFieldsStillLoseKeys(t *testing.T) {
+	s := New(key)
+	for in, want := range map[string]string{
+		"gpt-4o-mini-2024-07-18":  "gpt-4o-mini-2024-07-18",
+		"chatcmpl-" + key:         "chatcmpl-" + Mask,
+		"msg_" + key[:12]:         "msg_" + Mask,
+		"req-sk-abcdefghijklmnop": "req-sk-" + Mask,
+		"a.b_c-d":                 "a.b_c-d",
+		"model bearer " + key:     "model bearer " + Mask, // not plain: the full path
+	} {
+		if got := s.Text(in, 0); got != want {
+			t.Errorf("Text(%q) = %q, want %q", in, got, want)
+		}
+		if plain(in) {
+			if full := Clip(Line(s.Redact(in)), 0); full != s.Text(in, 0) {
+				t.Errorf("Text(%q): short cut %q, full path %q", in, s.Text(in, 0), full)
+			}
+		}
+	}
+}

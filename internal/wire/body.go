@@ -39,16 +39,24 @@ type Limited struct {
 	left  int64 // bytes that may still be read
 	max   int64
 	limit string
-	head  [HeadSize]byte
+	head  *[HeadSize]byte // nil: keep none
 	nhead int
 }
 
 // HeadSize is how many of a body's first bytes Limited keeps.
 const HeadSize = 512
 
-// NewLimited wraps rc.
+// NewLimited wraps rc, keeping its head in a buffer of its own.
 func NewLimited(rc io.ReadCloser, max int64, limit string) *Limited {
-	return &Limited{rc: rc, left: max, max: max, limit: limit}
+	b := new(Limited)
+	b.Reset(rc, max, limit, new([HeadSize]byte))
+	return b
+}
+
+// Reset makes b wrap rc afresh, keeping the head in head (nil: keep none), for a caller that
+// keeps a Limited inside a larger struct and lends it a head buffer for the call.
+func (b *Limited) Reset(rc io.ReadCloser, max int64, limit string, head *[HeadSize]byte) {
+	*b = Limited{rc: rc, left: max, max: max, limit: limit, head: head}
 }
 
 // Read reads from the body; past the limit it returns the *providers.LimitError.
@@ -61,7 +69,7 @@ func (b *Limited) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	b.left -= int64(n)
-	if b.nhead < HeadSize && n > 0 {
+	if b.head != nil && b.nhead < HeadSize && n > 0 {
 		b.nhead += copy(b.head[b.nhead:], p[:n])
 	}
 	if b.left < 0 {
@@ -73,8 +81,14 @@ func (b *Limited) Read(p []byte) (int, error) {
 // Close closes the body.
 func (b *Limited) Close() error { return b.rc.Close() }
 
-// Head returns the first bytes read (up to HeadSize), trimmed of surrounding white space.
-func (b *Limited) Head() []byte { return bytes.TrimSpace(b.head[:b.nhead]) }
+// Head returns the first bytes read (up to HeadSize), trimmed of surrounding white space; nil
+// when b keeps no head.
+func (b *Limited) Head() []byte {
+	if b.head == nil {
+		return nil
+	}
+	return bytes.TrimSpace(b.head[:b.nhead])
+}
 
 // Complete reports whether Head holds the whole body read so far.
-func (b *Limited) Complete() bool { return b.max-b.left <= int64(b.nhead) }
+func (b *Limited) Complete() bool { return b.head != nil && b.max-b.left <= int64(b.nhead) }

@@ -128,7 +128,9 @@ func (s *SSEReader) readLine() ([]byte, error) {
 //     comments and other non-data lines between two data lines, or the non-data,
 //     non-comment lines of the whole stream (what go-openai keeps) pass the limit;
 //   - drops ":" comment lines (keep-alives), which carry nothing, so they never reach the
-//     reader above and are never kept;
+//     reader above and are never kept, and blank lines ("\n"), which go-openai reads one by
+//     one (a line, an allocation and two regular expressions each) only to skip them: it
+//     takes each data line as a whole event;
 //   - notes whether "data: [DONE]" went by, which go-openai does not tell apart from a body
 //     that simply ended.
 //
@@ -140,7 +142,7 @@ type SSEGuard struct {
 	err error // sticky limit error
 
 	started bool  // a line has begun
-	drop    bool  // the current line is a comment
+	drop    bool  // the current line is a comment or blank
 	lineLen int64 // bytes of the current line so far
 	prefix  [32]byte
 	plen    int
@@ -150,7 +152,14 @@ type SSEGuard struct {
 }
 
 // NewSSEGuard guards rc with the event limit max.
-func NewSSEGuard(rc io.ReadCloser, max int64) *SSEGuard { return &SSEGuard{rc: rc, max: max} }
+func NewSSEGuard(rc io.ReadCloser, max int64) *SSEGuard {
+	g := new(SSEGuard)
+	g.Reset(rc, max)
+	return g
+}
+
+// Reset makes g guard rc afresh, for a caller that keeps an SSEGuard inside a larger struct.
+func (g *SSEGuard) Reset(rc io.ReadCloser, max int64) { *g = SSEGuard{rc: rc, max: max} }
 
 // Done reports whether the stream's terminal "data: [DONE]" line went by.
 func (g *SSEGuard) Done() bool { return g.done }
@@ -179,31 +188,40 @@ func (g *SSEGuard) Read(p []byte) (int, error) {
 // Close closes the underlying body.
 func (g *SSEGuard) Close() error { return g.rc.Close() }
 
-// filter scans b, removes comment lines from it in place and returns the length kept.
+// filter scans b line by line, removes comment and blank lines from it in place and returns
+// the length kept.
 func (g *SSEGuard) filter(b []byte) (int, error) {
 	w := 0
-	for _, c := range b {
+	for i := 0; i < len(b); {
 		if !g.started {
 			g.started = true
-			g.drop = c == ':'
+			g.drop = b[i] == ':' || b[i] == '\n' // a comment, or a blank line
 		}
-		g.lineLen++
-		if g.lineLen > g.max {
+		end, eol := len(b), false // the current line's piece of b, and whether it ends in b
+		if j := bytes.IndexByte(b[i:], '\n'); j >= 0 {
+			end, eol = i+j+1, true
+		}
+		piece := b[i:end]
+		if room := g.max - g.lineLen; int64(len(piece)) > room {
+			if !g.drop {
+				w += copy(b[w:], piece[:room])
+			}
 			return w, &providers.LimitError{Limit: "MaxEventBytes", Max: g.max}
 		}
-		if !g.drop {
-			b[w] = c
-			w++
+		g.lineLen += int64(len(piece))
+		text := piece
+		if eol {
+			text = piece[:len(piece)-1]
 		}
-		if c == '\n' {
+		g.plen += copy(g.prefix[g.plen:], text) // before piece moves down over itself
+		if !g.drop {
+			w += copy(b[w:], piece)
+		}
+		i = end
+		if eol {
 			if err := g.endLine(); err != nil {
 				return w, err
 			}
-			continue
-		}
-		if g.plen < len(g.prefix) {
-			g.prefix[g.plen] = c
-			g.plen++
 		}
 	}
 	return w, nil

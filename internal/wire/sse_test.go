@@ -17,15 +17,17 @@ func TestSSEGuard_SeesDoneWhereverReadsSplit(t *testing.T) {
 		name, body, want string
 		done             bool
 	}{
-		{"plain", "data: {}\n\ndata: [DONE]\n\n", "", true},
+		// Blank lines ("\n") are dropped with comments: go-openai takes each data line as an event.
+		{"plain", "data: {}\n\ndata: [DONE]\n\n", "data: {}\ndata: [DONE]\n", true},
 		{"crlf", "data: {}\r\n\r\ndata: [DONE]\r\n\r\n", "", true},
-		{"no space", "data:[DONE]\n\n", "", true},
-		{"no final newline", "data: {}\n\ndata: [DONE]", "", true},
-		{"missing", "data: {}\n\n", "", false},
-		{"inside a long line", long, "", false},
-		{"inside json", `data: {"content":"[DONE]"}` + "\n\n", "", false},
-		{"comment, dropped", ": [DONE]\n\ndata: {}\n\n", "\ndata: {}\n\n", false},
-		{"keep-alives dropped", "data: {}\n\n: keep-alive\n: ping\ndata: [DONE]\n\n", "data: {}\n\ndata: [DONE]\n\n", true},
+		{"no space", "data:[DONE]\n\n", "data:[DONE]\n", true},
+		{"no final newline", "data: {}\n\ndata: [DONE]", "data: {}\ndata: [DONE]", true},
+		{"missing", "data: {}\n\n", "data: {}\n", false},
+		{"inside a long line", long, strings.TrimSuffix(long, "\n"), false},
+		{"inside json", `data: {"content":"[DONE]"}` + "\n\n", `data: {"content":"[DONE]"}` + "\n", false},
+		{"comment, dropped", ": [DONE]\n\ndata: {}\n\n", "data: {}\n", false},
+		{"keep-alives dropped", "data: {}\n\n: keep-alive\n: ping\ndata: [DONE]\n\n", "data: {}\ndata: [DONE]\n", true},
+		{"runs of blank lines dropped", "data: a\n\n\n\ndata: b\n", "data: a\ndata: b\n", false},
 	}
 	for _, tt := range tests {
 		want := tt.want

@@ -25,18 +25,53 @@ const (
 	maxField   = 128  // Error.Type, Code, RequestID and the like
 )
 
-// NoRedirects returns a copy of hc (nil means http.DefaultClient) that never follows a
-// redirect: it hands the 3xx back instead, for Redirect to turn into an error. The original is
-// not modified. Go's client would otherwise resend a 307/308 body, and it strips only
-// Authorization and Cookie, only when the host name changes, never for another port: an
-// x-api-key or api-key header would reach whoever the Location names.
-func NoRedirects(hc *http.Client) *http.Client {
+// Sender sends a provider's requests over the *http.Client it was configured with, and never
+// follows a redirect: it hands the 3xx back instead, for Redirect to turn into an error. Go's
+// client would otherwise resend a 307/308 body, and it strips only Authorization and Cookie,
+// only when the host name changes, never for another port: an x-api-key or api-key header
+// would reach whoever the Location names.
+//
+// What an http.Client adds to its transport is, for these requests, only the redirect policy
+// and, when configured, a cookie jar and a timeout. So when the client has neither jar nor
+// timeout, Sender hands the request straight to the client's transport (the resilience
+// pipeline, usually), skipping the copies of headers and URL that Client.Do makes on every
+// call to follow redirects it will not follow. Otherwise it goes through a copy of the client
+// whose CheckRedirect refuses them.
+type Sender struct {
+	rt     http.RoundTripper // the transport to call directly; nil: use client
+	client *http.Client
+}
+
+// NewSender returns the Sender for hc (nil means http.DefaultClient), which is not modified.
+func NewSender(hc *http.Client) Sender {
 	if hc == nil {
 		hc = http.DefaultClient
 	}
+	if hc.Jar == nil && hc.Timeout == 0 {
+		rt := hc.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		return Sender{rt: rt}
+	}
 	c := *hc
 	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	return &c
+	return Sender{client: &c}
+}
+
+// Do sends req and returns the response, redirects included, as http.Client.Do does.
+func (s Sender) Do(req *http.Request) (*http.Response, error) {
+	if s.rt == nil {
+		return s.client.Do(req)
+	}
+	resp, err := s.rt.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp == nil {
+		return nil, errors.New("the HTTP transport returned neither a response nor an error")
+	}
+	return resp, nil
 }
 
 // Errors makes the *providers.Error values of one provider: it knows the provider's name and
@@ -102,9 +137,10 @@ func (x Errors) Redirect(resp *http.Response) *providers.Error {
 // RequestID returns the provider's request ID header (x-request-id, request-id,
 // apim-request-id), unscrubbed: Finish scrubs it with the rest of the error.
 func RequestID(h http.Header) string {
-	for _, k := range []string{"X-Request-Id", "Request-Id", "Apim-Request-Id"} {
-		if v := h.Get(k); v != "" {
-			return v
+	// The keys are in canonical form, so the map is indexed without Header.Get's work.
+	for _, k := range [...]string{"X-Request-Id", "Request-Id", "Apim-Request-Id"} {
+		if v := h[k]; len(v) > 0 && v[0] != "" {
+			return v[0]
 		}
 	}
 	return ""

@@ -25,7 +25,7 @@ type Provider struct {
 	maxTokens int
 	limits    providers.Limits
 	errs      wire.Errors // knows the API key, to scrub it from errors
-	client    *http.Client
+	client    wire.Sender
 	given     *http.Client // the client of Config.HTTPClient, for HTTPClient
 }
 
@@ -51,7 +51,7 @@ func New(cfg Config) (*Provider, error) {
 		maxTokens: cfg.DefaultMaxTokens,
 		limits:    cfg.Limits,
 		errs:      wire.NewErrors(cfg.Name, cfg.APIKey),
-		client:    wire.NoRedirects(cfg.HTTPClient),
+		client:    wire.NewSender(cfg.HTTPClient),
 		given:     cfg.HTTPClient,
 	}, nil
 }

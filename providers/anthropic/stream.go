@@ -202,3 +202,8 @@ func (s *stream) Close() error {
 	})
 	return s.closeErr
 }
+
+var _ providers.TextKeeper = (*stream)(nil)
+
+// Text returns the text delivered so far (providers.TextKeeper).
+func (s *stream) Text() string { return s.partial.String() }

@@ -3,6 +3,7 @@ package openai
 import (
 	"encoding/json"
 	"math"
+	"sync"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -21,7 +22,9 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 //
 // Temperature and top-p: go-openai drops a zero float32 (omitempty), so an explicit 0 is
 // sent as the smallest positive float32, which every server treats as 0.
-func (p *Provider) chatRequest(req *providers.ChatRequest) (goopenai.ChatCompletionRequest, error) {
+//
+// msgs is the room for the messages, len(req.Messages) long (see getMessages).
+func (p *Provider) chatRequest(req *providers.ChatRequest, msgs []goopenai.ChatCompletionMessage) (goopenai.ChatCompletionRequest, error) {
 	if err := req.Validate(); err != nil {
 		return goopenai.ChatCompletionRequest{}, p.refuse(err)
 	}
@@ -37,7 +40,7 @@ func (p *Provider) chatRequest(req *providers.ChatRequest) (goopenai.ChatComplet
 	}
 	out := goopenai.ChatCompletionRequest{
 		Model:    model,
-		Messages: make([]goopenai.ChatCompletionMessage, len(req.Messages)),
+		Messages: msgs,
 		Stop:     req.Stop,
 	}
 	for i, m := range req.Messages {
@@ -69,6 +72,39 @@ func (p *Provider) chatRequest(req *providers.ChatRequest) (goopenai.ChatComplet
 		}})
 	}
 	return out, nil
+}
+
+// messagePool keeps the message slices of go-openai requests between calls: go-openai encodes
+// a request before it sends it and keeps nothing of it, so the slice is free again once the
+// call that built it has returned.
+var messagePool sync.Pool
+
+// getMessages returns room for the messages of req; putMessages gives it back.
+func getMessages(req *providers.ChatRequest) *[]goopenai.ChatCompletionMessage {
+	n := 0
+	if req != nil {
+		n = len(req.Messages)
+	}
+	m, _ := messagePool.Get().(*[]goopenai.ChatCompletionMessage)
+	if m == nil {
+		m = new([]goopenai.ChatCompletionMessage)
+	}
+	if cap(*m) < n {
+		*m = make([]goopenai.ChatCompletionMessage, n)
+	}
+	*m = (*m)[:n]
+	return m
+}
+
+// maxPooledMessages bounds the slices kept, so one long conversation does not pin its room.
+const maxPooledMessages = 64
+
+func putMessages(m *[]goopenai.ChatCompletionMessage) {
+	clear(*m) // keep none of the caller's text
+	if cap(*m) <= maxPooledMessages {
+		*m = (*m)[:0]
+		messagePool.Put(m)
+	}
 }
 
 // needsMaxCompletionTokens reports whether go-openai refuses max_tokens for model: its

@@ -57,7 +57,7 @@ func New(cfg Config) (*Provider, error) {
 	}
 	errs := wire.NewErrors(cfg.Name, cfg.APIKey)
 	cc.OrgID = cfg.Organization
-	cc.HTTPClient = doer{client: wire.NoRedirects(cfg.HTTPClient), limits: cfg.Limits, errs: errs}
+	cc.HTTPClient = doer{client: wire.NewSender(cfg.HTTPClient), limits: cfg.Limits, errs: errs}
 	cc.EmptyMessagesLimit = emptyMessagesLimit
 	return &Provider{
 		name:        cfg.Name,
@@ -92,14 +92,18 @@ func (p *Provider) Client() *goopenai.Client { return p.client }
 
 // Chat sends a chat completion and waits for the whole answer.
 func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
-	creq, err := p.chatRequest(req)
+	msgs := getMessages(req)
+	defer putMessages(msgs)
+	creq, err := p.chatRequest(req, *msgs)
 	if err != nil {
 		return nil, err
 	}
-	ctx, x := withExchange(ctx, false)
-	resp, err := p.client.CreateChatCompletion(ctx, creq)
+	call := newChatCall(ctx)
+	defer call.done()
+	x := &call.exchange
+	resp, err := p.client.CreateChatCompletion(x, creq)
 	if err != nil {
-		return nil, p.toError(ctx, x, err)
+		return nil, p.toError(x, x, err)
 	}
 	if len(resp.Choices) == 0 {
 		return nil, p.noAnswer(x, "no choices")
@@ -128,14 +132,16 @@ func (p *Provider) Embed(ctx context.Context, req *providers.EmbedRequest) (*pro
 	if model == "" || len(req.Inputs) == 0 {
 		return nil, p.badRequest("an embedding request needs a model (or Config.Model) and at least one input")
 	}
-	ctx, x := withExchange(ctx, false)
-	resp, err := p.client.CreateEmbeddings(ctx, goopenai.EmbeddingRequest{
+	call := newChatCall(ctx)
+	defer call.done()
+	x := &call.exchange
+	resp, err := p.client.CreateEmbeddings(x, goopenai.EmbeddingRequest{
 		Input:          req.Inputs,
 		Model:          goopenai.EmbeddingModel(model),
 		EncodingFormat: goopenai.EmbeddingEncodingFormatFloat,
 	})
 	if err != nil {
-		return nil, p.toError(ctx, x, err)
+		return nil, p.toError(x, x, err)
 	}
 	if len(resp.Data) == 0 {
 		return nil, p.noAnswer(x, "no embeddings")

@@ -5,7 +5,7 @@ import (
 	"errors"
 	"io"
 	"strings"
-	"sync"
+	"sync/atomic"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -22,20 +22,27 @@ const drainLimit = 4 << 10
 // already closed. The stream asks for a final usage chunk (stream_options.include_usage)
 // unless Config.OmitStreamUsage is set.
 func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (providers.Stream, error) {
-	creq, err := p.chatRequest(req)
+	msgs := getMessages(req)
+	defer putMessages(msgs)
+	creq, err := p.chatRequest(req, *msgs)
 	if err != nil {
 		return nil, err
 	}
 	if p.streamUsage {
-		creq.StreamOptions = &goopenai.StreamOptions{IncludeUsage: true}
+		creq.StreamOptions = includeUsage
 	}
-	ctx, x := withExchange(ctx, true)
-	st, err := p.client.CreateChatCompletionStream(ctx, creq)
+	s := &stream{p: p}
+	s.Context, s.streaming, s.guardRoom = ctx, true, &s.sse
+	st, err := p.client.CreateChatCompletionStream(&s.exchange, creq)
 	if err != nil {
-		return nil, p.toError(ctx, x, err)
+		return nil, p.toError(&s.exchange, &s.exchange, err)
 	}
-	return &stream{ctx: ctx, p: p, st: st, x: x}, nil
+	s.st = st
+	return s, nil
 }
+
+// includeUsage asks for the final usage chunk; go-openai only reads it.
+var includeUsage = &goopenai.StreamOptions{IncludeUsage: true}
 
 // stream adapts a go-openai chat stream to providers.Stream.
 //
@@ -50,18 +57,18 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 // Recv must be called from one goroutine at a time; Close may be called from any goroutine,
 // any number of times, to abort the stream.
 type stream struct {
-	ctx    context.Context
-	p      *Provider
-	st     *goopenai.ChatCompletionStream
-	x      *exchange
-	finish providers.FinishReason
-	usage  providers.Usage
-	err    error // sticky: io.EOF after the Done delta, or the failure
+	exchange // the call's: its context, and what the HTTP layer saw
+	p        *Provider
+	st       *goopenai.ChatCompletionStream
+	finish   providers.FinishReason
+	usage    providers.Usage
+	err      error // sticky: io.EOF after the Done delta, or the failure
 
 	partial strings.Builder // the text delivered so far, for the error of a failed stream
 
-	closeOnce sync.Once
-	closeErr  error
+	closed atomic.Bool
+
+	sse wire.SSEGuard // the room for the exchange's guard
 }
 
 // Recv returns the next delta; see stream.
@@ -98,9 +105,9 @@ func (s *stream) Recv() (providers.Delta, error) {
 // end turns go-openai's final error into the Done delta (releasing the body at once) or the
 // stream's failure.
 func (s *stream) end(err error) (providers.Delta, error) {
-	if err == io.EOF && s.x.guard != nil && s.x.guard.Done() {
+	if err == io.EOF && s.guard != nil && s.guard.Done() {
 		s.err = io.EOF
-		_, _ = io.Copy(io.Discard, io.LimitReader(s.x.guard, drainLimit))
+		_, _ = io.Copy(io.Discard, io.LimitReader(s.guard, drainLimit))
 		_ = s.Close()
 		finish := s.finish
 		if finish == "" {
@@ -119,14 +126,14 @@ func (s *stream) end(err error) (providers.Delta, error) {
 // failure maps an error from go-openai's Recv.
 func (s *stream) failure(err error) *providers.Error {
 	var apiErr *goopenai.APIError
-	if s.ctx.Err() == nil && errors.As(err, &apiErr) {
-		return s.p.streamError(apiErr, s.x)
+	if s.Context.Err() == nil && errors.As(err, &apiErr) {
+		return s.p.streamError(apiErr, &s.exchange)
 	}
 	var e *providers.Error
 	switch {
-	case s.ctx.Err() != nil:
+	case s.Context.Err() != nil:
 		// The caller's own deadline or cancellation, wherever it struck.
-		e = s.p.errs.Canceled(s.ctx, err)
+		e = s.p.errs.Canceled(s.Context, err)
 	case err == io.EOF:
 		e = &providers.Error{Kind: providers.KindStreamTruncated,
 			Message: "the stream ended without its terminal [DONE] event", Err: io.ErrUnexpectedEOF}
@@ -137,14 +144,21 @@ func (s *stream) failure(err error) *providers.Error {
 		e = &providers.Error{Kind: providers.KindUnavailable,
 			Message: "reading the stream: " + err.Error(), Err: err}
 	}
-	e.StatusCode = s.x.status
-	e.RequestID = wire.RequestID(s.x.header)
+	e.StatusCode = s.status
+	e.RequestID = wire.RequestID(s.header)
 	return s.p.errs.Finish(e)
 }
 
-// Close releases the connection. It is safe to call more than once and concurrently with
-// Recv, which then fails.
+// Close releases the connection. It is safe to call more than once (the calls after the first
+// do nothing) and concurrently with Recv, which then fails.
 func (s *stream) Close() error {
-	s.closeOnce.Do(func() { s.closeErr = s.st.Close() })
-	return s.closeErr
+	if s.closed.Swap(true) {
+		return nil
+	}
+	return s.st.Close()
 }
+
+var _ providers.TextKeeper = (*stream)(nil)
+
+// Text returns the text delivered so far (providers.TextKeeper).
+func (s *stream) Text() string { return s.partial.String() }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"sync"
 
 	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
@@ -14,25 +15,58 @@ import (
 // response status and headers (go-openai drops them on error paths, and always on streams),
 // whether the error body was cut at the limit, and the guards around a successful body.
 //
-// One exchange belongs to one call and lives in that call's context. go-openai calls
-// HTTPDoer.Do synchronously, on the caller's goroutine, so the writes in Do happen before
-// the call returns and the reads that follow need no locking.
+// An exchange is the context of the call it belongs to: the doer finds it there. go-openai
+// calls HTTPDoer.Do synchronously, on the caller's goroutine, so the writes in Do happen
+// before the call returns and the reads that follow need no locking. The call provides the
+// room for the body's guard (see chatCall and stream), so that one allocation per call holds
+// them all.
 type exchange struct {
-	stream bool        // guard a successful body as an event stream
-	sent   bool        // Do was called: go-openai's own checks passed
-	status int         // 0 until a response arrived
-	header http.Header // the response headers, nil until a response arrived
-	cut    bool        // the error body was longer than Limits.MaxErrorBodyBytes
-	body   *wire.Limited
-	guard  *wire.SSEGuard
+	context.Context
+	streaming bool        // guard a successful body as an event stream
+	sent      bool        // Do was called: go-openai's own checks passed
+	status    int         // 0 until a response arrived
+	header    http.Header // the response headers, nil until a response arrived
+	cut       bool        // the error body was longer than Limits.MaxErrorBodyBytes
+	body      *wire.Limited
+	guard     *wire.SSEGuard
+	bodyRoom  *wire.Limited        // where to keep body; nil: allocate it
+	head      *[wire.HeadSize]byte // where body keeps its first bytes; nil: nowhere
+	guardRoom *wire.SSEGuard       // where to keep guard; nil: allocate it
 }
 
 type exchangeKey struct{}
 
-// withExchange returns ctx carrying a fresh exchange for one call.
-func withExchange(ctx context.Context, stream bool) (context.Context, *exchange) {
-	x := &exchange{stream: stream}
-	return context.WithValue(ctx, exchangeKey{}, x), x
+// Value returns the exchange itself for exchangeKey and defers everything else.
+func (x *exchange) Value(key any) any {
+	if _, ok := key.(exchangeKey); ok {
+		return x
+	}
+	return x.Context.Value(key)
+}
+
+// chatCall is the exchange of a call whose answer is one JSON document, with the room for its
+// bounded body and, lent for the call, a buffer for the body's head.
+type chatCall struct {
+	exchange
+	limited wire.Limited
+}
+
+// heads lends chat calls the buffer in which their body's first bytes are kept: they are
+// needed only until the call returns (to describe a body that held no answer), so one buffer
+// per call in flight serves instead of one per call.
+var heads = sync.Pool{New: func() any { return new([wire.HeadSize]byte) }}
+
+func newChatCall(ctx context.Context) *chatCall {
+	c := &chatCall{}
+	c.Context, c.bodyRoom, c.head = ctx, &c.limited, heads.Get().(*[wire.HeadSize]byte)
+	return c
+}
+
+// done gives the head buffer back, once the call has returned and nothing reads the body.
+func (c *chatCall) done() {
+	c.limited.Reset(nil, 0, "", nil)
+	heads.Put(c.head)
+	c.head = nil
 }
 
 // doer is the go-openai HTTPDoer in front of the configured *http.Client. It applies to every
@@ -50,7 +84,7 @@ func withExchange(ctx context.Context, stream bool) (context.Context, *exchange)
 //   - guards a successful stream with a wire.SSEGuard (event limits, [DONE]);
 //   - records the response status and headers in the call's exchange, when there is one.
 type doer struct {
-	client *http.Client
+	client wire.Sender
 	limits providers.Limits
 	errs   wire.Errors
 }
@@ -81,7 +115,7 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 		}
 		return resp, nil
 	}
-	if x != nil && x.stream {
+	if x != nil && x.streaming {
 		if wire.IsJSON(resp.Header) {
 			// A JSON 2xx cannot be the answer to a stream request: a gateway's error envelope,
 			// usually. Classify it as such here.
@@ -89,11 +123,25 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 			body, _, _ := wire.ReadError(resp.Body, d.limits.MaxErrorBodyBytes)
 			return nil, d.notAnAnswer(resp, body)
 		}
-		x.guard = wire.NewSSEGuard(resp.Body, d.limits.MaxEventBytes)
-		resp.Body = x.guard
+		g := x.guardRoom
+		if g == nil {
+			g = new(wire.SSEGuard)
+		}
+		g.Reset(resp.Body, d.limits.MaxEventBytes)
+		x.guard, resp.Body = g, g
+		// go-openai keeps the response for the stream's life but never reads its Request: let
+		// go of the request, its headers and its encoded body (a long prompt, often) now.
+		resp.Request = nil
 		return resp, nil
 	}
-	lim := wire.NewLimited(resp.Body, d.limits.MaxResponseBytes, "MaxResponseBytes")
+	var lim *wire.Limited
+	var head *[wire.HeadSize]byte
+	if x != nil && x.bodyRoom != nil {
+		lim, head = x.bodyRoom, x.head
+	} else {
+		lim = new(wire.Limited) // no one will ask for the head
+	}
+	lim.Reset(resp.Body, d.limits.MaxResponseBytes, "MaxResponseBytes", head)
 	if x != nil {
 		x.body = lim
 	}
