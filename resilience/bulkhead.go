@@ -99,7 +99,7 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		b.finish(err)
 		return t.fail(req, err)
 	}
-	if c, ok := resp.Body.(*call); ok && c.ev == b.ev && c.slot == nil {
+	if c, ok := resp.Body.(*call); ok && c.t.ev == b.ev && c.slot == nil {
 		c.slot = b // the call's record frees the slot at the body's end
 		return resp, nil
 	}

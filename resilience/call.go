@@ -31,14 +31,12 @@ import (
 type call struct {
 	context.Context
 	parent context.Context
-	ev     *emitter // the pipeline's: a layer only ever claims a record of its own pipeline
-	start  time.Time
+	t      *timeouts // the pipeline's: a layer only ever claims a record of its own pipeline
+	start  time.Time // when the call began; the total deadline is TimeoutSeconds later
 
 	// The timeout layer's part.
-	t        *timeouts
-	cancel   context.CancelCauseFunc // nil when the pipeline has no time limits
-	deadline time.Time               // zero without a total timeout
-	idle     Timer
+	cancel context.CancelCauseFunc // nil when the pipeline has no time limits
+	idle   Timer
 	// For an event stream: whether a Read is waiting, since when, and the watched connection
 	// that carries the stream (nil when not watched).
 	reading   atomic.Bool
@@ -66,14 +64,14 @@ type call struct {
 // that needs it.
 func (c *call) now() time.Time {
 	if c.start.IsZero() {
-		c.start = c.ev.clock.Now()
+		c.start = c.t.ev.clock.Now()
 	}
 	return c.start
 }
 
 // callOf returns the record of a call of the pipeline whose emitter is ev, when ctx is one.
 func callOf(ctx context.Context, ev *emitter) *call {
-	if c, ok := ctx.(*call); ok && c.ev == ev {
+	if c, ok := ctx.(*call); ok && c.t.ev == ev {
 		return c
 	}
 	return nil
@@ -83,10 +81,19 @@ func callOf(ctx context.Context, ev *emitter) *call {
 // so the retry layer can tell when a wait would outlast the call.
 func (c *call) Deadline() (time.Time, bool) {
 	pd, ok := c.parent.Deadline()
-	if c.deadline.IsZero() || (ok && pd.Before(c.deadline)) {
+	d, has := c.deadline()
+	if !has || (ok && pd.Before(d)) {
 		return pd, ok
 	}
-	return c.deadline, true
+	return d, true
+}
+
+// deadline returns the call's total deadline, if the pipeline has a total timeout.
+func (c *call) deadline() (time.Time, bool) {
+	if c.t.total <= 0 {
+		return time.Time{}, false
+	}
+	return c.start.Add(c.t.total), true
 }
 
 func (c *call) Read(b []byte) (int, error) {

@@ -21,13 +21,13 @@ type deadlines struct {
 	armedAt time.Time // when the timer fires; zero while it is idle
 }
 
-// add enters a call whose c.deadline is set.
+// add enters a call of a pipeline with a total timeout, whose start is set.
 func (d *deadlines) add(c *call) {
 	d.mu.Lock()
 	d.dropFinished()
 	d.queue = append(d.queue, c)
 	if d.armedAt.IsZero() {
-		d.arm(c.deadline)
+		d.arm(c.start.Add(c.t.total))
 	}
 	d.mu.Unlock()
 }
@@ -66,7 +66,7 @@ func (d *deadlines) fire() {
 	for d.head < len(d.queue) {
 		c := d.queue[d.head]
 		if !c.totalOff.Load() {
-			if c.deadline.After(now) {
+			if c.start.Add(c.t.total).After(now) {
 				break
 			}
 			expired = append(expired, c)
@@ -77,7 +77,7 @@ func (d *deadlines) fire() {
 	d.armedAt = time.Time{}
 	d.dropFinished()
 	if d.head < len(d.queue) {
-		d.arm(d.queue[d.head].deadline)
+		d.arm(d.queue[d.head].start.Add(d.queue[d.head].t.total))
 	}
 	d.mu.Unlock()
 	for _, c := range expired {

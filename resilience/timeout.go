@@ -54,12 +54,12 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return nil, err // the circuit is open: fail before arming any timer
 	}
 	parent := req.Context()
-	c := &call{Context: parent, parent: parent, ev: t.ev, t: t}
+	c := &call{Context: parent, parent: parent, t: t}
 	c.totalOff.Store(true)
 	if t.total > 0 || t.idle > 0 {
 		c.Context, c.cancel = context.WithCancelCause(parent)
 		if t.total > 0 {
-			c.deadline = c.now().Add(t.total)
+			c.now() // the deadline is TimeoutSeconds after the start
 			c.totalOff.Store(false)
 			t.deadlines.add(c)
 		}
