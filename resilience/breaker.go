@@ -121,15 +121,16 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		b.announce(ctx, b.c.report(tk, verdictOf(ctx, errServerFailure)))
 		return resp, nil
 	}
-	waitClose := hasFailureReporter(ctx)
 	if c := callOf(ctx, b.ev); c != nil && c.brk == nil {
-		c.brk, c.tk, c.waitClose = b, tk, waitClose // the call's record settles at the body's end
+		// The call's record settles the outcome at the body's end.
+		c.brk, c.tk, c.waitClose = b, tk, c.report != nil
 		return resp, nil
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody
 	}
-	c := &breakerCall{ctx: ctx, b: b, tk: tk, waitClose: waitClose}
+	_, report := callers(ctx)
+	c := &breakerCall{ctx: ctx, b: b, tk: tk, report: report, waitClose: report != nil}
 	c.rc, c.f = resp.Body, c
 	resp.Body = c
 	return resp, nil
@@ -148,10 +149,10 @@ var errServerFailure = errors.New("resilience: server failure")
 
 // settle reports the outcome of the call admitted with tk, made with ctx, once its body has
 // ended: err is the read error that ended it, nil for EOF or Close, in which case a failure
-// reported by the body's reader (WithFailureReporter) decides.
-func (b *breaker) settle(ctx context.Context, tk ticket, err error) {
+// reported by the body's reader through report (see Call; report may be nil) decides.
+func (b *breaker) settle(ctx context.Context, tk ticket, report *failureReport, err error) {
 	if err == nil {
-		err = reportedFailure(ctx)
+		err = report.failure()
 	}
 	b.announce(ctx, b.c.report(tk, verdictOf(ctx, err)))
 }
@@ -166,6 +167,7 @@ type breakerCall struct {
 	ctx       context.Context
 	b         *breaker
 	tk        ticket
+	report    *failureReport
 	waitClose bool
 }
 
@@ -181,4 +183,4 @@ func (c *breakerCall) Read(buf []byte) (int, error) {
 	return n, err
 }
 
-func (c *breakerCall) finish(err error) { c.b.settle(c.ctx, c.tk, err) }
+func (c *breakerCall) finish(err error) { c.b.settle(c.ctx, c.tk, c.report, err) }

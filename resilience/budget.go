@@ -16,7 +16,7 @@ type budget struct {
 	percent float64
 	floor   int
 	bucket  time.Duration // the window / budgetBuckets
-	clock   Clock
+	ev      *emitter // for its clock: calls and retries are counted on one time line
 	buckets [budgetBuckets]budgetCount
 }
 
@@ -25,8 +25,8 @@ type budgetCount struct {
 	calls, retries int
 }
 
-func newBudget(o Options, c Clock) *budget {
-	return &budget{percent: o.RetryBudgetPercent, floor: o.RetryBudgetFloor, clock: c,
+func newBudget(o Options, ev *emitter) *budget {
+	return &budget{percent: o.RetryBudgetPercent, floor: o.RetryBudgetFloor, ev: ev,
 		bucket: max(seconds(o.RetryBudgetWindowSeconds)/budgetBuckets, time.Millisecond)}
 }
 
@@ -48,7 +48,7 @@ func (b *budget) recordCall(now time.Time) {
 
 // tryRetry reports whether one more retry fits the budget and, if so, counts it.
 func (b *budget) tryRetry() bool {
-	epoch := b.clock.Now().UnixNano() / int64(b.bucket)
+	epoch := b.ev.now().UnixNano() / int64(b.bucket)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	calls, retries := 0, 0

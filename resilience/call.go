@@ -33,6 +33,10 @@ type call struct {
 	parent context.Context
 	t      *timeouts // the pipeline's: a layer only ever claims a record of its own pipeline
 	start  time.Time // when the call began; the total deadline is TimeoutSeconds later
+	// What the caller's context holds for the pipeline (see Call), found once: where to
+	// report the attempts, and the failure report the breaker honours.
+	info   *CallInfo
+	report *failureReport
 
 	// The timeout layer's part.
 	cancel context.CancelCauseFunc // nil when the pipeline has no time limits
@@ -50,7 +54,7 @@ type call struct {
 	// The circuit breaker's part: set when it settles the outcome at the body's end.
 	brk       *breaker
 	tk        ticket
-	waitClose bool // settle at Close, not at EOF (the request carries a failure reporter)
+	waitClose bool // settle at Close, not at EOF (the caller reports failures)
 	settled   atomic.Bool
 
 	// The bulkhead's part: the slot to free at the body's end.
@@ -64,7 +68,7 @@ type call struct {
 // that needs it.
 func (c *call) now() time.Time {
 	if c.start.IsZero() {
-		c.start = c.t.ev.clock.Now()
+		c.start = c.t.ev.now()
 	}
 	return c.start
 }
@@ -132,7 +136,7 @@ func (c *call) Close() error {
 // the body's end: err is the read error that ended it, nil for EOF or Close.
 func (c *call) settle(err error) {
 	if c.brk != nil && c.settled.CompareAndSwap(false, true) {
-		c.brk.settle(c, c.tk, err)
+		c.brk.settle(c, c.tk, c.report, err)
 	}
 }
 

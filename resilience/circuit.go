@@ -19,6 +19,7 @@ import (
 // wall clock), so tests can move them and a wall-clock jump cannot stretch a break.
 type circuit struct {
 	clock   Clock
+	wall    bool // clock is the wall clock
 	epoch   time.Time
 	openFor time.Duration
 
@@ -79,8 +80,10 @@ type rejection struct {
 }
 
 func newCircuit(o Options, c Clock) *circuit {
+	_, wall := c.(wallClock)
 	cb := &circuit{
 		clock:       c,
+		wall:        wall,
 		epoch:       c.Now(),
 		openFor:     seconds(o.CircuitBreakerDurationSeconds),
 		threshold:   o.CircuitBreakerThreshold,
@@ -94,8 +97,14 @@ func newCircuit(o Options, c Clock) *circuit {
 	return cb
 }
 
-// now is the clock's time as a duration since the circuit was built.
-func (cb *circuit) now() int64 { return int64(cb.clock.Now().Sub(cb.epoch)) }
+// now is the clock's time as a duration since the circuit was built. The wall clock is read
+// through the monotonic clock alone (time.Since), which costs half of time.Now.
+func (cb *circuit) now() int64 {
+	if cb.wall {
+		return int64(time.Since(cb.epoch))
+	}
+	return int64(cb.clock.Now().Sub(cb.epoch))
+}
 
 // fastReject turns a call away without taking the lock when the circuit is isolated, or open
 // with its break not yet over. Anything less certain returns ok false and is left to admit.

@@ -6,11 +6,11 @@ import (
 	"testing"
 )
 
-type callKey struct{}
+type tagKey struct{}
 
 // fromCall reports whether e carries the context of the call tagged with tag.
 func fromCall(e Event, tag string) bool {
-	return e.Context != nil && e.Context.Value(callKey{}) == tag
+	return e.Context != nil && e.Context.Value(tagKey{}) == tag
 }
 
 func TestEvents_CarryTheCallsContext(t *testing.T) {
@@ -20,7 +20,7 @@ func TestEvents_CarryTheCallsContext(t *testing.T) {
 	o.CircuitBreakerThreshold = 1
 	c, _ := client(t, o, OnEvent(rec.observe))
 
-	ctx := context.WithValue(context.Background(), callKey{}, "first")
+	ctx := context.WithValue(context.Background(), tagKey{}, "first")
 	resp, err := postCtx(ctx, c, s.url(), `{}`)
 	if err != nil {
 		t.Fatal(err)
@@ -53,11 +53,11 @@ func TestEvents_RejectionsTimeoutsAndTransitionsCarryTheCallsContext(t *testing.
 	c, p := client(t, o, OnEvent(rec.observe))
 
 	// The call times out, which counts as a failure and trips the circuit.
-	if _, err := postCtx(context.WithValue(context.Background(), callKey{}, "slow"), c, s.url(), `{}`); !errors.Is(err, ErrTimeout) {
+	if _, err := postCtx(context.WithValue(context.Background(), tagKey{}, "slow"), c, s.url(), `{}`); !errors.Is(err, ErrTimeout) {
 		t.Fatalf("slow call: %v", err)
 	}
 	// The next is rejected by the open circuit.
-	if _, err := postCtx(context.WithValue(context.Background(), callKey{}, "rejected"), c, s.url(), `{}`); !errors.Is(err, ErrCircuitOpen) {
+	if _, err := postCtx(context.WithValue(context.Background(), tagKey{}, "rejected"), c, s.url(), `{}`); !errors.Is(err, ErrCircuitOpen) {
 		t.Fatalf("rejected call: %v", err)
 	}
 	// Isolation is no call's doing.
@@ -97,7 +97,7 @@ func TestEvents_BulkheadRejectionCarriesTheCallsContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer held.Body.Close()
-	_, err = postCtx(context.WithValue(context.Background(), callKey{}, "turned away"), c, s.url(), `{}`)
+	_, err = postCtx(context.WithValue(context.Background(), tagKey{}, "turned away"), c, s.url(), `{}`)
 	if !errors.Is(err, ErrBulkheadRejected) {
 		t.Fatalf("err %v", err)
 	}
@@ -115,7 +115,7 @@ func TestEvents_TransitionSeenByAReadHasNoContext(t *testing.T) {
 	o.CircuitBreakerThreshold = 1
 	o.CircuitBreakerDurationSeconds = 0.005
 	c, p := client(t, o, OnEvent(rec.observe))
-	resp, err := postCtx(context.WithValue(context.Background(), callKey{}, "tripper"), c, s.url(), `{}`)
+	resp, err := postCtx(context.WithValue(context.Background(), tagKey{}, "tripper"), c, s.url(), `{}`)
 	if err != nil {
 		t.Fatal(err)
 	}

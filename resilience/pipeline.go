@@ -58,7 +58,9 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	}
 	opts.RetryableStatusCodes = append([]int(nil), opts.RetryableStatusCodes...)
 	p.opts = opts
-	p.ev = emitter{name: p.name, clock: p.clock, observer: p.observer, maxAttempts: opts.RetryCount + 1}
+	_, wall := p.clock.(wallClock)
+	p.ev = emitter{name: p.name, clock: p.clock, observer: p.observer, maxAttempts: opts.RetryCount + 1,
+		epoch: p.clock.Now(), wall: wall}
 	p.bulkhead.init(opts, &p.ev)
 	p.timeouts.init(opts, &p.ev)
 	p.breaker.init(opts, &p.ev)

@@ -37,23 +37,32 @@ func (c *Call) Init(ctx context.Context, reportFailures bool) {
 // after Close are ignored.
 func (c *Call) ReportFailure(err error) { c.failure.report(err) }
 
-type (
-	callInfoKey struct{}
-	failureKey  struct{}
-)
+type callKey struct{}
 
-// Value answers the pipeline's questions about the call and defers everything else to the
+// Value returns the Call itself for the pipeline's key and defers everything else to the
 // context the Call was made over.
 func (c *Call) Value(key any) any {
-	switch key.(type) {
-	case callInfoKey:
-		return &c.Info
-	case failureKey:
-		if c.reportFailures {
-			return &c.failure
-		}
+	if _, ok := key.(callKey); ok {
+		return c
 	}
 	return c.Context.Value(key)
+}
+
+// callers finds, in one walk up ctx, the CallInfo the pipeline fills in (the innermost Call's)
+// and the failure report it honours (that of the innermost Call made to report failures).
+func callers(ctx context.Context) (info *CallInfo, report *failureReport) {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	if c == nil {
+		return nil, nil
+	}
+	info = &c.Info
+	for c != nil && !c.reportFailures {
+		c, _ = c.Context.Value(callKey{}).(*Call)
+	}
+	if c != nil {
+		report = &c.failure
+	}
+	return info, report
 }
 
 // WithFailureReporter returns a context for a request and a function that marks the call
@@ -101,14 +110,8 @@ func (r *failureReport) report(err error) {
 	r.mu.Unlock()
 }
 
-func hasFailureReporter(ctx context.Context) bool {
-	_, ok := ctx.Value(failureKey{}).(*failureReport)
-	return ok
-}
-
-// reportedFailure returns the failure reported for the call made with ctx, or nil.
-func reportedFailure(ctx context.Context) error {
-	r, _ := ctx.Value(failureKey{}).(*failureReport)
+// failure returns the failure reported through r, or nil; r may be nil.
+func (r *failureReport) failure() error {
 	if r == nil {
 		return nil
 	}

@@ -70,7 +70,7 @@ func (r *retrier) init(o Options, ev *emitter, circuit interface{ blocked(contex
 		r.retryable.add(c)
 	}
 	if o.RetryBudgetPercent > 0 {
-		r.budget = newBudget(o, ev.clock)
+		r.budget = newBudget(o, ev)
 	}
 }
 
@@ -128,7 +128,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if c := callOf(req.Context(), r.ev); c != nil {
 			r.budget.recordCall(c.now()) // the clock read the timeout layer made, if it did
 		} else {
-			r.budget.recordCall(r.ev.clock.Now())
+			r.budget.recordCall(r.ev.now())
 		}
 	}
 	var getBody func() (io.ReadCloser, error)
@@ -149,13 +149,13 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.attempt.send(req, 1)
 	retry, reason := r.classify(resp, err)
 	if !retry || req.Context().Err() != nil {
-		setOutcome(req.Context(), 1, notRetried(req.Context(), resp, err))
+		r.setOutcome(req.Context(), 1, notRetried(req.Context(), resp, err))
 		return resp, err
 	}
 	s := &callState{Context: req.Context(), r: r, attempt: 1, getBody: getBody}
 	again, cerr := s.decide(resp, err, reason)
 	if !again {
-		setOutcome(req.Context(), s.attempt, s.gaveUp)
+		r.setOutcome(req.Context(), s.attempt, s.gaveUp)
 		if cerr != nil {
 			if resp != nil {
 				_ = resp.Body.Close()
@@ -169,13 +169,19 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	s.req.Request = req.WithContext(s)
 	resp, err = t.client.Do(&s.req)
-	setOutcome(req.Context(), s.attempt, s.gaveUp)
+	r.setOutcome(req.Context(), s.attempt, s.gaveUp)
 	return resp, err
 }
 
-// setOutcome fills in the CallInfo of the call, if the caller asked for one.
-func setOutcome(ctx context.Context, attempts int, gaveUp GaveUp) {
-	if info, _ := ctx.Value(callInfoKey{}).(*CallInfo); info != nil {
+// setOutcome fills in the CallInfo of the call, if the caller asked for one (see Call).
+func (r *retrier) setOutcome(ctx context.Context, attempts int, gaveUp GaveUp) {
+	var info *CallInfo
+	if c := callOf(ctx, r.ev); c != nil {
+		info = c.info // found once, by the timeout layer
+	} else {
+		info, _ = callers(ctx)
+	}
+	if info != nil {
 		info.Attempts, info.GaveUp = attempts, gaveUp
 	}
 }

@@ -55,6 +55,7 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	parent := req.Context()
 	c := &call{Context: parent, parent: parent, t: t}
+	c.info, c.report = callers(parent)
 	c.totalOff.Store(true)
 	if t.total > 0 || t.idle > 0 {
 		c.Context, c.cancel = context.WithCancelCause(parent)
