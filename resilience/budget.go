@@ -16,7 +16,7 @@ type budget struct {
 	percent float64
 	floor   int
 	bucket  time.Duration // the window / budgetBuckets
-	ev      *emitter // for its clock: calls and retries are counted on one time line
+	ev      *emitter      // for its clock: calls and retries are counted on one time line
 	buckets [budgetBuckets]budgetCount
 }
 
