@@ -129,7 +129,7 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if resp.Body == nil {
 		resp.Body = http.NoBody
 	}
-	_, report := callers(ctx)
+	_, report, _ := callers(ctx)
 	c := &breakerCall{ctx: ctx, b: b, tk: tk, report: report, waitClose: report != nil}
 	c.rc, c.f = resp.Body, c
 	resp.Body = c

@@ -37,10 +37,12 @@ type call struct {
 	// report the attempts, and the failure report the breaker honours.
 	info   *CallInfo
 	report *failureReport
+	pol    *Policy // the call's policy: the caller's (see Call.Policy), else the pipeline's
 
 	// The timeout layer's part.
-	cancel context.CancelCauseFunc // nil when the pipeline has no time limits
+	cancel context.CancelCauseFunc // nil when the call has no time limits
 	idle   Timer
+	own    Timer // the total deadline of a call whose policy's limit differs from the pipeline's
 	// For an event stream: whether a Read is waiting, since when, and the watched connection
 	// that carries the stream (nil when not watched).
 	reading   atomic.Bool
@@ -94,17 +96,17 @@ func (c *call) Deadline() (time.Time, bool) {
 
 // deadline returns the call's total deadline, if the pipeline has a total timeout.
 func (c *call) deadline() (time.Time, bool) {
-	if c.t.total <= 0 {
+	if c.pol.total <= 0 {
 		return time.Time{}, false
 	}
-	return c.start.Add(c.t.total), true
+	return c.start.Add(c.pol.total), true
 }
 
 func (c *call) Read(b []byte) (int, error) {
 	if c.idle != nil {
 		c.readSince.Store(c.t.ev.clock.Now().UnixNano())
 		c.reading.Store(true)
-		c.idle.Reset(c.t.idle)
+		c.idle.Reset(c.pol.idle)
 	}
 	n, err := c.rc.Read(b)
 	if c.idle != nil {

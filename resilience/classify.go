@@ -25,7 +25,7 @@ const quotaPeekLimit = 8 << 10
 // billed and must not be sent again. For an error status, x-should-retry overrides the
 // status when the server sends a clear answer; a 429 whose body says the quota is exhausted
 // is permanent. Peeking at that body leaves it intact for the caller.
-func (r *retrier) classifyResponse(resp *http.Response) (bool, string) {
+func (p *Policy) classifyResponse(resp *http.Response) (bool, string) {
 	if resp.StatusCode < http.StatusBadRequest {
 		return false, ""
 	}
@@ -37,7 +37,7 @@ func (r *retrier) classifyResponse(resp *http.Response) (bool, string) {
 			return false, ""
 		}
 	}
-	if !r.retryable.has(resp.StatusCode) {
+	if !p.retryable.has(resp.StatusCode) {
 		return false, ""
 	}
 	if resp.StatusCode == http.StatusTooManyRequests && quotaExhausted(resp) {

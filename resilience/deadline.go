@@ -8,10 +8,12 @@ import (
 // deadlines fires the total timeouts of a pipeline's calls with a single timer instead of
 // one per call. Arming and stopping a runtime timer per call is the most expensive part of a
 // successful call (timer-heap locks, waking the poller); here a call costs a mutex and an
-// append. Every call of a pipeline has the same timeout, so deadlines arrive in order and a
+// append. Every call under the pipeline's own policy has the same timeout, so deadlines arrive
+// in order and a
 // FIFO queue is enough: the timer is set for the oldest live call, finished calls are dropped
 // from the front as new ones arrive, and when the timer fires it cancels what has expired and
-// re-arms for the next live call.
+// re-arms for the next live call. A call under a per-call policy with another time limit
+// (Call.Policy) has a timer of its own instead.
 type deadlines struct {
 	clock   Clock
 	mu      sync.Mutex
@@ -27,7 +29,7 @@ func (d *deadlines) add(c *call) {
 	d.dropFinished()
 	d.queue = append(d.queue, c)
 	if d.armedAt.IsZero() {
-		d.arm(c.start.Add(c.t.total))
+		d.arm(c.start.Add(c.pol.total))
 	}
 	d.mu.Unlock()
 }
@@ -66,7 +68,7 @@ func (d *deadlines) fire() {
 	for d.head < len(d.queue) {
 		c := d.queue[d.head]
 		if !c.totalOff.Load() {
-			if c.start.Add(c.t.total).After(now) {
+			if c.start.Add(c.pol.total).After(now) {
 				break
 			}
 			expired = append(expired, c)
@@ -77,7 +79,7 @@ func (d *deadlines) fire() {
 	d.armedAt = time.Time{}
 	d.dropFinished()
 	if d.head < len(d.queue) {
-		d.arm(d.queue[d.head].start.Add(d.queue[d.head].t.total))
+		d.arm(d.queue[d.head].start.Add(d.queue[d.head].pol.total))
 	}
 	d.mu.Unlock()
 	for _, c := range expired {

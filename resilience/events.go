@@ -96,8 +96,11 @@ type Event struct {
 	// Attempt is the 1-based number of the attempt the event is about (attempt events,
 	// EventRetryScheduled: the attempt that failed, EventGaveUp: the last attempt).
 	Attempt int
-	// MaxAttempts is RetryCount+1.
+	// MaxAttempts is RetryCount+1, of the call's policy.
 	MaxAttempts int
+	// Policy is the name of the per-call policy the call runs under (see Policy), "" for the
+	// pipeline's own.
+	Policy string
 	// Status is the HTTP status of the attempt, or 0 when it ended without a response.
 	Status int
 	// Err is the attempt's or call's error, if any. Transport errors name addresses, never URLs.
@@ -175,5 +178,8 @@ func (m *emitter) deliver(e Event) {
 		e.Time = m.clock.Now()
 	}
 	e.MaxAttempts = m.maxAttempts
+	if p := policyIn(e.Context); p != nil {
+		e.MaxAttempts, e.Policy = p.count+1, p.name
+	}
 	m.observer(e)
 }

@@ -103,7 +103,7 @@ func TestNew_RejectsInvalidOptionsAndCopiesSlices(t *testing.T) {
 		t.Fatal(err)
 	}
 	o.RetryableStatusCodes[0] = 500
-	if p.Options().RetryableStatusCodes[0] != 429 || p.retry.retryable.has(500) {
+	if p.Options().RetryableStatusCodes[0] != 429 || p.policy.retryable.has(500) {
 		t.Fatal("the pipeline shares the caller's RetryableStatusCodes slice")
 	}
 }

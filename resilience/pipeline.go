@@ -15,6 +15,9 @@ type Pipeline struct {
 	clock    Clock
 	observer Observer
 
+	// policy is the per-call part of opts, which a call may replace (Call.Policy).
+	policy *Policy
+
 	// Each layer owns its state; the pipeline only holds them together.
 	ev       emitter
 	bulkhead bulkhead
@@ -62,11 +65,16 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	p.ev = emitter{name: p.name, clock: p.clock, observer: p.observer, maxAttempts: opts.RetryCount + 1,
 		epoch: p.clock.Now(), wall: wall}
 	p.bulkhead.init(opts, &p.ev)
-	p.timeouts.init(opts, &p.ev)
+	p.policy = newPolicy("", opts)
+	p.timeouts.init(p.policy, &p.ev)
 	p.breaker.init(opts, &p.ev)
-	p.retry.init(opts, &p.ev, &p.breaker)
+	p.retry.init(opts, p.policy, &p.ev, &p.breaker)
 	return p, nil
 }
+
+// Policy returns the pipeline's own per-call policy (its retries and time limits), named "":
+// the starting point of Policy.WithTimeout for a call that only needs another deadline.
+func (p *Pipeline) Policy() *Policy { return p.policy }
 
 // Name returns the pipeline's name.
 func (p *Pipeline) Name() string { return p.name }
@@ -97,7 +105,7 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	base, watched := watchTransport(base, p.timeouts.idle, p.clock)
+	base, watched := watchTransport(base, p.policy.idle, p.clock)
 	retry := newRetryTransport(&p.retry, base)
 	brk := &breakerTransport{b: &p.breaker, next: retry}
 	tmo := &timeoutTransport{t: &p.timeouts, below: &p.breaker, next: brk, watched: watched}

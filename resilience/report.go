@@ -19,6 +19,9 @@ type Call struct {
 	context.Context
 	// Info is what the pipeline did for the call, filled in by the retry layer.
 	Info CallInfo
+	// Policy, when set, replaces the pipeline's retries and time limits for this call (see
+	// Policy). Set it before the call starts; an inner Call's Policy wins over an outer one's.
+	Policy *Policy
 
 	reportFailures bool
 	failure        failureReport
@@ -48,21 +51,25 @@ func (c *Call) Value(key any) any {
 	return c.Context.Value(key)
 }
 
-// callers finds, in one walk up ctx, the CallInfo the pipeline fills in (the innermost Call's)
-// and the failure report it honours (that of the innermost Call made to report failures).
-func callers(ctx context.Context) (info *CallInfo, report *failureReport) {
+// callers finds, in one walk up ctx, the CallInfo the pipeline fills in (the innermost Call's),
+// the failure report it honours (that of the innermost Call made to report failures) and the
+// policy that governs the call (the innermost Call's that has one).
+func callers(ctx context.Context) (info *CallInfo, report *failureReport, pol *Policy) {
 	c, _ := ctx.Value(callKey{}).(*Call)
 	if c == nil {
-		return nil, nil
+		return nil, nil, nil
 	}
 	info = &c.Info
-	for c != nil && !c.reportFailures {
+	for c != nil && (report == nil || pol == nil) {
+		if report == nil && c.reportFailures {
+			report = &c.failure
+		}
+		if pol == nil {
+			pol = c.Policy
+		}
 		c, _ = c.Context.Value(callKey{}).(*Call)
 	}
-	if c != nil {
-		report = &c.failure
-	}
-	return info, report
+	return info, report, pol
 }
 
 // WithFailureReporter returns a context for a request and a function that marks the call

@@ -10,12 +10,12 @@ import (
 // made to report failures, wherever it sits in the chain of contexts.
 func TestCallers_NestedCalls(t *testing.T) {
 	bg := context.Background()
-	if info, report := callers(bg); info != nil || report != nil {
+	if info, report, pol := callers(bg); info != nil || report != nil || pol != nil {
 		t.Fatalf("no Call: %v %v", info, report)
 	}
 	outer, reportFn := WithFailureReporter(bg)
 	inner, info := WithCallInfo(context.WithValue(outer, tagKey{}, "between"))
-	gotInfo, gotReport := callers(inner)
+	gotInfo, gotReport, _ := callers(inner)
 	if gotInfo != info {
 		t.Errorf("CallInfo %p, want the inner Call's %p", gotInfo, info)
 	}
@@ -28,7 +28,7 @@ func TestCallers_NestedCalls(t *testing.T) {
 	if err := gotReport.failure(); err != boom {
 		t.Errorf("failure %v, want the first report", err)
 	}
-	if _, r := callers(callInfoContext(bg)); r != nil {
+	if _, r, _ := callers(callInfoContext(bg)); r != nil {
 		t.Errorf("a Call that does not report failures has no report")
 	}
 	if inner.Value(tagKey{}) != "between" {

@@ -47,28 +47,16 @@ type retryTransport struct {
 // retrier is the retry layer's state: its policy, its budget, and the one thing it asks of
 // the circuit breaker above it — whether other calls have opened the circuit meanwhile.
 type retrier struct {
-	ev        *emitter
-	count     int // RetryCount
-	base, max time.Duration
-	backoff   string
-	jitter    bool
-	retryable statusSet
-	attempt   time.Duration // AttemptTimeoutSeconds, 0 for none
-	budget    *budget       // nil when RetryBudgetPercent is 0
-	circuit   interface {
+	ev      *emitter
+	pol     *Policy // the pipeline's own policy, for calls that bring none
+	budget  *budget // nil when RetryBudgetPercent is 0
+	circuit interface {
 		blocked(ctx context.Context) bool
 	}
 }
 
-func (r *retrier) init(o Options, ev *emitter, circuit interface{ blocked(context.Context) bool }) {
-	r.ev, r.circuit = ev, circuit
-	r.count = o.RetryCount
-	r.base, r.max = seconds(o.RetryBaseDelaySeconds), seconds(o.RetryMaxDelaySeconds)
-	r.backoff, r.jitter = o.RetryBackoff, o.RetryUseJitter
-	r.attempt = seconds(o.AttemptTimeoutSeconds)
-	for _, c := range o.RetryableStatusCodes {
-		r.retryable.add(c)
-	}
+func (r *retrier) init(o Options, pol *Policy, ev *emitter, circuit interface{ blocked(context.Context) bool }) {
+	r.ev, r.pol, r.circuit = ev, pol, circuit
 	if o.RetryBudgetPercent > 0 {
 		r.budget = newBudget(o, ev)
 	}
@@ -82,7 +70,7 @@ func newRetryTransport(r *retrier, base http.RoundTripper) *retryTransport {
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 		},
 		Logger:       nil,
-		RetryMax:     r.count,
+		RetryMax:     maxRetryCount, // the call's policy stops it sooner (callState.decide)
 		CheckRetry:   checkRetry,
 		Backoff:      func(time.Duration, time.Duration, int, *http.Response) time.Duration { return 0 },
 		ErrorHandler: passError,
@@ -95,6 +83,7 @@ func newRetryTransport(r *retrier, base http.RoundTripper) *retryTransport {
 type callState struct {
 	context.Context
 	r       *retrier
+	pol     *Policy
 	attempt int
 	gaveUp  GaveUp // why retrying stopped, once it has
 	getBody func() (io.ReadCloser, error)
@@ -124,8 +113,10 @@ func stateOf(ctx context.Context) *callState {
 // inner http.Client, a request copy, a context). The engine then runs every retry.
 func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := t.r
+	c := callOf(req.Context(), r.ev)
+	pol := r.policy(c, req.Context())
 	if r.budget != nil {
-		if c := callOf(req.Context(), r.ev); c != nil {
+		if c != nil {
 			r.budget.recordCall(c.now()) // the clock read the timeout layer made, if it did
 		} else {
 			r.budget.recordCall(r.ev.now())
@@ -134,7 +125,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	var getBody func() (io.ReadCloser, error)
 	if req.Body != nil && req.Body != http.NoBody {
 		getBody = req.GetBody
-		if getBody == nil && r.count > 0 {
+		if getBody == nil && pol.count > 0 {
 			// No way to rewind: buffer once, so every attempt sends the same bytes.
 			buf, err := io.ReadAll(req.Body)
 			_ = req.Body.Close()
@@ -146,13 +137,13 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Body, _ = getBody()
 		}
 	}
-	resp, err := t.attempt.send(req, 1)
-	retry, reason := r.classify(resp, err)
+	resp, err := t.attempt.send(req, 1, pol)
+	retry, reason := pol.classify(resp, err)
 	if !retry || req.Context().Err() != nil {
 		r.setOutcome(req.Context(), 1, notRetried(req.Context(), resp, err))
 		return resp, err
 	}
-	s := &callState{Context: req.Context(), r: r, attempt: 1, getBody: getBody}
+	s := &callState{Context: req.Context(), r: r, pol: pol, attempt: 1, getBody: getBody}
 	again, cerr := s.decide(resp, err, reason)
 	if !again {
 		r.setOutcome(req.Context(), s.attempt, s.gaveUp)
@@ -173,13 +164,25 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// policy returns the policy of the call whose record is c (nil when the timeout layer is not
+// above), made with ctx: the caller's, else the pipeline's.
+func (r *retrier) policy(c *call, ctx context.Context) *Policy {
+	if c != nil {
+		return c.pol
+	}
+	if _, _, p := callers(ctx); p != nil {
+		return p
+	}
+	return r.pol
+}
+
 // setOutcome fills in the CallInfo of the call, if the caller asked for one (see Call).
 func (r *retrier) setOutcome(ctx context.Context, attempts int, gaveUp GaveUp) {
 	var info *CallInfo
 	if c := callOf(ctx, r.ev); c != nil {
 		info = c.info // found once, by the timeout layer
 	} else {
-		info, _ = callers(ctx)
+		info, _, _ = callers(ctx)
 	}
 	if info != nil {
 		info.Attempts, info.GaveUp = attempts, gaveUp
@@ -216,11 +219,11 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		req.Body = body
 	}
-	return t.send(req, s.attempt)
+	return t.send(req, s.attempt, s.pol)
 }
 
-// send makes attempt number n.
-func (t *attemptTransport) send(req *http.Request, n int) (*http.Response, error) {
+// send makes attempt number n under policy pol.
+func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Response, error) {
 	r := t.r
 	var start time.Time
 	if r.ev.on() {
@@ -229,8 +232,8 @@ func (t *attemptTransport) send(req *http.Request, n int) (*http.Response, error
 	}
 	var resp *http.Response
 	var err error
-	if r.attempt > 0 {
-		resp, err = t.timedAttempt(req)
+	if pol.attempt > 0 {
+		resp, err = t.timedAttempt(req, pol.attempt)
 	} else {
 		resp, err = t.base.RoundTrip(req)
 	}
@@ -247,11 +250,11 @@ func (t *attemptTransport) send(req *http.Request, n int) (*http.Response, error
 
 // timedAttempt bounds one attempt until its response headers arrive. The attempt's context
 // lives on until the body ends, so the body stays readable.
-func (t *attemptTransport) timedAttempt(req *http.Request) (*http.Response, error) {
+func (t *attemptTransport) timedAttempt(req *http.Request, limit time.Duration) (*http.Response, error) {
 	r := t.r
 	ctx, cancel := context.WithCancelCause(req.Context())
-	timer := r.ev.clock.AfterFunc(r.attempt, func() {
-		cancel(&TimeoutError{Pipeline: r.ev.name, Limit: TimeoutAttempt, After: r.attempt})
+	timer := r.ev.clock.AfterFunc(limit, func() {
+		cancel(&TimeoutError{Pipeline: r.ev.name, Limit: TimeoutAttempt, After: limit})
 	})
 	resp, err := t.base.RoundTrip(req.WithContext(ctx))
 	timer.Stop()
@@ -283,7 +286,7 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 		return false, nil
 	}
 	err = stripURL(err)
-	retry, reason := s.r.classify(resp, err)
+	retry, reason := s.pol.classify(resp, err)
 	if !retry {
 		s.gaveUp = notRetried(ctx, resp, err)
 		return false, nil
@@ -291,18 +294,18 @@ func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, erro
 	return s.decide(resp, err, reason)
 }
 
-// classify decides whether an attempt's outcome is worth another attempt, and why.
-func (r *retrier) classify(resp *http.Response, err error) (bool, string) {
+// classify decides whether an attempt's outcome is worth another attempt under p, and why.
+func (p *Policy) classify(resp *http.Response, err error) (bool, string) {
 	if err != nil {
 		return classifyError(err)
 	}
-	return r.classifyResponse(resp)
+	return p.classifyResponse(resp)
 }
 
 // decide applies the retry policy to a retryable failure of attempt s.attempt: count, server
 // hint, deadline, breaker, budget — then sleeps. See checkRetry for the answers.
 func (s *callState) decide(resp *http.Response, err error, reason string) (bool, error) {
-	r := s.r
+	r, pol := s.r, s.pol
 	giveUp := func(why GaveUp, hint time.Duration) (bool, error) {
 		s.gaveUp = why
 		e := Event{Type: EventGaveUp, Attempt: s.attempt, GaveUp: why, Reason: why.Description(), Err: err, Delay: hint,
@@ -313,11 +316,11 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		r.ev.emit(e)
 		return false, nil
 	}
-	if s.attempt > r.count {
+	if s.attempt > pol.count {
 		return giveUp(GaveUpExhausted, 0)
 	}
-	delay, fromServer := r.delay(s.attempt, resp)
-	if fromServer && delay > r.max {
+	delay, fromServer := pol.delay(s.attempt, resp, r.ev.clock.Now())
+	if fromServer && delay > pol.max {
 		return giveUp(GaveUpHintTooLong, delay)
 	}
 	if dl, ok := s.Deadline(); ok && r.ev.clock.Now().Add(delay).After(dl) {
@@ -350,17 +353,17 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	return true, nil
 }
 
-// delay returns the wait before retry number n (1-based) and whether it is the
-// server's. Server hints are used as they are; computed delays are capped and jittered.
-func (r *retrier) delay(n int, resp *http.Response) (time.Duration, bool) {
+// delay returns the wait before retry number n (1-based) and whether it is the server's, at
+// time now. Server hints are used as they are; computed delays are capped and jittered.
+func (p *Policy) delay(n int, resp *http.Response, now time.Time) (time.Duration, bool) {
 	if resp != nil {
-		if d, ok := signals.RetryAfter(resp.Header, r.ev.clock.Now()); ok {
+		if d, ok := signals.RetryAfter(resp.Header, now); ok {
 			return d, true
 		}
 	}
-	base := float64(r.base)
+	base := float64(p.base)
 	var d float64
-	switch r.backoff {
+	switch p.backoff {
 	case BackoffConstant:
 		d = base
 	case BackoffLinear:
@@ -368,9 +371,9 @@ func (r *retrier) delay(n int, resp *http.Response) (time.Duration, bool) {
 	default:
 		d = base * math.Pow(2, float64(n-1))
 	}
-	max := float64(r.max)
+	max := float64(p.max)
 	d = math.Min(d, max)
-	if r.jitter {
+	if p.jitter {
 		d = math.Min(d*(0.5+rand.Float64()), max)
 	}
 	return time.Duration(d), false

@@ -131,7 +131,7 @@ func TestRetry_JitterStaysWithinHalfToOneAndAHalf(t *testing.T) {
 	}
 	seen := map[time.Duration]bool{}
 	for i := 0; i < 200; i++ {
-		d, hint := p.retry.delay(2, nil) // nominal 2 s
+		d, hint := p.policy.delay(2, nil, time.Now()) // nominal 2 s
 		if hint || d < time.Second || d >= 3*time.Second {
 			t.Fatalf("jittered delay %v outside [1s, 3s)", d)
 		}

@@ -33,18 +33,17 @@ type rejecter interface {
 
 // timeouts is the timeout layer's state: its limits and the shared timer of its deadlines.
 type timeouts struct {
-	ev          *emitter
-	total, idle time.Duration
-	// totalErr is the cause of every total timeout: the same for each call.
+	ev  *emitter
+	pol *Policy // the pipeline's own policy, for calls that bring none
+	// totalErr is the cause of every total timeout under the pipeline's policy: the same for
+	// each call.
 	totalErr  *TimeoutError
 	deadlines deadlines
 }
 
-func (t *timeouts) init(o Options, ev *emitter) {
-	t.ev = ev
-	t.total = seconds(o.TimeoutSeconds)
-	t.idle = seconds(o.StreamIdleTimeoutSeconds)
-	t.totalErr = &TimeoutError{Pipeline: ev.name, Limit: TimeoutTotal, After: t.total}
+func (t *timeouts) init(pol *Policy, ev *emitter) {
+	t.ev, t.pol = ev, pol
+	t.totalErr = &TimeoutError{Pipeline: ev.name, Limit: TimeoutTotal, After: pol.total}
 	t.deadlines.clock = ev.clock
 }
 
@@ -55,16 +54,24 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	parent := req.Context()
 	c := &call{Context: parent, parent: parent, t: t}
-	c.info, c.report = callers(parent)
+	c.info, c.report, c.pol = callers(parent)
+	if c.pol == nil {
+		c.pol = t.pol
+	}
+	pol := c.pol
 	c.totalOff.Store(true)
-	if t.total > 0 || t.idle > 0 {
+	if pol.total > 0 || pol.idle > 0 {
 		c.Context, c.cancel = context.WithCancelCause(parent)
-		if t.total > 0 {
+		if pol.total > 0 {
 			c.now() // the deadline is TimeoutSeconds after the start
 			c.totalOff.Store(false)
-			t.deadlines.add(c)
+			if pol.total == t.pol.total {
+				t.deadlines.add(c) // deadlines in call order: one timer for all
+			} else {
+				c.own = t.ev.clock.AfterFunc(pol.total, c.expireTotal)
+			}
 		}
-		if t.idle > 0 && tt.watched {
+		if pol.idle > 0 && tt.watched {
 			c.traceConn() // any answer may turn out to be an event stream
 		}
 	}
@@ -77,11 +84,11 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	if isEventStream(resp) {
 		c.stopTotal()
-		if t.idle > 0 {
+		if pol.idle > 0 {
 			if resp.ProtoMajor >= 2 {
 				c.conn.Store(nil) // the Read itself measures an HTTP/2 stream's silence
 			}
-			c.idle = t.ev.clock.AfterFunc(t.idle, c.expireIdle)
+			c.idle = t.ev.clock.AfterFunc(pol.idle, c.expireIdle)
 			c.idle.Stop()
 		}
 	}
@@ -97,8 +104,13 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 }
 
 func (c *call) expireTotal() {
-	if !c.totalOff.Load() {
+	if c.totalOff.Load() {
+		return
+	}
+	if c.pol.total == c.t.pol.total {
 		c.cancel(c.t.totalErr)
+	} else {
+		c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: TimeoutTotal, After: c.pol.total})
 	}
 }
 
@@ -112,15 +124,22 @@ func (c *call) expireIdle() {
 	}
 	if conn := c.conn.Load(); conn != nil {
 		last := max(conn.last.Load(), c.readSince.Load())
-		if quiet := time.Duration(c.t.ev.clock.Now().UnixNano() - last); quiet < c.t.idle {
-			c.idle.Reset(c.t.idle - quiet)
+		if quiet := time.Duration(c.t.ev.clock.Now().UnixNano() - last); quiet < c.pol.idle {
+			c.idle.Reset(c.pol.idle - quiet)
 			return
 		}
 	}
-	c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: TimeoutStreamIdle, After: c.t.idle})
+	c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: TimeoutStreamIdle, After: c.pol.idle})
 }
 
-func (c *call) stopTotal() { c.totalOff.Store(true) }
+// stopTotal ends the total timeout of the call: the pipeline's deadlines queue skips it from
+// now on, and a timer of its own (a per-call policy's) stops.
+func (c *call) stopTotal() {
+	c.totalOff.Store(true)
+	if c.own != nil {
+		c.own.Stop()
+	}
+}
 
 // mapErr turns an error caused by the pipeline's own expiry into the *TimeoutError that
 // caused it, and reports the timeout once. The caller's own cancellation is left as it is.
