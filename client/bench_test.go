@@ -25,7 +25,9 @@ import (
 //	BenchmarkClientChat_OpenAI          client.Chat: neutral types, pipeline, classification
 //	BenchmarkClientChat_Anthropic       the same through the hand-written Anthropic provider
 //
-// client.Chat minus go-openai over the pipeline is the client's own overhead.
+// client.Chat minus go-openai over the pipeline is the client's own overhead. The bench side
+// module (bench/) compares the same with the official SDKs, with realistic prompts and
+// streams, in interleaved rounds (go run ./cmd/benchreport there).
 
 const (
 	openAIAnswer = `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini",` +
