@@ -73,6 +73,9 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 	if len(cfg.Fallback) > 0 {
 		all = append(all, client.WithFallback(cfg.Fallback...))
 	}
+	if len(cfg.Policies) > 0 {
+		all = append(all, client.WithPolicies(cfg.Policies)) // for client.WithPolicy(name)
+	}
 	return client.New(append(all, opts...)...)
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	steady "github.com/steadyllm/steady"
+	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/config"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
@@ -218,5 +219,30 @@ func TestConfig_ProviderSettingsAreValidated(t *testing.T) {
 	if az.Deployments["a"] != "one" || az.Deployments["gpt-4o"] != "dep" || !az.OmitStreamUsage ||
 		len(claude.Beta) != 1 || claude.Beta[0] != "b1" || claude.Limits.MaxEventBytes != 4096 {
 		t.Fatalf("az %+v claude %+v", az, claude)
+	}
+}
+
+// The named policies of LLM.Policies are the policies a call can ask for by name.
+func TestFromConfig_NamedPoliciesServeCalls(t *testing.T) {
+	down := mocks.NewServer(mocks.WithScript(mocks.Status(503).Always()))
+	defer down.Close()
+	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {
+		"Resilience": {"RetryCount": 1, "RetryBaseDelaySeconds": 0.001, "RetryUseJitter": false, "RetryBudgetPercent": 0},
+		"Policies": {"batch": {"RetryCount": 4}},
+		"Providers": {
+			"openai": {"Type": "openai", "BaseURL": "`+down.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "gpt-4o-mini"}
+		}}}`), []string{"K=" + sentinelKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := steady.FromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Chat(context.Background(), hello(), client.WithPolicy("batch")); err == nil {
+		t.Fatal("a failing server answered")
+	}
+	if n := down.Journal().Len(); n != 5 {
+		t.Fatalf("%d attempts under the batch policy, want 5", n)
 	}
 }

@@ -21,23 +21,29 @@ import (
 // cannot serve the request (no tools, no JSON output…) are skipped. The chain moves on only
 // for a failure that is the provider's rather than the request's (providers.ErrorKind
 // FallsBack), and never once the caller's context has ended.
-func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
+func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...CallOption) (*providers.ChatResponse, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	var tr CallTracker
-	if c.telemetry != nil {
-		ctx, tr = c.startCall(ctx, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	o := collect(opts)
+	pl, err := c.planFor(o)
+	if err != nil {
+		return nil, err
 	}
-	return walkChain(c, ctx, tr, req.Model, req.Needs(false),
+	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(false),
 		func(ctx context.Context, e *entry, model string) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
+			call.Policy = pl.policyFor(e, o)
 			resp, err := e.provider.Chat(call, withModel(req, model))
 			return resp, &call.Info, err
 		},
 		func(resp *providers.ChatResponse, name string, res *TryResult, _ time.Time) bool {
 			resp.Provider = name
+			if o != nil {
+				resp.ClientRequestID = o.requestID
+			}
 			if res != nil {
 				res.ResponseModel, res.ResponseID = resp.Model, resp.ID
 				res.FinishReason, res.Usage = resp.FinishReason, resp.Usage
@@ -48,18 +54,21 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest) (*provide
 
 // Embed sends req along the fallback chain, as Chat does, skipping providers without
 // embeddings.
-func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*providers.EmbedResponse, error) {
+func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ...CallOption) (*providers.EmbedResponse, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	var tr CallTracker
-	if c.telemetry != nil {
-		ctx, tr = c.startCall(ctx, OperationEmbeddings, false, req.Model, 0, nil, nil)
+	o := collect(opts)
+	pl, err := c.planFor(o)
+	if err != nil {
+		return nil, err
 	}
-	return walkChain(c, ctx, tr, req.Model, providers.CapEmbeddings,
+	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
+	return walkChain(c, ctx, tr, pl, req.Model, providers.CapEmbeddings,
 		func(ctx context.Context, e *entry, model string) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
+			call.Policy = pl.policyFor(e, o)
 			r := req
 			if model != req.Model {
 				cp := *req
@@ -71,6 +80,9 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 		},
 		func(resp *providers.EmbedResponse, name string, res *TryResult, _ time.Time) bool {
 			resp.Provider = name
+			if o != nil {
+				resp.ClientRequestID = o.requestID
+			}
 			if res != nil {
 				res.ResponseModel, res.Usage = resp.Model, resp.Usage
 			}
@@ -78,14 +90,27 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest) (*provi
 		})
 }
 
-// walkChain asks the providers of the chain in order, each for its own model, until one
+// begin starts a call with options o and plan pl: the context its providers see (carrying the
+// options' HTTP changes, if any) and its telemetry tracker (nil without telemetry).
+func (c *Client) begin(ctx context.Context, o *callOptions, pl plan, op Operation, stream bool, model string,
+	maxTokens int, temperature, topP *float64) (context.Context, CallTracker) {
+	if o.sendsExtras() {
+		ctx = &callExtras{Context: ctx, o: o}
+	}
+	if c.telemetry == nil {
+		return ctx, nil
+	}
+	return c.startCall(ctx, o, pl, op, stream, model, maxTokens, temperature, topP)
+}
+
+// walkChain asks the providers of the plan's chain in order, each for its own model, until one
 // answers or a failure must not fall back. Providers that lack a capability of need are
 // skipped. call makes one provider's try and returns, with its outcome, the CallInfo in which
 // the pipeline counted its attempts. served completes the
 // answer of provider name and, when telemetry is on (res != nil), what the tracker learns
 // about the try that began at start; it returns true when the call goes on after walkChain
 // returns (a stream), which then reports its own end. tr may be nil.
-func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, model string, need providers.Capabilities,
+func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities,
 	call func(ctx context.Context, e *entry, model string) (R, *resilience.CallInfo, error),
 	served func(resp R, name string, res *TryResult, start time.Time) (open bool)) (R, error) {
 	var zero R
@@ -93,7 +118,7 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, model stri
 	var skipped []string
 	stopped := false
 	first := true
-	for i, name := range c.chain {
+	for i, name := range pl.chain {
 		e := c.entries[name]
 		if missing := e.caps.Missing(need); missing != 0 {
 			skipped = append(skipped, name+" (no "+missing.String()+")")
@@ -124,7 +149,7 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, model stri
 		if tr != nil {
 			res := tryResult(e, m, start, info, perr)
 			if next {
-				res.Next = c.nextAfter(i, need)
+				res.Next = c.nextAfter(pl.chain, i, need)
 			}
 			tr.TryDone(res)
 		}
@@ -175,6 +200,9 @@ func classify(ctx context.Context, provider string, err error, info *resilience.
 	}
 	if pe.Provider == "" {
 		pe.Provider = provider
+	}
+	if x, _ := ctx.Value(extrasKey{}).(*callExtras); x != nil {
+		pe.ClientRequestID = x.o.requestID
 	}
 	if ctx.Err() != nil && pe.Kind != providers.KindCanceled {
 		pe.Kind = providers.KindCanceled

@@ -18,7 +18,8 @@ type Client struct {
 	chain     []string // the fallback chain; the first provider alone when none is set
 	base      http.RoundTripper
 	observer  resilience.Observer
-	telemetry Telemetry // nil: no telemetry, at no cost
+	telemetry Telemetry                     // nil: no telemetry, at no cost
+	policies  map[string]*resilience.Policy // the named policies of WithPolicy
 }
 
 type entry struct {
@@ -158,7 +159,8 @@ func New(opts ...Option) (*Client, error) {
 			errs = append(errs, fmt.Errorf("client: provider %q: %w", s.name, err))
 			continue
 		}
-		prov, err := s.factory(&http.Client{Transport: p.Wrap(c.base)})
+		xt := &extrasTransport{name: s.name, next: p.Wrap(c.base)}
+		prov, err := s.factory(&http.Client{Transport: xt})
 		if err == nil && prov == nil {
 			err = errors.New("its factory returned no provider")
 		}
@@ -172,6 +174,7 @@ func New(opts ...Option) (*Client, error) {
 			desc := d.Describe()
 			e.system, e.providerModel = desc.System, desc.DefaultModel
 		}
+		xt.system = e.system
 		e.caps = providers.CapabilitiesOf(prov)
 		c.entries[s.name] = e
 		c.order = append(c.order, s.name)

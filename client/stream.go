@@ -23,18 +23,25 @@ import (
 //
 // An overload or a break inside a stream is reported to that provider's circuit breaker as
 // a failure, although the stream began with 200. Always Close the stream.
-func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*Stream, error) {
+func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest, opts ...CallOption) (*Stream, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	var tr CallTracker
-	if c.telemetry != nil {
-		ctx, tr = c.startCall(ctx, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	o := collect(opts)
+	pl, err := c.planFor(o)
+	if err != nil {
+		return nil, err
 	}
-	return walkChain(c, ctx, tr, req.Model, req.Needs(true),
+	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(true),
 		func(ctx context.Context, e *entry, model string) (*Stream, *resilience.CallInfo, error) {
 			s := &Stream{ctx: ctx, provider: e.name}
 			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
+			firstContent := e.firstContent
+			if pol := pl.policyFor(e, o); pol != nil {
+				s.call.Policy = pol
+				firstContent = pol.Timeout()
+			}
 			inner, err := e.provider.ChatStream(&s.call, withModel(req, model))
 			if err != nil {
 				return nil, &s.call.Info, err
@@ -44,7 +51,7 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest) (*S
 				s.text = new(strings.Builder) // a third-party stream: keep the text here
 			}
 			s.pending = s.first[:0]
-			if perr := s.awaitContent(e.firstContent); perr != nil {
+			if perr := s.awaitContent(firstContent); perr != nil {
 				return nil, &s.call.Info, perr
 			}
 			return s, &s.call.Info, nil

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/steadyllm/steady/providers"
@@ -58,6 +59,12 @@ type CallStart struct {
 	Provider, System, Model string
 	MaxTokens               int      // 0 when unset
 	Temperature, TopP       *float64 // nil when unset
+	// Policy is the named policy the call runs under (WithPolicy), "" for each provider's own.
+	Policy string
+	// RequestID is the call's own ID (WithRequestID), "" when none.
+	RequestID string
+	// Attributes are the call's own telemetry attributes (WithAttributes).
+	Attributes []slog.Attr
 }
 
 // TryResult is how one provider of the fallback chain handled a logical call.
@@ -114,13 +121,17 @@ func (c *Client) pipelineObserver() resilience.Observer {
 }
 
 // startCall starts the telemetry of a logical call whose first provider is asked for model.
-func (c *Client) startCall(ctx context.Context, op Operation, stream bool, model string,
+func (c *Client) startCall(ctx context.Context, o *callOptions, pl plan, op Operation, stream bool, model string,
 	maxTokens int, temperature, topP *float64) (context.Context, CallTracker) {
-	e := c.entries[c.chain[0]]
-	return c.telemetry.StartCall(ctx, CallStart{
+	e := c.entries[pl.chain[0]]
+	cs := CallStart{
 		Operation: op, Stream: stream, Provider: e.name, System: e.system,
 		Model: e.telemetryModel(c.modelFor(e, model, true)), MaxTokens: maxTokens, Temperature: temperature, TopP: topP,
-	})
+	}
+	if o != nil {
+		cs.Policy, cs.RequestID, cs.Attributes = o.policy, o.requestID, o.attrs
+	}
+	return c.telemetry.StartCall(ctx, cs)
 }
 
 // telemetryModel fills in the provider's own default model, for telemetry, when the client
@@ -145,8 +156,8 @@ func tryResult(e *entry, model string, start time.Time, info *resilience.CallInf
 
 // nextAfter returns the provider after the i-th of the chain that can serve need, "" for
 // none.
-func (c *Client) nextAfter(i int, need providers.Capabilities) string {
-	for _, name := range c.chain[i+1:] {
+func (c *Client) nextAfter(chain []string, i int, need providers.Capabilities) string {
+	for _, name := range chain[i+1:] {
 		if c.entries[name].caps.Has(need) {
 			return name
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"reflect"
 	"sync"
 	"testing"
 
@@ -80,7 +81,7 @@ func TestTelemetry_ChatReportsStartTryAndEnd(t *testing.T) {
 	starts, tries, ends := tel.snapshot()
 	want := client.CallStart{Operation: client.OperationChat, Provider: "openai", System: providers.SystemOpenAI,
 		Model: "gpt-4o-mini", MaxTokens: 42}
-	if len(starts) != 1 || starts[0] != want {
+	if len(starts) != 1 || !reflect.DeepEqual(starts[0], want) {
 		t.Errorf("starts %+v, want %+v", starts, want)
 	}
 	if len(tries) != 1 {

@@ -54,6 +54,15 @@ func (t *Telemetry) StartCall(ctx context.Context, c client.CallStart) (context.
 		if c.TopP != nil {
 			attrs = append(attrs, semconv.GenAIRequestTopPKey.Float64(*c.TopP))
 		}
+		if c.Policy != "" {
+			attrs = append(attrs, KeySpanPolicy.String(c.Policy))
+		}
+		if c.RequestID != "" {
+			attrs = append(attrs, KeySpanRequestID.String(c.RequestID))
+		}
+		for _, a := range c.Attributes {
+			attrs = append(attrs, otelAttr(a))
+		}
 		span.SetAttributes(attrs...)
 	}
 	tr := &callTracker{t: t, ctx: ctx, span: span, start: c}
@@ -172,6 +181,13 @@ func (c *callTracker) log(err error, outcome string) {
 	attrs := []slog.Attr{slog.String(LogProvider, r.Provider), slog.String(LogOperation, string(c.start.Operation)),
 		slog.String(LogModel, c.start.Model), slog.String(LogOutcome, outcome), slog.Int(LogAttempts, c.attempts),
 		slog.Int(LogFallbacks, c.fallbacks), slog.Int64(LogDurationMs, took.Milliseconds())}
+	if c.start.Policy != "" {
+		attrs = append(attrs, slog.String(LogPolicy, c.start.Policy))
+	}
+	if c.start.RequestID != "" {
+		attrs = append(attrs, slog.String(LogRequestID, c.start.RequestID))
+	}
+	attrs = append(attrs, c.start.Attributes...)
 	msg := what + " served by " + r.Provider + " in " + took.String()
 	if err != nil {
 		attrs = append(attrs, slog.String(LogError, safeText(err)))
@@ -190,4 +206,28 @@ func asProviderError(err error) *providers.Error {
 		return perr
 	}
 	return nil
+}
+
+// otelAttr converts a call's slog attribute (client.WithAttributes) to a span attribute:
+// strings, numbers, booleans and durations (as seconds) keep their type, anything else is
+// recorded as its text.
+func otelAttr(a slog.Attr) attribute.KeyValue {
+	k := attribute.Key(a.Key)
+	v := a.Value.Resolve()
+	switch v.Kind() {
+	case slog.KindString:
+		return k.String(v.String())
+	case slog.KindInt64:
+		return k.Int64(v.Int64())
+	case slog.KindUint64:
+		return k.Int64(int64(v.Uint64()))
+	case slog.KindFloat64:
+		return k.Float64(v.Float64())
+	case slog.KindBool:
+		return k.Bool(v.Bool())
+	case slog.KindDuration:
+		return k.Float64(v.Duration().Seconds())
+	default:
+		return k.String(v.String())
+	}
 }

@@ -56,6 +56,9 @@ const (
 	KeySpanFallbacks = attribute.Key("steady.fallbacks") // how many times the chain moved on
 	KeySpanOutcome   = attribute.Key("steady.outcome")   // as the outcome of MetricCallDuration
 	KeySpanStream    = attribute.Key("steady.stream")    // the call is a ChatStream
+	KeySpanPolicy    = attribute.Key("steady.policy")    // the named policy of the call (client.WithPolicy)
+	// KeySpanRequestID is the call's own ID (client.WithRequestID).
+	KeySpanRequestID = attribute.Key("steady.client_request_id")
 )
 
 // keyGenAISystem is gen_ai.system, which the conventions replaced with gen_ai.provider.name in

@@ -25,13 +25,15 @@ const (
 	LogError       = "error"        // the error's text, URLs and credentials removed
 
 	// Keys of the client's records (Telemetry with WithLogger): a fallback, a call's end.
-	LogFallbackTo = "fallback_to" // the provider the chain tries next
-	LogErrorKind  = "error_kind"  // the providers.ErrorKind of a failure
-	LogOperation  = "operation"   // chat or embeddings
-	LogModel      = "model"       // the model asked of the chain's first provider
-	LogOutcome    = "outcome"     // success, closed, or the providers.ErrorKind of the failure
-	LogAttempts   = "attempts"    // HTTP attempts over every provider tried
-	LogFallbacks  = "fallbacks"   // how many times the chain moved on
+	LogFallbackTo = "fallback_to"       // the provider the chain tries next
+	LogErrorKind  = "error_kind"        // the providers.ErrorKind of a failure
+	LogOperation  = "operation"         // chat or embeddings
+	LogModel      = "model"             // the model asked of the chain's first provider
+	LogOutcome    = "outcome"           // success, closed, or the providers.ErrorKind of the failure
+	LogAttempts   = "attempts"          // HTTP attempts over every provider tried
+	LogFallbacks  = "fallbacks"         // how many times the chain moved on
+	LogPolicy     = "policy"            // the named policy of the call (client.WithPolicy)
+	LogRequestID  = "client_request_id" // the call's own ID (client.WithRequestID)
 )
 
 // NewSlogObserver returns an observer that logs every pipeline event to logger (nil means

@@ -26,7 +26,9 @@ type Error struct {
 	// codes ("exhausted", "budget", "hint_too_long", "deadline", "circuit_open",
 	// "not_retryable"); "" when unknown (a provider called without the client).
 	GaveUp    string
-	RequestID string
+	RequestID string // the provider's request ID header
+	// ClientRequestID is the call's own ID, as the caller gave it (client.WithRequestID).
+	ClientRequestID string
 	// Partial is what a stream delivered before it failed.
 	Partial string
 	Err     error
@@ -63,6 +65,9 @@ func (e *Error) Error() string {
 	if e.RequestID != "" {
 		fmt.Fprintf(&b, " [request %s]", e.RequestID)
 	}
+	if e.ClientRequestID != "" {
+		fmt.Fprintf(&b, " [call %s]", e.ClientRequestID)
+	}
 	return b.String()
 }
 
@@ -92,9 +97,9 @@ func (e *Error) GoString() string {
 		cause = fmt.Sprintf("%T", e.Err)
 	}
 	return fmt.Sprintf("&providers.Error{Provider:%q, Kind:%q, StatusCode:%d, Type:%q, Code:%q, Message:%q, "+
-		"RetryAfter:%d, Attempts:%d, GaveUp:%q, RequestID:%q, Partial:<%d bytes>, Err:%s}",
+		"RetryAfter:%d, Attempts:%d, GaveUp:%q, RequestID:%q, ClientRequestID:%q, Partial:<%d bytes>, Err:%s}",
 		e.Provider, e.Kind, e.StatusCode, e.Type, e.Code, e.Message, e.RetryAfter, e.Attempts, e.GaveUp, e.RequestID,
-		len(e.Partial), cause)
+		e.ClientRequestID, len(e.Partial), cause)
 }
 
 // Unwrap returns the underlying cause.

@@ -94,6 +94,9 @@ type ChatResponse struct {
 	FinishReason FinishReason
 	Usage        Usage
 	RequestID    string // the provider's request ID header, for support tickets
+	// ClientRequestID is the call's own ID, as the caller gave it (client.WithRequestID);
+	// "" when none.
+	ClientRequestID string
 }
 
 // Delta is one increment of a streamed answer.
@@ -147,6 +150,8 @@ type EmbedResponse struct {
 	Model      string
 	Embeddings [][]float32
 	Usage      Usage
+	// ClientRequestID is the call's own ID, as the caller gave it (client.WithRequestID).
+	ClientRequestID string
 }
 
 // Provider turns neutral requests into calls to one LLM API. It is the contract between

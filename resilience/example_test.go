@@ -1,6 +1,7 @@
 package resilience_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -55,4 +56,44 @@ func ExampleOptions_Validate() {
 	fmt.Println(o.Validate())
 	// Output:
 	// resilience: invalid options: RetryCount = 50: must be between 0 and 20; BulkheadMaxConcurrency = 0: must be between 1 and 100000
+}
+
+// One call runs under its own policy — no retries, a short deadline — through any http.Client
+// over the pipeline (go-openai, openai-go: pass the context to the SDK's call), while the
+// pipeline's other calls keep its own policy and share its circuit and bulkhead.
+func ExampleWithPolicy() {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}))
+	defer srv.Close()
+
+	o := resilience.DefaultOptions()
+	o.RetryBaseDelaySeconds = 0.001
+	p, _ := resilience.New(o)
+	httpClient := &http.Client{Transport: p.Wrap(http.DefaultTransport)}
+
+	interactive := o
+	interactive.RetryCount = 0
+	interactive.TimeoutSeconds = 2
+	pol, err := resilience.NewPolicy("interactive", interactive)
+	if err != nil {
+		panic(err)
+	}
+	req, _ := http.NewRequestWithContext(resilience.WithPolicy(context.Background(), pol), http.MethodGet, srv.URL, nil)
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		panic(err)
+	}
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, "after", calls.Load(), "attempt")
+
+	calls.Store(0)
+	resp, _ = httpClient.Get(srv.URL) // the pipeline's own policy: 3 retries
+	resp.Body.Close()
+	fmt.Println(resp.StatusCode, "after", calls.Load(), "attempts")
+	// Output:
+	// 503 after 1 attempt
+	// 503 after 4 attempts
 }

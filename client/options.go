@@ -1,0 +1,315 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// RequestIDHeader is the request header that carries a call's own ID (WithRequestID) on every
+// attempt to every provider of the chain. OpenAI reads it as the client's ID for the request
+// and echoes it in its logs; gateways and proxies can correlate on it.
+const RequestIDHeader = "X-Client-Request-Id"
+
+// CallOption changes one call of Chat, ChatStream or Embed. Calls without options pay nothing
+// for them.
+type CallOption func(*callOptions)
+
+// callOptions is what the options of one call asked for.
+type callOptions struct {
+	policy    string        // a named policy (WithPolicy)
+	timeout   time.Duration // a total time limit (WithTimeout); 0 for the policy's
+	hasTO     bool
+	only      []string // the providers to try, in order (WithProviders)
+	skip      []string // providers not to try (WithoutProviders)
+	noFall    bool     // the first provider alone (WithoutFallback)
+	header    http.Header
+	fields    map[string]map[string]any // target (provider name or system) → body fields
+	requestID string
+	attrs     []slog.Attr
+}
+
+// WithPolicy runs the call under the named policy of the client (WithPolicies, or
+// LLM.Policies in the configuration): its retries, backoff and time limits, for every provider
+// the call tries. Each provider's circuit breaker, bulkhead and retry budget stay shared with
+// its other calls. An unknown name is a bad_request, before anything is sent.
+func WithPolicy(name string) CallOption {
+	return func(o *callOptions) { o.policy = name }
+}
+
+// WithTimeout sets the total time limit of each provider's try of this call (the policy's
+// TimeoutSeconds), keeping the rest of the policy. 0 turns the limit off. To bound the whole
+// call, fallbacks included, give the call a context with a deadline.
+func WithTimeout(d time.Duration) CallOption {
+	return func(o *callOptions) { o.timeout, o.hasTO = d, true }
+}
+
+// WithProviders tries only the named providers, in this order, instead of the fallback chain.
+// Each must be a provider of the client; an unknown name is a bad_request.
+func WithProviders(names ...string) CallOption {
+	return func(o *callOptions) { o.only = append(o.only[:0:0], names...) }
+}
+
+// WithoutProviders skips the named providers for this call.
+func WithoutProviders(names ...string) CallOption {
+	return func(o *callOptions) { o.skip = append(o.skip, names...) }
+}
+
+// WithoutFallback tries the first provider of the chain (after WithProviders and
+// WithoutProviders) and no other.
+func WithoutFallback() CallOption {
+	return func(o *callOptions) { o.noFall = true }
+}
+
+// WithHeader adds a header to every HTTP request of the call, to every provider. It cannot
+// replace the headers the provider sets itself for authentication (Authorization, x-api-key,
+// api-key): those are dropped from the option.
+func WithHeader(key, value string) CallOption {
+	return func(o *callOptions) {
+		if o.header == nil {
+			o.header = http.Header{}
+		}
+		o.header.Add(key, value)
+	}
+}
+
+// WithExtraFields adds fields to the JSON body sent to target — a provider's name ("openai",
+// "claude") or a GenAI system (providers.SystemOpenAI, SystemAzureOpenAI, SystemAnthropic) —
+// and to no other provider, so a field one API accepts never reaches another in a fallback.
+// A field replaces the one of the same name the provider wrote. It is the escape hatch for
+// what the neutral request lacks (a provider's newest parameter, a vendor extension of an
+// OpenAI-compatible server); the values are encoded with encoding/json.
+func WithExtraFields(target string, fields map[string]any) CallOption {
+	return func(o *callOptions) {
+		if o.fields == nil {
+			o.fields = map[string]map[string]any{}
+		}
+		m := o.fields[target]
+		if m == nil {
+			m = map[string]any{}
+			o.fields[target] = m
+		}
+		for k, v := range fields {
+			m[k] = v
+		}
+	}
+}
+
+// WithRequestID gives the call a stable ID, sent as RequestIDHeader on every attempt and every
+// fallback, and returned in the response (ClientRequestID) and in errors
+// (providers.Error.ClientRequestID), so logs on both sides can be joined.
+func WithRequestID(id string) CallOption {
+	return func(o *callOptions) { o.requestID = id }
+}
+
+// WithAttributes adds attributes to the call's telemetry: its span and its log record (not its
+// metrics, where unbounded values would multiply the series). Give only what may be recorded:
+// a tenant or a feature name, never a prompt.
+func WithAttributes(attrs ...slog.Attr) CallOption {
+	return func(o *callOptions) { o.attrs = append(o.attrs, attrs...) }
+}
+
+// collect applies opts; it returns nil when there are none, so a call without options
+// allocates nothing for them.
+func collect(opts []CallOption) *callOptions {
+	if len(opts) == 0 {
+		return nil
+	}
+	o := &callOptions{}
+	for _, f := range opts {
+		if f != nil {
+			f(o)
+		}
+	}
+	return o
+}
+
+// sendsExtras reports whether the call changes the HTTP requests (headers, request ID, fields).
+func (o *callOptions) sendsExtras() bool {
+	return o != nil && (o.header != nil || o.fields != nil || o.requestID != "")
+}
+
+// WithPolicies gives the client named policies for WithPolicy: LLM.Policies of the
+// configuration, each a whole Options whose retries and time limits a call may run under.
+// Every policy is validated by New.
+func WithPolicies(policies map[string]resilience.Options) Option {
+	return func(b *builder) error {
+		if b.c.policies == nil {
+			b.c.policies = map[string]*resilience.Policy{}
+		}
+		for name, o := range policies {
+			p, err := resilience.NewPolicy(name, o)
+			if err != nil {
+				return fmt.Errorf("client: policy %q: %w", name, err)
+			}
+			b.c.policies[name] = p
+		}
+		return nil
+	}
+}
+
+// plan is what the client does for one call with options: the providers it tries, and the
+// policy each runs under.
+type plan struct {
+	chain  []string
+	policy *resilience.Policy // nil: each provider's own
+}
+
+// planFor checks o against the client and returns the call's plan; an option naming what the
+// client does not have is a bad_request.
+func (c *Client) planFor(o *callOptions) (plan, error) {
+	p := plan{chain: c.chain}
+	if o == nil {
+		return p, nil
+	}
+	if o.policy != "" {
+		p.policy = c.policies[o.policy]
+		if p.policy == nil {
+			return p, badOption("WithPolicy", o.policy, "must name a policy of the client (WithPolicies, LLM.Policies)", c.policyNames())
+		}
+	}
+	for _, n := range append(slices.Clip(o.only), o.skip...) {
+		if c.entries[n] == nil {
+			return p, badOption("WithProviders/WithoutProviders", n, "must name a provider of the client", c.order)
+		}
+	}
+	if o.only != nil || o.skip != nil || o.noFall {
+		var chain []string
+		src := c.chain
+		if o.only != nil {
+			src = o.only
+		}
+		for _, n := range src {
+			if !slices.Contains(o.skip, n) && !slices.Contains(chain, n) {
+				chain = append(chain, n)
+			}
+		}
+		if o.noFall && len(chain) > 1 {
+			chain = chain[:1]
+		}
+		if len(chain) == 0 {
+			return p, &providers.Error{Kind: providers.KindBadRequest,
+				Message: "the call's options leave no provider to try"}
+		}
+		p.chain = chain
+	}
+	return p, nil
+}
+
+// policyFor returns the policy provider e runs the call under: the plan's named policy or the
+// provider's own, with the call's own time limit when it set one. nil means the pipeline's.
+func (p plan) policyFor(e *entry, o *callOptions) *resilience.Policy {
+	pol := p.policy
+	if o != nil && o.hasTO {
+		if pol == nil {
+			pol = e.pipeline.Policy()
+		}
+		pol = pol.WithTimeout(o.timeout)
+	}
+	return pol
+}
+
+func (c *Client) policyNames() []string {
+	names := make([]string, 0, len(c.policies))
+	for n := range c.policies {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	return names
+}
+
+func badOption(option, value, rule string, known []string) *providers.Error {
+	return &providers.Error{Kind: providers.KindBadRequest,
+		Message: fmt.Sprintf("%s %q: %s (have %v)", option, value, rule, known)}
+}
+
+// callExtras carries the HTTP changes of a call to the client's transport, under its key in
+// the call's context.
+type callExtras struct {
+	context.Context
+	o *callOptions
+}
+
+type extrasKey struct{}
+
+func (x *callExtras) Value(key any) any {
+	if _, ok := key.(extrasKey); ok {
+		return x
+	}
+	return x.Context.Value(key)
+}
+
+// extrasTransport applies the HTTP changes of a call (headers, request ID, body fields) to
+// each request of provider name, whose GenAI system is system, before its pipeline: every
+// attempt and every fallback sends them.
+type extrasTransport struct {
+	name   string
+	system string // the provider's GenAI system, set by New once the provider is built
+	next   http.RoundTripper
+}
+
+// authHeaders are the headers a call's options may not set: each provider's credentials.
+var authHeaders = []string{"Authorization", "X-Api-Key", "Api-Key"}
+
+func (t *extrasTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	x, _ := req.Context().Value(extrasKey{}).(*callExtras)
+	if x == nil {
+		return t.next.RoundTrip(req)
+	}
+	o := x.o
+	fields := o.fields[t.name]
+	if fields == nil && t.system != "" {
+		fields = o.fields[t.system]
+	}
+	r := req.Clone(req.Context())
+	for k, vs := range o.header {
+		if slices.Contains(authHeaders, http.CanonicalHeaderKey(k)) {
+			continue
+		}
+		r.Header[http.CanonicalHeaderKey(k)] = append([]string(nil), vs...)
+	}
+	if o.requestID != "" {
+		r.Header.Set(RequestIDHeader, o.requestID)
+	}
+	if len(fields) > 0 && req.Body != nil && req.Body != http.NoBody {
+		body, err := mergeFields(req, fields)
+		if err != nil {
+			return nil, &providers.Error{Provider: t.name, Kind: providers.KindBadRequest,
+				Message: "WithExtraFields: " + err.Error(), Err: err}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		r.ContentLength = int64(len(body))
+	}
+	return t.next.RoundTrip(r)
+}
+
+// mergeFields reads req's JSON object body (closing it) and returns it with fields set.
+func mergeFields(req *http.Request, fields map[string]any) ([]byte, error) {
+	raw, err := io.ReadAll(req.Body)
+	_ = req.Body.Close()
+	if err != nil {
+		return nil, err
+	}
+	var obj map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, fmt.Errorf("the provider's request body is not a JSON object: %w", err)
+	}
+	for k, v := range fields {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return nil, fmt.Errorf("field %q: %w", k, err)
+		}
+		obj[k] = b
+	}
+	return json.Marshal(obj)
+}
