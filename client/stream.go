@@ -14,7 +14,7 @@ import (
 )
 
 // ChatStream starts a streamed answer along the fallback chain. It waits for the first
-// content (text, a tool call, or the end of the stream) before returning, so that every
+// content (text, reasoning, a tool call, or the end of the stream) before returning, so that every
 // failure before that point — an error status, an error event inside the 200 stream, a
 // stream that ends early, no content within the provider's TimeoutSeconds — can still be
 // retried by the pipeline or answered by the next provider. Once content has reached the
@@ -80,7 +80,12 @@ type Stream struct {
 	done     bool
 	closed   atomic.Bool
 	tel      *streamTelemetry // nil without telemetry
+	rl       *providers.RateLimit
 }
+
+// RateLimit returns what the provider's rate-limit headers said when the stream began, nil
+// when it sent none.
+func (s *Stream) RateLimit() *providers.RateLimit { return s.rl }
 
 // streamTelemetry reports the end of a stream's call, once: at the Done delta, at a failure
 // or at Close, whichever comes first.
@@ -136,7 +141,10 @@ func (s *Stream) awaitContent(limit time.Duration) *providers.Error {
 	}
 	for {
 		d, err := s.inner.Recv()
-		if err == nil && d.Text == "" && len(d.ToolCalls) == 0 && !d.Done {
+		if err == nil && d.RateLimit != nil {
+			s.rl = d.RateLimit // known as soon as ChatStream returns
+		}
+		if err == nil && d.Text == "" && d.Reasoning == "" && len(d.ToolCalls) == 0 && !d.Done {
 			s.pending = append(s.pending, d)
 			continue
 		}
@@ -195,6 +203,9 @@ func (s *Stream) Recv() (providers.Delta, error) {
 }
 
 func (s *Stream) accept(d providers.Delta) {
+	if d.RateLimit != nil {
+		s.rl = d.RateLimit
+	}
 	if s.text != nil {
 		s.text.WriteString(d.Text)
 	}

@@ -15,17 +15,22 @@ const (
 	CapEmbeddings                          // Embed
 	CapTools                               // ChatRequest.Tools, tool calls and tool results
 	CapJSONOutput                          // ChatRequest.Format = FormatJSON
+	CapImages                              // image parts in messages
+	CapJSONSchema                          // ChatRequest.Schema: structured output
+	CapReasoning                           // ChatRequest.Reasoning
 )
 
 // AllCapabilities is every capability this version knows.
-const AllCapabilities = CapChat | CapStreaming | CapEmbeddings | CapTools | CapJSONOutput
+const AllCapabilities = CapChat | CapStreaming | CapEmbeddings | CapTools | CapJSONOutput | CapImages |
+	CapJSONSchema | CapReasoning
 
 var capNames = []struct {
 	c    Capabilities
 	name string
 }{
 	{CapChat, "chat"}, {CapStreaming, "streaming"}, {CapEmbeddings, "embeddings"},
-	{CapTools, "tools"}, {CapJSONOutput, "JSON output"},
+	{CapTools, "tools"}, {CapJSONOutput, "JSON output"}, {CapImages, "images"},
+	{CapJSONSchema, "structured output"}, {CapReasoning, "reasoning"},
 }
 
 // Has reports whether c holds every capability of need.
@@ -64,11 +69,21 @@ func (r *ChatRequest) Needs(stream bool) Capabilities {
 	for _, m := range r.Messages {
 		if len(m.ToolCalls) > 0 || m.Role == RoleTool {
 			need |= CapTools
-			break
+		}
+		for _, p := range m.Parts {
+			if p.Image != nil {
+				need |= CapImages
+			}
 		}
 	}
 	if r.Format == FormatJSON {
 		need |= CapJSONOutput
+	}
+	if r.Schema != nil {
+		need |= CapJSONSchema
+	}
+	if r.Reasoning != nil {
+		need |= CapReasoning
 	}
 	return need
 }

@@ -29,6 +29,8 @@ type Error struct {
 	RequestID string // the provider's request ID header
 	// ClientRequestID is the call's own ID, as the caller gave it (client.WithRequestID).
 	ClientRequestID string
+	// RateLimit is what the provider's rate-limit headers said, nil when none came.
+	RateLimit *RateLimit
 	// Partial is what a stream delivered before it failed.
 	Partial string
 	Err     error

@@ -3,6 +3,7 @@ package providers
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Role is the author of a message.
@@ -20,17 +21,112 @@ const (
 type Message struct {
 	Role    Role
 	Content string
+	// Parts is the content of a user message made of several parts — text and images — in
+	// order. Set Content or Parts, not both.
+	Parts []Part
 	// ToolCalls are the calls an assistant message asks for.
 	ToolCalls []ToolCall
 	// ToolCallID links a RoleTool message to the call it answers.
 	ToolCallID string
+	// Thinking is the reasoning an assistant message came with (ChatResponse.Message carries
+	// it). Send it back unchanged with the rest of the message: Anthropic requires the
+	// thinking blocks of the turn that asked for tools when its results are sent.
+	Thinking []ThinkingBlock
+	// Cache marks the end of a prompt prefix the provider may cache (Anthropic's
+	// cache_control breakpoint on this message's last block; OpenAI caches prefixes by
+	// itself and ignores it).
+	Cache CacheTTL
 }
+
+// Part is one part of a message's content: Text, or Image.
+type Part struct {
+	Text  string
+	Image *Image
+}
+
+// TextPart returns a text part.
+func TextPart(text string) Part { return Part{Text: text} }
+
+// ImagePart returns an image part.
+func ImagePart(img Image) Part { return Part{Image: &img} }
+
+// Image is an image given to the model: by URL, or as its bytes with their media type.
+type Image struct {
+	URL string
+	// Data is the image itself (sent base64-encoded) and MediaType its type: "image/png",
+	// "image/jpeg", "image/gif" or "image/webp".
+	Data      []byte
+	MediaType string
+	// Detail is OpenAI's resolution hint: "low", "high" or "auto" ("" for the default).
+	Detail string
+}
+
+// ThinkingBlock is one block of a model's reasoning: its text and the provider's signature
+// of it, or, for reasoning the provider withholds, Redacted (opaque data to send back).
+type ThinkingBlock struct {
+	Text      string
+	Signature string
+	Redacted  string
+}
+
+// CacheTTL asks for a prompt-cache breakpoint and says for how long: "" none, CacheDefault
+// (5 minutes with Anthropic), Cache1h.
+type CacheTTL string
+
+// The cache lifetimes.
+const (
+	CacheNone    CacheTTL = ""
+	CacheDefault CacheTTL = "default"
+	Cache5m      CacheTTL = "5m"
+	Cache1h      CacheTTL = "1h"
+)
 
 // Tool is a function the model may call. Parameters is its JSON Schema.
 type Tool struct {
 	Name        string
 	Description string
 	Parameters  json.RawMessage
+	// Cache marks the end of the cacheable prefix after this tool (see Message.Cache).
+	Cache CacheTTL
+}
+
+// ToolChoice says whether and which tools the model must call: the zero value leaves it to
+// the provider (auto when tools are given).
+type ToolChoice struct {
+	Mode ToolChoiceMode
+	Name string // the tool to call, with ToolChoiceTool
+}
+
+// ToolChoiceMode is how the model may use the tools.
+type ToolChoiceMode string
+
+// The tool choice modes.
+const (
+	ToolChoiceAuto     ToolChoiceMode = "auto"     // the model decides
+	ToolChoiceNone     ToolChoiceMode = "none"     // no tool call
+	ToolChoiceRequired ToolChoiceMode = "required" // at least one tool call, any tool
+	ToolChoiceTool     ToolChoiceMode = "tool"     // a call of the tool named Name
+)
+
+// JSONSchema asks for an answer that is a JSON value matching Schema (structured output).
+type JSONSchema struct {
+	// Name names the schema (OpenAI requires one: letters, digits, '_' and '-'); "" means
+	// "response".
+	Name        string
+	Description string
+	Schema      json.RawMessage
+	// Strict asks the provider to enforce the schema exactly (OpenAI's strict mode, which
+	// requires every property to be required and additionalProperties false). Anthropic's
+	// structured outputs always enforce it.
+	Strict bool
+}
+
+// Reasoning configures a reasoning model: Effort for models that take an effort level
+// (OpenAI's reasoning_effort, Anthropic's output_config.effort), BudgetTokens for
+// Anthropic's extended thinking (at least 1 024, below MaxTokens).
+type Reasoning struct {
+	Effort       string // "minimal", "low", "medium", "high" (and the provider's own levels)
+	BudgetTokens int
 }
 
 // ToolCall is a call the model asks for; Arguments is a JSON object.
@@ -45,8 +141,9 @@ type ResponseFormat string
 
 // The response formats.
 const (
-	FormatText ResponseFormat = ""     // free text (the default)
-	FormatJSON ResponseFormat = "json" // a JSON object (JSON mode)
+	FormatText       ResponseFormat = ""            // free text (the default)
+	FormatJSON       ResponseFormat = "json"        // a JSON object (JSON mode)
+	FormatJSONSchema ResponseFormat = "json_schema" // a JSON value matching ChatRequest.Schema
 )
 
 // ChatRequest is a provider-neutral chat request. Zero fields are left to the provider's
@@ -59,7 +156,16 @@ type ChatRequest struct {
 	TopP        *float64
 	Stop        []string
 	Format      ResponseFormat
-	Tools       []Tool
+	// Schema is the JSON Schema of a structured output: set it, with Format FormatJSONSchema
+	// or Format left empty.
+	Schema *JSONSchema
+	Tools  []Tool
+	// ToolChoice says whether and which tool the model must call.
+	ToolChoice ToolChoice
+	// ParallelToolCalls, when set, allows or forbids several tool calls in one answer.
+	ParallelToolCalls *bool
+	// Reasoning configures reasoning models; nil leaves the provider's default.
+	Reasoning *Reasoning
 }
 
 // FinishReason says why the model stopped.
@@ -74,10 +180,18 @@ const (
 	FinishOther         FinishReason = "other"          // anything else the provider reported
 )
 
-// Usage counts tokens.
+// Usage counts tokens. InputTokens is the whole prompt, cached parts included;
+// OutputTokens is the whole answer, reasoning included.
 type Usage struct {
 	InputTokens  int
 	OutputTokens int
+	// CachedInputTokens is the part of InputTokens read from the provider's prompt cache.
+	CachedInputTokens int
+	// CacheWriteInputTokens is the part of InputTokens written to the prompt cache
+	// (Anthropic reports it; OpenAI caches for free and does not).
+	CacheWriteInputTokens int
+	// ReasoningTokens is the part of OutputTokens spent reasoning.
+	ReasoningTokens int
 }
 
 // Total returns input plus output tokens.
@@ -97,17 +211,61 @@ type ChatResponse struct {
 	// ClientRequestID is the call's own ID, as the caller gave it (client.WithRequestID);
 	// "" when none.
 	ClientRequestID string
+	// Reasoning is the reasoning text the provider returned (Anthropic's thinking, the
+	// reasoning_content of OpenAI-compatible servers), "" when none; the blocks themselves
+	// are in Message.Thinking.
+	Reasoning string
+	// JSON is the answer as JSON when the request asked for a structured output (Schema or
+	// FormatJSON) and the answer is valid JSON; nil otherwise (a refusal, a cut answer).
+	JSON json.RawMessage
+	// RateLimit is what the provider's rate-limit headers said of this answer; nil when it
+	// sent none.
+	RateLimit *RateLimit
+}
+
+// DecodeJSON decodes the structured answer into v: an error when the answer is no JSON.
+func (r *ChatResponse) DecodeJSON(v any) error {
+	if r.JSON == nil {
+		return &Error{Provider: r.Provider, Kind: KindUnavailable, Message: "the answer is not the JSON the request asked for"}
+	}
+	return json.Unmarshal(r.JSON, v)
+}
+
+// RateLimit is a snapshot of a provider's rate limits, from the headers of one answer
+// (OpenAI's x-ratelimit-*, Anthropic's anthropic-ratelimit-*). A zero field was not sent.
+type RateLimit struct {
+	// Requests and Tokens are the per-minute budgets of requests and of tokens (Anthropic's
+	// combined input and output budget, or OpenAI's).
+	Requests, Tokens RateBudget
+	// InputTokens and OutputTokens are Anthropic's separate token budgets.
+	InputTokens, OutputTokens RateBudget
+	// At is when the answer arrived: the resets are relative to it.
+	At time.Time
+}
+
+// RateBudget is one rate limit: the limit, what remains of it, and when it is whole again.
+type RateBudget struct {
+	Limit, Remaining int
+	Reset            time.Time
 }
 
 // Delta is one increment of a streamed answer.
 type Delta struct {
-	Text      string
+	Text string
+	// Reasoning is a fragment of the model's reasoning text (Anthropic's thinking deltas,
+	// the reasoning_content of OpenAI-compatible servers).
+	Reasoning string
 	ToolCalls []ToolCallDelta
 	// Done is set on the last delta of a complete stream, which carries FinishReason and
 	// Usage (Usage may be zero when the provider reports none).
 	Done         bool
 	FinishReason FinishReason
 	Usage        Usage
+	// Thinking, on the Done delta, holds the reasoning blocks of the whole answer, signed,
+	// to send back with the assistant message in a multi-turn tool conversation.
+	Thinking []ThinkingBlock
+	// RateLimit, on the first delta, is what the provider's rate-limit headers said.
+	RateLimit *RateLimit
 }
 
 // ToolCallDelta is a fragment of a streamed tool call: the first fragment of a call carries
@@ -150,6 +308,7 @@ type EmbedResponse struct {
 	Model      string
 	Embeddings [][]float32
 	Usage      Usage
+	RateLimit  *RateLimit
 	// ClientRequestID is the call's own ID, as the caller gave it (client.WithRequestID).
 	ClientRequestID string
 }

@@ -39,6 +39,20 @@ func (r *ChatRequest) Validate() error {
 		default:
 			add("Messages[%d].Role = %q: must be %q, %q, %q or %q", i, clip(string(m.Role)), RoleSystem, RoleUser, RoleAssistant, RoleTool)
 		}
+		if len(m.Parts) > 0 {
+			if m.Role != RoleUser {
+				add("Messages[%d].Parts: only a %q message has parts", i, RoleUser)
+			}
+			if m.Content != "" {
+				add("Messages[%d]: set Content or Parts, not both", i)
+			}
+		}
+		for j, p := range m.Parts {
+			checkPart(add, i, j, p)
+		}
+		if !validCache(m.Cache) {
+			add("Messages[%d].Cache = %q: must be empty, %q, %q or %q", i, clip(string(m.Cache)), CacheDefault, Cache5m, Cache1h)
+		}
 	}
 	if t := r.Temperature; t != nil && !within(*t, 0, MaxTemperature) {
 		add("Temperature = %g: must be between 0 and %g", *t, MaxTemperature)
@@ -51,18 +65,80 @@ func (r *ChatRequest) Validate() error {
 	}
 	switch r.Format {
 	case FormatText, FormatJSON:
+		if r.Format == FormatJSON && r.Schema != nil {
+			add("Format = %q with a Schema: use %q (or leave Format empty)", FormatJSON, FormatJSONSchema)
+		}
+	case FormatJSONSchema:
+		if r.Schema == nil {
+			add("Format = %q: set Schema", FormatJSONSchema)
+		}
 	default:
-		add("Format = %q: must be %q (text) or %q", clip(string(r.Format)), FormatText, FormatJSON)
+		add("Format = %q: must be %q (text), %q or %q", clip(string(r.Format)), FormatText, FormatJSON, FormatJSONSchema)
 	}
+	if s := r.Schema; s != nil {
+		if trimmed := strings.TrimSpace(string(s.Schema)); trimmed == "" || trimmed[0] != '{' || !json.Valid(s.Schema) {
+			add("Schema.Schema must be a JSON Schema object")
+		}
+		for _, c := range s.Name {
+			if !(c == '_' || c == '-' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+				add("Schema.Name = %q: letters, digits, '_' and '-' only", clip(s.Name))
+				break
+			}
+		}
+	}
+	names := map[string]bool{}
 	for i, t := range r.Tools {
 		if t.Name == "" {
 			add("Tools[%d].Name is empty", i)
 		}
+		names[t.Name] = true
 		if len(strings.TrimSpace(string(t.Parameters))) > 0 && !json.Valid(t.Parameters) {
 			add("Tools[%d].Parameters is not valid JSON", i)
 		}
+		if !validCache(t.Cache) {
+			add("Tools[%d].Cache = %q: must be empty, %q, %q or %q", i, clip(string(t.Cache)), CacheDefault, Cache5m, Cache1h)
+		}
+	}
+	switch tc := r.ToolChoice; tc.Mode {
+	case "", ToolChoiceAuto, ToolChoiceNone:
+	case ToolChoiceRequired:
+		if len(r.Tools) == 0 {
+			add("ToolChoice %q needs Tools", tc.Mode)
+		}
+	case ToolChoiceTool:
+		if !names[tc.Name] {
+			add("ToolChoice names tool %q, which is not in Tools", clip(tc.Name))
+		}
+	default:
+		add("ToolChoice.Mode = %q: must be %q, %q, %q or %q", clip(string(tc.Mode)), ToolChoiceAuto, ToolChoiceNone, ToolChoiceRequired, ToolChoiceTool)
+	}
+	if rs := r.Reasoning; rs != nil && rs.BudgetTokens < 0 {
+		add("Reasoning.BudgetTokens = %d: must be 0 (none) or more", rs.BudgetTokens)
 	}
 	return badRequest(problems)
+}
+
+// checkPart reports what is wrong with part j of message i.
+func checkPart(add func(string, ...any), i, j int, p Part) {
+	img := p.Image
+	switch {
+	case img == nil && p.Text == "":
+		add("Messages[%d].Parts[%d] is empty: set Text or Image", i, j)
+	case img != nil && p.Text != "":
+		add("Messages[%d].Parts[%d]: set Text or Image, not both", i, j)
+	case img == nil:
+	case (img.URL == "") == (len(img.Data) == 0):
+		add("Messages[%d].Parts[%d].Image: set URL or Data, one of them", i, j)
+	case len(img.Data) > 0 && !imageTypes[img.MediaType]:
+		add("Messages[%d].Parts[%d].Image.MediaType = %q: must be image/png, image/jpeg, image/gif or image/webp", i, j, clip(img.MediaType))
+	}
+}
+
+// imageTypes are the media types of images both APIs accept.
+var imageTypes = map[string]bool{"image/png": true, "image/jpeg": true, "image/gif": true, "image/webp": true}
+
+func validCache(c CacheTTL) bool {
+	return c == CacheNone || c == CacheDefault || c == Cache5m || c == Cache1h
 }
 
 // Validate reports what makes r unusable, before anything is sent: a nil request, no inputs,

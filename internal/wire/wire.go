@@ -7,6 +7,7 @@ package wire
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"mime"
@@ -216,4 +217,17 @@ func (x Errors) Transport(ctx context.Context, err error) *providers.Error {
 		e.StatusCode = status.HTTPStatus()
 	}
 	return x.Finish(e)
+}
+
+// Structured returns text as JSON when req asked for a structured answer (a Schema, or JSON
+// mode) and text is valid JSON; nil otherwise.
+func Structured(req *providers.ChatRequest, text string) json.RawMessage {
+	if req == nil || (req.Schema == nil && req.Format != providers.FormatJSON) {
+		return nil
+	}
+	b := bytes.TrimSpace([]byte(text))
+	if len(b) == 0 || !json.Valid(b) {
+		return nil
+	}
+	return json.RawMessage(b)
 }

@@ -50,6 +50,11 @@ type Config struct {
 	// Limits bounds what is read from the server: answers, stream events, error bodies. The
 	// zero value means the defaults of providers.Limits.
 	Limits providers.Limits
+	// SchemaByTool sends a structured-output request (ChatRequest.Schema) as forced tool use —
+	// a tool whose input schema is the Schema, which the model must call, and whose input
+	// becomes the answer — instead of output_config.format, for models and Anthropic-compatible
+	// servers without native structured outputs.
+	SchemaByTool bool
 }
 
 // withDefaults returns c with its defaults applied, or an error naming what is wrong. The

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
@@ -42,6 +43,7 @@ func (p *Provider) httpError(resp *http.Response) *providers.Error {
 	if id := wire.RequestID(resp.Header); id != "" {
 		e.RequestID = id
 	}
+	e.RateLimit = providers.ParseRateLimit(resp.Header, time.Now())
 	return p.errs.Finish(e)
 }
 

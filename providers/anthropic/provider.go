@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
@@ -24,9 +25,11 @@ type Provider struct {
 	model     string
 	maxTokens int
 	limits    providers.Limits
-	errs      wire.Errors // knows the API key, to scrub it from errors
-	client    wire.Sender
-	given     *http.Client // the client of Config.HTTPClient, for HTTPClient
+	// schemaByTool sends structured outputs as forced tool use (Config.SchemaByTool).
+	schemaByTool bool
+	errs         wire.Errors // knows the API key, to scrub it from errors
+	client       wire.Sender
+	given        *http.Client // the client of Config.HTTPClient, for HTTPClient
 }
 
 var (
@@ -42,17 +45,18 @@ func New(cfg Config) (*Provider, error) {
 		return nil, err
 	}
 	return &Provider{
-		name:      cfg.Name,
-		url:       cfg.BaseURL + "/v1/messages",
-		apiKey:    cfg.APIKey,
-		version:   cfg.Version,
-		beta:      strings.Join(cfg.Beta, ","),
-		model:     cfg.Model,
-		maxTokens: cfg.DefaultMaxTokens,
-		limits:    cfg.Limits,
-		errs:      wire.NewErrors(cfg.Name, cfg.APIKey),
-		client:    wire.NewSender(cfg.HTTPClient),
-		given:     cfg.HTTPClient,
+		name:         cfg.Name,
+		url:          cfg.BaseURL + "/v1/messages",
+		apiKey:       cfg.APIKey,
+		version:      cfg.Version,
+		beta:         strings.Join(cfg.Beta, ","),
+		model:        cfg.Model,
+		maxTokens:    cfg.DefaultMaxTokens,
+		schemaByTool: cfg.SchemaByTool,
+		limits:       cfg.Limits,
+		errs:         wire.NewErrors(cfg.Name, cfg.APIKey),
+		client:       wire.NewSender(cfg.HTTPClient),
+		given:        cfg.HTTPClient,
 	}, nil
 }
 
@@ -63,7 +67,8 @@ func (p *Provider) Name() string { return p.name }
 // and what it can do: everything but embeddings.
 func (p *Provider) Describe() providers.Description {
 	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model,
-		Capabilities: providers.CapChat | providers.CapStreaming | providers.CapTools | providers.CapJSONOutput}
+		Capabilities: providers.CapChat | providers.CapStreaming | providers.CapTools | providers.CapJSONOutput |
+			providers.CapImages | providers.CapJSONSchema | providers.CapReasoning}
 }
 
 // HTTPClient returns the *http.Client this provider sends through. When the provider was
@@ -96,14 +101,26 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 	if !w.isAnswer() {
 		return nil, p.notAnAnswer(resp, data)
 	}
+	forced := ""
+	if req.Schema != nil && p.schemaByTool {
+		forced = schemaTool(req.Schema)
+	}
+	msg := fromResponse(&w, forced)
+	finish := finishReason(w.StopReason)
+	if forced != "" && finish == providers.FinishToolCalls && len(msg.ToolCalls) == 0 {
+		finish = providers.FinishStop // the "tool call" was the answer
+	}
 	return &providers.ChatResponse{
 		Provider:     p.name,
 		Model:        p.errs.Field(w.Model),
 		ID:           p.errs.Field(w.ID),
-		Message:      fromResponse(&w),
-		FinishReason: finishReason(w.StopReason),
-		Usage:        providers.Usage{InputTokens: w.Usage.input(), OutputTokens: w.Usage.OutputTokens},
+		Message:      msg,
+		FinishReason: finish,
+		Usage:        w.Usage.neutral(),
 		RequestID:    p.errs.Field(wire.RequestID(resp.Header)),
+		RateLimit:    providers.ParseRateLimit(resp.Header, time.Now()),
+		Reasoning:    reasoningText(msg),
+		JSON:         wire.Structured(req, msg.Content),
 	}, nil
 }
 
@@ -126,7 +143,11 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 		data, _, _ := wire.ReadError(resp.Body, p.limits.MaxErrorBodyBytes)
 		return nil, p.notAnAnswer(resp, data)
 	}
-	return newStream(ctx, p, resp), nil
+	forced := ""
+	if req.Schema != nil && p.schemaByTool {
+		forced = schemaTool(req.Schema)
+	}
+	return newStream(ctx, p, resp, forced), nil
 }
 
 // Embed always fails with a bad_request *providers.Error: Anthropic has no embeddings API

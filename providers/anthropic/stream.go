@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
@@ -26,6 +27,8 @@ type streamEvent struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
 		PartialJSON string `json:"partial_json"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"` // content_block_delta, message_delta
 	Usage *wireUsage `json:"usage"` // message_delta (cumulative)
@@ -48,19 +51,28 @@ type stream struct {
 	done    bool        // the Done delta was returned
 	err     error       // the terminal error, returned again by every later Recv
 
+	rl       *providers.RateLimit // for the first delta; nil once it went out or none came
+	forced   string               // the tool of forced tool use whose input is the answer (SchemaByTool)
+	answerAt int                  // the content block index of that tool's call, -1 for none
+	thinking []providers.ThinkingBlock
+	thinkAt  map[int]int // content block index → index in thinking
+
 	closed    atomic.Bool
 	closeOnce sync.Once
 	closeErr  error
 }
 
-func newStream(ctx context.Context, p *Provider, resp *http.Response) *stream {
+func newStream(ctx context.Context, p *Provider, resp *http.Response, forced string) *stream {
 	return &stream{
-		ctx:    ctx,
-		p:      p,
-		body:   resp.Body,
-		events: wire.NewSSEReader(resp.Body, p.limits.MaxEventBytes),
-		reqID:  p.errs.Field(wire.RequestID(resp.Header)),
-		tools:  make(map[int]int),
+		ctx:      ctx,
+		p:        p,
+		body:     resp.Body,
+		events:   wire.NewSSEReader(resp.Body, p.limits.MaxEventBytes),
+		reqID:    p.errs.Field(wire.RequestID(resp.Header)),
+		tools:    make(map[int]int),
+		rl:       providers.ParseRateLimit(resp.Header, time.Now()),
+		forced:   forced,
+		answerAt: -1,
 	}
 }
 
@@ -92,6 +104,9 @@ func (s *stream) Recv() (providers.Delta, error) {
 		}
 		if ok {
 			s.partial.WriteString(d.Text)
+			if s.rl != nil {
+				d.RateLimit, s.rl = s.rl, nil
+			}
 			return d, nil
 		}
 	}
@@ -115,7 +130,7 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 	switch kind {
 	case "message_start":
 		if e.Message != nil {
-			s.usage = providers.Usage{InputTokens: e.Message.Usage.input(), OutputTokens: e.Message.Usage.OutputTokens}
+			s.usage = e.Message.Usage.neutral()
 		}
 	case "content_block_start":
 		if b := e.ContentBlock; b != nil {
@@ -125,9 +140,22 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 					return providers.Delta{Text: b.Text}, true, nil
 				}
 			case "tool_use":
+				if s.forced != "" && b.Name == s.forced {
+					s.answerAt = e.Index // its input is the answer's text
+					return providers.Delta{}, false, nil
+				}
 				i := len(s.tools)
 				s.tools[e.Index] = i
 				return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: i, ID: b.ID, Name: b.Name}}}, true, nil
+			case "thinking", "redacted_thinking":
+				if s.thinkAt == nil {
+					s.thinkAt = map[int]int{}
+				}
+				s.thinkAt[e.Index] = len(s.thinking)
+				s.thinking = append(s.thinking, providers.ThinkingBlock{Text: b.Thinking, Signature: b.Signature, Redacted: b.Data})
+				if b.Thinking != "" {
+					return providers.Delta{Reasoning: b.Thinking}, true, nil
+				}
 			}
 		}
 	case "content_block_delta":
@@ -138,8 +166,22 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 					return providers.Delta{Text: d.Text}, true, nil
 				}
 			case "input_json_delta":
+				if e.Index == s.answerAt && d.PartialJSON != "" {
+					return providers.Delta{Text: d.PartialJSON}, true, nil
+				}
 				if i, ok := s.tools[e.Index]; ok && d.PartialJSON != "" {
 					return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: i, Arguments: d.PartialJSON}}}, true, nil
+				}
+			case "thinking_delta":
+				if i, ok := s.thinkAt[e.Index]; ok {
+					s.thinking[i].Text += d.Thinking
+				}
+				if d.Thinking != "" {
+					return providers.Delta{Reasoning: d.Thinking}, true, nil
+				}
+			case "signature_delta":
+				if i, ok := s.thinkAt[e.Index]; ok {
+					s.thinking[i].Signature += d.Signature
 				}
 			}
 		}
@@ -152,14 +194,23 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 				s.usage.OutputTokens = u.OutputTokens
 			}
 			if in := u.input(); in > 0 {
-				s.usage.InputTokens = in
+				n := u.neutral()
+				s.usage.InputTokens, s.usage.CachedInputTokens, s.usage.CacheWriteInputTokens =
+					n.InputTokens, n.CachedInputTokens, n.CacheWriteInputTokens
+			}
+			if d := u.OutputTokensDetails; d != nil {
+				s.usage.ReasoningTokens = d.ThinkingTokens
 			}
 		}
 	case "error": // an error event without an event name
 		return providers.Delta{}, false, s.p.streamError(ev.Data, s.reqID)
 	case "message_stop":
 		s.done = true
-		return providers.Delta{Done: true, FinishReason: finishReason(s.stop), Usage: s.usage}, true, nil
+		finish := finishReason(s.stop)
+		if s.answerAt >= 0 && finish == providers.FinishToolCalls && len(s.tools) == 0 {
+			finish = providers.FinishStop // the forced "tool call" was the answer
+		}
+		return providers.Delta{Done: true, FinishReason: finish, Usage: s.usage, Thinking: s.thinking}, true, nil
 	}
 	// ping, content_block_stop, thinking and citation deltas, and events added to the API
 	// later carry nothing the neutral stream has a place for.

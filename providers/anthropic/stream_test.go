@@ -28,6 +28,10 @@ func TestChatStream_DeliversTextThenDoneWithUsageInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if rl := got[0].RateLimit; rl == nil || rl.Requests.Limit == 0 {
+		t.Fatalf("the first delta carries no rate-limit snapshot: %+v", got[0])
+	}
+	got[0].RateLimit = nil
 	want := []providers.Delta{
 		{Text: "Streaming"}, {Text: " through"}, {Text: " the"}, {Text: " fake"}, {Text: " works"},
 		{Done: true, FinishReason: providers.FinishStop,
@@ -289,11 +293,14 @@ func TestChatStream_ReadsTheWireFormatsCorners(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []providers.Delta{
+		{Reasoning: "hmm"}, // the thinking block's text, as it came
 		{Text: "Hi"}, {Text: " there"},
 		{ToolCalls: []providers.ToolCallDelta{{Index: 0, ID: "t1", Name: "a"}}},
 		{ToolCalls: []providers.ToolCallDelta{{Index: 0, Arguments: "{}"}}},
 		{ToolCalls: []providers.ToolCallDelta{{Index: 1, ID: "t2", Name: "b"}}},
-		{Done: true, FinishReason: providers.FinishContentFilter, Usage: providers.Usage{InputTokens: 35, OutputTokens: 7}},
+		{Done: true, FinishReason: providers.FinishContentFilter,
+			Usage:    providers.Usage{InputTokens: 35, OutputTokens: 7, CachedInputTokens: 20, CacheWriteInputTokens: 5},
+			Thinking: []providers.ThinkingBlock{{Text: "hmm"}}},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("deltas =\n%+v\nwant\n%+v", got, want)

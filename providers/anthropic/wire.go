@@ -2,6 +2,7 @@ package anthropic
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -10,7 +11,7 @@ import (
 )
 
 // The Messages API wire format, as far as this package speaks it. Fields the neutral types do
-// not carry (images, documents, thinking, cache control, tool_choice…) are left out.
+// not carry (documents, citations, server tools…) are left out.
 
 // maxTemperature is the highest temperature the Messages API accepts (the neutral request
 // allows up to providers.MaxTemperature, as OpenAI does).
@@ -30,7 +31,48 @@ type wireRequest struct {
 	Temperature   *float64      `json:"temperature,omitempty"`
 	TopP          *float64      `json:"top_p,omitempty"`
 	Tools         []wireTool    `json:"tools,omitempty"`
+	ToolChoice    *wireChoice   `json:"tool_choice,omitempty"`
+	Thinking      *wireThinking `json:"thinking,omitempty"`
+	OutputConfig  *wireOutput   `json:"output_config,omitempty"`
 	Stream        bool          `json:"stream,omitempty"`
+}
+
+// wireChoice is tool_choice: type "auto", "any", "tool" (with Name) or "none".
+type wireChoice struct {
+	Type                   string `json:"type"`
+	Name                   string `json:"name,omitempty"`
+	DisableParallelToolUse *bool  `json:"disable_parallel_tool_use,omitempty"`
+}
+
+// wireThinking is extended thinking: {"type": "enabled", "budget_tokens": n}.
+type wireThinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
+}
+
+// wireOutput is output_config: the effort level and the JSON Schema of a structured output.
+type wireOutput struct {
+	Effort string      `json:"effort,omitempty"`
+	Format *wireFormat `json:"format,omitempty"`
+}
+
+type wireFormat struct {
+	Type   string          `json:"type"` // "json_schema"
+	Schema json.RawMessage `json:"schema"`
+}
+
+// wireCache is a cache_control breakpoint.
+type wireCache struct {
+	Type string `json:"type"` // "ephemeral"
+	TTL  string `json:"ttl,omitempty"`
+}
+
+// wireSource is the source of an image block: base64 data with its media type, or a URL.
+type wireSource struct {
+	Type      string `json:"type"` // "base64" or "url"
+	MediaType string `json:"media_type,omitempty"`
+	Data      string `json:"data,omitempty"`
+	URL       string `json:"url,omitempty"`
 }
 
 // wireMessage is one turn; its content is always a list of blocks.
@@ -40,32 +82,43 @@ type wireMessage struct {
 }
 
 // wireBlock is a content block of a request. Type says which fields apply:
-// "text" Text; "tool_use" ID, Name, Input; "tool_result" ToolUseID, Content.
+// "text" Text; "image" Source; "tool_use" ID, Name, Input; "tool_result" ToolUseID, Content;
+// "thinking" Thinking, Signature; "redacted_thinking" Data. Any block may end a cacheable
+// prefix (CacheControl).
 type wireBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
-	ToolUseID string          `json:"tool_use_id,omitempty"`
-	Content   string          `json:"content,omitempty"`
+	Type         string          `json:"type"`
+	Text         string          `json:"text,omitempty"`
+	Source       *wireSource     `json:"source,omitempty"`
+	ID           string          `json:"id,omitempty"`
+	Name         string          `json:"name,omitempty"`
+	Input        json.RawMessage `json:"input,omitempty"`
+	ToolUseID    string          `json:"tool_use_id,omitempty"`
+	Content      string          `json:"content,omitempty"`
+	Thinking     string          `json:"thinking,omitempty"`
+	Signature    string          `json:"signature,omitempty"`
+	Data         string          `json:"data,omitempty"`
+	CacheControl *wireCache      `json:"cache_control,omitempty"`
 }
 
 // respBlock is a content block of an answer. It is not wireBlock because blocks this package
 // skips (server tool results, say) may carry fields of other shapes under the same names.
 type respBlock struct {
-	Type  string          `json:"type"`
-	Text  string          `json:"text"`
-	ID    string          `json:"id"`
-	Name  string          `json:"name"`
-	Input json.RawMessage `json:"input"`
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
 }
 
 // wireTool is a client tool the model may call.
 type wireTool struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	InputSchema json.RawMessage `json:"input_schema"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"input_schema"`
+	CacheControl *wireCache      `json:"cache_control,omitempty"`
 }
 
 // wireResponse is a message: the body of a non-streamed answer and the "message" of a
@@ -92,6 +145,19 @@ type wireUsage struct {
 	OutputTokens             int `json:"output_tokens"`
 	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+	OutputTokensDetails      *struct {
+		ThinkingTokens int `json:"thinking_tokens"`
+	} `json:"output_tokens_details"`
+}
+
+// neutral returns the neutral usage: the whole prompt as InputTokens, its cached parts apart.
+func (u wireUsage) neutral() providers.Usage {
+	out := providers.Usage{InputTokens: u.input(), OutputTokens: u.OutputTokens,
+		CachedInputTokens: u.CacheReadInputTokens, CacheWriteInputTokens: u.CacheCreationInputTokens}
+	if d := u.OutputTokensDetails; d != nil {
+		out.ReasoningTokens = d.ThinkingTokens
+	}
+	return out
 }
 
 // input is the whole prompt: uncached, cache-written and cache-read tokens together, which is
@@ -142,11 +208,18 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 	if len(w.Messages) == 0 {
 		return nil, p.badRequest("the request has no user or assistant messages")
 	}
-	switch req.Format {
-	case providers.FormatText:
-	case providers.FormatJSON:
+	switch {
+	case req.Schema != nil && p.schemaByTool:
+		// Forced tool use: the model "calls" a tool whose input is the answer (fromResponse
+		// turns it back into the answer's text).
+		w.Tools = append(w.Tools, wireTool{Name: schemaTool(req.Schema), Description: req.Schema.Description,
+			InputSchema: req.Schema.Schema})
+		w.ToolChoice = &wireChoice{Type: "tool", Name: schemaTool(req.Schema)}
+	case req.Schema != nil:
+		w.OutputConfig = &wireOutput{Format: &wireFormat{Type: "json_schema", Schema: req.Schema.Schema}}
+	case req.Format == providers.FormatJSON:
 		w.System = append(w.System, wireBlock{Type: "text", Text: jsonInstruction})
-	default:
+	case req.Format != providers.FormatText:
 		return nil, p.badRequest(fmt.Sprintf("unknown response format %q", req.Format))
 	}
 	for i, t := range req.Tools {
@@ -160,13 +233,81 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 			}
 			schema = t.Parameters
 		}
-		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		w.Tools = append(w.Tools, wireTool{Name: t.Name, Description: t.Description, InputSchema: schema,
+			CacheControl: cacheControl(t.Cache)})
+	}
+	if w.ToolChoice == nil {
+		w.ToolChoice = toolChoice(req)
+	}
+	if r := req.Reasoning; r != nil {
+		if r.BudgetTokens > 0 {
+			if r.BudgetTokens < minThinkingBudget || r.BudgetTokens >= w.MaxTokens {
+				return nil, p.badRequest(fmt.Sprintf("Reasoning.BudgetTokens = %d: Anthropic needs at least %d and less than MaxTokens (%d)",
+					r.BudgetTokens, minThinkingBudget, w.MaxTokens))
+			}
+			w.Thinking = &wireThinking{Type: "enabled", BudgetTokens: r.BudgetTokens}
+		}
+		if r.Effort != "" {
+			if w.OutputConfig == nil {
+				w.OutputConfig = &wireOutput{}
+			}
+			w.OutputConfig.Effort = r.Effort
+		}
 	}
 	body, err := json.Marshal(w)
 	if err != nil {
 		return nil, &providers.Error{Provider: p.name, Kind: providers.KindBadRequest, Message: "encoding the request: " + err.Error(), Err: err}
 	}
 	return body, nil
+}
+
+// minThinkingBudget is the smallest budget_tokens of extended thinking the API accepts.
+const minThinkingBudget = 1024
+
+// schemaTool is the name of the tool that carries a structured answer in forced tool use.
+func schemaTool(s *providers.JSONSchema) string {
+	if s.Name != "" {
+		return s.Name
+	}
+	return "response"
+}
+
+// toolChoice maps the neutral tool choice; nil leaves the API's default. Forbidding parallel
+// calls needs a tool_choice, so it gets "auto" when none was given.
+func toolChoice(req *providers.ChatRequest) *wireChoice {
+	var c wireChoice
+	switch req.ToolChoice.Mode {
+	case providers.ToolChoiceAuto:
+		c.Type = "auto"
+	case providers.ToolChoiceNone:
+		return &wireChoice{Type: "none"}
+	case providers.ToolChoiceRequired:
+		c.Type = "any"
+	case providers.ToolChoiceTool:
+		c.Type, c.Name = "tool", req.ToolChoice.Name
+	}
+	if pt := req.ParallelToolCalls; pt != nil && !*pt && len(req.Tools) > 0 {
+		if c.Type == "" {
+			c.Type = "auto"
+		}
+		c.DisableParallelToolUse = new(bool)
+		*c.DisableParallelToolUse = true
+	}
+	if c.Type == "" {
+		return nil
+	}
+	return &c
+}
+
+// cacheControl maps a neutral cache mark.
+func cacheControl(c providers.CacheTTL) *wireCache {
+	switch c {
+	case providers.CacheNone:
+		return nil
+	case providers.Cache5m, providers.Cache1h:
+		return &wireCache{Type: "ephemeral", TTL: string(c)}
+	}
+	return &wireCache{Type: "ephemeral"}
 }
 
 // addMessage appends neutral message i to w. System messages go to the top-level system
@@ -180,7 +321,7 @@ func (p *Provider) addMessage(w *wireRequest, i int, m providers.Message) error 
 	switch m.Role {
 	case providers.RoleSystem:
 		if m.Content != "" {
-			w.System = append(w.System, wireBlock{Type: "text", Text: m.Content})
+			w.System = append(w.System, wireBlock{Type: "text", Text: m.Content, CacheControl: cacheControl(m.Cache)})
 		}
 		return nil
 	case providers.RoleUser:
@@ -188,8 +329,18 @@ func (p *Provider) addMessage(w *wireRequest, i int, m providers.Message) error 
 		if m.Content != "" {
 			blocks = append(blocks, wireBlock{Type: "text", Text: m.Content})
 		}
+		for _, part := range m.Parts {
+			blocks = append(blocks, partBlock(part))
+		}
 	case providers.RoleAssistant:
 		role = "assistant"
+		for _, t := range m.Thinking {
+			if t.Redacted != "" {
+				blocks = append(blocks, wireBlock{Type: "redacted_thinking", Data: t.Redacted})
+			} else if t.Signature != "" { // unsigned reasoning (another provider's) cannot go back
+				blocks = append(blocks, wireBlock{Type: "thinking", Thinking: t.Text, Signature: t.Signature})
+			}
+		}
 		if m.Content != "" {
 			blocks = append(blocks, wireBlock{Type: "text", Text: m.Content})
 		}
@@ -218,6 +369,7 @@ func (p *Provider) addMessage(w *wireRequest, i int, m providers.Message) error 
 	if len(blocks) == 0 {
 		return p.badRequest(fmt.Sprintf("message %d (%s) is empty: Anthropic rejects empty turns", i, m.Role))
 	}
+	blocks[len(blocks)-1].CacheControl = cacheControl(m.Cache)
 	if n := len(w.Messages); n > 0 && w.Messages[n-1].Role == role {
 		w.Messages[n-1].Content = append(w.Messages[n-1].Content, blocks...)
 		return nil
@@ -226,10 +378,24 @@ func (p *Provider) addMessage(w *wireRequest, i int, m providers.Message) error 
 	return nil
 }
 
+// partBlock maps a part of a user message.
+func partBlock(part providers.Part) wireBlock {
+	img := part.Image
+	switch {
+	case img == nil:
+		return wireBlock{Type: "text", Text: part.Text}
+	case img.URL != "":
+		return wireBlock{Type: "image", Source: &wireSource{Type: "url", URL: img.URL}}
+	}
+	return wireBlock{Type: "image", Source: &wireSource{Type: "base64", MediaType: img.MediaType,
+		Data: base64.StdEncoding.EncodeToString(img.Data)}}
+}
+
 // fromResponse turns a message into the neutral assistant message: the text blocks joined,
-// the tool_use blocks as tool calls in order. Other blocks (thinking, server tools) are
-// skipped.
-func fromResponse(r *wireResponse) providers.Message {
+// the tool_use blocks as tool calls in order, the thinking blocks as Thinking. With forced
+// tool use for a structured answer (schemaTool, not ""), that tool's input is the answer's
+// text. Other blocks (server tools) are skipped.
+func fromResponse(r *wireResponse, schemaTool string) providers.Message {
 	msg := providers.Message{Role: providers.RoleAssistant}
 	var text strings.Builder
 	for _, b := range r.Content {
@@ -244,11 +410,28 @@ func fromResponse(r *wireResponse) providers.Message {
 					args = c.String()
 				}
 			}
+			if schemaTool != "" && b.Name == schemaTool {
+				text.WriteString(args)
+				continue
+			}
 			msg.ToolCalls = append(msg.ToolCalls, providers.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
+		case "thinking":
+			msg.Thinking = append(msg.Thinking, providers.ThinkingBlock{Text: b.Thinking, Signature: b.Signature})
+		case "redacted_thinking":
+			msg.Thinking = append(msg.Thinking, providers.ThinkingBlock{Redacted: b.Data})
 		}
 	}
 	msg.Content = text.String()
 	return msg
+}
+
+// reasoningText joins the text of the thinking blocks of msg.
+func reasoningText(msg providers.Message) string {
+	var b strings.Builder
+	for _, t := range msg.Thinking {
+		b.WriteString(t.Text)
+	}
+	return b.String()
 }
 
 // finishReason maps Anthropic's stop_reason.

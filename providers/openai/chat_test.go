@@ -29,6 +29,10 @@ func TestChat_ReturnsContentUsageFinishAndRequestID(t *testing.T) {
 		FinishReason: providers.FinishStop,
 		Usage:        providers.Usage{InputTokens: mocks.Tokens("Hi"), OutputTokens: mocks.Tokens("Hello there, world!")},
 		RequestID:    "req-00000000000000000001",
+		RateLimit:    resp.RateLimit, // checked below
+	}
+	if rl := resp.RateLimit; rl == nil || rl.Requests.Limit == 0 || rl.Tokens.Reset.IsZero() {
+		t.Fatalf("rate limit %+v, want the fake server's headers", rl)
 	}
 	if resp.ID == "" || !equalJSON(*resp, want) {
 		t.Fatalf("got  %+v\nwant %+v", *resp, want)

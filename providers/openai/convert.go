@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"math"
 	"sync"
@@ -59,8 +60,35 @@ func (p *Provider) chatRequest(req *providers.ChatRequest, msgs []goopenai.ChatC
 	if req.TopP != nil {
 		out.TopP = nonZero(*req.TopP)
 	}
-	if req.Format == providers.FormatJSON {
+	switch {
+	case req.Schema != nil:
+		name := req.Schema.Name
+		if name == "" {
+			name = "response"
+		}
+		out.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
+			Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
+			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
+				Name: name, Description: req.Schema.Description, Schema: req.Schema.Schema, Strict: req.Schema.Strict,
+			},
+		}
+	case req.Format == providers.FormatJSON:
 		out.ResponseFormat = &goopenai.ChatCompletionResponseFormat{Type: goopenai.ChatCompletionResponseFormatTypeJSONObject}
+	}
+	switch tc := req.ToolChoice; tc.Mode {
+	case providers.ToolChoiceAuto, providers.ToolChoiceNone, providers.ToolChoiceRequired:
+		out.ToolChoice = string(tc.Mode)
+	case providers.ToolChoiceTool:
+		out.ToolChoice = goopenai.ToolChoice{Type: goopenai.ToolTypeFunction, Function: goopenai.ToolFunction{Name: tc.Name}}
+	}
+	if req.ParallelToolCalls != nil && len(req.Tools) > 0 {
+		out.ParallelToolCalls = *req.ParallelToolCalls
+	}
+	if r := req.Reasoning; r != nil && r.Effort != "" {
+		out.ReasoningEffort = r.Effort
+		if out.MaxTokens > 0 { // reasoning models refuse max_tokens, whatever the dialect
+			out.MaxCompletionTokens, out.MaxTokens = out.MaxTokens, 0
+		}
 	}
 	for _, t := range req.Tools {
 		params := t.Parameters
@@ -123,9 +151,23 @@ func nonZero(v float64) float32 {
 	return float32(v)
 }
 
-// toMessage maps a neutral message; roles pass through unchanged.
+// toMessage maps a neutral message; roles pass through unchanged. Parts become content parts
+// (an image by URL, or as a data: URL of its base64 bytes); thinking blocks and cache marks
+// have no Chat Completions form and are left out.
 func toMessage(m providers.Message) goopenai.ChatCompletionMessage {
 	out := goopenai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, ToolCallID: m.ToolCallID}
+	for _, p := range m.Parts {
+		if p.Image == nil {
+			out.MultiContent = append(out.MultiContent, goopenai.ChatMessagePart{Type: goopenai.ChatMessagePartTypeText, Text: p.Text})
+			continue
+		}
+		u := p.Image.URL
+		if u == "" {
+			u = "data:" + p.Image.MediaType + ";base64," + base64.StdEncoding.EncodeToString(p.Image.Data)
+		}
+		out.MultiContent = append(out.MultiContent, goopenai.ChatMessagePart{Type: goopenai.ChatMessagePartTypeImageURL,
+			ImageURL: &goopenai.ChatMessageImageURL{URL: u, Detail: goopenai.ImageURLDetail(p.Image.Detail)}})
+	}
 	for _, tc := range m.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, goopenai.ToolCall{
 			ID: tc.ID, Type: goopenai.ToolTypeFunction,
@@ -141,6 +183,9 @@ func fromMessage(m goopenai.ChatCompletionMessage) providers.Message {
 	out := providers.Message{Role: providers.RoleAssistant, Content: m.Content}
 	if out.Content == "" {
 		out.Content = m.Refusal
+	}
+	if m.ReasoningContent != "" {
+		out.Thinking = []providers.ThinkingBlock{{Text: m.ReasoningContent}}
 	}
 	for _, tc := range m.ToolCalls {
 		out.ToolCalls = append(out.ToolCalls, providers.ToolCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments})
@@ -190,5 +235,12 @@ func usage(u *goopenai.Usage) providers.Usage {
 	if u == nil {
 		return providers.Usage{}
 	}
-	return providers.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	out := providers.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	if d := u.PromptTokensDetails; d != nil {
+		out.CachedInputTokens = d.CachedTokens
+	}
+	if d := u.CompletionTokensDetails; d != nil {
+		out.ReasoningTokens = d.ReasoningTokens
+	}
+	return out
 }

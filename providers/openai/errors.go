@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -51,6 +52,7 @@ func (p *Provider) toError(ctx context.Context, x *exchange, err error) *provide
 	if x.header != nil {
 		e.RetryAfter = wire.RetryAfter(x.header)
 		e.RequestID = wire.RequestID(x.header)
+		e.RateLimit = providers.ParseRateLimit(x.header, time.Now())
 	}
 	return p.errs.Finish(e)
 }

@@ -3,6 +3,7 @@ package openai
 import (
 	"context"
 	"fmt"
+	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -117,6 +118,9 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 		FinishReason: finishReason(c.FinishReason),
 		Usage:        usage(&resp.Usage),
 		RequestID:    p.errs.Field(wire.RequestID(x.header)),
+		RateLimit:    providers.ParseRateLimit(x.header, time.Now()),
+		Reasoning:    c.Message.ReasoningContent,
+		JSON:         wire.Structured(req, c.Message.Content),
 	}, nil
 }
 
@@ -151,6 +155,7 @@ func (p *Provider) Embed(ctx context.Context, req *providers.EmbedRequest) (*pro
 		Model:      p.errs.Field(string(resp.Model)),
 		Embeddings: make([][]float32, len(req.Inputs)),
 		Usage:      usage(&resp.Usage),
+		RateLimit:  providers.ParseRateLimit(x.header, time.Now()),
 	}
 	for _, d := range resp.Data {
 		if d.Index < 0 || d.Index >= len(out.Embeddings) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
 
@@ -63,6 +64,9 @@ type stream struct {
 	finish   providers.FinishReason
 	usage    providers.Usage
 	err      error // sticky: io.EOF after the Done delta, or the failure
+	sent     bool  // a delta went out: the rate-limit snapshot rode on the first
+	// reasoning is the reasoning_content delivered so far (OpenAI-compatible servers).
+	reasoning strings.Builder
 
 	partial strings.Builder // the text delivered so far, for the error of a failed stream
 
@@ -91,12 +95,17 @@ func (s *stream) Recv() (providers.Delta, error) {
 		if f := finishReason(c.FinishReason); f != "" {
 			s.finish = f
 		}
-		d := providers.Delta{Text: c.Delta.Content, ToolCalls: toolCallDeltas(c.Delta)}
+		d := providers.Delta{Text: c.Delta.Content, ToolCalls: toolCallDeltas(c.Delta), Reasoning: c.Delta.ReasoningContent}
 		if d.Text == "" {
 			d.Text = c.Delta.Refusal
 		}
-		if d.Text != "" || len(d.ToolCalls) > 0 {
+		if d.Text != "" || len(d.ToolCalls) > 0 || d.Reasoning != "" {
 			s.partial.WriteString(d.Text)
+			s.reasoning.WriteString(d.Reasoning)
+			if !s.sent {
+				s.sent = true
+				d.RateLimit = providers.ParseRateLimit(s.header, time.Now())
+			}
 			return d, nil
 		}
 	}
@@ -113,7 +122,11 @@ func (s *stream) end(err error) (providers.Delta, error) {
 		if finish == "" {
 			finish = providers.FinishOther
 		}
-		return providers.Delta{Done: true, FinishReason: finish, Usage: s.usage}, nil
+		d := providers.Delta{Done: true, FinishReason: finish, Usage: s.usage}
+		if s.reasoning.Len() > 0 {
+			d.Thinking = []providers.ThinkingBlock{{Text: s.reasoning.String()}}
+		}
+		return d, nil
 	}
 	// On failure the body stays open until the caller's Close: the caller may first report
 	// the failure to the resilience pipeline (see providers.Stream).
