@@ -1,6 +1,7 @@
 package mocks
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -106,10 +107,83 @@ func (c *call) parseMessages(body []byte) error {
 		Stream      bool            `json:"stream"`
 		Temperature *float64        `json:"temperature"`
 		TopP        *float64        `json:"top_p"`
+		Tools       []struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"input_schema"`
+		} `json:"tools"`
+		ToolChoice *struct {
+			Type string `json:"type"`
+			Name string `json:"name"`
+		} `json:"tool_choice"`
+		Thinking *struct {
+			Type         string `json:"type"`
+			BudgetTokens int    `json:"budget_tokens"`
+		} `json:"thinking"`
+		OutputConfig *struct {
+			Effort string `json:"effort"`
+			Format *struct {
+				Type   string          `json:"type"`
+				Schema json.RawMessage `json:"schema"`
+			} `json:"format"`
+		} `json:"output_config"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return fmt.Errorf("invalid JSON body: %v", err)
 	}
+	var f features
+	if tc := req.ToolChoice; tc != nil && (tc.Type == "tool" || tc.Type == "any") {
+		for _, t := range req.Tools {
+			if tc.Type == "any" || t.Name == tc.Name {
+				f.forceTool, f.toolSchema = t.Name, t.InputSchema
+				break
+			}
+		}
+		if f.forceTool == "" {
+			return invalidParam("tool_choice.name", fmt.Sprintf("tool_choice: no tool named %q", tc.Name))
+		}
+	}
+	if th := req.Thinking; th != nil && th.Type == "enabled" {
+		if th.BudgetTokens < 1024 {
+			return invalidParam("thinking.budget_tokens", "thinking.budget_tokens: Input should be greater than or equal to 1024")
+		}
+		if req.MaxTokens != nil && th.BudgetTokens >= *req.MaxTokens {
+			return invalidParam("max_tokens", "max_tokens must be greater than thinking.budget_tokens")
+		}
+		f.thinking = true
+	}
+	if oc := req.OutputConfig; oc != nil {
+		if oc.Effort != "" {
+			f.thinking = true
+		}
+		if oc.Format != nil {
+			if oc.Format.Type != "json_schema" || len(oc.Format.Schema) == 0 {
+				return invalidParam("output_config.format", "output_config.format: type must be 'json_schema' with a schema")
+			}
+			f.schema = oc.Format.Schema
+		}
+	}
+	f.cacheable = bytes.Contains(body, []byte(`"cache_control"`))
+	for i, m := range req.Messages {
+		var blocks []struct {
+			Type   string          `json:"type"`
+			Source json.RawMessage `json:"source"`
+		}
+		if json.Unmarshal(m.Content, &blocks) != nil {
+			continue
+		}
+		for j, b := range blocks {
+			if b.Type == "image" {
+				if err := checkImage(b.Source); err != nil {
+					return invalidParam(fmt.Sprintf("messages.%d.content.%d.source", i, j), err.Error())
+				}
+			}
+		}
+	}
+	f.prefix = string(req.System)
+	for _, m := range req.Messages {
+		f.prefix += m.Role + ":" + string(m.Content)
+	}
+	c.feat = f
 	switch {
 	case req.Model == "":
 		return errors.New("model: Field required")
@@ -137,6 +211,10 @@ func (c *call) parseMessages(body []byte) error {
 // anthropicMessage sends a message, as JSON or as the full event stream.
 func (c *call) anthropicMessage(st Step) {
 	text, cut := limitTokens(replyText(st, c.s.reply, c.lastUser), c.maxTokens)
+	f := c.feat
+	if f.schema != nil && st.Text == "" {
+		text, cut = instanceJSON(f.schema), false
+	}
 	stop, completion := "end_turn", Tokens(text)
 	if cut {
 		stop = "max_tokens"
@@ -144,6 +222,22 @@ func (c *call) anthropicMessage(st Step) {
 	id := fmt.Sprintf("msg_fake%016d", c.seq)
 	block := obj{"type": "text", "text": text}
 	tc := st.ToolCall
+	if tc == nil && f.forceTool != "" {
+		tc = &ToolCall{Name: f.forceTool, Arguments: instanceJSON(f.toolSchema)}
+	}
+	usage := obj{"input_tokens": c.promptTokens, "output_tokens": 0}
+	if f.cacheable {
+		if c.s.cached(f.prefix) {
+			usage["input_tokens"], usage["cache_read_input_tokens"] = 0, c.promptTokens
+		} else {
+			usage["input_tokens"], usage["cache_creation_input_tokens"] = 0, c.promptTokens
+		}
+	}
+	var thinkText, signature string
+	if f.thinking {
+		thinkText, signature = thought(c.lastUser, c.seq)
+		usage["output_tokens_details"] = obj{"thinking_tokens": Tokens(thinkText)}
+	}
 	if tc != nil {
 		var input any
 		if err := json.Unmarshal([]byte(toolArgs(tc)), &input); err != nil {
@@ -152,30 +246,58 @@ func (c *call) anthropicMessage(st Step) {
 		stop, completion = "tool_use", Tokens(tc.Name+toolArgs(tc))
 		block = obj{"type": "tool_use", "id": toolID(tc, "toolu_fake", c.seq), "name": tc.Name, "input": input}
 	}
+	completion += Tokens(thinkText)
+	usage["output_tokens"] = completion
 	if !c.stream {
+		content := []obj{block}
+		if f.thinking {
+			content = []obj{{"type": "thinking", "thinking": thinkText, "signature": signature}, block}
+		}
 		c.sendJSON(st, obj{"id": id, "type": "message", "role": "assistant", "model": c.model,
-			"content": []obj{block}, "stop_reason": stop, "stop_sequence": nil,
-			"usage": obj{"input_tokens": c.promptTokens, "output_tokens": completion}})
+			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
 		return
 	}
 	sw := c.startStream(st)
+	startUsage := obj{}
+	for k, v := range usage {
+		startUsage[k] = v
+	}
+	startUsage["output_tokens"] = 1
 	start := obj{"type": "message_start", "message": obj{"id": id, "type": "message", "role": "assistant",
-		"model": c.model, "content": []obj{}, "stop_reason": nil, "stop_sequence": nil,
-		"usage": obj{"input_tokens": c.promptTokens, "output_tokens": 1}}}
+		"model": c.model, "content": []obj{}, "stop_reason": nil, "stop_sequence": nil, "usage": startUsage}}
 	if !sw.send("message_start", start) {
 		return
+	}
+	at := 0 // the index of the answer's block
+	if f.thinking {
+		at = 1
+		if !sw.send("content_block_start", obj{"type": "content_block_start", "index": 0,
+			"content_block": obj{"type": "thinking", "thinking": "", "signature": ""}}) {
+			return
+		}
+		for _, part := range chunks(thinkText) {
+			if !sw.send("content_block_delta", obj{"type": "content_block_delta", "index": 0,
+				"delta": obj{"type": "thinking_delta", "thinking": part}}) {
+				return
+			}
+		}
+		if !sw.send("content_block_delta", obj{"type": "content_block_delta", "index": 0,
+			"delta": obj{"type": "signature_delta", "signature": signature}}) ||
+			!sw.send("content_block_stop", obj{"type": "content_block_stop", "index": 0}) {
+			return
+		}
 	}
 	opening := obj{"type": "text", "text": ""}
 	if tc != nil {
 		opening = obj{"type": "tool_use", "id": block["id"], "name": tc.Name, "input": obj{}}
 	}
-	if !sw.send("content_block_start", obj{"type": "content_block_start", "index": 0, "content_block": opening}) {
+	if !sw.send("content_block_start", obj{"type": "content_block_start", "index": at, "content_block": opening}) {
 		return
 	}
 	if !sw.send("ping", obj{"type": "ping"}) {
 		return
 	}
-	delta := func(d obj) obj { return obj{"type": "content_block_delta", "index": 0, "delta": d} }
+	delta := func(d obj) obj { return obj{"type": "content_block_delta", "index": at, "delta": d} }
 	if tc != nil {
 		for _, part := range argChunks(toolArgs(tc)) {
 			if !sw.send("content_block_delta", delta(obj{"type": "input_json_delta", "partial_json": part})) {
@@ -190,12 +312,11 @@ func (c *call) anthropicMessage(st Step) {
 			}
 		}
 	}
-	if !sw.send("content_block_stop", obj{"type": "content_block_stop", "index": 0}) {
+	if !sw.send("content_block_stop", obj{"type": "content_block_stop", "index": at}) {
 		return
 	}
 	if !sw.send("message_delta", obj{"type": "message_delta",
-		"delta": obj{"stop_reason": stop, "stop_sequence": nil},
-		"usage": obj{"input_tokens": c.promptTokens, "output_tokens": completion}}) {
+		"delta": obj{"stop_reason": stop, "stop_sequence": nil}, "usage": usage}) {
 		return
 	}
 	sw.send("message_stop", obj{"type": "message_stop"})

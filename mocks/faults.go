@@ -26,6 +26,7 @@ type call struct {
 	maxTokens    int
 	lastUser     string
 	promptTokens int
+	feat         features
 	inputs       []string // embeddings
 	dims         int
 	base64       bool

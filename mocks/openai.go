@@ -106,10 +106,79 @@ func (c *call) parseChat(body []byte) error {
 		MaxCompletionTokens *int     `json:"max_completion_tokens"`
 		Temperature         *float64 `json:"temperature"`
 		TopP                *float64 `json:"top_p"`
+		ReasoningEffort     string   `json:"reasoning_effort"`
+		ResponseFormat      *struct {
+			Type       string `json:"type"`
+			JSONSchema *struct {
+				Name   string          `json:"name"`
+				Schema json.RawMessage `json:"schema"`
+			} `json:"json_schema"`
+		} `json:"response_format"`
+		Tools []struct {
+			Function struct {
+				Name       string          `json:"name"`
+				Parameters json.RawMessage `json:"parameters"`
+			} `json:"function"`
+		} `json:"tools"`
+		ToolChoice json.RawMessage `json:"tool_choice"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return fmt.Errorf("We could not parse the JSON body of your request: %v", err)
 	}
+	var f features
+	if rf := req.ResponseFormat; rf != nil && rf.Type == "json_schema" {
+		if rf.JSONSchema == nil || rf.JSONSchema.Name == "" || len(rf.JSONSchema.Schema) == 0 {
+			return invalidParam("response_format.json_schema", "Missing required parameter: 'response_format.json_schema.name'.")
+		}
+		f.schema = rf.JSONSchema.Schema
+	}
+	if len(req.ToolChoice) > 0 {
+		var mode string
+		var named struct {
+			Function struct {
+				Name string `json:"name"`
+			} `json:"function"`
+		}
+		if json.Unmarshal(req.ToolChoice, &mode) != nil && json.Unmarshal(req.ToolChoice, &named) != nil {
+			return invalidParam("tool_choice", "Invalid value for 'tool_choice'.")
+		}
+		for _, t := range req.Tools {
+			if mode == "required" || (named.Function.Name != "" && t.Function.Name == named.Function.Name) {
+				f.forceTool, f.toolSchema = t.Function.Name, t.Function.Parameters
+				break
+			}
+		}
+		if (mode == "required" || named.Function.Name != "") && f.forceTool == "" {
+			return invalidParam("tool_choice", "Invalid value for 'tool_choice': no such tool.")
+		}
+	}
+	f.thinking = req.ReasoningEffort != ""
+	for i, m := range req.Messages {
+		var parts []struct {
+			Type     string `json:"type"`
+			ImageURL *struct {
+				URL string `json:"url"`
+			} `json:"image_url"`
+		}
+		if json.Unmarshal(m.Content, &parts) != nil {
+			continue
+		}
+		for j, p := range parts {
+			if p.Type != "image_url" {
+				continue
+			}
+			if p.ImageURL == nil {
+				return invalidParam(fmt.Sprintf("messages[%d].content[%d].image_url", i, j), "Missing required parameter: 'image_url'.")
+			}
+			if err := checkImageURL(p.ImageURL.URL); err != nil {
+				return invalidParam(fmt.Sprintf("messages[%d].content[%d].image_url.url", i, j), err.Error())
+			}
+		}
+	}
+	for _, m := range req.Messages {
+		f.prefix += m.Role + ":" + string(m.Content)
+	}
+	c.feat = f
 	if err := checkOpenAIChat(req.Messages, req.Temperature, req.TopP, req.MaxTokens, req.MaxCompletionTokens); err != nil {
 		return err
 	}
@@ -165,9 +234,16 @@ func checkOpenAIChat(msgs []message, temperature, topP *float64, maxTokens, maxC
 // openAIChat sends a chat completion, as JSON or as a stream of chunks.
 func (c *call) openAIChat(st Step) {
 	text, cut := limitTokens(replyText(st, c.s.reply, c.lastUser), c.maxTokens)
+	f := c.feat
+	if f.schema != nil && st.Text == "" {
+		text, cut = instanceJSON(f.schema), false
+	}
 	finish, completion := "stop", Tokens(text)
 	if cut {
 		finish = "length"
+	}
+	if st.ToolCall == nil && f.forceTool != "" {
+		st.ToolCall = &ToolCall{Name: f.forceTool, Arguments: instanceJSON(f.toolSchema)}
 	}
 	var calls []obj
 	if tc := st.ToolCall; tc != nil {
@@ -175,8 +251,20 @@ func (c *call) openAIChat(st Step) {
 		calls = []obj{{"id": toolID(tc, "call_", c.seq), "type": "function",
 			"function": obj{"name": tc.Name, "arguments": toolArgs(tc)}}}
 	}
+	reasoning, cachedTokens := 0, 0
+	if f.thinking {
+		think, _ := thought(c.lastUser, c.seq)
+		reasoning = Tokens(think)
+		completion += reasoning
+	}
+	// OpenAI caches prompts of 1 024 tokens and more by itself, in steps of 128 tokens.
+	if c.promptTokens >= 1024 && c.s.cached(f.prefix) {
+		cachedTokens = c.promptTokens / 128 * 128
+	}
 	usage := obj{"prompt_tokens": c.promptTokens, "completion_tokens": completion,
-		"total_tokens": c.promptTokens + completion}
+		"total_tokens":              c.promptTokens + completion,
+		"prompt_tokens_details":     obj{"cached_tokens": cachedTokens, "audio_tokens": 0},
+		"completion_tokens_details": obj{"reasoning_tokens": reasoning, "audio_tokens": 0}}
 	id, created := fmt.Sprintf("chatcmpl-fake%08d", c.seq), time.Now().Unix()
 	if !c.stream {
 		msg := obj{"role": "assistant", "content": text, "refusal": nil}

@@ -29,6 +29,9 @@ type Server struct {
 	ids     atomic.Int64
 	closing chan struct{} // closed by Close: ends stalls, delays and slow streams
 	once    sync.Once
+
+	cacheMu sync.Mutex
+	cache   map[string]bool // the prompts seen with a cache breakpoint (see cached)
 }
 
 // Option configures a [Server].
