@@ -3,6 +3,7 @@ package observe_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -360,5 +361,42 @@ func TestClient_CanceledCallIsRecorded(t *testing.T) {
 	span := h.span(t, "chat gpt-4o-mini")
 	if got := attr(t, span.Attributes(), "error.type").AsString(); got != "canceled" {
 		t.Errorf("error.type %q", got)
+	}
+}
+
+// A call's policy, request ID and own attributes reach its span and its log record, and never
+// its metrics.
+func TestClient_CallOptionsReachTheSpanAndTheLog(t *testing.T) {
+	h := newHarness(t)
+	s := mocks.NewServer(mocks.WithAPIKey(sentinelKey), mocks.WithReply("hi!"))
+	defer s.Close()
+	c := newClient(t, azureProvider("azure-eu", s, fastPolicy()), client.WithTelemetry(h.tel),
+		client.WithPolicies(map[string]resilience.Options{"interactive": fastPolicy()}))
+	_, err := c.Chat(context.Background(), hello(), client.WithPolicy("interactive"), client.WithRequestID("r-77"),
+		client.WithAttributes(slog.String("tenant", "acme"), slog.Int("tier", 2), slog.Duration("budget", 1500*time.Millisecond)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	spans := h.spans.Ended()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	got := map[attribute.Key]attribute.Value{}
+	for _, kv := range spans[0].Attributes() {
+		got[kv.Key] = kv.Value
+	}
+	if got[observe.KeySpanPolicy].AsString() != "interactive" || got[observe.KeySpanRequestID].AsString() != "r-77" ||
+		got["tenant"].AsString() != "acme" || got["tier"].AsInt64() != 2 || got["budget"].AsFloat64() != 1.5 {
+		t.Fatalf("span attributes %v", spans[0].Attributes())
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, `"policy":"interactive"`) || !strings.Contains(logs, `"client_request_id":"r-77"`) ||
+		!strings.Contains(logs, `"tenant":"acme"`) {
+		t.Fatalf("log records %s", logs)
+	}
+	for _, p := range h.points(t, "gen_ai.client.operation.duration") {
+		if _, ok := p.attrs.Value("tenant"); ok {
+			t.Fatal("a call's own attribute reached a metric")
+		}
 	}
 }
