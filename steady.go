@@ -87,8 +87,13 @@ var dialects = map[string]func(name string, p config.Provider, key string) clien
 	config.DialectOpenAICompatible: openAIFactory(openai.Compatible),
 	config.DialectAnthropic: func(name string, p config.Provider, key string) client.ProviderFactory {
 		return func(hc *http.Client) (providers.Provider, error) {
+			caps, err := providers.ParseCapabilities(p.Capabilities)
+			if err != nil {
+				return nil, fmt.Errorf("Capabilities: %w", err)
+			}
 			return anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: key, Version: p.Version,
-				HTTPClient: hc, Model: p.Model, DefaultMaxTokens: p.DefaultMaxTokens, Beta: p.Beta, Limits: p.Limits})
+				HTTPClient: hc, Model: p.Model, DefaultMaxTokens: p.DefaultMaxTokens, Beta: p.Beta, Limits: p.Limits,
+				Capabilities: caps})
 		}
 	},
 }
@@ -96,9 +101,14 @@ var dialects = map[string]func(name string, p config.Provider, key string) clien
 func openAIFactory(d openai.Dialect) func(name string, p config.Provider, key string) client.ProviderFactory {
 	return func(name string, p config.Provider, key string) client.ProviderFactory {
 		return func(hc *http.Client) (providers.Provider, error) {
+			caps, err := providers.ParseCapabilities(p.Capabilities)
+			if err != nil {
+				return nil, fmt.Errorf("Capabilities: %w", err)
+			}
 			return openai.New(openai.Config{Name: name, Dialect: d, BaseURL: p.BaseURL, APIKey: key,
 				APIVersion: p.APIVersion, Organization: p.Organization, HTTPClient: hc, Model: p.Model,
-				AzureDeployments: p.Deployments, OmitStreamUsage: p.OmitStreamUsage, Limits: p.Limits})
+				AzureDeployments: p.Deployments, OmitStreamUsage: p.OmitStreamUsage, Limits: p.Limits,
+				Capabilities: caps})
 		}
 	}
 }

@@ -194,13 +194,14 @@ func TestFromConfig_EveryProviderSettingReachesTheProvider(t *testing.T) {
 // key.
 func TestConfig_ProviderSettingsAreValidated(t *testing.T) {
 	for doc, want := range map[string]string{
-		`{"Type":"openai","APIKeyEnv":"K","Beta":["x"]}`:                                                 `Beta = a list: is only used with Dialect "anthropic"`,
-		`{"Type":"anthropic","APIKeyEnv":"K","Deployments":{"a":"b"}}`:                                   `Deployments = an object: is only used with Dialect "azure"`,
-		`{"Type":"anthropic","APIKeyEnv":"K","DefaultMaxTokens":-5}`:                                     "DefaultMaxTokens = -5: must be between 0",
-		`{"Type":"openai","APIKeyEnv":"K","Limits":{"MaxEventBytes":-1}}`:                                "Limits.MaxEventBytes = -1",
-		`{"Type":"openai","APIKeyEnv":"K","Limits":{"MaxEvetBytes":1}}`:                                  "Limits.MaxEvetBytes: unknown key; did you mean MaxEventBytes?",
-		`{"Type":"openai","APIKeyEnv":"K","OmitStreamUsage":"yes"}`:                                      "OmitStreamUsage = \"yes\": must be true or false",
-		`{"Type":"azure","BaseURL":"https://x.example.com","APIKeyEnv":"K","Deployments":{"gpt-4o":""}}`: `Deployments.gpt-4o = "": must name`,
+		`{"Type":"openai","APIKeyEnv":"K","Beta":["x"]}`:                                                  `Beta = a list: is only used with Dialect "anthropic"`,
+		`{"Type":"anthropic","APIKeyEnv":"K","Deployments":{"a":"b"}}`:                                    `Deployments = an object: is only used with Dialect "azure"`,
+		`{"Type":"anthropic","APIKeyEnv":"K","DefaultMaxTokens":-5}`:                                      "DefaultMaxTokens = -5: must be between 0",
+		`{"Type":"openai","APIKeyEnv":"K","Limits":{"MaxEventBytes":-1}}`:                                 "Limits.MaxEventBytes = -1",
+		`{"Type":"openai","APIKeyEnv":"K","Limits":{"MaxEvetBytes":1}}`:                                   "Limits.MaxEvetBytes: unknown key; did you mean MaxEventBytes?",
+		`{"Type":"openai","APIKeyEnv":"K","OmitStreamUsage":"yes"}`:                                       "OmitStreamUsage = \"yes\": must be true or false",
+		`{"Type":"azure","BaseURL":"https://x.example.com","APIKeyEnv":"K","Deployments":{"gpt-4o":""}}`:  `Deployments.gpt-4o = "": must name`,
+		`{"Type":"openai-compatible","BaseURL":"http://127.0.0.1:1/v1","Capabilities":["chat","vision"]}`: `Capabilities[1] = "vision": must be one of: chat, streaming`,
 	} {
 		_, err := config.ParseWithEnv([]byte(`{"LLM":{"Providers":{"p":`+doc+`}}}`), []string{"K=x"})
 		if err == nil || !strings.Contains(err.Error(), want) {
@@ -244,5 +245,38 @@ func TestFromConfig_NamedPoliciesServeCalls(t *testing.T) {
 	}
 	if n := down.Journal().Len(); n != 5 {
 		t.Fatalf("%d attempts under the batch policy, want 5", n)
+	}
+}
+
+// Capabilities of the configuration say what a compatible server serves: a call that needs
+// more skips it.
+func TestFromConfig_CapabilitiesSkipAServerThatLacksThem(t *testing.T) {
+	local := mocks.NewServer(mocks.WithReply("local"))
+	defer local.Close()
+	claude := mocks.NewServer(mocks.WithReply("claude"))
+	defer claude.Close()
+	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {
+		"Providers": {
+			"local": {"Dialect": "openai-compatible", "BaseURL": "`+local.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "llama",
+			          "Capabilities": ["chat", "streaming", "structured_output"]},
+			"claude": {"Type": "anthropic", "BaseURL": "`+claude.AnthropicBaseURL()+`", "APIKeyEnv": "K", "Model": "claude-haiku-4-5"}
+		},
+		"Fallback": ["local", "claude"]}}`), []string{"K=" + sentinelKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := steady.FromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := hello()
+	req.Messages[0] = providers.Message{Role: providers.RoleUser, Parts: []providers.Part{
+		providers.ImagePart(providers.Image{URL: "https://example.com/a.png"})}}
+	resp, err := c.Chat(context.Background(), req)
+	if err != nil || resp.Provider != "claude" || local.Journal().Len() != 0 {
+		t.Fatalf("%v %v; the local server saw %d requests", resp, err, local.Journal().Len())
+	}
+	if resp, err := c.Chat(context.Background(), hello(), client.WithoutFallback()); err != nil || resp.Provider != "local" {
+		t.Fatalf("%v %v", resp, err)
 	}
 }

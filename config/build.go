@@ -79,6 +79,7 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	dmt, _ := tree[keyDefaultMaxTokens].(int)
 	omit, _ := tree[keyOmitStreamUsage].(bool)
 	beta, _ := tree[keyBeta].([]string)
+	caps, _ := tree[keyCapabilities].([]string)
 	p := Provider{
 		Name:             name,
 		Dialect:          strings.ToLower(strings.TrimSpace(str(keyDialect))),
@@ -92,6 +93,7 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 		Version:          str(keyVersion),
 		DefaultMaxTokens: dmt,
 		Beta:             append([]string(nil), beta...),
+		Capabilities:     append([]string(nil), caps...),
 		Limits:           providers.Limits{MaxResponseBytes: limit(keyMaxResponseBytes), MaxEventBytes: limit(keyMaxEventBytes), MaxErrorBodyBytes: limit(keyMaxErrorBodyBytes)},
 		ModelMap:         smap(keyModelMap),
 	}
@@ -157,6 +159,11 @@ const maxLimit = 1 << 40
 func checkProviderValues(add func(key string, value any, allowed string), p Provider) {
 	if p.DefaultMaxTokens < 0 || p.DefaultMaxTokens > 10_000_000 {
 		add(keyDefaultMaxTokens, p.DefaultMaxTokens, "must be between 0 (the provider's default) and 10000000")
+	}
+	for i, c := range p.Capabilities {
+		if _, err := providers.ParseCapabilities([]string{c}); err != nil {
+			add(fmt.Sprintf("%s[%d]", keyCapabilities, i), c, "must be one of: "+strings.Join(providers.CapabilityNames(), ", "))
+		}
 	}
 	for i, b := range p.Beta {
 		if strings.TrimSpace(b) == "" {

@@ -76,6 +76,10 @@ type Provider struct {
 	DefaultMaxTokens int
 	// Beta lists anthropic-beta feature names (anthropic).
 	Beta []string
+	// Capabilities lists what the server serves ("chat", "streaming", "tools", "images",
+	// "structured output"…: providers.CapabilityNames), for a compatible server that lacks
+	// some of it; empty means everything its dialect serves.
+	Capabilities []string
 	// Limits bounds what is read from the server; a zero field means its default.
 	Limits providers.Limits
 	// ModelMap maps the models requested of the fallback chain's first provider to this

@@ -35,6 +35,7 @@ const (
 	keyVersion          = "Version"
 	keyDefaultMaxTokens = "DefaultMaxTokens"
 	keyBeta             = "Beta"
+	keyCapabilities     = "Capabilities"
 	keyLimits           = "Limits"
 	keyModelMap         = "ModelMap"
 
@@ -46,7 +47,7 @@ const (
 var (
 	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
-		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap}
+		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -72,6 +73,7 @@ var providerFields = map[string]providerField{
 	keyBeta:             {kind: kindStringList, types: []string{DialectAnthropic}},
 	keyLimits:           {kind: kindLimits},
 	keyModelMap:         {kind: kindStringMap},
+	keyCapabilities:     {kind: kindStringList},
 }
 
 // kind is what a leaf accepts. Normalized values: kindString → string, kindBool → bool,

@@ -1,6 +1,9 @@
 package providers
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Capabilities is the set of things a provider can do. A fallback chain skips a provider that
 // lacks what a call needs, instead of calling it and failing. A provider declares its
@@ -31,6 +34,36 @@ var capNames = []struct {
 	{CapChat, "chat"}, {CapStreaming, "streaming"}, {CapEmbeddings, "embeddings"},
 	{CapTools, "tools"}, {CapJSONOutput, "JSON output"}, {CapImages, "images"},
 	{CapJSONSchema, "structured output"}, {CapReasoning, "reasoning"},
+}
+
+// CapabilityNames are the names ParseCapabilities accepts, as String writes them.
+func CapabilityNames() []string {
+	names := make([]string, len(capNames))
+	for i, n := range capNames {
+		names[i] = n.name
+	}
+	return names
+}
+
+// ParseCapabilities reads capability names ("chat", "streaming", "tools", "JSON output",
+// "images", "structured output"…; case, '_' and '-' do not matter). An unknown name is an
+// error that names it and lists the known ones.
+func ParseCapabilities(names []string) (Capabilities, error) {
+	var c Capabilities
+	for _, name := range names {
+		key := strings.ToLower(strings.NewReplacer("_", " ", "-", " ").Replace(strings.TrimSpace(name)))
+		found := false
+		for _, n := range capNames {
+			if strings.ToLower(n.name) == key {
+				c |= n.c
+				found = true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("unknown capability %q: known are %s", name, strings.Join(CapabilityNames(), ", "))
+		}
+	}
+	return c, nil
 }
 
 // Has reports whether c holds every capability of need.

@@ -55,6 +55,10 @@ type Config struct {
 	// becomes the answer — instead of output_config.format, for models and Anthropic-compatible
 	// servers without native structured outputs.
 	SchemaByTool bool
+	// Capabilities is what the server serves (providers.Capabilities); zero means everything
+	// the Messages API does (all but embeddings). Set it for an Anthropic-compatible server
+	// that lacks some of it.
+	Capabilities providers.Capabilities
 }
 
 // withDefaults returns c with its defaults applied, or an error naming what is wrong. The

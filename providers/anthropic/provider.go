@@ -27,7 +27,8 @@ type Provider struct {
 	limits    providers.Limits
 	// schemaByTool sends structured outputs as forced tool use (Config.SchemaByTool).
 	schemaByTool bool
-	errs         wire.Errors // knows the API key, to scrub it from errors
+	caps         providers.Capabilities // Config.Capabilities
+	errs         wire.Errors            // knows the API key, to scrub it from errors
 	client       wire.Sender
 	given        *http.Client // the client of Config.HTTPClient, for HTTPClient
 }
@@ -53,6 +54,7 @@ func New(cfg Config) (*Provider, error) {
 		model:        cfg.Model,
 		maxTokens:    cfg.DefaultMaxTokens,
 		schemaByTool: cfg.SchemaByTool,
+		caps:         cfg.Capabilities,
 		limits:       cfg.Limits,
 		errs:         wire.NewErrors(cfg.Name, cfg.APIKey),
 		client:       wire.NewSender(cfg.HTTPClient),
@@ -66,9 +68,11 @@ func (p *Provider) Name() string { return p.name }
 // Describe names the provider's GenAI system (providers.SystemAnthropic), its default model,
 // and what it can do: everything but embeddings.
 func (p *Provider) Describe() providers.Description {
-	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model,
-		Capabilities: providers.CapChat | providers.CapStreaming | providers.CapTools | providers.CapJSONOutput |
-			providers.CapImages | providers.CapJSONSchema | providers.CapReasoning}
+	caps := p.caps
+	if caps == 0 {
+		caps = providers.AllCapabilities &^ providers.CapEmbeddings
+	}
+	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model, Capabilities: caps}
 }
 
 // HTTPClient returns the *http.Client this provider sends through. When the provider was

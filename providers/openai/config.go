@@ -55,6 +55,10 @@ const emptyMessagesLimit = 10000
 // A Config never prints its APIKey: String, GoString and Format show it as "[REDACTED]" (or
 // empty when unset), so %v, %+v and %#v are safe to log.
 type Config struct {
+	// Capabilities is what the server serves, for fallback chains (providers.Capabilities);
+	// zero means everything. Set it for an OpenAI-compatible server that lacks some of it
+	// (images, structured outputs, embeddings…), so the chain skips it for such calls.
+	Capabilities providers.Capabilities
 	// Name is the provider's name in errors and responses. Empty means string(Dialect).
 	Name string
 	// Dialect is the dialect of the API the server speaks. Empty means OpenAI.

@@ -19,6 +19,7 @@ type Provider struct {
 	dialect     Dialect
 	model       string
 	streamUsage bool
+	caps        providers.Capabilities // Config.Capabilities
 	limits      providers.Limits
 	errs        wire.Errors // knows the API key, to scrub it from errors
 	client      *goopenai.Client
@@ -61,6 +62,7 @@ func New(cfg Config) (*Provider, error) {
 	cc.HTTPClient = doer{client: wire.NewSender(cfg.HTTPClient), limits: cfg.Limits, errs: errs}
 	cc.EmptyMessagesLimit = emptyMessagesLimit
 	return &Provider{
+		caps:        cfg.Capabilities,
 		name:        cfg.Name,
 		dialect:     cfg.Dialect,
 		model:       cfg.Model,
@@ -82,7 +84,11 @@ func (p *Provider) Describe() providers.Description {
 	if p.dialect == Azure {
 		system = providers.SystemAzureOpenAI
 	}
-	return providers.Description{System: system, DefaultModel: p.model, Capabilities: providers.AllCapabilities}
+	caps := p.caps
+	if caps == 0 {
+		caps = providers.AllCapabilities
+	}
+	return providers.Description{System: system, DefaultModel: p.model, Capabilities: caps}
 }
 
 // Client returns the underlying go-openai client, for features the neutral API lacks
