@@ -27,6 +27,24 @@
 // x-should-retry, latency, stalls, connection resets, cut or truncated streams, error events in a
 // 200 stream, malformed JSON and slow streams. A [Config] loads the same from a JSON file.
 //
+// # Rate limits
+//
+// With [WithRateLimits] (every key) or [WithKeyRateLimits] (one key), the server enforces
+// requests and tokens per minute per API key, as the real APIs do: a request debits one
+// request and its prompt plus max_tokens tokens, budgets refill continuously, a request that
+// does not fit is answered 429 with retry-after and retry-after-ms, and every answer carries
+// the key's real x-ratelimit-* (durations) or anthropic-ratelimit-* (RFC 3339) headers.
+// [RateLimits.Minute] shortens the minute and [WithClock] replaces the clock, so tests of
+// pacing take seconds or no time at all. A [Config] sets them with "limits" and "keyLimits".
+//
+// # The full request
+//
+// The fake answers a JSON Schema (OpenAI response_format json_schema, Anthropic
+// output_config.format) with a small instance of the schema, a forced tool choice with a call
+// of that tool, a thinking budget with a signed thinking block (and thinking_delta /
+// signature_delta in streams), a reasoning effort with reasoning tokens, and reports prompt
+// cache writes and reads; it checks image parts as the APIs do.
+//
 // # Guarantees
 //
 // The server listens on 127.0.0.1 only. Stalls, delays and slow streams end when the client

@@ -27,6 +27,8 @@ type call struct {
 	lastUser     string
 	promptTokens int
 	feat         features
+	budget       *budgetState // the key's rate-limit budgets, when the server enforces some
+	budgetAt     time.Time
 	inputs       []string // embeddings
 	dims         int
 	base64       bool
@@ -123,6 +125,9 @@ func (c *call) headers(st Step) {
 		if c.api == azure {
 			h.Set("X-Ms-Retry-After-Ms", ms)
 		}
+	}
+	if c.budget != nil {
+		c.setLimitHeaders(*c.budget, c.budgetAt)
 	}
 	if st.ShouldRetry != nil {
 		h.Set("X-Should-Retry", strconv.FormatBool(*st.ShouldRetry))

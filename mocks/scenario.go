@@ -38,6 +38,10 @@ type Config struct {
 	// Routes gives routes (keys of Routes, such as "/v1/messages") sequences of their own.
 	Routes  map[string][]Step `json:"routes,omitempty"`
 	Default string            `json:"default,omitempty"`
+	// Limits are the per-minute rate limits of every API key, KeyLimits those of particular
+	// keys (see RateLimits).
+	Limits    *RateLimits           `json:"limits,omitempty"`
+	KeyLimits map[string]RateLimits `json:"keyLimits,omitempty"`
 }
 
 // ParseConfig reads a scenario file's JSON and validates it.
@@ -68,6 +72,17 @@ func (cfg *Config) validate() error {
 	var errs []error
 	if cfg.Chaos < 0 || cfg.Chaos > 1 {
 		errs = append(errs, fmt.Errorf("chaos %v out of range [0, 1]", cfg.Chaos))
+	}
+	checkLimits := func(where string, l RateLimits) {
+		if l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.MinuteMs < 0 {
+			errs = append(errs, fmt.Errorf("%s: requestsPerMinute, tokensPerMinute and minuteMs must be 0 or more", where))
+		}
+	}
+	if cfg.Limits != nil {
+		checkLimits("limits", *cfg.Limits)
+	}
+	for key, l := range cfg.KeyLimits {
+		checkLimits("keyLimits."+key, l)
 	}
 	check := func(where string, steps []Step) {
 		for i, st := range steps {

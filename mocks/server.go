@@ -32,6 +32,9 @@ type Server struct {
 
 	cacheMu sync.Mutex
 	cache   map[string]bool // the prompts seen with a cache breakpoint (see cached)
+
+	limiter *limiter // nil: no rate limits (see WithRateLimits)
+	now     func() time.Time
 }
 
 // Option configures a [Server].
@@ -48,6 +51,9 @@ type options struct {
 	seed      int64
 	chaos     float64
 	models    []string
+	limits    *RateLimits
+	keyLimits map[string]RateLimits
+	now       func() time.Time
 }
 
 // WithScript sets the default sequence of steps: each call that names no scenario takes the next
@@ -124,6 +130,12 @@ func WithConfig(cfg *Config) Option {
 		if cfg.Chaos > 0 {
 			o.seed, o.chaos = cfg.Seed, cfg.Chaos
 		}
+		if cfg.Limits != nil {
+			WithRateLimits(*cfg.Limits)(o)
+		}
+		for key, l := range cfg.KeyLimits {
+			WithKeyRateLimits(key, l)(o)
+		}
 	}
 }
 
@@ -144,6 +156,11 @@ func NewServer(opts ...Option) *Server {
 		apiKey:  o.apiKey,
 		models:  o.models,
 		closing: make(chan struct{}),
+		limiter: newLimiter(o.limits, o.keyLimits),
+		now:     o.now,
+	}
+	if s.now == nil {
+		s.now = time.Now
 	}
 	for name, steps := range o.scenarios {
 		s.script.setScenario(name, steps)
@@ -274,6 +291,19 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		reject(http.StatusBadRequest, "", err.Error(), "body")
 		return
+	}
+	if s.limiter != nil && c.endpoint != modelsEndpoint {
+		now := s.now()
+		if b, limited := s.limiter.admit(apiKey(r), c.cost(), now); limited {
+			c.budget, c.budgetAt = &b, now
+			if b.limited {
+				s.journal.setStep(entry, "", "429 rate limit")
+				c.serve(Step{Status: http.StatusTooManyRequests, RetryAfter: b.retryAfter,
+					Message: "Rate limit reached for requests or tokens per minute. Please try again in " +
+						b.retryAfter.Round(time.Millisecond).String() + "."})
+				return
+			}
+		}
 	}
 	st, scenario, err := s.script.next(r.Header.Get(ScenarioHeader), rt.key())
 	if err != nil {

@@ -1,0 +1,205 @@
+package mocks
+
+import (
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// RateLimits are the limits the fake enforces for one API key, as the real APIs do per
+// organisation or key: requests and tokens per minute. A request costs its prompt tokens plus
+// its max_tokens (or, when it sets none, the length of the answer it would get), debited
+// when it arrives. Each budget refills continuously, its whole limit per Minute. A request
+// that does not fit is answered 429 with retry-after (and retry-after-ms) saying when it
+// would, and every answer carries the real x-ratelimit-* / anthropic-ratelimit-* headers of
+// the key's budgets. A zero limit is no limit.
+type RateLimits struct {
+	RequestsPerMinute int `json:"requestsPerMinute,omitempty"`
+	TokensPerMinute   int `json:"tokensPerMinute,omitempty"`
+	// Minute is the fake's minute: shorten it (one second, say) so that a test of pacing takes
+	// seconds. Zero means a real minute.
+	Minute time.Duration `json:"-"`
+	// MinuteMs is Minute in milliseconds, for scenario files.
+	MinuteMs int `json:"minuteMs,omitempty"`
+}
+
+func (l RateLimits) minute() time.Duration {
+	switch {
+	case l.Minute > 0:
+		return l.Minute
+	case l.MinuteMs > 0:
+		return time.Duration(l.MinuteMs) * time.Millisecond
+	}
+	return time.Minute
+}
+
+func (l RateLimits) zero() bool { return l.RequestsPerMinute <= 0 && l.TokensPerMinute <= 0 }
+
+// WithRateLimits enforces l for every API key (see RateLimits). Requests without a key share
+// one budget.
+func WithRateLimits(l RateLimits) Option { return func(o *options) { o.limits = &l } }
+
+// WithClock gives the server's rate limits (WithRateLimits) another clock than time.Now, so a
+// test can move time instead of waiting for budgets to refill.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// WithKeyRateLimits enforces l for the API key key, instead of the limits of WithRateLimits.
+func WithKeyRateLimits(key string, l RateLimits) Option {
+	return func(o *options) {
+		if o.keyLimits == nil {
+			o.keyLimits = map[string]RateLimits{}
+		}
+		o.keyLimits[key] = l
+	}
+}
+
+// bucket is one budget: level units of limit, refilled at limit per minute.
+type bucket struct {
+	limit int
+	level float64
+	last  time.Time
+}
+
+func (b *bucket) refill(now time.Time, minute time.Duration) {
+	if b.last.IsZero() {
+		b.level, b.last = float64(b.limit), now
+		return
+	}
+	b.level = math.Min(float64(b.limit), b.level+float64(b.limit)*float64(now.Sub(b.last))/float64(minute))
+	b.last = now
+}
+
+// wait is how long until the bucket holds n, 0 when it does.
+func (b *bucket) wait(n float64, minute time.Duration) time.Duration {
+	if b.limit <= 0 || b.level >= n {
+		return 0
+	}
+	return time.Duration((n - b.level) / float64(b.limit) * float64(minute))
+}
+
+// reset is how long until the bucket is full again.
+func (b *bucket) reset(minute time.Duration) time.Duration { return b.wait(float64(b.limit), minute) }
+
+// keyBudget is what one key has left.
+type keyBudget struct {
+	limits   RateLimits
+	requests bucket
+	tokens   bucket
+}
+
+// limiter holds the budgets of every key.
+type limiter struct {
+	mu   sync.Mutex
+	def  *RateLimits
+	keys map[string]RateLimits
+	by   map[string]*keyBudget
+}
+
+func newLimiter(def *RateLimits, keys map[string]RateLimits) *limiter {
+	if (def == nil || def.zero()) && len(keys) == 0 {
+		return nil
+	}
+	return &limiter{def: def, keys: keys, by: map[string]*keyBudget{}}
+}
+
+// budgetState is a key's budgets after a request: what the headers say.
+type budgetState struct {
+	limited                      bool
+	retryAfter                   time.Duration
+	reqLimit, reqLeft            int
+	tokLimit, tokLeft            int
+	reqReset, tokReset           time.Duration
+	enforcesReqs, enforcesTokens bool
+}
+
+// admit debits a request of cost tokens from key's budgets, or refuses it.
+func (l *limiter) admit(key string, cost int, now time.Time) (budgetState, bool) {
+	lim, ok := l.keys[key]
+	if !ok {
+		if l.def == nil {
+			return budgetState{}, false // this key is not limited
+		}
+		lim = *l.def
+	}
+	if lim.zero() {
+		return budgetState{}, false
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b := l.by[key]
+	if b == nil {
+		b = &keyBudget{limits: lim, requests: bucket{limit: lim.RequestsPerMinute}, tokens: bucket{limit: lim.TokensPerMinute}}
+		l.by[key] = b
+	}
+	m := lim.minute()
+	b.requests.refill(now, m)
+	b.tokens.refill(now, m)
+	st := budgetState{enforcesReqs: lim.RequestsPerMinute > 0, enforcesTokens: lim.TokensPerMinute > 0}
+	w := max(b.requests.wait(1, m), b.tokens.wait(float64(min(cost, max(lim.TokensPerMinute, 1))), m))
+	if w > 0 {
+		st.limited, st.retryAfter = true, w
+	} else {
+		if st.enforcesReqs {
+			b.requests.level--
+		}
+		if st.enforcesTokens {
+			b.tokens.level -= float64(cost)
+		}
+	}
+	st.reqLimit, st.reqLeft, st.reqReset = lim.RequestsPerMinute, int(math.Max(0, b.requests.level)), b.requests.reset(m)
+	st.tokLimit, st.tokLeft, st.tokReset = lim.TokensPerMinute, int(math.Max(0, b.tokens.level)), b.tokens.reset(m)
+	return st, true
+}
+
+// apiKey returns the key a request authenticates with, in any of the dialects' headers.
+func apiKey(r *http.Request) string {
+	if k := r.Header.Get("X-Api-Key"); k != "" {
+		return k
+	}
+	if k := r.Header.Get("Api-Key"); k != "" {
+		return k
+	}
+	return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+}
+
+// setLimitHeaders replaces the fixed rate-limit headers with the key's real budgets.
+func (c *call) setLimitHeaders(st budgetState, now time.Time) {
+	h := c.w.Header()
+	if c.api == anthropic {
+		set := func(kind string, limit, left int, reset time.Duration) {
+			h.Set("Anthropic-Ratelimit-"+kind+"-Limit", strconv.Itoa(limit))
+			h.Set("Anthropic-Ratelimit-"+kind+"-Remaining", strconv.Itoa(left))
+			h.Set("Anthropic-Ratelimit-"+kind+"-Reset", now.Add(reset).UTC().Format(time.RFC3339Nano))
+		}
+		if st.enforcesReqs {
+			set("Requests", st.reqLimit, st.reqLeft, st.reqReset)
+		}
+		if st.enforcesTokens {
+			set("Tokens", st.tokLimit, st.tokLeft, st.tokReset)
+			set("Input-Tokens", st.tokLimit, st.tokLeft, st.tokReset)
+		}
+		return
+	}
+	if st.enforcesReqs {
+		h.Set("X-Ratelimit-Limit-Requests", strconv.Itoa(st.reqLimit))
+		h.Set("X-Ratelimit-Remaining-Requests", strconv.Itoa(st.reqLeft))
+		h.Set("X-Ratelimit-Reset-Requests", st.reqReset.Round(time.Millisecond).String())
+	}
+	if st.enforcesTokens {
+		h.Set("X-Ratelimit-Limit-Tokens", strconv.Itoa(st.tokLimit))
+		h.Set("X-Ratelimit-Remaining-Tokens", strconv.Itoa(st.tokLeft))
+		h.Set("X-Ratelimit-Reset-Tokens", st.tokReset.Round(time.Millisecond).String())
+	}
+}
+
+// cost is what a request debits from the token budget: its prompt, plus the most it may
+// answer (max_tokens), or the answer it will get when it sets no maximum.
+func (c *call) cost() int {
+	if c.maxTokens > 0 {
+		return c.promptTokens + c.maxTokens
+	}
+	return c.promptTokens + Tokens(replyText(Step{}, c.s.reply, c.lastUser))
+}
