@@ -32,10 +32,10 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...C
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(false),
-		func(ctx context.Context, e *entry, model string) (*providers.ChatResponse, *resilience.CallInfo, error) {
+		func(ctx context.Context, e *entry, model string, maxWait time.Duration) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
-			call.Policy = pl.policyFor(e, o)
+			call.Policy, call.MaxWait = pl.policyFor(e, o), maxWait
 			resp, err := e.provider.Chat(call, withModel(req, model))
 			return resp, &call.Info, err
 		},
@@ -65,10 +65,10 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ..
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
 	return walkChain(c, ctx, tr, pl, req.Model, providers.CapEmbeddings,
-		func(ctx context.Context, e *entry, model string) (*providers.EmbedResponse, *resilience.CallInfo, error) {
+		func(ctx context.Context, e *entry, model string, maxWait time.Duration) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
-			call.Policy = pl.policyFor(e, o)
+			call.Policy, call.MaxWait = pl.policyFor(e, o), maxWait
 			r := req
 			if model != req.Model {
 				cp := *req
@@ -111,7 +111,7 @@ func (c *Client) begin(ctx context.Context, o *callOptions, pl plan, op Operatio
 // about the try that began at start; it returns true when the call goes on after walkChain
 // returns (a stream), which then reports its own end. tr may be nil.
 func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities,
-	call func(ctx context.Context, e *entry, model string) (R, *resilience.CallInfo, error),
+	call func(ctx context.Context, e *entry, model string, maxWait time.Duration) (R, *resilience.CallInfo, error),
 	served func(resp R, name string, res *TryResult, start time.Time) (open bool)) (R, error) {
 	var zero R
 	var failures []*providers.Error
@@ -130,7 +130,7 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 		if tr != nil {
 			start = time.Now()
 		}
-		resp, info, err := call(ctx, e, m)
+		resp, info, err := call(ctx, e, m, c.maxWait(pl.chain, i, need))
 		if err == nil {
 			if tr == nil {
 				served(resp, name, nil, start)
@@ -163,6 +163,35 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 			Message: "no provider of the chain can serve this call: " + strings.Join(skipped, ", ")})
 	}
 	return zero, endCall(tr, chainError(failures, skipped, stopped))
+}
+
+// maxWait is how long the try of the i-th provider of chain may wait on that provider (a
+// rate-limit pause, a server's hint, a backoff), as resilience.Call.MaxWait: the client's
+// fail-over threshold when a later provider can serve the call at once, else 0 (the
+// provider's own policy and the caller's deadline decide).
+func (c *Client) maxWait(chain []string, i int, need providers.Capabilities) time.Duration {
+	for _, name := range chain[i+1:] {
+		if c.entries[name].canServeNow(need) {
+			if c.failoverAfter <= 0 {
+				return -1 // never wait when another can serve
+			}
+			return c.failoverAfter
+		}
+	}
+	return 0
+}
+
+// canServeNow reports whether provider e could take a call that needs need at once: it has
+// the capabilities, its circuit lets calls through and it is not pausing after a rate limit.
+func (e *entry) canServeNow(need providers.Capabilities) bool {
+	if !e.caps.Has(need) {
+		return false
+	}
+	switch e.pipeline.CircuitState() {
+	case resilience.CircuitOpen, resilience.CircuitIsolated:
+		return false
+	}
+	return e.pipeline.CoolingFor() == 0
 }
 
 // withModel returns req asking for model: req itself when it already does, else a copy. A

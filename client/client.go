@@ -20,6 +20,28 @@ type Client struct {
 	observer  resilience.Observer
 	telemetry Telemetry                     // nil: no telemetry, at no cost
 	policies  map[string]*resilience.Policy // the named policies of WithPolicy
+	// failoverAfter is the longest a call waits on a provider when another can serve it at
+	// once (WithFailoverAfter); 0 or less: it does not wait.
+	failoverAfter time.Duration
+}
+
+// DefaultFailoverAfter is the default of WithFailoverAfter.
+const DefaultFailoverAfter = 2 * time.Second
+
+// WithFailoverAfter sets how long a call waits on a provider — a rate-limit pause, a server's
+// "retry after", a backoff — when another provider of the chain can serve it at once: a
+// longer wait fails over at once instead (the failure's GaveUp says "wait_too_long", or the
+// call is refused by the cooldown without being sent). When no other provider can serve, the
+// call waits as its policy and deadline allow. 0 never waits while another can serve.
+// The default is DefaultFailoverAfter.
+func WithFailoverAfter(d time.Duration) Option {
+	return func(b *builder) error {
+		if d < 0 {
+			return fmt.Errorf("client: WithFailoverAfter(%s): must be 0 or more", d)
+		}
+		b.c.failoverAfter = d
+		return nil
+	}
 }
 
 type entry struct {
@@ -130,7 +152,7 @@ func (b *builder) spec(name string) *providerSpec {
 // New builds a client: one resilience pipeline per provider (named after it, so events and
 // errors say which provider), then each provider over its pipeline.
 func New(opts ...Option) (*Client, error) {
-	b := &builder{c: &Client{entries: map[string]*entry{}, base: http.DefaultTransport}}
+	b := &builder{c: &Client{entries: map[string]*entry{}, base: http.DefaultTransport, failoverAfter: DefaultFailoverAfter}}
 	for _, o := range opts {
 		if o == nil {
 			continue // a nil option is no option

@@ -34,9 +34,10 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest, opt
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(true),
-		func(ctx context.Context, e *entry, model string) (*Stream, *resilience.CallInfo, error) {
+		func(ctx context.Context, e *entry, model string, maxWait time.Duration) (*Stream, *resilience.CallInfo, error) {
 			s := &Stream{ctx: ctx, provider: e.name}
 			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
+			s.call.MaxWait = maxWait
 			firstContent := e.firstContent
 			if pol := pl.policyFor(e, o); pol != nil {
 				s.call.Policy = pol

@@ -135,6 +135,9 @@ type CheckResult struct {
 	// the next probe (it has a CircuitInfo method). Half-open circuits are probing already;
 	// isolated ones wait for a manual reset.
 	HasNextProbe bool
+	// CoolingFor is the time left of the source's rate-limit pause (0 when none). A closed
+	// circuit that is pausing is a warning: calls wait for the pause or go elsewhere.
+	CoolingFor time.Duration
 }
 
 // Report is the outcome of one check of every source. Its JSON form is the
@@ -168,10 +171,14 @@ func (c *Checker) Report() Report {
 			if info.State == resilience.CircuitOpen {
 				r.NextProbeIn, r.HasNextProbe = max(info.NextProbeIn, 0), true
 			}
+			r.CoolingFor = max(info.CoolingFor, 0)
 		} else {
 			r.State = src.CircuitState()
 		}
 		r.Status = StatusOf(r.State)
+		if r.CoolingFor > 0 && r.Status == StatusPass {
+			r.Status = StatusWarn // pausing after a rate limit: calls wait or go elsewhere
+		}
 	}
 	slices.SortFunc(results, func(a, b CheckResult) int { return strings.Compare(a.Name, b.Name) })
 	return Report{Status: aggregate(results, c.fallback), Time: c.now(), Checks: results}

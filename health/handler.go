@@ -27,6 +27,7 @@ type check struct {
 	Status        Status `json:"status"`
 	Time          string `json:"time"`
 	NextProbeIn   string `json:"nextProbeIn,omitempty"`
+	CoolingFor    string `json:"coolingFor,omitempty"`
 }
 
 // MarshalJSON encodes the report as an application/health+json document:
@@ -48,7 +49,9 @@ type check struct {
 // circuit state (closed, half-open, open or isolated), status its own pass/warn/fail, and
 // time the moment of the reading in UTC, RFC 3339. nextProbeIn, an extension to the draft,
 // is present only while the circuit is open and the source knows it: the time until the
-// next probe as a Go duration string rounded to the millisecond. "checks" is an empty
+// next probe as a Go duration string rounded to the millisecond; coolingFor, another
+// extension, is present while the pipeline pauses after a rate limit (the status is then at
+// least warn). "checks" is an empty
 // object when there are no sources.
 func (r Report) MarshalJSON() ([]byte, error) {
 	doc := document{Status: r.Status, Checks: make(map[string][]check, len(r.Checks))}
@@ -62,6 +65,9 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		}
 		if cr.HasNextProbe {
 			ck.NextProbeIn = formatProbe(cr.NextProbeIn)
+		}
+		if cr.CoolingFor > 0 {
+			ck.CoolingFor = formatProbe(cr.CoolingFor)
 		}
 		doc.Checks[cr.Name+":circuit"] = []check{ck}
 	}

@@ -226,3 +226,30 @@ func TestHandler_OverRealServer(t *testing.T) {
 		}
 	}
 }
+
+// A pipeline pausing after a rate limit is a warning, with the time left of the pause.
+func TestChecker_RateLimitPauseIsAWarning(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "30")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	p := newPipeline(t, "openai", 5, time.Minute)
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: p.Wrap(base)}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	c := NewChecker()
+	c.Add("openai", p)
+	r := c.Report()
+	if r.Status != StatusWarn || r.Checks[0].State != resilience.CircuitClosed || r.Checks[0].CoolingFor <= 25*time.Second {
+		t.Fatalf("report %+v", r)
+	}
+	b, _ := r.MarshalJSON()
+	if !strings.Contains(string(b), `"coolingFor":"`) || !strings.Contains(string(b), `"status":"warn"`) {
+		t.Fatalf("document %s", b)
+	}
+}

@@ -219,6 +219,37 @@ var descriptors = [...]eventDesc{
 		},
 		fields: func(e resilience.Event, fs *fields) { fs.ms(fWaitedMs, e.Duration) },
 	},
+	resilience.EventCooldownStarted: {
+		counter: func(in *instruments) metric.Int64Counter { return in.cooldowns },
+		label:   func(resilience.Event) (attribute.Key, string, int) { return "", "", 0 },
+		span:    SpanEventCooldown,
+		level:   levelOf(slog.LevelWarn),
+		message: func(e resilience.Event) string {
+			return fmt.Sprintf("%s rate-limited: pausing calls for %s (%s)", e.Pipeline, ms(e.Delay), hintSource(e))
+		},
+		fields: func(e resilience.Event, fs *fields) {
+			fs.ms(fDelayMs, e.Delay)
+			fs.bool(fServerHint, e.ServerHint)
+		},
+	},
+	resilience.EventCooldownWaited: {
+		span:  SpanEventCooldownWaited,
+		level: levelOf(slog.LevelInfo),
+		message: func(e resilience.Event) string {
+			return fmt.Sprintf("%s is pausing after a rate limit: waiting %s before sending", e.Pipeline, ms(e.Delay))
+		},
+		fields: func(e resilience.Event, fs *fields) { fs.ms(fDelayMs, e.Delay) },
+	},
+	resilience.EventCooldownRejected: {
+		counter: func(in *instruments) metric.Int64Counter { return in.cooldownRejected },
+		label:   func(resilience.Event) (attribute.Key, string, int) { return "", "", 0 },
+		span:    SpanEventCooldownRejected,
+		level:   levelOf(slog.LevelWarn),
+		message: func(e resilience.Event) string {
+			return fmt.Sprintf("%s is pausing after a rate limit for %s more: call not sent", e.Pipeline, ms(e.Delay))
+		},
+		fields: func(e resilience.Event, fs *fields) { fs.ms(fDelayMs, e.Delay) },
+	},
 }
 
 // describe returns the descriptor of e's type, or nil for a type this version does not know.

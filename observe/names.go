@@ -28,6 +28,11 @@ const (
 	MetricTimeouts = "llm_resilience_timeout_total"
 	// MetricBulkheadRejected counts calls the bulkhead turned away, by provider.
 	MetricBulkheadRejected = "llm_resilience_bulkhead_rejected_total"
+	// MetricCooldowns counts the rate-limit pauses a 429 started or made longer, by provider.
+	MetricCooldowns = "llm_resilience_cooldown_total"
+	// MetricCooldownRejected counts calls refused during a rate-limit pause they could not wait
+	// out, by provider.
+	MetricCooldownRejected = "llm_resilience_cooldown_rejected_total"
 	// MetricCallDuration is the duration in seconds of each provider's handling of a logical
 	// call (every attempt and wait; for a stream, until it ends), by provider and outcome.
 	MetricCallDuration = "llm_resilience_call_duration"

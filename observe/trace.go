@@ -16,6 +16,9 @@ const (
 	SpanEventBulkheadRejected = "bulkhead_rejected"
 	SpanEventCircuitChanged   = "circuit_state_changed"
 	SpanEventFallback         = "fallback"
+	SpanEventCooldown         = "cooldown"          // a 429 paused the provider
+	SpanEventCooldownWaited   = "cooldown_waited"   // the call waited for the pause to end
+	SpanEventCooldownRejected = "cooldown_rejected" // the call could not wait: not sent
 )
 
 // spanEvent adds a pipeline event to the span in the event's context, if that span records:

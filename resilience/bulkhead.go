@@ -81,12 +81,17 @@ func (b *bulkhead) inFlight() int { return len(b.slots) }
 // where a redirect is refused (see refuseRedirect).
 type bulkheadTransport struct {
 	b    *bulkhead
+	cool *cooldown // the rate-limit pause, checked before a slot is taken
 	next http.RoundTripper
 	base http.RoundTripper
 }
 
 func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	b := t.b
+	if err := t.cool.gate(req); err != nil {
+		closeRequestBody(req)
+		return t.fail(req, err)
+	}
 	if err := b.acquire(req.Context()); err != nil {
 		closeRequestBody(req)
 		return t.fail(req, err)

@@ -25,7 +25,32 @@ var (
 	// that no credential header and no request body ever reaches another origin. The error is
 	// a *RedirectError.
 	ErrRedirect = errors.New("resilience: redirect refused")
+	// ErrCoolingDown: the pipeline is pausing after a rate limit (RateLimitCooldown) and the
+	// call could not wait for the pause to end, so nothing was sent. The error is a
+	// *CooldownError.
+	ErrCoolingDown = errors.New("resilience: cooling down after a rate limit")
 )
+
+// CooldownError is returned when a call meets a rate-limit pause longer than it may wait.
+type CooldownError struct {
+	Pipeline string
+	// RetryAfter is the time until the pause ends.
+	RetryAfter time.Duration
+}
+
+func (e *CooldownError) Error() string {
+	return fmt.Sprintf("resilience: %q is cooling down after a rate limit for %s more: call not sent",
+		e.Pipeline, e.RetryAfter.Round(time.Millisecond))
+}
+
+// Is reports whether target is ErrCoolingDown.
+func (e *CooldownError) Is(target error) bool { return target == ErrCoolingDown }
+
+// ErrorKind names the failure in the vocabulary of steady's error kinds: a rate limit.
+func (e *CooldownError) ErrorKind() string { return "rate_limited" }
+
+// RetryAfterHint is the time until the pause ends.
+func (e *CooldownError) RetryAfterHint() time.Duration { return e.RetryAfter }
 
 // CircuitOpenError is returned when the circuit breaker rejects a call.
 type CircuitOpenError struct {

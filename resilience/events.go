@@ -27,6 +27,13 @@ const (
 	EventBreakerRejected
 	// EventBulkheadRejected: the bulkhead turned a call away.
 	EventBulkheadRejected
+	// EventCooldownStarted: a 429 paused the pipeline for Delay (ServerHint: the server's
+	// hint), or made a pause longer.
+	EventCooldownStarted
+	// EventCooldownWaited: a call waits Delay for the pause to end before it is sent.
+	EventCooldownWaited
+	// EventCooldownRejected: a call could not wait the Delay left of the pause; not sent.
+	EventCooldownRejected
 )
 
 // String returns a stable snake_case name, suitable as a metric or log attribute.
@@ -48,6 +55,12 @@ func (k EventType) String() string {
 		return "breaker_rejected"
 	case EventBulkheadRejected:
 		return "bulkhead_rejected"
+	case EventCooldownStarted:
+		return "cooldown_started"
+	case EventCooldownWaited:
+		return "cooldown_waited"
+	case EventCooldownRejected:
+		return "cooldown_rejected"
 	}
 	return "unknown"
 }
@@ -65,6 +78,9 @@ const (
 	GaveUpHintTooLong  GaveUp = "hint_too_long" // the server asked for a wait above RetryMaxDelaySeconds
 	GaveUpDeadline     GaveUp = "deadline"      // the wait would outlast the call's deadline
 	GaveUpCircuitOpen  GaveUp = "circuit_open"  // the circuit opened meanwhile: other calls tripped it
+	// GaveUpWaitTooLong: the wait exceeds what the caller allows (Call.MaxWait), usually
+	// because another provider can serve the call at once.
+	GaveUpWaitTooLong GaveUp = "wait_too_long"
 )
 
 // Description explains the code in a few words.
@@ -82,6 +98,8 @@ func (g GaveUp) Description() string {
 		return "the wait would pass the deadline"
 	case GaveUpCircuitOpen:
 		return "the circuit opened"
+	case GaveUpWaitTooLong:
+		return "the wait exceeds what the caller allows"
 	}
 	return string(g)
 }

@@ -89,6 +89,14 @@ type Options struct {
 	// BulkheadQueueTimeoutSeconds is the longest a caller waits for a slot. 0 means the
 	// caller waits until its own context ends. Allowed: 0..86400.
 	BulkheadQueueTimeoutSeconds float64 `json:"BulkheadQueueTimeoutSeconds"`
+
+	// RateLimitCooldown pauses the whole pipeline after a 429 (not an exhausted quota) until
+	// the server's hint (Retry-After, retry-after-ms) says it may send again, or, without a
+	// hint, for the first backoff delay: a new call waits for the pause when the wait fits its
+	// deadline and RetryMaxDelaySeconds (and Call.MaxWait), and is refused with a
+	// *CooldownError (kind rate_limited, nothing sent) otherwise. A 429 never counts against
+	// the circuit.
+	RateLimitCooldown bool `json:"RateLimitCooldown"`
 }
 
 // DefaultOptions returns the policy steady uses when nothing is configured: the seed values
@@ -117,6 +125,7 @@ func DefaultOptions() Options {
 		BulkheadMaxConcurrency:            10,
 		BulkheadMaxQueue:                  100,
 		BulkheadQueueTimeoutSeconds:       30,
+		RateLimitCooldown:                 true,
 	}
 }
 

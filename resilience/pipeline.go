@@ -21,6 +21,7 @@ type Pipeline struct {
 	// Each layer owns its state; the pipeline only holds them together.
 	ev       emitter
 	bulkhead bulkhead
+	cool     cooldown
 	timeouts timeouts
 	breaker  breaker
 	retry    retrier
@@ -67,8 +68,10 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	p.bulkhead.init(opts, &p.ev)
 	p.policy = newPolicy("", opts)
 	p.timeouts.init(p.policy, &p.ev)
+	p.cool.init(opts, p.policy, &p.ev)
 	p.breaker.init(opts, &p.ev)
 	p.retry.init(opts, p.policy, &p.ev, &p.breaker)
+	p.retry.cool = &p.cool
 	return p, nil
 }
 
@@ -109,7 +112,7 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 	retry := newRetryTransport(&p.retry, base)
 	brk := &breakerTransport{b: &p.breaker, next: retry}
 	tmo := &timeoutTransport{t: &p.timeouts, below: &p.breaker, next: brk, watched: watched}
-	return &bulkheadTransport{b: &p.bulkhead, next: tmo, base: base}
+	return &bulkheadTransport{b: &p.bulkhead, cool: &p.cool, next: tmo, base: base}
 }
 
 // CircuitState returns the circuit's state now. It is computed on read: an open circuit
@@ -123,10 +126,22 @@ type CircuitInfo struct {
 	NextProbeIn time.Duration
 	// ConsecutiveFailures counted while closed.
 	ConsecutiveFailures int
+	// CoolingFor is the time left of the pipeline's rate-limit pause (RateLimitCooldown), 0
+	// when it is not pausing.
+	CoolingFor time.Duration
 }
 
-// CircuitInfo returns the circuit's state with the time until the next probe.
-func (p *Pipeline) CircuitInfo() CircuitInfo { return p.breaker.info() }
+// CircuitInfo returns the circuit's state with the time until the next probe and the time
+// left of a rate-limit pause.
+func (p *Pipeline) CircuitInfo() CircuitInfo {
+	info := p.breaker.info()
+	info.CoolingFor = p.cool.remaining()
+	return info
+}
+
+// CoolingFor returns the time left of the pipeline's rate-limit pause, 0 when it is not
+// pausing.
+func (p *Pipeline) CoolingFor() time.Duration { return p.cool.remaining() }
 
 // Isolate holds the circuit open until Reset, whatever calls or time do: every call fails
 // at once with ErrCircuitOpen and CircuitState reports CircuitIsolated. Use it to take a

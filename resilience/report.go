@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Call is a request's context with two ways back from the pipeline: the pipeline fills in
@@ -22,6 +23,12 @@ type Call struct {
 	// Policy, when set, replaces the pipeline's retries and time limits for this call (see
 	// Policy). Set it before the call starts; an inner Call's Policy wins over an outer one's.
 	Policy *Policy
+	// MaxWait, when above 0, is the longest this call waits for anything — a retry's backoff,
+	// a server's hint, the end of a rate-limit cooldown — before the pipeline gives up and
+	// returns what it has (GaveUpWaitTooLong, or a *CooldownError before anything is sent);
+	// below 0 it never waits. A client that can send the call elsewhere at once sets it, so a
+	// "retry in 40 s" fails over instead of stalling. 0 leaves the policy's limits.
+	MaxWait time.Duration
 
 	reportFailures bool
 	failure        failureReport

@@ -48,8 +48,9 @@ type retryTransport struct {
 // the circuit breaker above it — whether other calls have opened the circuit meanwhile.
 type retrier struct {
 	ev      *emitter
-	pol     *Policy // the pipeline's own policy, for calls that bring none
-	budget  *budget // nil when RetryBudgetPercent is 0
+	pol     *Policy   // the pipeline's own policy, for calls that bring none
+	budget  *budget   // nil when RetryBudgetPercent is 0
+	cool    *cooldown // paused by 429s
 	circuit interface {
 		blocked(ctx context.Context) bool
 	}
@@ -316,14 +317,21 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		r.ev.emit(e)
 		return false, nil
 	}
+	now := r.ev.clock.Now()
+	delay, fromServer := pol.delay(s.attempt, resp, now)
+	if resp != nil && resp.StatusCode == http.StatusTooManyRequests && r.cool != nil {
+		r.cool.extend(s.Context, r.ev.now(), delay, fromServer) // nobody sends before the hint
+	}
 	if s.attempt > pol.count {
 		return giveUp(GaveUpExhausted, 0)
 	}
-	delay, fromServer := pol.delay(s.attempt, resp, r.ev.clock.Now())
 	if fromServer && delay > pol.max {
 		return giveUp(GaveUpHintTooLong, delay)
 	}
-	if dl, ok := s.Deadline(); ok && r.ev.clock.Now().Add(delay).After(dl) {
+	if w, set := maxWaitOf(s.Context); set && delay > w {
+		return giveUp(GaveUpWaitTooLong, delay)
+	}
+	if dl, ok := s.Deadline(); ok && now.Add(delay).After(dl) {
 		return giveUp(GaveUpDeadline, delay)
 	}
 	if r.circuit.blocked(s.Context) {
