@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"time"
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/config"
@@ -72,6 +73,9 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 	}
 	if len(cfg.Fallback) > 0 {
 		all = append(all, client.WithFallback(cfg.Fallback...))
+	}
+	if f := cfg.FailoverAfterSeconds; f != nil {
+		all = append(all, client.WithFailoverAfter(time.Duration(*f*float64(time.Second))))
 	}
 	if len(cfg.Policies) > 0 {
 		all = append(all, client.WithPolicies(cfg.Policies)) // for client.WithPolicy(name)

@@ -280,3 +280,21 @@ func TestFromConfig_CapabilitiesSkipAServerThatLacksThem(t *testing.T) {
 		t.Fatalf("%v %v", resp, err)
 	}
 }
+
+func TestFromConfig_FailoverAfterSeconds(t *testing.T) {
+	for doc, want := range map[string]string{
+		`"FailoverAfterSeconds": -1`:     "LLM.FailoverAfterSeconds = -1: must be between 0 and 3600",
+		`"FailoverAfterSeconds": "soon"`: "LLM.FailoverAfterSeconds",
+	} {
+		if _, err := config.ParseWithEnv([]byte(`{"LLM": {`+doc+`}}`), nil); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {"FailoverAfterSeconds": "750ms"}}`), []string{"LLM__FailoverAfterSeconds=0.25"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := cfg.FailoverAfterSeconds; f == nil || *f != 0.25 {
+		t.Fatalf("FailoverAfterSeconds %v", f)
+	}
+}

@@ -46,6 +46,12 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 
 	fallback, _ := llm[keyFallback].([]string)
 	cfg.Fallback = checkFallback(ps, newIndex(cfg.Providers), fallback)
+	if f, ok := llm[keyFailover].(float64); ok {
+		if f < 0 || f > 3600 {
+			ps.add(Problem{Path: keyLLM + "." + keyFailover, Value: f, Allowed: "must be between 0 and 3600 seconds"})
+		}
+		cfg.FailoverAfterSeconds = &f
+	}
 	return cfg
 }
 

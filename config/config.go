@@ -31,6 +31,11 @@ type Config struct {
 	// Fallback is LLM.Fallback: provider names in the order to try them, each a key of
 	// Providers. Nil when not configured.
 	Fallback []string
+	// FailoverAfterSeconds is LLM.FailoverAfterSeconds: how long a call waits on a provider
+	// (a rate-limit pause, a server's hint, a backoff) when another provider of the chain can
+	// serve it at once (client.WithFailoverAfter); nil when not configured (the client's
+	// default). Allowed: 0..3600.
+	FailoverAfterSeconds *float64
 }
 
 // Load reads the configuration: the defaults, then each JSON file in order (a later file

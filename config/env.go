@@ -126,6 +126,8 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		return w.option(1)
 	case keyFallback:
 		return w.list(1, kindStringList)
+	case keyFailover:
+		return w.leaf(1, kindSeconds)
 	case keyPolicies:
 		if !w.declared(1, &r.names.policies) {
 			return envTarget{}, false

@@ -189,6 +189,8 @@ func (p *jsonParser) llm(path string, v any) map[string]any {
 			sub = p.named(path, v, &p.names.providers, p.provider)
 		case keyFallback:
 			sub = p.leaf(path, kindStringList, v)
+		case keyFailover:
+			sub = p.leaf(path, kindSeconds, v)
 		}
 		if sub != nil {
 			out[canon] = sub

@@ -21,6 +21,7 @@ const (
 	keyPolicies   = "Policies"
 	keyProviders  = "Providers"
 	keyFallback   = "Fallback"
+	keyFailover   = "FailoverAfterSeconds"
 
 	keyDialect          = "Dialect"
 	keyTypeAlias        = "Type" // the former spelling of Dialect, still accepted
@@ -45,7 +46,7 @@ const (
 )
 
 var (
-	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback}
+	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFailover}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
