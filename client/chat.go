@@ -31,11 +31,12 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...C
 		return nil, err
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	tokens := EstimateTokens(req)
 	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(false),
 		func(ctx context.Context, e *entry, model string, maxWait time.Duration) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
-			call.Policy, call.MaxWait = pl.policyFor(e, o), maxWait
+			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(e, o), maxWait, tokens
 			resp, err := e.provider.Chat(call, withModel(req, model))
 			return resp, &call.Info, err
 		},
@@ -64,11 +65,12 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ..
 		return nil, err
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
+	tokens := embedTokens(req)
 	return walkChain(c, ctx, tr, pl, req.Model, providers.CapEmbeddings,
 		func(ctx context.Context, e *entry, model string, maxWait time.Duration) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
-			call.Policy, call.MaxWait = pl.policyFor(e, o), maxWait
+			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(e, o), maxWait, tokens
 			r := req
 			if model != req.Model {
 				cp := *req

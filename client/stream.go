@@ -33,11 +33,12 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest, opt
 		return nil, err
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	tokens := EstimateTokens(req)
 	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(true),
 		func(ctx context.Context, e *entry, model string, maxWait time.Duration) (*Stream, *resilience.CallInfo, error) {
 			s := &Stream{ctx: ctx, provider: e.name}
 			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
-			s.call.MaxWait = maxWait
+			s.call.MaxWait, s.call.Tokens = maxWait, tokens
 			firstContent := e.firstContent
 			if pol := pl.policyFor(e, o); pol != nil {
 				s.call.Policy = pol

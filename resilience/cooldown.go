@@ -19,6 +19,7 @@ type cooldown struct {
 	pol   *Policy // the pipeline's, for calls that bring none
 	on    bool    // Options.RateLimitCooldown
 	until atomic.Int64
+	pace  *pacer // the pipeline's budgets, debited after the pause
 }
 
 func (c *cooldown) init(o Options, pol *Policy, ev *emitter) {
@@ -59,8 +60,25 @@ func (c *cooldown) remaining() time.Duration {
 }
 
 // gate lets req through a paused pipeline: at once when there is no pause; after the pause
-// when the wait fits the call (see maxWait); else not at all, with a *CooldownError.
+// when the wait fits the call (see maxWait); else not at all, with a *CooldownError. Then it
+// debits the call from the pipeline's budgets (see pacer).
 func (c *cooldown) gate(req *http.Request) error {
+	if err := c.pause(req); err != nil {
+		return err
+	}
+	if c.pace == nil || !c.pace.known.Load() {
+		return nil
+	}
+	ctx := req.Context()
+	tokens := 0
+	if call, _ := ctx.Value(callKey{}).(*Call); call != nil {
+		tokens = call.Tokens
+	}
+	return c.pace.admit(ctx, tokens, func() time.Duration { return c.maxWait(ctx) })
+}
+
+// pause waits for the end of a pause, or refuses req.
+func (c *cooldown) pause(req *http.Request) error {
 	left := c.remaining()
 	if left <= 0 {
 		return nil

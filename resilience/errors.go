@@ -34,11 +34,18 @@ var (
 // CooldownError is returned when a call meets a rate-limit pause longer than it may wait.
 type CooldownError struct {
 	Pipeline string
-	// RetryAfter is the time until the pause ends.
+	// RetryAfter is the time until the pause ends, or until the budget has room.
 	RetryAfter time.Duration
+	// Budget is "" for the pause after a 429 (RateLimitCooldown), "requests" or "tokens" when
+	// the pipeline's own pacing found no room in that per-minute budget.
+	Budget string
 }
 
 func (e *CooldownError) Error() string {
+	if e.Budget != "" {
+		return fmt.Sprintf("resilience: %q has no room in its %s per minute for %s more: call not sent",
+			e.Pipeline, e.Budget, e.RetryAfter.Round(time.Millisecond))
+	}
 	return fmt.Sprintf("resilience: %q is cooling down after a rate limit for %s more: call not sent",
 		e.Pipeline, e.RetryAfter.Round(time.Millisecond))
 }

@@ -97,6 +97,18 @@ type Options struct {
 	// *CooldownError (kind rate_limited, nothing sent) otherwise. A 429 never counts against
 	// the circuit.
 	RateLimitCooldown bool `json:"RateLimitCooldown"`
+
+	// PaceRequestsPerMinute and PaceTokensPerMinute keep the pipeline under its provider's
+	// rate limits before any 429: each call debits one request and its token estimate
+	// (Call.Tokens) from per-minute budgets, and waits for room when the wait fits its deadline
+	// and RetryMaxDelaySeconds, else it is refused with a *CooldownError naming the budget
+	// (kind rate_limited, nothing sent). 0 means unknown: the budget is learnt from the
+	// answers' rate-limit headers (PaceFromHeaders), or not paced. Allowed: 0..100000000.
+	PaceRequestsPerMinute int `json:"PaceRequestsPerMinute"`
+	PaceTokensPerMinute   int `json:"PaceTokensPerMinute"`
+	// PaceFromHeaders learns the budgets from the x-ratelimit-* / anthropic-ratelimit-*
+	// headers of the answers: their limits, and what the server says remains.
+	PaceFromHeaders bool `json:"PaceFromHeaders"`
 }
 
 // DefaultOptions returns the policy steady uses when nothing is configured: the seed values
@@ -126,6 +138,7 @@ func DefaultOptions() Options {
 		BulkheadMaxQueue:                  100,
 		BulkheadQueueTimeoutSeconds:       30,
 		RateLimitCooldown:                 true,
+		PaceFromHeaders:                   true,
 	}
 }
 
@@ -211,6 +224,8 @@ func (o Options) Validate() error {
 	v.intRange("BulkheadMaxConcurrency", o.BulkheadMaxConcurrency, 1, 100000)
 	v.intRange("BulkheadMaxQueue", o.BulkheadMaxQueue, 0, 1000000)
 	v.secRange("BulkheadQueueTimeoutSeconds", o.BulkheadQueueTimeoutSeconds, 0, 86400)
+	v.intRange("PaceRequestsPerMinute", o.PaceRequestsPerMinute, 0, 100_000_000)
+	v.intRange("PaceTokensPerMinute", o.PaceTokensPerMinute, 0, 100_000_000)
 
 	if len(v.problems) == 0 {
 		return nil

@@ -22,6 +22,7 @@ type Pipeline struct {
 	ev       emitter
 	bulkhead bulkhead
 	cool     cooldown
+	pace     pacer
 	timeouts timeouts
 	breaker  breaker
 	retry    retrier
@@ -69,9 +70,11 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	p.policy = newPolicy("", opts)
 	p.timeouts.init(p.policy, &p.ev)
 	p.cool.init(opts, p.policy, &p.ev)
+	p.pace.init(opts, &p.ev)
+	p.cool.pace = &p.pace
 	p.breaker.init(opts, &p.ev)
 	p.retry.init(opts, p.policy, &p.ev, &p.breaker)
-	p.retry.cool = &p.cool
+	p.retry.cool, p.retry.pace = &p.cool, &p.pace
 	return p, nil
 }
 
@@ -142,6 +145,29 @@ func (p *Pipeline) CircuitInfo() CircuitInfo {
 // CoolingFor returns the time left of the pipeline's rate-limit pause, 0 when it is not
 // pausing.
 func (p *Pipeline) CoolingFor() time.Duration { return p.cool.remaining() }
+
+// Headroom is what is left of a pipeline's per-minute budgets (see Options.PaceRequestsPerMinute).
+type Headroom struct {
+	// Requests and Tokens are the shares left of each budget, 0 to 1, or -1 when the budget
+	// is not known (neither configured nor learnt from the answers' headers).
+	Requests, Tokens float64
+	// RequestsPerMinute and TokensPerMinute are the budgets, 0 when not known.
+	RequestsPerMinute, TokensPerMinute int
+}
+
+// Headroom returns what is left of the pipeline's per-minute budgets now.
+func (p *Pipeline) Headroom() Headroom {
+	now := p.clock.Now()
+	req, tok := p.pace.req.Load(), p.pace.tok.Load()
+	h := Headroom{Requests: headroom(req, now), Tokens: headroom(tok, now)}
+	if req != nil {
+		h.RequestsPerMinute = req.Burst()
+	}
+	if tok != nil {
+		h.TokensPerMinute = tok.Burst()
+	}
+	return h
+}
 
 // Isolate holds the circuit open until Reset, whatever calls or time do: every call fails
 // at once with ErrCircuitOpen and CircuitState reports CircuitIsolated. Use it to take a

@@ -29,6 +29,10 @@ type Call struct {
 	// below 0 it never waits. A client that can send the call elsewhere at once sets it, so a
 	// "retry in 40 s" fails over instead of stalling. 0 leaves the policy's limits.
 	MaxWait time.Duration
+	// Tokens is the call's estimate of the tokens it will use (its prompt and the most it may
+	// answer), debited from the pipeline's tokens-per-minute budget before it is sent (see
+	// Options.PaceTokensPerMinute). 0 debits none.
+	Tokens int
 
 	reportFailures bool
 	failure        failureReport

@@ -51,6 +51,7 @@ type retrier struct {
 	pol     *Policy   // the pipeline's own policy, for calls that bring none
 	budget  *budget   // nil when RetryBudgetPercent is 0
 	cool    *cooldown // paused by 429s
+	pace    *pacer    // learns the budgets from the answers' headers
 	circuit interface {
 		blocked(ctx context.Context) bool
 	}
@@ -237,6 +238,9 @@ func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Re
 		resp, err = t.timedAttempt(req, pol.attempt)
 	} else {
 		resp, err = t.base.RoundTrip(req)
+	}
+	if resp != nil && r.pace != nil {
+		r.pace.observe(resp.Header)
 	}
 	if r.ev.on() {
 		end := r.ev.clock.Now()

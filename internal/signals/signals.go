@@ -177,3 +177,86 @@ func MentionsQuotaBytes(body []byte) bool {
 	// kilobytes at most.
 	return MentionsQuota(string(body))
 }
+
+// Budget is one rate limit as an answer's headers state it. The Has fields say which parts
+// were sent (a remaining count of 0 is news; a missing one is not).
+type Budget struct {
+	Limit, Remaining       int
+	Reset                  time.Time
+	HasLimit, HasRemaining bool
+}
+
+// RateLimits are the budgets an answer's rate-limit headers state.
+type RateLimits struct {
+	Requests, Tokens, InputTokens, OutputTokens Budget
+}
+
+// ParseRateLimits reads OpenAI's x-ratelimit-{limit,remaining,reset}-{requests,tokens} and
+// Anthropic's anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,
+// remaining,reset} from h, for an answer that arrived at now. A reset may be a duration ("1s",
+// "6m0s"), an RFC 3339 time or a number of seconds. It reports false when h holds none of
+// them; a value that does not parse is left out.
+func ParseRateLimits(h http.Header, now time.Time) (RateLimits, bool) {
+	var rl RateLimits
+	if len(h) == 0 {
+		return rl, false
+	}
+	found := false
+	read := func(b *Budget, limit, remaining, reset string) {
+		if v, ok := first(h, limit); ok {
+			found = true
+			if n, ok := count(v); ok {
+				b.Limit, b.HasLimit = n, true
+			}
+		}
+		if v, ok := first(h, remaining); ok {
+			found = true
+			if n, ok := count(v); ok {
+				b.Remaining, b.HasRemaining = n, true
+			}
+		}
+		if v, ok := first(h, reset); ok {
+			found = true
+			b.Reset = resetTime(v, now)
+		}
+	}
+	read(&rl.Requests, "X-Ratelimit-Limit-Requests", "X-Ratelimit-Remaining-Requests", "X-Ratelimit-Reset-Requests")
+	read(&rl.Tokens, "X-Ratelimit-Limit-Tokens", "X-Ratelimit-Remaining-Tokens", "X-Ratelimit-Reset-Tokens")
+	read(&rl.Requests, "Anthropic-Ratelimit-Requests-Limit", "Anthropic-Ratelimit-Requests-Remaining", "Anthropic-Ratelimit-Requests-Reset")
+	read(&rl.Tokens, "Anthropic-Ratelimit-Tokens-Limit", "Anthropic-Ratelimit-Tokens-Remaining", "Anthropic-Ratelimit-Tokens-Reset")
+	read(&rl.InputTokens, "Anthropic-Ratelimit-Input-Tokens-Limit", "Anthropic-Ratelimit-Input-Tokens-Remaining", "Anthropic-Ratelimit-Input-Tokens-Reset")
+	read(&rl.OutputTokens, "Anthropic-Ratelimit-Output-Tokens-Limit", "Anthropic-Ratelimit-Output-Tokens-Remaining", "Anthropic-Ratelimit-Output-Tokens-Reset")
+	return rl, found
+}
+
+// first returns the first value of the canonical key k in h.
+func first(h http.Header, k string) (string, bool) {
+	if v := h[k]; len(v) > 0 && strings.TrimSpace(v[0]) != "" {
+		return strings.TrimSpace(v[0]), true
+	}
+	return "", false
+}
+
+// count reads a non-negative whole number.
+func count(v string) (int, bool) {
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// resetTime reads a reset as an RFC 3339 time, a duration from now or seconds from now; zero
+// when it is none of them.
+func resetTime(v string, now time.Time) time.Time {
+	if t, err := time.Parse(time.RFC3339, v); err == nil {
+		return t
+	}
+	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		return now.Add(d)
+	}
+	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < 1e9 {
+		return now.Add(time.Duration(s * float64(time.Second)))
+	}
+	return time.Time{}
+}

@@ -1,0 +1,162 @@
+package resilience
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/steadyllm/steady/internal/signals"
+)
+
+// pacer keeps a pipeline under its provider's rate limits instead of waiting for 429s: a
+// requests-per-minute and a tokens-per-minute budget (token buckets of golang.org/x/time/rate
+// that refill their whole limit each minute), configured (PaceRequestsPerMinute,
+// PaceTokensPerMinute) and learnt from the rate-limit headers of the answers
+// (PaceFromHeaders). A call debits one request and its token estimate (Call.Tokens) before
+// it is sent; when a budget has no room, the call waits for it when the wait fits (as for a
+// cooldown), else it is refused with a *CooldownError naming the budget.
+//
+// A pipeline that knows no limit pays one atomic load per call.
+type pacer struct {
+	ev    *emitter
+	learn bool
+	known atomic.Bool // a budget is known: pacing is on
+	// req and tok are the budgets, nil while unknown. A budget whose limit changes is
+	// replaced by a new bucket, so a learnt limit starts from what the server says remains.
+	req, tok atomic.Pointer[rate.Limiter]
+}
+
+func (p *pacer) init(o Options, ev *emitter) {
+	p.ev, p.learn = ev, o.PaceFromHeaders
+	if o.PaceRequestsPerMinute > 0 {
+		p.req.Store(perMinute(o.PaceRequestsPerMinute))
+		p.known.Store(true)
+	}
+	if o.PaceTokensPerMinute > 0 {
+		p.tok.Store(perMinute(o.PaceTokensPerMinute))
+		p.known.Store(true)
+	}
+}
+
+// perMinute returns a full bucket of n units that refills in a minute.
+func perMinute(n int) *rate.Limiter { return rate.NewLimiter(rate.Limit(float64(n)/60), n) }
+
+// admit debits one request and tokens (at most a whole budget) for a call made with ctx,
+// waiting when a budget has no room and the wait fits limit; it returns the *CooldownError of
+// the budget that has no room in time.
+func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duration) error {
+	if !p.known.Load() {
+		return nil
+	}
+	now := p.ev.clock.Now()
+	req, tok := p.req.Load(), p.tok.Load()
+	if tokens <= 0 {
+		tok = nil
+	}
+	n := 0
+	if tok != nil {
+		n = min(tokens, tok.Burst()) // a call larger than the whole budget waits for all of it
+	}
+	if req != nil && !req.AllowN(now, 1) {
+		return p.slow(ctx, now, req, tok, n, limit())
+	}
+	if tok != nil && !tok.AllowN(now, n) {
+		// The request is debited already; if the call ends up refused, that request is lost
+		// to the budget: the pacer errs on the side of sending less.
+		return p.slow(ctx, now, nil, tok, n, limit())
+	}
+	return nil
+}
+
+// slow reserves room in the budgets that lacked it (req for one request, tok for n tokens;
+// nil for a budget not to reserve) and waits for it, or cancels and refuses the call.
+func (p *pacer) slow(ctx context.Context, now time.Time, req, tok *rate.Limiter, n int, limit time.Duration) error {
+	var rs [2]*rate.Reservation
+	var wait time.Duration
+	budget := "requests"
+	if req != nil {
+		rs[0] = req.ReserveN(now, 1)
+		wait = delayOf(rs[0], now)
+	}
+	if tok != nil {
+		rs[1] = tok.ReserveN(now, n)
+		if d := delayOf(rs[1], now); d > wait {
+			wait, budget = d, "tokens"
+		}
+	}
+	cancel := func(at time.Time) {
+		for _, r := range rs {
+			if r != nil {
+				r.CancelAt(at)
+			}
+		}
+	}
+	if wait > limit {
+		cancel(now)
+		p.ev.emit(Event{Type: EventCooldownRejected, Delay: wait, Reason: budget + " per minute", Context: ctx})
+		return &CooldownError{Pipeline: p.ev.name, RetryAfter: wait, Budget: budget}
+	}
+	p.ev.emit(Event{Type: EventCooldownWaited, Delay: wait, Reason: budget + " per minute", Context: ctx})
+	if err := sleep(ctx, p.ev.clock, wait); err != nil {
+		cancel(p.ev.clock.Now())
+		return err
+	}
+	return nil
+}
+
+// delayOf is how long r makes its holder wait; forever for a reservation that cannot be made.
+func delayOf(r *rate.Reservation, now time.Time) time.Duration {
+	if !r.OK() {
+		return time.Duration(math.MaxInt64)
+	}
+	return r.DelayFrom(now)
+}
+
+// observe learns the budgets from the rate-limit headers of an answer: the limits, and what
+// the server says remains, which the buckets never exceed.
+func (p *pacer) observe(h http.Header) {
+	if !p.learn || (len(h["X-Ratelimit-Limit-Requests"]) == 0 && len(h["X-Ratelimit-Remaining-Requests"]) == 0 &&
+		len(h["Anthropic-Ratelimit-Requests-Limit"]) == 0 && len(h["X-Ratelimit-Limit-Tokens"]) == 0 &&
+		len(h["Anthropic-Ratelimit-Tokens-Limit"]) == 0) {
+		return // the common case of a server without these headers: a few map lookups
+	}
+	now := p.ev.clock.Now()
+	rl, ok := signals.ParseRateLimits(h, now)
+	if !ok {
+		return
+	}
+	tokens := rl.Tokens
+	if !tokens.HasLimit && rl.InputTokens.HasLimit {
+		tokens = rl.InputTokens
+	}
+	p.align(&p.req, rl.Requests, now)
+	p.align(&p.tok, tokens, now)
+}
+
+// align makes the budget at slot agree with the budget b the server stated: a new limit
+// starts a new bucket, and the bucket never holds more than the server says remains.
+func (p *pacer) align(slot *atomic.Pointer[rate.Limiter], b signals.Budget, now time.Time) {
+	lim := slot.Load()
+	if b.HasLimit && b.Limit > 0 && (lim == nil || lim.Burst() != b.Limit) {
+		lim = perMinute(b.Limit)
+		slot.Store(lim)
+		p.known.Store(true)
+	}
+	if lim != nil && b.HasRemaining {
+		if over := lim.TokensAt(now) - float64(b.Remaining); over >= 1 {
+			lim.AllowN(now, int(over)) // the server has spent more than we counted
+		}
+	}
+}
+
+// headroom returns the share of a budget left now (0..1), -1 when the budget is not known.
+func headroom(lim *rate.Limiter, now time.Time) float64 {
+	if lim == nil || lim.Burst() <= 0 {
+		return -1
+	}
+	return math.Max(0, math.Min(1, lim.TokensAt(now)/float64(lim.Burst())))
+}

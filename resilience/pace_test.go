@@ -1,0 +1,120 @@
+package resilience
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func countingServer(t *testing.T, headers ...string) (*script, *atomic.Int32) {
+	var calls atomic.Int32
+	s := newScript(t, func(w http.ResponseWriter, r *http.Request) {
+		calls.Add(1)
+		for i := 0; i+1 < len(headers); i += 2 {
+			w.Header().Set(headers[i], headers[i+1])
+		}
+		w.WriteHeader(http.StatusOK)
+	})
+	return s, &calls
+}
+
+// impatient returns a Call context that waits at most d.
+func impatient(d time.Duration, tokens int) *Call {
+	c := &Call{}
+	c.Init(context.Background(), false)
+	c.MaxWait, c.Tokens = d, tokens
+	return c
+}
+
+func TestPace_RequestsPerMinute(t *testing.T) {
+	s, calls := countingServer(t)
+	o := instantOptions()
+	o.PaceRequestsPerMinute = 2
+	o.RetryMaxDelaySeconds = 60
+	var rec recorder
+	c, p := client(t, o, WithClock(newInstantClock()), OnEvent(rec.observe))
+	for range 2 {
+		if _, err := doCtx(t, c, context.Background(), s.url()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if h := p.Headroom(); h.Requests != 0 || h.RequestsPerMinute != 2 || h.Tokens != -1 {
+		t.Fatalf("headroom %+v", h)
+	}
+	_, err := doCtx(t, c, impatient(time.Second, 0), s.url())
+	var ce *CooldownError
+	if !errors.As(err, &ce) || ce.Budget != "requests" || ce.RetryAfter != 30*time.Second || calls.Load() != 2 {
+		t.Fatalf("%v (%d calls)", err, calls.Load())
+	}
+	// A patient call waits for the room (the instant clock moves by the wait), then is sent.
+	if _, err := doCtx(t, c, context.Background(), s.url()); err != nil || calls.Load() != 3 {
+		t.Fatalf("%v (%d calls)", err, calls.Load())
+	}
+	if w := rec.kind(EventCooldownWaited); len(w) != 1 || w[0].Reason != "requests per minute" || w[0].Delay != 30*time.Second {
+		t.Fatalf("waited %+v", w)
+	}
+}
+
+func TestPace_TokensPerMinute(t *testing.T) {
+	s, calls := countingServer(t)
+	o := instantOptions()
+	o.PaceTokensPerMinute = 100
+	c, _ := client(t, o, WithClock(newInstantClock()))
+	if _, err := doCtx(t, c, impatient(time.Second, 60), s.url()); err != nil {
+		t.Fatal(err)
+	}
+	_, err := doCtx(t, c, impatient(time.Second, 60), s.url())
+	var ce *CooldownError
+	if !errors.As(err, &ce) || ce.Budget != "tokens" || ce.RetryAfter != 12*time.Second || calls.Load() != 1 {
+		t.Fatalf("%v (%d calls)", err, calls.Load())
+	}
+	// A call without an estimate debits no tokens.
+	if _, err := doCtx(t, c, impatient(time.Second, 0), s.url()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The budgets are learnt from the answers' headers: the limit, and what remains.
+func TestPace_LearnsFromHeaders(t *testing.T) {
+	s, calls := countingServer(t, "X-Ratelimit-Limit-Requests", "3", "X-Ratelimit-Remaining-Requests", "0",
+		"X-Ratelimit-Limit-Tokens", "1000", "X-Ratelimit-Remaining-Tokens", "500")
+	o := instantOptions()
+	c, p := client(t, o, WithClock(newInstantClock()))
+	if h := p.Headroom(); h.Requests != -1 || h.Tokens != -1 {
+		t.Fatalf("headroom before any answer %+v", h)
+	}
+	if _, err := doCtx(t, c, context.Background(), s.url()); err != nil {
+		t.Fatal(err)
+	}
+	h := p.Headroom()
+	if h.RequestsPerMinute != 3 || h.Requests != 0 || h.TokensPerMinute != 1000 || h.Tokens != 0.5 {
+		t.Fatalf("headroom %+v", h)
+	}
+	_, err := doCtx(t, c, impatient(time.Second, 0), s.url())
+	var ce *CooldownError
+	if !errors.As(err, &ce) || ce.Budget != "requests" || ce.RetryAfter != 20*time.Second || calls.Load() != 1 {
+		t.Fatalf("%v (%d calls)", err, calls.Load())
+	}
+
+	off := instantOptions()
+	off.PaceFromHeaders = false
+	c, p = client(t, off, WithClock(newInstantClock()))
+	if _, err := doCtx(t, c, context.Background(), s.url()); err != nil {
+		t.Fatal(err)
+	}
+	if h := p.Headroom(); h.Requests != -1 {
+		t.Fatalf("learnt with PaceFromHeaders off: %+v", h)
+	}
+}
+
+func TestPace_OptionsAreValidated(t *testing.T) {
+	o := DefaultOptions()
+	o.PaceTokensPerMinute = -1
+	var ve *ValidationError
+	if err := o.Validate(); !errors.As(err, &ve) || ve.Problems[0].Field != "PaceTokensPerMinute" {
+		t.Fatalf("%v", err)
+	}
+}
