@@ -18,7 +18,9 @@ func ParseRateLimit(h http.Header, now time.Time) *RateLimit {
 	if !ok {
 		return nil
 	}
-	b := func(s signals.Budget) RateBudget { return RateBudget{Limit: s.Limit, Remaining: s.Remaining, Reset: s.Reset} }
+	b := func(s signals.Budget) RateBudget {
+		return RateBudget{Limit: s.Limit, Remaining: s.Remaining, Reset: s.Reset}
+	}
 	return &RateLimit{Requests: b(rl.Requests), Tokens: b(rl.Tokens), InputTokens: b(rl.InputTokens),
 		OutputTokens: b(rl.OutputTokens), At: now}
 }
