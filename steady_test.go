@@ -47,6 +47,7 @@ func TestFromConfig_BuildsProvidersAndFallsBackAcrossWireFormats(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.CloseIdleConnections)
 	resp, err := c.Chat(context.Background(), hello())
 	if err != nil {
 		t.Fatal(err)
@@ -138,6 +139,7 @@ func TestFromConfig_EveryProviderSettingReachesTheProvider(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.CloseIdleConnections)
 	ctx := context.Background()
 	last := func() mocks.Request { r, _ := s.Journal().Last(); return r }
 
@@ -240,6 +242,7 @@ func TestFromConfig_NamedPoliciesServeCalls(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.CloseIdleConnections)
 	if _, err := c.Chat(context.Background(), hello(), client.WithPolicy("batch")); err == nil {
 		t.Fatal("a failing server answered")
 	}
@@ -269,6 +272,7 @@ func TestFromConfig_CapabilitiesSkipAServerThatLacksThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.CloseIdleConnections)
 	req := hello()
 	req.Messages[0] = providers.Message{Role: providers.RoleUser, Parts: []providers.Part{
 		providers.ImagePart(providers.Image{URL: "https://example.com/a.png"})}}

@@ -33,11 +33,11 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...C
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
 	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(false),
-		func(ctx context.Context, e *entry, model string, maxWait time.Duration) (*providers.ChatResponse, *resilience.CallInfo, error) {
+		func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
-			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(e, o), maxWait, tokens
-			resp, err := e.provider.Chat(call, withModel(req, model))
+			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), maxWait, tokens
+			resp, err := d.provider.Chat(call, withModel(req, model))
 			return resp, &call.Info, err
 		},
 		func(resp *providers.ChatResponse, name string, res *TryResult, _ time.Time) bool {
@@ -67,17 +67,17 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ..
 	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
 	tokens := embedTokens(req)
 	return walkChain(c, ctx, tr, pl, req.Model, providers.CapEmbeddings,
-		func(ctx context.Context, e *entry, model string, maxWait time.Duration) (*providers.EmbedResponse, *resilience.CallInfo, error) {
+		func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
-			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(e, o), maxWait, tokens
+			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), maxWait, tokens
 			r := req
 			if model != req.Model {
 				cp := *req
 				cp.Model = model
 				r = &cp
 			}
-			resp, err := e.provider.Embed(call, r)
+			resp, err := d.provider.Embed(call, r)
 			return resp, &call.Info, err
 		},
 		func(resp *providers.EmbedResponse, name string, res *TryResult, _ time.Time) bool {
@@ -106,19 +106,20 @@ func (c *Client) begin(ctx context.Context, o *callOptions, pl plan, op Operatio
 }
 
 // walkChain asks the providers of the plan's chain in order, each for its own model, until one
-// answers or a failure must not fall back. Providers that lack a capability of need are
-// skipped. call makes one provider's try and returns, with its outcome, the CallInfo in which
-// the pipeline counted its attempts. served completes the
-// answer of provider name and, when telemetry is on (res != nil), what the tracker learns
-// about the try that began at start; it returns true when the call goes on after walkChain
-// returns (a stream), which then reports its own end. tr may be nil.
+// answers or a failure must not fall back; within a provider of several deployments, the
+// deployments in the order its strategy routes them, moving to the next deployment on a
+// failure that falls back. Providers that lack a capability of need are skipped. call makes
+// one try and returns, with its outcome, the CallInfo in which the pipeline counted its
+// attempts. served completes the answer of provider name and, when telemetry is on (res !=
+// nil), what the tracker learns about the try that began at start; it returns true when the
+// call goes on after walkChain returns (a stream), which then reports its own end. tr may be
+// nil.
 func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities,
-	call func(ctx context.Context, e *entry, model string, maxWait time.Duration) (R, *resilience.CallInfo, error),
+	call func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (R, *resilience.CallInfo, error),
 	served func(resp R, name string, res *TryResult, start time.Time) (open bool)) (R, error) {
 	var zero R
 	var failures []*providers.Error
 	var skipped []string
-	stopped := false
 	first := true
 	for i, name := range pl.chain {
 		e := c.entries[name]
@@ -128,43 +129,62 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 		}
 		m := c.modelFor(e, model, first)
 		first = false
-		var start time.Time
-		if tr != nil {
-			start = time.Now()
+		deps := e.deps
+		if len(deps) > 1 {
+			deps = e.route(pl.sticky)
 		}
-		resp, info, err := call(ctx, e, m, c.maxWait(pl.chain, i, need))
-		if err == nil {
-			if tr == nil {
-				served(resp, name, nil, start)
+		for k, d := range deps {
+			dm := m
+			if d.model != "" {
+				dm = d.model
+			}
+			// The next place the call can go at once: another deployment, else a later provider.
+			wait := c.maxWait(pl.chain, i, need)
+			if k+1 < len(deps) && wait == 0 && deps[k+1].available() {
+				wait = c.failoverWait()
+			}
+			var start time.Time
+			if tr != nil {
+				start = time.Now()
+			}
+			resp, info, err := call(ctx, d, dm, wait)
+			if err == nil {
+				if tr == nil {
+					served(resp, name, nil, start)
+					return resp, nil
+				}
+				res := tryResult(e, d, dm, start, info, nil)
+				if !served(resp, name, &res, start) {
+					tr.TryDone(res)
+					tr.End(nil)
+				}
 				return resp, nil
 			}
-			res := tryResult(e, m, start, info, nil)
-			if !served(resp, name, &res, start) {
+			perr := classify(ctx, d.name, err, info)
+			failures = append(failures, perr)
+			takeOut(e, d, perr)
+			next := canFallBack(ctx, perr)
+			if tr != nil {
+				res := tryResult(e, d, dm, start, info, perr)
+				if next {
+					if k+1 < len(deps) {
+						res.Next = deps[k+1].name
+					} else {
+						res.Next = c.nextAfter(pl.chain, i, need)
+					}
+				}
 				tr.TryDone(res)
-				tr.End(nil)
 			}
-			return resp, nil
-		}
-		perr := classify(ctx, name, err, info)
-		failures = append(failures, perr)
-		next := canFallBack(ctx, perr)
-		if tr != nil {
-			res := tryResult(e, m, start, info, perr)
-			if next {
-				res.Next = c.nextAfter(pl.chain, i, need)
+			if !next {
+				return zero, endCall(tr, chainError(failures, skipped, true))
 			}
-			tr.TryDone(res)
-		}
-		if !next {
-			stopped = true
-			break
 		}
 	}
 	if len(failures) == 0 {
 		return zero, endCall(tr, &providers.Error{Kind: providers.KindBadRequest,
 			Message: "no provider of the chain can serve this call: " + strings.Join(skipped, ", ")})
 	}
-	return zero, endCall(tr, chainError(failures, skipped, stopped))
+	return zero, endCall(tr, chainError(failures, skipped, false))
 }
 
 // maxWait is how long the try of the i-th provider of chain may wait on that provider (a
@@ -174,13 +194,18 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 func (c *Client) maxWait(chain []string, i int, need providers.Capabilities) time.Duration {
 	for _, name := range chain[i+1:] {
 		if c.entries[name].canServeNow(need) {
-			if c.failoverAfter <= 0 {
-				return -1 // never wait when another can serve
-			}
-			return c.failoverAfter
+			return c.failoverWait()
 		}
 	}
 	return 0
+}
+
+// failoverWait is resilience.Call.MaxWait for a try when the call can go elsewhere at once.
+func (c *Client) failoverWait() time.Duration {
+	if c.failoverAfter <= 0 {
+		return -1 // never wait when another can serve
+	}
+	return c.failoverAfter
 }
 
 // canServeNow reports whether provider e could take a call that needs need at once: it has
@@ -189,11 +214,12 @@ func (e *entry) canServeNow(need providers.Capabilities) bool {
 	if !e.caps.Has(need) {
 		return false
 	}
-	switch e.pipeline.CircuitState() {
-	case resilience.CircuitOpen, resilience.CircuitIsolated:
-		return false
+	for _, d := range e.deps {
+		if d.available() {
+			return true
+		}
 	}
-	return e.pipeline.CoolingFor() == 0
+	return false
 }
 
 // withModel returns req asking for model: req itself when it already does, else a copy. A

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/steadyllm/steady/providers"
@@ -50,8 +51,11 @@ type entry struct {
 	pipeline *resilience.Pipeline
 	model    string            // the provider's default model
 	models   map[string]string // model names of the first provider mapped to this one's
-	// firstContent bounds the wait for a stream's first content: the pipeline's total timeout.
-	firstContent time.Duration
+	// deps are the provider's deployments (one for WithProvider); provider and pipeline are
+	// the first one's. strategy routes among them, next is RouteRoundRobin's turn.
+	deps     []*deployment
+	strategy Strategy
+	next     atomic.Uint64
 	// system and providerModel are the provider's own Description, for telemetry.
 	system, providerModel string
 	// caps is what the provider can do (providers.CapabilitiesOf).
@@ -71,11 +75,13 @@ type builder struct {
 }
 
 type providerSpec struct {
-	name    string
-	opts    resilience.Options
-	factory ProviderFactory
-	model   string
-	models  map[string]string
+	name        string
+	opts        resilience.Options
+	factory     ProviderFactory
+	model       string
+	models      map[string]string
+	strategy    Strategy     // WithDeployments
+	deployments []Deployment // WithDeployments
 }
 
 // WithProvider adds a provider named name with its own resilience options (its pipeline's:
@@ -168,36 +174,22 @@ func New(opts ...Option) (*Client, error) {
 			errs = append(errs, fmt.Errorf("client: provider name %q is empty or used twice", s.name))
 			continue
 		}
-		if s.factory == nil {
-			errs = append(errs, fmt.Errorf("client: provider %q has no factory", s.name))
-			continue
-		}
-		popts := []resilience.Option{resilience.WithName(s.name)}
-		if obs := c.pipelineObserver(); obs != nil {
-			popts = append(popts, resilience.OnEvent(obs))
-		}
-		p, err := resilience.New(s.opts, popts...)
+		deps, err := c.buildDeployments(s)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("client: provider %q: %w", s.name, err))
+			errs = append(errs, err)
 			continue
 		}
-		xt := &extrasTransport{name: s.name, next: p.Wrap(c.base)}
-		prov, err := s.factory(&http.Client{Transport: xt})
-		if err == nil && prov == nil {
-			err = errors.New("its factory returned no provider")
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("client: provider %q: %w", s.name, err))
-			continue
-		}
-		e := &entry{name: s.name, provider: prov, pipeline: p, model: s.model, models: s.models,
-			firstContent: time.Duration(s.opts.TimeoutSeconds * float64(time.Second))}
-		if d, ok := prov.(providers.Describer); ok {
+		d0 := deps[0]
+		e := &entry{name: s.name, provider: d0.provider, pipeline: d0.pipeline, model: s.model, models: s.models,
+			deps: deps, strategy: s.strategy}
+		if d, ok := d0.provider.(providers.Describer); ok {
 			desc := d.Describe()
 			e.system, e.providerModel = desc.System, desc.DefaultModel
 		}
-		xt.system = e.system
-		e.caps = providers.CapabilitiesOf(prov)
+		e.caps = providers.CapabilitiesOf(d0.provider)
+		for _, d := range deps[1:] {
+			e.caps &= providers.CapabilitiesOf(d.provider) // what every deployment can do
+		}
 		c.entries[s.name] = e
 		c.order = append(c.order, s.name)
 	}
@@ -237,11 +229,14 @@ func (c *Client) Pipeline(name string) *resilience.Pipeline {
 }
 
 // Circuits returns every provider's pipeline by name, for health checks
-// (health.Checker.AddSet) and dashboards.
+// (health.Checker.AddSet) and dashboards. A provider with several deployments
+// (WithDeployments) has one entry per deployment, "<provider>/<deployment>".
 func (c *Client) Circuits() map[string]*resilience.Pipeline {
 	m := make(map[string]*resilience.Pipeline, len(c.entries))
-	for name, e := range c.entries {
-		m[name] = e.pipeline
+	for _, e := range c.entries {
+		for _, d := range e.deps {
+			m[d.name] = d.pipeline
+		}
 	}
 	return m
 }

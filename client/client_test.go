@@ -46,6 +46,7 @@ func newClient(t *testing.T, opts ...client.Option) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.CloseIdleConnections)
 	return c
 }
 

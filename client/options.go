@@ -36,6 +36,15 @@ type callOptions struct {
 	fields    map[string]map[string]any // target (provider name or system) → body fields
 	requestID string
 	attrs     []slog.Attr
+	sticky    string
+}
+
+// WithStickyKey routes the call, within a provider of several deployments, to the deployment
+// that key (a session or user ID) maps to, so that calls of one conversation land where its
+// prompt cache is warm. When that deployment cannot take the call now (its circuit, a
+// rate-limit pause, no budget left), the call goes to the next deployment in the key's order.
+func WithStickyKey(key string) CallOption {
+	return func(o *callOptions) { o.sticky = key }
 }
 
 // WithPolicy runs the call under the named policy of the client (WithPolicies, or
@@ -162,6 +171,7 @@ func WithPolicies(policies map[string]resilience.Options) Option {
 type plan struct {
 	chain  []string
 	policy *resilience.Policy // nil: each provider's own
+	sticky string             // WithStickyKey
 }
 
 // planFor checks o against the client and returns the call's plan; an option naming what the
@@ -171,6 +181,7 @@ func (c *Client) planFor(o *callOptions) (plan, error) {
 	if o == nil {
 		return p, nil
 	}
+	p.sticky = o.sticky
 	if o.policy != "" {
 		p.policy = c.policies[o.policy]
 		if p.policy == nil {
@@ -207,11 +218,11 @@ func (c *Client) planFor(o *callOptions) (plan, error) {
 
 // policyFor returns the policy provider e runs the call under: the plan's named policy or the
 // provider's own, with the call's own time limit when it set one. nil means the pipeline's.
-func (p plan) policyFor(e *entry, o *callOptions) *resilience.Policy {
+func (p plan) policyFor(d *deployment, o *callOptions) *resilience.Policy {
 	pol := p.policy
 	if o != nil && o.hasTO {
 		if pol == nil {
-			pol = e.pipeline.Policy()
+			pol = d.pipeline.Policy()
 		}
 		pol = pol.WithTimeout(o.timeout)
 	}

@@ -35,16 +35,16 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest, opt
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
 	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(true),
-		func(ctx context.Context, e *entry, model string, maxWait time.Duration) (*Stream, *resilience.CallInfo, error) {
-			s := &Stream{ctx: ctx, provider: e.name}
+		func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (*Stream, *resilience.CallInfo, error) {
+			s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
 			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
 			s.call.MaxWait, s.call.Tokens = maxWait, tokens
-			firstContent := e.firstContent
-			if pol := pl.policyFor(e, o); pol != nil {
+			firstContent := d.firstContent
+			if pol := pl.policyFor(d, o); pol != nil {
 				s.call.Policy = pol
 				firstContent = pol.Timeout()
 			}
-			inner, err := e.provider.ChatStream(&s.call, withModel(req, model))
+			inner, err := d.provider.ChatStream(&s.call, withModel(req, model))
 			if err != nil {
 				return nil, &s.call.Info, err
 			}
@@ -73,7 +73,8 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest, opt
 type Stream struct {
 	ctx      context.Context // the caller's, for telling its cancellation from a failure
 	call     resilience.Call // the provider's context: CallInfo, and failures for the breaker
-	provider string
+	provider string          // the deployment's name, in errors
+	served   string          // the provider's name
 	inner    providers.Stream
 	pending  []providers.Delta  // received while waiting for the first content
 	first    [1]providers.Delta // pending's room for the usual case: the first content alone
@@ -117,7 +118,7 @@ func (t *streamTelemetry) end(perr *providers.Error, last providers.Delta, close
 }
 
 // Provider returns the name of the provider that serves the stream.
-func (s *Stream) Provider() string { return s.provider }
+func (s *Stream) Provider() string { return s.served }
 
 // Text returns the text received so far.
 func (s *Stream) Text() string {

@@ -70,6 +70,9 @@ type CallStart struct {
 // TryResult is how one provider of the fallback chain handled a logical call.
 type TryResult struct {
 	Provider, System, Model string // as in CallStart, for this provider
+	// Deployment is the deployment that handled the try, "<provider>/<deployment>", or the
+	// provider's name when it has one (see WithDeployments).
+	Deployment string
 	// ResponseModel and ResponseID are the provider's model and response ID, when it says.
 	ResponseModel, ResponseID string
 	FinishReason              providers.FinishReason
@@ -143,10 +146,10 @@ func (e *entry) telemetryModel(model string) string {
 	return model
 }
 
-// tryResult describes the try of provider e, asked for model, that started at start and ended
+// tryResult describes the try of deployment d of provider e, asked for model, that started at start and ended
 // with perr (nil for success).
-func tryResult(e *entry, model string, start time.Time, info *resilience.CallInfo, perr *providers.Error) TryResult {
-	r := TryResult{Provider: e.name, System: e.system, Model: e.telemetryModel(model),
+func tryResult(e *entry, d *deployment, model string, start time.Time, info *resilience.CallInfo, perr *providers.Error) TryResult {
+	r := TryResult{Provider: e.name, Deployment: d.name, System: e.system, Model: e.telemetryModel(model),
 		Err: perr, Duration: time.Since(start)}
 	if info != nil {
 		r.Attempts = info.Attempts

@@ -276,6 +276,7 @@ func newClient(t *testing.T, opts ...client.Option) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(c.CloseIdleConnections)
 	return c
 }
 

@@ -146,6 +146,10 @@ func (p *Pipeline) CircuitInfo() CircuitInfo {
 // pausing.
 func (p *Pipeline) CoolingFor() time.Duration { return p.cool.remaining() }
 
+// InFlight returns the number of exchanges holding a bulkhead slot now (their bodies not yet
+// closed), queued calls excluded.
+func (p *Pipeline) InFlight() int { return len(p.bulkhead.slots) }
+
 // Headroom is what is left of a pipeline's per-minute budgets (see Options.PaceRequestsPerMinute).
 type Headroom struct {
 	// Requests and Tokens are the shares left of each budget, 0 to 1, or -1 when the budget

@@ -296,7 +296,8 @@ func toolChoice(req *providers.ChatRequest) *wireChoice {
 	if c.Type == "" {
 		return nil
 	}
-	return &c
+	out := c // only a choice that is sent leaves the stack
+	return &out
 }
 
 // cacheControl maps a neutral cache mark.

@@ -1,0 +1,304 @@
+package client
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// Deployment is one way of reaching a provider — an API key, an Azure deployment or region, a
+// base URL — with its own resilience pipeline: its own circuit, bulkhead, rate-limit pause
+// and per-minute budgets. A provider with several deployments (WithDeployments) routes each
+// call to one of them; the fallback chain still moves across providers.
+type Deployment struct {
+	// Name names the deployment within its provider ("key-2", "eastus"); errors, events and
+	// health call it "<provider>/<name>".
+	Name string
+	// Factory builds the deployment's provider over the *http.Client the client gives it
+	// (its own pipeline), as for WithProvider.
+	Factory ProviderFactory
+	// Weight is the deployment's share of the calls under RouteWeighted; 0 means 1.
+	Weight int
+	// Model, when set, is the model every call routed to this deployment asks for (the
+	// deployment serves that model); "" resolves the model as for the provider.
+	Model string
+	// RequestsPerMinute and TokensPerMinute are the deployment's limits, when known
+	// (resilience.Options.PaceRequestsPerMinute, PaceTokensPerMinute); 0 learns them from the
+	// answers' rate-limit headers.
+	RequestsPerMinute, TokensPerMinute int
+}
+
+// Strategy is how a provider with several deployments picks the one for a call.
+type Strategy string
+
+// The routing strategies. Whatever the strategy, deployments that cannot take a call now — an
+// open or isolated circuit, a rate-limit pause, a spent per-minute budget — come after the
+// ones that can; a deployment that fails in a way another might not (FallsBack) passes the
+// call to the next deployment before the chain moves to the next provider.
+const (
+	// RoutePriority tries the deployments in the order given.
+	RoutePriority Strategy = "priority"
+	// RouteWeighted picks at random, in proportion to the weights.
+	RouteWeighted Strategy = "weighted"
+	// RouteRoundRobin takes the deployments in turn.
+	RouteRoundRobin Strategy = "round_robin"
+	// RouteLeastInFlight picks the deployment with the fewest exchanges in flight.
+	RouteLeastInFlight Strategy = "least_in_flight"
+	// RouteMostHeadroom picks the deployment with the largest share left of its per-minute
+	// budgets (from the answers' rate-limit headers, or the configured limits; a deployment
+	// that knows none counts as full).
+	RouteMostHeadroom Strategy = "most_headroom"
+)
+
+// Strategies lists the routing strategies.
+var Strategies = []Strategy{RoutePriority, RouteWeighted, RouteRoundRobin, RouteLeastInFlight, RouteMostHeadroom}
+
+// deployment is one deployment of a provider entry.
+type deployment struct {
+	name     string // "<provider>/<deployment>", or the provider's name when it has one deployment
+	owner    string // the provider's name
+	provider providers.Provider
+	wrapped  http.RoundTripper // the pipeline over the base transport, for CloseIdleConnections
+	pipeline *resilience.Pipeline
+	model    string
+	weight   int
+	// firstContent bounds the wait for a stream's first content: the pipeline's total timeout.
+	firstContent time.Duration
+}
+
+// available reports whether d can take a call now: its circuit lets calls through, it is not
+// pausing after a rate limit and its known budgets have room.
+func (d *deployment) available() bool {
+	switch d.pipeline.CircuitState() {
+	case resilience.CircuitOpen, resilience.CircuitIsolated:
+		return false
+	}
+	if d.pipeline.CoolingFor() > 0 {
+		return false
+	}
+	h := d.pipeline.Headroom()
+	return h.Requests != 0 && h.Tokens != 0
+}
+
+// headroomOf is the smaller share left of d's known budgets, 1 when it knows none.
+func headroomOf(d *deployment) float64 {
+	h := d.pipeline.Headroom()
+	share := 1.0
+	for _, v := range []float64{h.Requests, h.Tokens} {
+		if v >= 0 && v < share {
+			share = v
+		}
+	}
+	return share
+}
+
+// WithDeployments adds provider name with several deployments, each built with its factory
+// over a pipeline of its own (opts, with the deployment's own limits), and routed by
+// strategy. WithDefaultModel and WithModelMap apply to it as to any provider; Pipeline(name)
+// and Provider(name) return its first deployment's, Deployments(name) all of them.
+func WithDeployments(name string, opts resilience.Options, strategy Strategy, deployments ...Deployment) Option {
+	return func(b *builder) error {
+		if !slices.Contains(Strategies, strategy) {
+			return fmt.Errorf("client: WithDeployments(%q): unknown strategy %q (want one of %v)", name, strategy, Strategies)
+		}
+		if len(deployments) == 0 {
+			return fmt.Errorf("client: WithDeployments(%q): no deployment", name)
+		}
+		seen := map[string]bool{}
+		for _, d := range deployments {
+			if d.Name == "" || seen[d.Name] {
+				return fmt.Errorf("client: WithDeployments(%q): deployment name %q is empty or used twice", name, d.Name)
+			}
+			if d.Weight < 0 || d.RequestsPerMinute < 0 || d.TokensPerMinute < 0 {
+				return fmt.Errorf("client: WithDeployments(%q): deployment %q: Weight and limits must be 0 or more", name, d.Name)
+			}
+			seen[d.Name] = true
+		}
+		b.specs = append(b.specs, providerSpec{name: name, opts: opts, strategy: strategy,
+			deployments: append([]Deployment(nil), deployments...)})
+		return nil
+	}
+}
+
+// buildDeployments makes the deployments of spec s: its one provider (WithProvider), or each
+// of its deployments (WithDeployments), over a pipeline of its own.
+func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
+	specs := s.deployments
+	if len(specs) == 0 {
+		specs = []Deployment{{Factory: s.factory}}
+	}
+	var out []*deployment
+	var errs []error
+	for _, ds := range specs {
+		name := s.name
+		opts := s.opts
+		if ds.Name != "" {
+			name = s.name + "/" + ds.Name
+			if ds.RequestsPerMinute > 0 {
+				opts.PaceRequestsPerMinute = ds.RequestsPerMinute
+			}
+			if ds.TokensPerMinute > 0 {
+				opts.PaceTokensPerMinute = ds.TokensPerMinute
+			}
+		}
+		if ds.Factory == nil {
+			errs = append(errs, fmt.Errorf("client: provider %q has no factory", name))
+			continue
+		}
+		popts := []resilience.Option{resilience.WithName(name)}
+		if obs := c.pipelineObserver(); obs != nil {
+			popts = append(popts, resilience.OnEvent(obs))
+		}
+		p, err := resilience.New(opts, popts...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("client: provider %q: %w", name, err))
+			continue
+		}
+		wrapped := p.Wrap(c.base)
+		xt := &extrasTransport{name: s.name, next: wrapped}
+		prov, err := ds.Factory(&http.Client{Transport: xt})
+		if err == nil && prov == nil {
+			err = errors.New("its factory returned no provider")
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("client: provider %q: %w", name, err))
+			continue
+		}
+		if d, ok := prov.(providers.Describer); ok {
+			xt.system = d.Describe().System
+		}
+		out = append(out, &deployment{name: name, owner: s.name, provider: prov, wrapped: wrapped, pipeline: p, model: ds.Model,
+			weight: max(ds.Weight, 1), firstContent: time.Duration(opts.TimeoutSeconds * float64(time.Second))})
+	}
+	return out, errors.Join(errs...)
+}
+
+// route returns the deployments of e in the order to try them for a call, the ones that can
+// take it now first; sticky, when not "", orders them by rendezvous hashing on it, so the
+// same key lands on the same deployment (its prompt cache stays warm) while it can take calls.
+func (e *entry) route(sticky string) []*deployment {
+	order := slices.Clone(e.deps)
+	switch {
+	case sticky != "":
+		score := func(d *deployment) uint64 {
+			h := fnv.New64a()
+			_, _ = h.Write([]byte(sticky))
+			_, _ = h.Write([]byte{0})
+			_, _ = h.Write([]byte(d.name))
+			return h.Sum64()
+		}
+		slices.SortStableFunc(order, func(a, b *deployment) int {
+			sa, sb := score(a), score(b)
+			switch {
+			case sa > sb:
+				return -1
+			case sa < sb:
+				return 1
+			}
+			return 0
+		})
+	case e.strategy == RouteWeighted:
+		total := 0
+		for _, d := range order {
+			total += d.weight
+		}
+		// Draw the order without replacement, each pick in proportion to its weight.
+		for i := range order {
+			r := rand.IntN(total)
+			for j := i; j < len(order); j++ {
+				if r < order[j].weight {
+					order[i], order[j] = order[j], order[i]
+					break
+				}
+				r -= order[j].weight
+			}
+			total -= order[i].weight
+		}
+	case e.strategy == RouteRoundRobin:
+		k := int(e.next.Add(1)-1) % len(order)
+		order = append(order[k:], order[:k]...)
+	case e.strategy == RouteLeastInFlight:
+		slices.SortStableFunc(order, func(a, b *deployment) int {
+			return a.pipeline.InFlight() - b.pipeline.InFlight()
+		})
+	case e.strategy == RouteMostHeadroom:
+		slices.SortStableFunc(order, func(a, b *deployment) int {
+			ha, hb := headroomOf(a), headroomOf(b)
+			switch {
+			case ha > hb:
+				return -1
+			case ha < hb:
+				return 1
+			}
+			return 0
+		})
+	}
+	// The deployments that can take the call now go first, in the strategy's order.
+	slices.SortStableFunc(order, func(a, b *deployment) int {
+		aa, ab := a.available(), b.available()
+		switch {
+		case aa && !ab:
+			return -1
+		case ab && !aa:
+			return 1
+		}
+		return 0
+	})
+	return order
+}
+
+// DeploymentInfo is the state of one deployment, for dashboards and health.
+type DeploymentInfo struct {
+	// Name is "<provider>/<deployment>" (the provider's name for a provider of one).
+	Name string
+	// Circuit is the deployment's circuit, with the time left of its rate-limit pause.
+	Circuit resilience.CircuitInfo
+	// Headroom is what is left of its per-minute budgets.
+	Headroom resilience.Headroom
+	// InFlight is the number of its exchanges in flight.
+	InFlight int
+}
+
+// Deployments returns the state of the deployments of provider name, in their configured
+// order; nil for an unknown provider.
+func (c *Client) Deployments(name string) []DeploymentInfo {
+	e := c.entries[name]
+	if e == nil {
+		return nil
+	}
+	out := make([]DeploymentInfo, len(e.deps))
+	for i, d := range e.deps {
+		out[i] = DeploymentInfo{Name: d.name, Circuit: d.pipeline.CircuitInfo(), Headroom: d.pipeline.Headroom(),
+			InFlight: d.pipeline.InFlight()}
+	}
+	return out
+}
+
+// takeOut isolates deployment d of a provider with others after a failure that will not pass
+// by itself for this deployment — its key is refused, its quota is spent — so that the calls
+// go to the others until an operator resets it (Pipeline(…).Reset through Circuits).
+func takeOut(e *entry, d *deployment, perr *providers.Error) {
+	if len(e.deps) > 1 && (perr.Kind == providers.KindAuth || perr.Kind == providers.KindQuotaExhausted) {
+		d.pipeline.Isolate()
+	}
+}
+
+// CloseIdleConnections closes the idle keep-alive connections of every provider's transport
+// (each pipeline sends through its own clone of an *http.Transport base), as
+// http.Client.CloseIdleConnections does. Calls in flight are not affected.
+func (c *Client) CloseIdleConnections() {
+	for _, e := range c.entries {
+		for _, d := range e.deps {
+			if ci, ok := d.wrapped.(interface{ CloseIdleConnections() }); ok {
+				ci.CloseIdleConnections()
+			}
+		}
+	}
+}
