@@ -35,6 +35,7 @@ require (
 	golang.org/x/net v0.60.0 // indirect
 	golang.org/x/sync v0.23.0 // indirect
 	golang.org/x/text v0.42.0 // indirect
+	golang.org/x/time v0.12.0 // indirect
 )
 
 replace github.com/steadyllm/steady => ../
