@@ -19,6 +19,7 @@ type Client struct {
 	chain     []string // the fallback chain; the first provider alone when none is set
 	base      http.RoundTripper
 	observer  resilience.Observer
+	clock     resilience.Clock              // nil: the wall clock
 	telemetry Telemetry                     // nil: no telemetry, at no cost
 	policies  map[string]*resilience.Policy // the named policies of WithPolicy
 	// failoverAfter is the longest a call waits on a provider when another can serve it at
@@ -133,6 +134,15 @@ func WithFallback(names ...string) Option {
 func WithBaseTransport(rt http.RoundTripper) Option {
 	return func(b *builder) error {
 		b.c.base = rt
+		return nil
+	}
+}
+
+// WithClock runs every provider's pipeline on clock instead of the wall clock (see
+// resilience.WithClock): backoffs, pauses, time limits and per-minute budgets. For tests.
+func WithClock(clock resilience.Clock) Option {
+	return func(b *builder) error {
+		b.c.clock = clock
 		return nil
 	}
 }

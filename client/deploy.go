@@ -74,7 +74,7 @@ type deployment struct {
 }
 
 // available reports whether d can take a call now: its circuit lets calls through, it is not
-// pausing after a rate limit and its known budgets have room.
+// pausing after a rate limit and its known budgets have room for a request.
 func (d *deployment) available() bool {
 	switch d.pipeline.CircuitState() {
 	case resilience.CircuitOpen, resilience.CircuitIsolated:
@@ -84,7 +84,9 @@ func (d *deployment) available() bool {
 		return false
 	}
 	h := d.pipeline.Headroom()
-	return h.Requests != 0 && h.Tokens != 0
+	// Room for one more request (and a token) now; an unknown budget (-1) has room.
+	return (h.Requests < 0 || h.Requests*float64(h.RequestsPerMinute) >= 1) &&
+		(h.Tokens < 0 || h.Tokens*float64(h.TokensPerMinute) >= 1)
 }
 
 // headroomOf is the smaller share left of d's known budgets, 1 when it knows none.
@@ -152,7 +154,7 @@ func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
 			errs = append(errs, fmt.Errorf("client: provider %q has no factory", name))
 			continue
 		}
-		popts := []resilience.Option{resilience.WithName(name)}
+		popts := []resilience.Option{resilience.WithName(name), resilience.WithClock(c.clock)}
 		if obs := c.pipelineObserver(); obs != nil {
 			popts = append(popts, resilience.OnEvent(obs))
 		}

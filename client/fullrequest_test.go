@@ -125,6 +125,7 @@ func TestFullRequest_StructuredOutput(t *testing.T) {
 						t.Fatal(err)
 					}
 					text, last, err := collect(t, st)
+					_ = st.Close()
 					if err != nil || last.FinishReason != providers.FinishStop {
 						t.Fatalf("stream: %q %+v %v", text, last, err)
 					}

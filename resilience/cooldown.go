@@ -70,11 +70,7 @@ func (c *cooldown) gate(req *http.Request) error {
 		return nil
 	}
 	ctx := req.Context()
-	tokens := 0
-	if call, _ := ctx.Value(callKey{}).(*Call); call != nil {
-		tokens = call.Tokens
-	}
-	return c.pace.admit(ctx, tokens, func() time.Duration { return c.maxWait(ctx) })
+	return c.pace.admit(ctx, tokensOf(ctx), func() time.Duration { return c.maxWait(ctx) })
 }
 
 // pause waits for the end of a pause, or refuses req.

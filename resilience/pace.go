@@ -28,6 +28,25 @@ type pacer struct {
 	// req and tok are the budgets, nil while unknown. A budget whose limit changes is
 	// replaced by a new bucket, so a learnt limit starts from what the server says remains.
 	req, tok atomic.Pointer[rate.Limiter]
+	// last is the latest time handed to the buckets (UnixNano). A bucket given an earlier
+	// time than before moves its own clock back and refills the overlap twice; calls that read
+	// the clock concurrently would do that, so every time passes through monotonic.
+	last atomic.Int64
+}
+
+// monotonic returns the pacer's clock, never earlier than a time it returned before.
+func (p *pacer) monotonic() time.Time {
+	now := p.ev.clock.Now()
+	n := now.UnixNano()
+	for {
+		last := p.last.Load()
+		if n <= last {
+			return time.Unix(0, last)
+		}
+		if p.last.CompareAndSwap(last, n) {
+			return now
+		}
+	}
 }
 
 func (p *pacer) init(o Options, ev *emitter) {
@@ -52,7 +71,7 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 	if !p.known.Load() {
 		return nil
 	}
-	now := p.ev.clock.Now()
+	now := p.monotonic()
 	req, tok := p.req.Load(), p.tok.Load()
 	if tokens <= 0 {
 		tok = nil
@@ -102,7 +121,7 @@ func (p *pacer) slow(ctx context.Context, now time.Time, req, tok *rate.Limiter,
 	}
 	p.ev.emit(Event{Type: EventCooldownWaited, Delay: wait, Reason: budget + " per minute", Context: ctx})
 	if err := sleep(ctx, p.ev.clock, wait); err != nil {
-		cancel(p.ev.clock.Now())
+		cancel(p.monotonic())
 		return err
 	}
 	return nil
@@ -124,7 +143,7 @@ func (p *pacer) observe(h http.Header) {
 		len(h["Anthropic-Ratelimit-Tokens-Limit"]) == 0) {
 		return // the common case of a server without these headers: a few map lookups
 	}
-	now := p.ev.clock.Now()
+	now := p.monotonic()
 	rl, ok := signals.ParseRateLimits(h, now)
 	if !ok {
 		return

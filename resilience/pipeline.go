@@ -161,7 +161,7 @@ type Headroom struct {
 
 // Headroom returns what is left of the pipeline's per-minute budgets now.
 func (p *Pipeline) Headroom() Headroom {
-	now := p.clock.Now()
+	now := p.pace.monotonic()
 	req, tok := p.pace.req.Load(), p.pace.tok.Load()
 	h := Headroom{Requests: headroom(req, now), Tokens: headroom(tok, now)}
 	if req != nil {

@@ -362,7 +362,31 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	if r.circuit.blocked(s.Context) {
 		return giveUp(GaveUpCircuitOpen, 0)
 	}
+	if r.pace != nil && r.pace.known.Load() {
+		// A retry spends the provider's budget as much as a new call: it waits its turn.
+		var perr error
+		if r.cool != nil {
+			perr = r.pace.admit(s.Context, tokensOf(s.Context), func() time.Duration { return r.cool.maxWait(s.Context) })
+		}
+		if perr != nil {
+			if errors.Is(perr, ErrCoolingDown) {
+				return giveUp(GaveUpWaitTooLong, 0)
+			}
+			if resp != nil {
+				_ = resp.Body.Close()
+			}
+			return false, perr
+		}
+	}
 	return true, nil
+}
+
+// tokensOf is the token estimate of the innermost Call of ctx (Call.Tokens), 0 for none.
+func tokensOf(ctx context.Context) int {
+	if c, _ := ctx.Value(callKey{}).(*Call); c != nil {
+		return c.Tokens
+	}
+	return 0
 }
 
 // delay returns the wait before retry number n (1-based) and whether it is the server's, at
