@@ -138,6 +138,14 @@ type CheckResult struct {
 	// CoolingFor is the time left of the source's rate-limit pause (0 when none). A closed
 	// circuit that is pausing is a warning: calls wait for the pause or go elsewhere.
 	CoolingFor time.Duration
+	// RequestsLeft and TokensLeft are the shares left of the source's per-minute budgets
+	// (0 to 1), -1 when unknown or when the source has no Headroom method.
+	RequestsLeft, TokensLeft float64
+}
+
+// headroomSource is implemented by a source that paces its calls (*resilience.Pipeline).
+type headroomSource interface {
+	Headroom() resilience.Headroom
 }
 
 // Report is the outcome of one check of every source. Its JSON form is the
@@ -174,6 +182,11 @@ func (c *Checker) Report() Report {
 			r.CoolingFor = max(info.CoolingFor, 0)
 		} else {
 			r.State = src.CircuitState()
+		}
+		r.RequestsLeft, r.TokensLeft = -1, -1
+		if hs, ok := src.(headroomSource); ok {
+			h := hs.Headroom()
+			r.RequestsLeft, r.TokensLeft = h.Requests, h.Tokens
 		}
 		r.Status = StatusOf(r.State)
 		if r.CoolingFor > 0 && r.Status == StatusPass {

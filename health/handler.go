@@ -28,6 +28,8 @@ type check struct {
 	Time          string `json:"time"`
 	NextProbeIn   string `json:"nextProbeIn,omitempty"`
 	CoolingFor    string `json:"coolingFor,omitempty"`
+	RequestsLeft  string `json:"requestsLeft,omitempty"`
+	TokensLeft    string `json:"tokensLeft,omitempty"`
 }
 
 // MarshalJSON encodes the report as an application/health+json document:
@@ -51,7 +53,8 @@ type check struct {
 // is present only while the circuit is open and the source knows it: the time until the
 // next probe as a Go duration string rounded to the millisecond; coolingFor, another
 // extension, is present while the pipeline pauses after a rate limit (the status is then at
-// least warn). "checks" is an empty
+// least warn); requestsLeft and tokensLeft, the share left of the per-minute budgets of a
+// pacing pipeline ("0.40"), are present when the budget is known. "checks" is an empty
 // object when there are no sources.
 func (r Report) MarshalJSON() ([]byte, error) {
 	doc := document{Status: r.Status, Checks: make(map[string][]check, len(r.Checks))}
@@ -68,6 +71,12 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		}
 		if cr.CoolingFor > 0 {
 			ck.CoolingFor = formatProbe(cr.CoolingFor)
+		}
+		if cr.RequestsLeft >= 0 {
+			ck.RequestsLeft = strconv.FormatFloat(cr.RequestsLeft, 'f', 2, 64)
+		}
+		if cr.TokensLeft >= 0 {
+			ck.TokensLeft = strconv.FormatFloat(cr.TokensLeft, 'f', 2, 64)
 		}
 		doc.Checks[cr.Name+":circuit"] = []check{ck}
 	}

@@ -237,7 +237,9 @@ func TestChecker_RateLimitPauseIsAWarning(t *testing.T) {
 	p := newPipeline(t, "openai", 5, time.Minute)
 	base := &http.Transport{}
 	defer base.CloseIdleConnections()
-	resp, err := (&http.Client{Transport: p.Wrap(base)}).Get(srv.URL)
+	tr := p.Wrap(base)
+	defer tr.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,6 +252,37 @@ func TestChecker_RateLimitPauseIsAWarning(t *testing.T) {
 	}
 	b, _ := r.MarshalJSON()
 	if !strings.Contains(string(b), `"coolingFor":"`) || !strings.Contains(string(b), `"status":"warn"`) {
+		t.Fatalf("document %s", b)
+	}
+}
+
+// A pacing pipeline reports what is left of its per-minute budgets.
+func TestChecker_ReportsHeadroom(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
+	defer srv.Close()
+	opts := resilience.DefaultOptions()
+	opts.PaceRequestsPerMinute = 10
+	p, err := resilience.New(opts, resilience.WithName("openai/key-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := &http.Transport{}
+	defer base.CloseIdleConnections()
+	tr := p.Wrap(base)
+	defer tr.(interface{ CloseIdleConnections() }).CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	c := NewChecker()
+	c.Add("openai/key-1", p)
+	r := c.Report()
+	if r.Checks[0].RequestsLeft < 0.89 || r.Checks[0].RequestsLeft > 0.91 || r.Checks[0].TokensLeft != -1 {
+		t.Fatalf("report %+v", r.Checks[0])
+	}
+	b, _ := r.MarshalJSON()
+	if !strings.Contains(string(b), `"requestsLeft":"0.9`) || strings.Contains(string(b), "tokensLeft") {
 		t.Fatalf("document %s", b)
 	}
 }
