@@ -98,12 +98,13 @@ func (c *callTracker) TryDone(r client.TryResult) {
 	c.fallbacks++
 	if c.span.IsRecording() {
 		c.span.AddEvent(SpanEventFallback, trace.WithAttributes(
-			KeySpanProvider.String(r.Provider), keyEvFallbackTo.String(r.Next),
+			KeySpanProvider.String(r.Provider),
+			KeySpanDeployment.String(deploymentOf(r)), KeySpanDeployment.String(deploymentOf(r)), keyEvFallbackTo.String(r.Next),
 			semconv.ErrorTypeKey.String(errorType(r.Err)), KeySpanAttempts.Int(r.Attempts)))
 	}
 	if l := c.t.logger; l != nil && l.Enabled(c.ctx, slog.LevelWarn) {
-		l.LogAttrs(c.ctx, slog.LevelWarn, "falling back from "+r.Provider+" to "+r.Next+" after "+string(r.Err.Kind),
-			slog.String(LogProvider, r.Provider), slog.String(LogFallbackTo, r.Next),
+		l.LogAttrs(c.ctx, slog.LevelWarn, "falling back from "+deploymentOf(r)+" to "+r.Next+" after "+string(r.Err.Kind),
+			slog.String(LogProvider, r.Provider), slog.String(LogDeployment, deploymentOf(r)), slog.String(LogFallbackTo, r.Next),
 			slog.String(LogErrorKind, string(r.Err.Kind)), slog.Int(LogAttempts, r.Attempts))
 	}
 }
@@ -230,4 +231,13 @@ func otelAttr(a slog.Attr) attribute.KeyValue {
 	default:
 		return k.String(v.String())
 	}
+}
+
+// deploymentOf is the deployment that handled try r: its own name, or the provider's when the
+// tracker was fed by a client that does not set it.
+func deploymentOf(r client.TryResult) string {
+	if r.Deployment != "" {
+		return r.Deployment
+	}
+	return r.Provider
 }

@@ -62,6 +62,8 @@ const (
 	KeySpanOutcome   = attribute.Key("steady.outcome")   // as the outcome of MetricCallDuration
 	KeySpanStream    = attribute.Key("steady.stream")    // the call is a ChatStream
 	KeySpanPolicy    = attribute.Key("steady.policy")    // the named policy of the call (client.WithPolicy)
+	// KeySpanDeployment is the deployment that served (or last failed), "<provider>/<name>".
+	KeySpanDeployment = attribute.Key("steady.deployment")
 	// KeySpanRequestID is the call's own ID (client.WithRequestID).
 	KeySpanRequestID = attribute.Key("steady.client_request_id")
 )

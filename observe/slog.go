@@ -33,6 +33,7 @@ const (
 	LogAttempts   = "attempts"          // HTTP attempts over every provider tried
 	LogFallbacks  = "fallbacks"         // how many times the chain moved on
 	LogPolicy     = "policy"            // the named policy of the call (client.WithPolicy)
+	LogDeployment = "deployment"        // the deployment that handled a try, "<provider>/<name>"
 	LogRequestID  = "client_request_id" // the call's own ID (client.WithRequestID)
 )
 
