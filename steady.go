@@ -22,6 +22,7 @@ import (
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/anthropic"
 	"github.com/steadyllm/steady/providers/openai"
+	"github.com/steadyllm/steady/resilience"
 )
 
 // FromConfig builds a client from a loaded configuration: every provider of
@@ -38,9 +39,15 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 	if cfg == nil {
 		return nil, errors.New("steady: FromConfig: nil config")
 	}
+	groups := cfg.Groups()
 	names := make([]string, 0, len(cfg.Providers))
-	for name := range cfg.Providers {
-		names = append(names, name)
+	for name, p := range cfg.Providers {
+		if p.DeploymentOf == "" {
+			names = append(names, name)
+		}
+	}
+	for g := range groups {
+		names = append(names, g)
 	}
 	sort.Strings(names)
 	if len(names) > 1 && len(cfg.Fallback) == 0 {
@@ -49,6 +56,15 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 	var all []client.Option
 	var errs []error
 	for _, name := range names {
+		if members, ok := groups[name]; ok {
+			opt, err := deploymentsOf(cfg, name, members)
+			if err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			all = append(all, opt)
+			continue
+		}
 		p := cfg.Providers[name]
 		key, err := p.APIKey()
 		if err != nil {
@@ -128,4 +144,36 @@ func factoryFor(name string, p config.Provider, key string) (client.ProviderFact
 		return nil, fmt.Errorf("steady: provider %q: unknown dialect %q", name, d)
 	}
 	return build(name, p, key), nil
+}
+
+// deploymentsOf builds provider name of the configuration from the entries members, whose
+// DeploymentOf names it: one deployment each, with its own key, settings and policy, routed
+// by LLM.Routing.
+func deploymentsOf(cfg *config.Config, name string, members []string) (client.Option, error) {
+	var deps []client.Deployment
+	var errs []error
+	for _, m := range members {
+		p := cfg.Providers[m]
+		key, err := p.APIKey()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("steady: %w", err))
+			continue
+		}
+		factory, err := factoryFor(name, p, key)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		o := p.EffectiveResilience()
+		deps = append(deps, client.Deployment{Name: m, Factory: factory, Weight: p.Weight, Model: p.Model,
+			RequestsPerMinute: p.RequestsPerMinute, TokensPerMinute: p.TokensPerMinute, Options: &o})
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	strategy := client.RoutePriority
+	if s := cfg.Routing[name]; s != "" {
+		strategy = client.Strategy(s)
+	}
+	return client.WithDeployments(name, resilience.DefaultOptions(), strategy, deps...), nil
 }

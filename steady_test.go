@@ -302,3 +302,86 @@ func TestFromConfig_FailoverAfterSeconds(t *testing.T) {
 		t.Fatalf("FailoverAfterSeconds %v", f)
 	}
 }
+
+// Entries with the same DeploymentOf form one provider of several deployments, routed by
+// LLM.Routing and listed in LLM.Fallback by the group's name.
+func TestFromConfig_DeploymentsFromEntries(t *testing.T) {
+	a := mocks.NewServer(mocks.WithReply("a"))
+	defer a.Close()
+	b := mocks.NewServer(mocks.WithReply("b"))
+	defer b.Close()
+	claude := mocks.NewServer(mocks.WithReply("claude"))
+	defer claude.Close()
+	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {
+		"Providers": {
+			"openai-east": {"Dialect": "openai", "BaseURL": "`+a.OpenAIBaseURL()+`", "APIKeyEnv": "KA", "Model": "gpt-4o-mini",
+			                "DeploymentOf": "openai", "RequestsPerMinute": 500, "Weight": 2},
+			"openai-west": {"Dialect": "openai", "BaseURL": "`+b.OpenAIBaseURL()+`", "APIKeyEnv": "KB", "Model": "gpt-4o-mini",
+			                "DeploymentOf": "openai", "Resilience": {"RetryCount": 0}},
+			"claude": {"Dialect": "anthropic", "BaseURL": "`+claude.AnthropicBaseURL()+`", "APIKeyEnv": "KA", "Model": "claude-haiku-4-5"}
+		},
+		"Routing": {"openai": "round_robin"},
+		"Fallback": ["openai", "claude"]}}`), []string{"KA=" + sentinelKey, "KB=" + sentinelKey})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := steady.FromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	for range 4 {
+		resp, err := c.Chat(context.Background(), hello())
+		if err != nil || resp.Provider != "openai" {
+			t.Fatalf("%v %v", resp, err)
+		}
+	}
+	if a.Journal().Len() != 2 || b.Journal().Len() != 2 || claude.Journal().Len() != 0 {
+		t.Fatalf("east %d, west %d, claude %d", a.Journal().Len(), b.Journal().Len(), claude.Journal().Len())
+	}
+	deps := c.Deployments("openai")
+	if len(deps) != 2 || deps[0].Name != "openai/openai-east" || deps[0].Headroom.RequestsPerMinute == 0 {
+		t.Fatalf("deployments %+v", deps)
+	}
+	if got := c.Circuits(); got["openai/openai-west"] == nil || got["claude"] == nil || got["openai"] != nil {
+		t.Fatalf("circuits %v", got)
+	}
+	if c.Circuits()["openai/openai-west"].Options().RetryCount != 0 {
+		t.Fatal("a deployment lost its own Resilience")
+	}
+}
+
+func TestConfig_DeploymentsAreValidated(t *testing.T) {
+	for doc, want := range map[string]string{
+		`"Providers": {"x": {"Dialect": "openai", "APIKeyEnv": "K", "DeploymentOf": "g"}}, "Routing": {"g": "fastest"}`:                  `LLM.Routing.g = "fastest": must be one of`,
+		`"Providers": {"x": {"Dialect": "openai", "APIKeyEnv": "K"}}, "Routing": {"g": "priority"}`:                                      "LLM.Routing.g",
+		`"Providers": {"x": {"Dialect": "openai", "APIKeyEnv": "K", "DeploymentOf": "y"}, "y": {"Dialect": "openai", "APIKeyEnv": "K"}}`: "DeploymentOf",
+		`"Providers": {"x": {"Dialect": "openai", "APIKeyEnv": "K", "DeploymentOf": "g"}}, "Fallback": ["x"]`:                            `LLM.Fallback[0] = "x": must name a provider`,
+		`"Providers": {"x": {"Dialect": "openai", "APIKeyEnv": "K", "Weight": -1}}`:                                                      "Weight = -1",
+	} {
+		if _, err := config.ParseWithEnv([]byte(`{"LLM": {`+doc+`}}`), []string{"K=x"}); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", doc, err, want)
+		}
+	}
+}
+
+// The configuration's routing names are the client's.
+func TestConfig_RoutingNamesAreTheClients(t *testing.T) {
+	for _, s := range client.Strategies {
+		if _, err := config.ParseWithEnv([]byte(`{"LLM": {"Providers": {"x": {"Dialect": "openai", "APIKeyEnv": "K", "DeploymentOf": "g"}},
+			"Routing": {"g": "`+string(s)+`"}}}`), []string{"K=x"}); err != nil {
+			t.Errorf("%s: %v", s, err)
+		}
+	}
+}
+
+func TestConfig_RoutingFromTheEnvironment(t *testing.T) {
+	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {"Providers": {"x": {"Dialect": "openai", "APIKeyEnv": "K", "DeploymentOf": "g"}}}}`),
+		[]string{"K=x", "LLM__Routing__g=most_headroom", "LLM__Providers__x__Weight=3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Routing["g"] != "most_headroom" || cfg.Providers["x"].Weight != 3 {
+		t.Fatalf("routing %v, weight %d", cfg.Routing, cfg.Providers["x"].Weight)
+	}
+}

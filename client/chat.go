@@ -161,6 +161,9 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 				return resp, nil
 			}
 			perr := classify(ctx, d.name, err, info)
+			if len(e.deps) > 1 {
+				perr.Provider = d.name // which deployment failed
+			}
 			failures = append(failures, perr)
 			takeOut(e, d, perr)
 			next := canFallBack(ctx, perr)

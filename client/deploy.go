@@ -33,6 +33,9 @@ type Deployment struct {
 	// (resilience.Options.PaceRequestsPerMinute, PaceTokensPerMinute); 0 learns them from the
 	// answers' rate-limit headers.
 	RequestsPerMinute, TokensPerMinute int
+	// Options, when set, is the deployment's own resilience policy instead of the provider's
+	// (WithDeployments' opts).
+	Options *resilience.Options
 }
 
 // Strategy is how a provider with several deployments picks the one for a call.
@@ -141,6 +144,9 @@ func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
 	for _, ds := range specs {
 		name := s.name
 		opts := s.opts
+		if ds.Options != nil {
+			opts = *ds.Options
+		}
 		if ds.Name != "" {
 			name = s.name + "/" + ds.Name
 			if ds.RequestsPerMinute > 0 {

@@ -44,8 +44,20 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 		cfg.Providers[name] = p
 	}
 
+	groups := checkGroups(ps, cfg)
+	routing, _ := llm[keyRouting].(map[string]string)
+	cfg.Routing = checkRouting(ps, groups, routing)
+	callable := map[string]bool{}
+	for name, p := range cfg.Providers {
+		if p.DeploymentOf == "" {
+			callable[name] = true
+		}
+	}
+	for g := range groups {
+		callable[g] = true
+	}
 	fallback, _ := llm[keyFallback].([]string)
-	cfg.Fallback = checkFallback(ps, newIndex(cfg.Providers), fallback)
+	cfg.Fallback = checkFallback(ps, newIndex(callable), fallback)
 	if f, ok := llm[keyFailover].(float64); ok {
 		if f < 0 || f > 3600 {
 			ps.add(Problem{Path: keyLLM + "." + keyFailover, Value: f, Allowed: "must be between 0 and 3600 seconds"})
@@ -86,22 +98,29 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	omit, _ := tree[keyOmitStreamUsage].(bool)
 	beta, _ := tree[keyBeta].([]string)
 	caps, _ := tree[keyCapabilities].([]string)
+	weight, _ := tree[keyWeight].(int)
+	rpm, _ := tree[keyRPM].(int)
+	tpm, _ := tree[keyTPM].(int)
 	p := Provider{
-		Name:             name,
-		Dialect:          strings.ToLower(strings.TrimSpace(str(keyDialect))),
-		BaseURL:          str(keyBaseURL),
-		APIKeyEnv:        str(keyAPIKeyEnv),
-		Model:            str(keyModel),
-		APIVersion:       str(keyAPIVersion),
-		Organization:     str(keyOrganization),
-		Deployments:      smap(keyDeployments),
-		OmitStreamUsage:  omit,
-		Version:          str(keyVersion),
-		DefaultMaxTokens: dmt,
-		Beta:             append([]string(nil), beta...),
-		Capabilities:     append([]string(nil), caps...),
-		Limits:           providers.Limits{MaxResponseBytes: limit(keyMaxResponseBytes), MaxEventBytes: limit(keyMaxEventBytes), MaxErrorBodyBytes: limit(keyMaxErrorBodyBytes)},
-		ModelMap:         smap(keyModelMap),
+		Name:              name,
+		Dialect:           strings.ToLower(strings.TrimSpace(str(keyDialect))),
+		BaseURL:           str(keyBaseURL),
+		APIKeyEnv:         str(keyAPIKeyEnv),
+		Model:             str(keyModel),
+		APIVersion:        str(keyAPIVersion),
+		Organization:      str(keyOrganization),
+		Deployments:       smap(keyDeployments),
+		OmitStreamUsage:   omit,
+		Version:           str(keyVersion),
+		DefaultMaxTokens:  dmt,
+		Beta:              append([]string(nil), beta...),
+		Capabilities:      append([]string(nil), caps...),
+		DeploymentOf:      strings.TrimSpace(str(keyDeploymentOf)),
+		Weight:            weight,
+		RequestsPerMinute: rpm,
+		TokensPerMinute:   tpm,
+		Limits:            providers.Limits{MaxResponseBytes: limit(keyMaxResponseBytes), MaxEventBytes: limit(keyMaxEventBytes), MaxErrorBodyBytes: limit(keyMaxErrorBodyBytes)},
+		ModelMap:          smap(keyModelMap),
 	}
 	add := func(key string, value any, allowed string) {
 		ps.add(Problem{Path: path + "." + key, Value: value, Allowed: allowed})
@@ -165,6 +184,11 @@ const maxLimit = 1 << 40
 func checkProviderValues(add func(key string, value any, allowed string), p Provider) {
 	if p.DefaultMaxTokens < 0 || p.DefaultMaxTokens > 10_000_000 {
 		add(keyDefaultMaxTokens, p.DefaultMaxTokens, "must be between 0 (the provider's default) and 10000000")
+	}
+	for key, v := range map[string]int{keyWeight: p.Weight, keyRPM: p.RequestsPerMinute, keyTPM: p.TokensPerMinute} {
+		if v < 0 || v > 100_000_000 {
+			add(key, v, "must be between 0 and 100000000")
+		}
 	}
 	for i, c := range p.Capabilities {
 		if _, err := providers.ParseCapabilities([]string{c}); err != nil {
@@ -314,4 +338,39 @@ func oneOf(list []string) string {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
 	return "must be one of " + strings.Join(quoted, ", ")
+}
+
+// checkGroups reports a DeploymentOf that names a provider of its own, and returns the
+// providers made of deployments, by name.
+func checkGroups(ps *problems, cfg *Config) map[string][]string {
+	groups := cfg.Groups()
+	for g, members := range groups {
+		if _, clash := cfg.Providers[g]; clash {
+			for _, m := range members {
+				ps.add(Problem{Path: joinPath(keyLLM+"."+keyProviders, m) + "." + keyDeploymentOf, Value: g,
+					Allowed: "must name a provider made of deployments, not an entry of LLM.Providers"})
+			}
+		}
+	}
+	return groups
+}
+
+// checkRouting checks LLM.Routing against the providers made of deployments.
+func checkRouting(ps *problems, groups map[string][]string, routing map[string]string) map[string]string {
+	if len(routing) == 0 {
+		return nil
+	}
+	out := make(map[string]string, len(routing))
+	for _, g := range sortedKeys(routing) {
+		v := strings.ToLower(strings.TrimSpace(routing[g]))
+		path := joinPath(keyLLM+"."+keyRouting, g)
+		if _, ok := groups[g]; !ok {
+			ps.add(Problem{Path: path, Value: routing[g], Allowed: "names no provider made of deployments (set DeploymentOf on its entries)"})
+		}
+		if indexOf(routingStrategies, v) < 0 {
+			ps.add(Problem{Path: path, Value: routing[g], Allowed: oneOf(routingStrategies)})
+		}
+		out[g] = v
+	}
+	return out
 }

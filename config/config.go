@@ -36,6 +36,22 @@ type Config struct {
 	// serve it at once (client.WithFailoverAfter); nil when not configured (the client's
 	// default). Allowed: 0..3600.
 	FailoverAfterSeconds *float64
+	// Routing is LLM.Routing: for each provider made of deployments (providers whose
+	// DeploymentOf names it), how calls are routed among them: "priority" (the default),
+	// "weighted", "round_robin", "least_in_flight" or "most_headroom" (client.Strategies).
+	Routing map[string]string
+}
+
+// Groups returns the providers made of deployments: each name that providers' DeploymentOf
+// names, with the names of its deployments in sorted order.
+func (c *Config) Groups() map[string][]string {
+	out := map[string][]string{}
+	for _, name := range sortedKeys(c.Providers) {
+		if g := c.Providers[name].DeploymentOf; g != "" {
+			out[g] = append(out[g], name)
+		}
+	}
+	return out
 }
 
 // Load reads the configuration: the defaults, then each JSON file in order (a later file

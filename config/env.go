@@ -128,6 +128,8 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		return w.list(1, kindStringList)
 	case keyFailover:
 		return w.leaf(1, kindSeconds)
+	case keyRouting:
+		return w.mapEntry(1)
 	case keyPolicies:
 		if !w.declared(1, &r.names.policies) {
 			return envTarget{}, false

@@ -191,6 +191,10 @@ func (p *jsonParser) llm(path string, v any) map[string]any {
 			sub = p.leaf(path, kindStringList, v)
 		case keyFailover:
 			sub = p.leaf(path, kindSeconds, v)
+		case keyRouting:
+			if m := p.stringMap(path, v); m != nil {
+				sub = m
+			}
 		}
 		if sub != nil {
 			out[canon] = sub

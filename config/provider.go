@@ -85,6 +85,17 @@ type Provider struct {
 	// ModelMap maps the models requested of the fallback chain's first provider to this
 	// provider's own model names, for fallback ({"gpt-4o": "claude-sonnet-4-5"}).
 	ModelMap map[string]string
+	// DeploymentOf, when set, makes this entry a deployment of the provider it names (a name
+	// that is not itself a key of LLM.Providers): several entries with the same DeploymentOf
+	// form one provider whose calls are routed among them (LLM.Routing) and which
+	// LLM.Fallback lists by that name. Each deployment has its own key, base URL, model,
+	// policy and limits, and its own circuit.
+	DeploymentOf string
+	// Weight is the deployment's share of the calls under "weighted" routing; 0 means 1.
+	Weight int
+	// RequestsPerMinute and TokensPerMinute are the deployment's limits when known, for
+	// pacing (resilience.Options.PaceRequestsPerMinute); 0 learns them from the answers.
+	RequestsPerMinute, TokensPerMinute int
 
 	// lookup reads the environment the configuration was loaded with (nil: the process's).
 	lookup func(name string) (string, bool)

@@ -37,6 +37,11 @@ const (
 	keyDefaultMaxTokens = "DefaultMaxTokens"
 	keyBeta             = "Beta"
 	keyCapabilities     = "Capabilities"
+	keyDeploymentOf     = "DeploymentOf"
+	keyWeight           = "Weight"
+	keyRPM              = "RequestsPerMinute"
+	keyTPM              = "TokensPerMinute"
+	keyRouting          = "Routing"
 	keyLimits           = "Limits"
 	keyModelMap         = "ModelMap"
 
@@ -46,9 +51,10 @@ const (
 )
 
 var (
-	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFailover}
+	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFailover, keyRouting}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
-		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities}
+		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
+		keyDeploymentOf, keyWeight, keyRPM, keyTPM}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -75,7 +81,14 @@ var providerFields = map[string]providerField{
 	keyLimits:           {kind: kindLimits},
 	keyModelMap:         {kind: kindStringMap},
 	keyCapabilities:     {kind: kindStringList},
+	keyDeploymentOf:     {kind: kindString},
+	keyWeight:           {kind: kindInt},
+	keyRPM:              {kind: kindInt},
+	keyTPM:              {kind: kindInt},
 }
+
+// routingStrategies are the values of LLM.Routing (client.Strategies).
+var routingStrategies = []string{"priority", "weighted", "round_robin", "least_in_flight", "most_headroom"}
 
 // kind is what a leaf accepts. Normalized values: kindString → string, kindBool → bool,
 // kindInt → int, kindNumber and kindSeconds → float64, kindIntList → []int,
