@@ -38,6 +38,9 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...C
 			call.Init(ctx, false)
 			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), maxWait, tokens
 			resp, err := d.provider.Chat(call, withModel(req, model))
+			if err == nil && resp != nil {
+				d.pipeline.SettleTokens(tokens, resp.Usage.Total())
+			}
 			return resp, &call.Info, err
 		},
 		func(resp *providers.ChatResponse, name string, res *TryResult, _ time.Time) bool {
@@ -78,6 +81,9 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ..
 				r = &cp
 			}
 			resp, err := d.provider.Embed(call, r)
+			if err == nil && resp != nil {
+				d.pipeline.SettleTokens(tokens, resp.Usage.Total())
+			}
 			return resp, &call.Info, err
 		},
 		func(resp *providers.EmbedResponse, name string, res *TryResult, _ time.Time) bool {

@@ -39,6 +39,7 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest, opt
 			s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
 			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
 			s.call.MaxWait, s.call.Tokens = maxWait, tokens
+			s.pipe = d.pipeline
 			firstContent := d.firstContent
 			if pol := pl.policyFor(d, o); pol != nil {
 				s.call.Policy = pol
@@ -84,6 +85,7 @@ type Stream struct {
 	closed   atomic.Bool
 	tel      *streamTelemetry // nil without telemetry
 	rl       *providers.RateLimit
+	pipe     *resilience.Pipeline // settles the token estimate when the usage arrives
 }
 
 // RateLimit returns what the provider's rate-limit headers said when the stream began, nil
@@ -214,6 +216,7 @@ func (s *Stream) accept(d providers.Delta) {
 	}
 	if d.Done {
 		s.done = true
+		s.pipe.SettleTokens(s.call.Tokens, d.Usage.Total())
 		s.tel.end(nil, d, false)
 	}
 }

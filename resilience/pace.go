@@ -32,6 +32,9 @@ type pacer struct {
 	// time than before moves its own clock back and refills the overlap twice; calls that read
 	// the clock concurrently would do that, so every time passes through monotonic.
 	last atomic.Int64
+	// credit is tokens debited for calls that used fewer than their estimate (Settle), spent
+	// by the next calls before the token bucket.
+	credit atomic.Int64
 }
 
 // monotonic returns the pacer's clock, never earlier than a time it returned before.
@@ -83,7 +86,10 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 	if req != nil && !req.AllowN(now, 1) {
 		return p.slow(ctx, now, req, tok, n, limit())
 	}
-	if tok != nil && !tok.AllowN(now, n) {
+	if tok != nil {
+		n -= p.takeCredit(n)
+	}
+	if tok != nil && n > 0 && !tok.AllowN(now, n) {
 		// The request is debited already; if the call ends up refused, that request is lost
 		// to the budget: the pacer errs on the side of sending less.
 		return p.slow(ctx, now, nil, tok, n, limit())
@@ -154,6 +160,9 @@ func (p *pacer) observe(h http.Header) {
 	}
 	p.align(&p.req, rl.Requests, now)
 	p.align(&p.tok, tokens, now)
+	if tokens.HasRemaining {
+		p.credit.Store(0) // the server states its budget: that, not our estimates, is the truth
+	}
 }
 
 // align makes the budget at slot agree with the budget b the server stated: a new limit
@@ -178,4 +187,42 @@ func headroom(lim *rate.Limiter, now time.Time) float64 {
 		return -1
 	}
 	return math.Max(0, math.Min(1, lim.TokensAt(now)/float64(lim.Burst())))
+}
+
+// takeCredit spends up to n tokens of credit and returns how many it spent.
+func (p *pacer) takeCredit(n int) int {
+	for {
+		c := p.credit.Load()
+		if c <= 0 {
+			return 0
+		}
+		take := min(c, int64(n))
+		if p.credit.CompareAndSwap(c, c-take) {
+			return int(take)
+		}
+	}
+}
+
+// settle corrects the token budget once a call's real usage is known: estimated was debited,
+// used were spent. An overestimate becomes credit for the next calls (never more than one
+// budget), until an answer states what remains of the budget (servers that debit the
+// maximum answer and never refund it, as OpenAI, are followed by their headers); an
+// underestimate is debited now, as far as the bucket holds it.
+func (p *pacer) settle(estimated, used int) {
+	tok := p.tok.Load()
+	if tok == nil || estimated <= 0 || used <= 0 || used == estimated {
+		return
+	}
+	if used > estimated {
+		tok.AllowN(p.monotonic(), min(used-estimated, int(tok.TokensAt(p.monotonic()))))
+		return
+	}
+	limit := int64(tok.Burst())
+	for {
+		c := p.credit.Load()
+		next := min(c+int64(estimated-used), limit)
+		if p.credit.CompareAndSwap(c, next) {
+			return
+		}
+	}
 }

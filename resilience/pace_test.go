@@ -118,3 +118,24 @@ func TestPace_OptionsAreValidated(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// A call that used fewer tokens than its estimate leaves the rest to the next calls; one that
+// used more is debited the difference.
+func TestPace_SettleCorrectsTheTokenBudget(t *testing.T) {
+	s, calls := countingServer(t)
+	o := instantOptions()
+	o.PaceTokensPerMinute = 100
+	c, p := client(t, o, WithClock(newInstantClock()))
+	if _, err := doCtx(t, c, impatient(time.Second, 90), s.url()); err != nil {
+		t.Fatal(err)
+	}
+	p.SettleTokens(90, 30) // 60 back
+	if _, err := doCtx(t, c, impatient(time.Second, 60), s.url()); err != nil || calls.Load() != 2 {
+		t.Fatalf("the credit was not spent: %v", err)
+	}
+	p.SettleTokens(60, 70) // 10 more spent: 0 left of the 10 the bucket held
+	if h := p.Headroom(); h.Tokens > 0.001 {
+		t.Fatalf("headroom %+v", h)
+	}
+	p.SettleTokens(0, 50) // no estimate: nothing to settle
+}

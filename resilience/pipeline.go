@@ -146,6 +146,13 @@ func (p *Pipeline) CircuitInfo() CircuitInfo {
 // pausing.
 func (p *Pipeline) CoolingFor() time.Duration { return p.cool.remaining() }
 
+// SettleTokens corrects the pipeline's tokens-per-minute budget once a call's real usage is
+// known: estimated is the Call.Tokens it was admitted with, used the tokens the answer
+// reported (input plus output). A call that used fewer leaves the difference to the next
+// calls; one that used more is debited the rest. Without a known token budget it does
+// nothing.
+func (p *Pipeline) SettleTokens(estimated, used int) { p.pace.settle(estimated, used) }
+
 // InFlight returns the number of exchanges holding a bulkhead slot now (their bodies not yet
 // closed), queued calls excluded.
 func (p *Pipeline) InFlight() int { return len(p.bulkhead.slots) }
