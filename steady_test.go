@@ -32,22 +32,14 @@ func TestFromConfig_BuildsProvidersAndFallsBackAcrossWireFormats(t *testing.T) {
 	// The keys are in the environment given to the loader, not in the process's: FromConfig
 	// reads them there.
 	env := []string{"STEADY_TEST_OPENAI_KEY=" + sentinelKey, "STEADY_TEST_ANTHROPIC_KEY=" + sentinelKey}
-	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {
+	c := clientFromJSON(t, `{"LLM": {
 		"Resilience": {"RetryCount": 1, "RetryBaseDelaySeconds": 0.001, "RetryUseJitter": false},
 		"Providers": {
 			"openai": {"Type": "openai", "BaseURL": "`+openaiDown.OpenAIBaseURL()+`", "APIKeyEnv": "STEADY_TEST_OPENAI_KEY", "Model": "gpt-4o-mini"},
 			"claude": {"Type": "anthropic", "BaseURL": "`+claude.AnthropicBaseURL()+`", "APIKeyEnv": "STEADY_TEST_ANTHROPIC_KEY", "Model": "claude-haiku-4-5",
 			           "Resilience": {"CircuitBreakerThreshold": 2}}
 		},
-		"Fallback": ["openai", "claude"]}}`), env)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := steady.FromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
+		"Fallback": ["openai", "claude"]}}`, env)
 	resp, err := c.Chat(context.Background(), hello())
 	if err != nil {
 		t.Fatal(err)
@@ -229,20 +221,12 @@ func TestConfig_ProviderSettingsAreValidated(t *testing.T) {
 func TestFromConfig_NamedPoliciesServeCalls(t *testing.T) {
 	down := mocks.NewServer(mocks.WithScript(mocks.Status(503).Always()))
 	defer down.Close()
-	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {
+	c := clientFromJSON(t, `{"LLM": {
 		"Resilience": {"RetryCount": 1, "RetryBaseDelaySeconds": 0.001, "RetryUseJitter": false, "RetryBudgetPercent": 0},
 		"Policies": {"batch": {"RetryCount": 4}},
 		"Providers": {
 			"openai": {"Type": "openai", "BaseURL": "`+down.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "gpt-4o-mini"}
-		}}}`), []string{"K=" + sentinelKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := steady.FromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
+		}}}`, []string{"K=" + sentinelKey})
 	if _, err := c.Chat(context.Background(), hello(), client.WithPolicy("batch")); err == nil {
 		t.Fatal("a failing server answered")
 	}
@@ -258,21 +242,13 @@ func TestFromConfig_CapabilitiesSkipAServerThatLacksThem(t *testing.T) {
 	defer local.Close()
 	claude := mocks.NewServer(mocks.WithReply("claude"))
 	defer claude.Close()
-	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {
+	c := clientFromJSON(t, `{"LLM": {
 		"Providers": {
 			"local": {"Dialect": "openai-compatible", "BaseURL": "`+local.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "llama",
 			          "Capabilities": ["chat", "streaming", "structured_output"]},
 			"claude": {"Type": "anthropic", "BaseURL": "`+claude.AnthropicBaseURL()+`", "APIKeyEnv": "K", "Model": "claude-haiku-4-5"}
 		},
-		"Fallback": ["local", "claude"]}}`), []string{"K=" + sentinelKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := steady.FromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
+		"Fallback": ["local", "claude"]}}`, []string{"K=" + sentinelKey})
 	req := hello()
 	req.Messages[0] = providers.Message{Role: providers.RoleUser, Parts: []providers.Part{
 		providers.ImagePart(providers.Image{URL: "https://example.com/a.png"})}}
@@ -312,7 +288,7 @@ func TestFromConfig_DeploymentsFromEntries(t *testing.T) {
 	defer b.Close()
 	claude := mocks.NewServer(mocks.WithReply("claude"))
 	defer claude.Close()
-	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {
+	c := clientFromJSON(t, `{"LLM": {
 		"Providers": {
 			"openai-east": {"Dialect": "openai", "BaseURL": "`+a.OpenAIBaseURL()+`", "APIKeyEnv": "KA", "Model": "gpt-4o-mini",
 			                "DeploymentOf": "openai", "RequestsPerMinute": 500, "Weight": 2},
@@ -321,15 +297,7 @@ func TestFromConfig_DeploymentsFromEntries(t *testing.T) {
 			"claude": {"Dialect": "anthropic", "BaseURL": "`+claude.AnthropicBaseURL()+`", "APIKeyEnv": "KA", "Model": "claude-haiku-4-5"}
 		},
 		"Routing": {"openai": "round_robin"},
-		"Fallback": ["openai", "claude"]}}`), []string{"KA=" + sentinelKey, "KB=" + sentinelKey})
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := steady.FromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.CloseIdleConnections)
+		"Fallback": ["openai", "claude"]}}`, []string{"KA=" + sentinelKey, "KB=" + sentinelKey})
 	for range 4 {
 		resp, err := c.Chat(context.Background(), hello())
 		if err != nil || resp.Provider != "openai" {
@@ -384,4 +352,20 @@ func TestConfig_RoutingFromTheEnvironment(t *testing.T) {
 	if cfg.Routing["g"] != "most_headroom" || cfg.Providers["x"].Weight != 3 {
 		t.Fatalf("routing %v, weight %d", cfg.Routing, cfg.Providers["x"].Weight)
 	}
+}
+
+// clientFromJSON builds a client from a configuration document and its environment, and
+// closes its idle connections when the test ends.
+func clientFromJSON(t *testing.T, doc string, env []string) *client.Client {
+	t.Helper()
+	cfg, err := config.ParseWithEnv([]byte(doc), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := steady.FromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.CloseIdleConnections)
+	return c
 }

@@ -235,15 +235,7 @@ func TestChecker_RateLimitPauseIsAWarning(t *testing.T) {
 	}))
 	defer srv.Close()
 	p := newPipeline(t, "openai", 5, time.Minute)
-	base := &http.Transport{}
-	defer base.CloseIdleConnections()
-	tr := p.Wrap(base)
-	defer tr.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
+	getThrough(t, p, srv.URL)
 	c := NewChecker()
 	c.Add("openai", p)
 	r := c.Report()
@@ -266,15 +258,7 @@ func TestChecker_ReportsHeadroom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	base := &http.Transport{}
-	defer base.CloseIdleConnections()
-	tr := p.Wrap(base)
-	defer tr.(interface{ CloseIdleConnections() }).CloseIdleConnections()
-	resp, err := (&http.Client{Transport: tr}).Get(srv.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_ = resp.Body.Close()
+	getThrough(t, p, srv.URL)
 	c := NewChecker()
 	c.Add("openai/key-1", p)
 	r := c.Report()
@@ -285,4 +269,17 @@ func TestChecker_ReportsHeadroom(t *testing.T) {
 	if !strings.Contains(string(b), `"requestsLeft":"0.9`) || strings.Contains(string(b), "tokensLeft") {
 		t.Fatalf("document %s", b)
 	}
+}
+
+// getThrough sends one GET to url through pipeline p over a transport of its own, closed
+// when the test ends.
+func getThrough(t *testing.T, p *resilience.Pipeline, url string) {
+	t.Helper()
+	tr := p.Wrap(&http.Transport{})
+	t.Cleanup(tr.(interface{ CloseIdleConnections() }).CloseIdleConnections)
+	resp, err := (&http.Client{Transport: tr}).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
 }
