@@ -19,6 +19,12 @@
 // next provider only when one is unavailable to the request, never for an error the request
 // itself caused.
 //
+// Each call takes options (WithPolicy, WithTimeout, WithProviders, WithRequestID,
+// WithExtraFields…). A provider may be several deployments — keys, regions, base URLs —
+// routed by a Strategy (WithDeployments, WithStickyKey), each paced under its per-minute
+// budgets and paused after a 429; a call that would have to wait longer than
+// WithFailoverAfter goes to another provider that can serve it at once.
+//
 // Observability is one option: WithTelemetry(t) with an *observe.Telemetry gives
 // OpenTelemetry metrics and a span per logical call (and log/slog records); WithObserver
 // receives the raw resilience events. Without them the client does no telemetry work.
