@@ -22,10 +22,18 @@ import (
 // for a failure that is the provider's rather than the request's (providers.ErrorKind
 // FallsBack), and never once the caller's context has ended.
 func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...CallOption) (*providers.ChatResponse, error) {
+	o := collect(opts)
+	resp, err := c.chat(ctx, req, o)
+	if err != nil {
+		return nil, c.deferred(o, err)
+	}
+	return resp, nil
+}
+
+func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOptions) (*providers.ChatResponse, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	o := collect(opts)
 	pl, err := c.planFor(o)
 	if err != nil {
 		return nil, err
@@ -36,7 +44,7 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...C
 		func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
-			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), maxWait, tokens
+			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), o.maxWait(maxWait), tokens
 			resp, err := d.provider.Chat(call, withModel(req, model))
 			if err == nil && resp != nil {
 				d.pipeline.SettleTokens(tokens, resp.Usage.Total())
@@ -59,10 +67,18 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...C
 // Embed sends req along the fallback chain, as Chat does, skipping providers without
 // embeddings.
 func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ...CallOption) (*providers.EmbedResponse, error) {
+	o := collect(opts)
+	resp, err := c.embed(ctx, req, o)
+	if err != nil {
+		return nil, c.deferred(o, err)
+	}
+	return resp, nil
+}
+
+func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *callOptions) (*providers.EmbedResponse, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	o := collect(opts)
 	pl, err := c.planFor(o)
 	if err != nil {
 		return nil, err
@@ -73,7 +89,7 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ..
 		func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
-			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), maxWait, tokens
+			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), o.maxWait(maxWait), tokens
 			r := req
 			if model != req.Model {
 				cp := *req

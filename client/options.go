@@ -11,6 +11,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/steadyllm/steady/deferral"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
@@ -37,6 +38,18 @@ type callOptions struct {
 	requestID string
 	attrs     []slog.Attr
 	sticky    string
+	deferred  bool
+	attempt   int // the job's attempt number, with deferred
+}
+
+// Deferred runs the call in deferred mode, for a background job whose queue will retry it:
+// each provider of the chain gets at most one attempt; nothing sleeps — not for a backoff, a
+// server's hint, a rate-limit pause, a budget or a bulkhead slot; and a failure comes back as a
+// *deferral.Error carrying the decision (retry at T, or never, and why) computed for attempt,
+// the job's attempt number (1 for the first), with the call's policy (WithPolicy, else the
+// first provider's). Hand the decision to the queue: see package deferral.
+func Deferred(attempt int) CallOption {
+	return func(o *callOptions) { o.deferred, o.attempt = true, max(attempt, 1) }
 }
 
 // WithStickyKey routes the call, within a provider of several deployments, to the deployment
@@ -226,7 +239,35 @@ func (p plan) policyFor(d *deployment, o *callOptions) *resilience.Policy {
 		}
 		pol = pol.WithTimeout(o.timeout)
 	}
+	if o != nil && o.deferred {
+		if pol == nil {
+			pol = d.pipeline.Policy()
+		}
+		pol = pol.WithoutRetries()
+	}
 	return pol
+}
+
+// maxWait is the call's resilience.Call.MaxWait for a try that the chain computed as wait:
+// a deferred call never waits.
+func (o *callOptions) maxWait(wait time.Duration) time.Duration {
+	if o != nil && o.deferred {
+		return -1
+	}
+	return wait
+}
+
+// deferred wraps the failure err of a call with options o in a *deferral.Error when the call
+// runs in deferred mode; err otherwise.
+func (c *Client) deferred(o *callOptions, err error) error {
+	if err == nil || o == nil || !o.deferred {
+		return err
+	}
+	pol := c.policies[o.policy]
+	if pol == nil && len(c.chain) > 0 {
+		pol = c.entries[c.chain[0]].pipeline.Policy()
+	}
+	return &deferral.Error{Decision: deferral.Decider{Policy: pol}.Decide(err, o.attempt), Err: err}
 }
 
 func (c *Client) policyNames() []string {

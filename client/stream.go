@@ -24,10 +24,18 @@ import (
 // An overload or a break inside a stream is reported to that provider's circuit breaker as
 // a failure, although the stream began with 200. Always Close the stream.
 func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest, opts ...CallOption) (*Stream, error) {
+	o := collect(opts)
+	st, err := c.chatStream(ctx, req, o)
+	if err != nil {
+		return nil, c.deferred(o, err)
+	}
+	return st, nil
+}
+
+func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *callOptions) (*Stream, error) {
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
-	o := collect(opts)
 	pl, err := c.planFor(o)
 	if err != nil {
 		return nil, err
@@ -38,7 +46,7 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest, opt
 		func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (*Stream, *resilience.CallInfo, error) {
 			s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
 			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
-			s.call.MaxWait, s.call.Tokens = maxWait, tokens
+			s.call.MaxWait, s.call.Tokens = o.maxWait(maxWait), tokens
 			s.pipe = d.pipeline
 			firstContent := d.firstContent
 			if pol := pl.policyFor(d, o); pol != nil {

@@ -38,6 +38,9 @@ func (b *bulkhead) acquire(ctx context.Context) error {
 		return nil
 	default:
 	}
+	if w, set := maxWaitOf(ctx); set && w == 0 {
+		return b.reject(ctx, 0) // a call that never waits does not queue either
+	}
 	if b.waiting.Add(1) > b.maxQueue {
 		b.waiting.Add(-1)
 		return b.reject(ctx, 0)

@@ -78,6 +78,14 @@ func (p *Policy) WithTimeout(d time.Duration) *Policy {
 	return &cp
 }
 
+// WithoutRetries returns a copy of p that makes one attempt: for a call whose retry is left to
+// a job queue (package deferral).
+func (p *Policy) WithoutRetries() *Policy {
+	cp := *p
+	cp.count = 0
+	return &cp
+}
+
 // WithPolicy returns a context whose calls through any pipeline run under p instead of the
 // pipeline's own retries and time limits; the pipeline's circuit, bulkhead and retry budget
 // apply as always. It is how a caller of a bare Pipeline.Wrap — go-openai, openai-go, any

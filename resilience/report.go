@@ -27,7 +27,8 @@ type Call struct {
 	// a server's hint, the end of a rate-limit cooldown — before the pipeline gives up and
 	// returns what it has (GaveUpWaitTooLong, or a *CooldownError before anything is sent);
 	// below 0 it never waits. A client that can send the call elsewhere at once sets it, so a
-	// "retry in 40 s" fails over instead of stalling. 0 leaves the policy's limits.
+	// "retry in 40 s" fails over instead of stalling. 0 leaves the policy's limits. A call that
+	// never waits does not queue for a bulkhead slot either.
 	MaxWait time.Duration
 	// Tokens is the call's estimate of the tokens it will use (its prompt and the most it may
 	// answer), debited from the pipeline's tokens-per-minute budget before it is sent (see

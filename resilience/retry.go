@@ -397,6 +397,16 @@ func (p *Policy) delay(n int, resp *http.Response, now time.Time) (time.Duration
 			return d, true
 		}
 	}
+	return p.Backoff(n, rand.Float64()), false
+}
+
+// Backoff returns the policy's computed wait before retry number n (1-based): the base delay,
+// constant, linear or exponential in n, capped at RetryMaxDelaySeconds, and with jitter
+// multiplied by 0.5+random (random in [0, 1)) and capped again. It is the wait the pipeline
+// sleeps between attempts, given the random value it drew, so a job queue that defers the
+// retry (package deferral) computes the same one.
+func (p *Policy) Backoff(n int, random float64) time.Duration {
+	n = max(n, 1)
 	base := float64(p.base)
 	var d float64
 	switch p.backoff {
@@ -410,10 +420,13 @@ func (p *Policy) delay(n int, resp *http.Response, now time.Time) (time.Duration
 	max := float64(p.max)
 	d = math.Min(d, max)
 	if p.jitter {
-		d = math.Min(d*(0.5+rand.Float64()), max)
+		d = math.Min(d*(0.5+random), max)
 	}
-	return time.Duration(d), false
+	return time.Duration(d)
 }
+
+// MaxDelay returns the policy's cap on every wait (RetryMaxDelaySeconds).
+func (p *Policy) MaxDelay() time.Duration { return p.max }
 
 // keepBody swaps a retryable response's body for an in-memory copy of its first keepLimit
 // bytes and closes the original, freeing the connection during the wait while keeping the
