@@ -1,0 +1,181 @@
+package steadyasynq_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hibiken/asynq"
+
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/openai"
+	steadyasynq "github.com/steadyllm/steady/queue/asynq"
+	"github.com/steadyllm/steady/resilience"
+)
+
+var redisAddr string
+
+// TestMain starts a redis-server of its own on 127.0.0.1, on a free port, without persistence,
+// and stops it by its PID. Without redis-server the tests are skipped, except under CI, where
+// they must run.
+func TestMain(m *testing.M) {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			fmt.Fprintln(os.Stderr, "redis-server is not installed, and CI=true: the asynq tests must run (apt-get install -y redis-server)")
+			os.Exit(1)
+		}
+		fmt.Fprintln(os.Stderr, "skipping the asynq tests: redis-server is not installed (apt-get install -y redis-server)")
+		os.Exit(0)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		panic(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no")
+	if err := cmd.Start(); err != nil {
+		panic(err)
+	}
+	redisAddr = fmt.Sprintf("127.0.0.1:%d", port)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", redisAddr); err == nil {
+			_ = c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			panic("redis-server did not start")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code := m.Run()
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	os.Exit(code)
+}
+
+// run is one handler run: when it began and what steady's attempt number was.
+type run struct {
+	at      time.Time
+	attempt int
+	retried int
+}
+
+// A task whose call meets a 429 with a hint comes back at the hint, without counting an
+// attempt, and completes; a task whose call is refused for good is archived after one run.
+func TestAsynq_RetriesAtTheDueTimeAndArchivesPermanentFailures(t *testing.T) {
+	limited := mocks.NewServer(mocks.WithScript(mocks.RateLimited(1500*time.Millisecond), mocks.OK()))
+	defer limited.Close()
+	refused := mocks.NewServer(mocks.WithAPIKey("another key"))
+	defer refused.Close()
+	o := resilience.DefaultOptions()
+	c, err := client.New(
+		client.WithProvider("ok", o, factory(limited)),
+		client.WithProvider("refused", o, factory(refused)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.CloseIdleConnections()
+
+	redis := asynq.RedisClientOpt{Addr: redisAddr}
+	var mu sync.Mutex
+	runs := map[string][]run{}
+	done := make(chan string, 4)
+	mux := asynq.NewServeMux()
+	handle := func(provider string) asynq.HandlerFunc {
+		return func(ctx context.Context, task *asynq.Task) error {
+			retried, _ := asynq.GetRetryCount(ctx)
+			mu.Lock()
+			runs[task.Type()] = append(runs[task.Type()], run{time.Now(), steadyasynq.Attempt(ctx), retried})
+			mu.Unlock()
+			_, err := c.Chat(ctx, &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: "summarise"}}},
+				client.Deferred(steadyasynq.Attempt(ctx)), client.WithProviders(provider))
+			if err == nil {
+				done <- task.Type()
+			}
+			return steadyasynq.Result(err)
+		}
+	}
+	mux.HandleFunc("summarise", handle("ok"))
+	mux.HandleFunc("doomed", handle("refused"))
+	srv := asynq.NewServer(redis, asynq.Config{
+		Concurrency:              2,
+		RetryDelayFunc:           steadyasynq.RetryDelayFunc(nil),
+		IsFailure:                steadyasynq.IsFailure,
+		DelayedTaskCheckInterval: 100 * time.Millisecond,
+		Logger:                   quiet{},
+	})
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	enq := asynq.NewClient(redis)
+	defer enq.Close()
+	for _, typ := range []string{"summarise", "doomed"} {
+		if _, err := enq.Enqueue(asynq.NewTask(typ, nil), asynq.MaxRetry(3)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case typ := <-done:
+		if typ != "summarise" {
+			t.Fatalf("%s completed", typ)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("the task did not complete: runs %v", runs)
+	}
+	mu.Lock()
+	sum := runs["summarise"]
+	mu.Unlock()
+	if len(sum) != 2 || sum[1].at.Sub(sum[0].at) < 1400*time.Millisecond || sum[1].retried != 0 || sum[1].attempt != 1 {
+		t.Fatalf("summarise runs %+v: want two, the second after the 1.5 s hint, not counted as a retry", sum)
+	}
+	if limited.Journal().Len() != 2 {
+		t.Fatalf("the provider saw %d requests, want 2 (no in-process retry)", limited.Journal().Len())
+	}
+	insp := asynq.NewInspector(redis)
+	defer insp.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		archived, err := insp.ListArchivedTasks("default")
+		if err == nil && len(archived) == 1 && archived[0].Type == "doomed" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the doomed task was not archived: %v %v", archived, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if n := len(runs["doomed"]); n != 1 || refused.Journal().Len() != 1 {
+		t.Fatalf("the doomed task ran %d times (%d requests): a permanent failure must not be retried", n, refused.Journal().Len())
+	}
+}
+
+func factory(s *mocks.Server) client.ProviderFactory {
+	return func(hc *http.Client) (providers.Provider, error) {
+		return openai.New(openai.Config{Name: "openai", BaseURL: s.OpenAIBaseURL(), APIKey: "sk-test", HTTPClient: hc, Model: "gpt-4o-mini"})
+	}
+}
+
+// quiet is an asynq logger that says nothing.
+type quiet struct{}
+
+func (quiet) Debug(...any) {}
+func (quiet) Info(...any)  {}
+func (quiet) Warn(...any)  {}
+func (quiet) Error(...any) {}
+func (quiet) Fatal(...any) {}
