@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: go vet and go test -race for the SDK module and for each side
-# module (interop/, bench/, queue/asynq/) that has its own go.mod. The queue/asynq tests start a
-# redis-server of their own (apt-get install -y redis-server); without one they are skipped,
+# module (interop/, bench/, queue/asynq/, queue/river/) that has its own go.mod. The queue/asynq
+# tests start a redis-server of their own (apt-get install -y redis-server), the queue/river
+# tests a PostgreSQL server (apt-get install -y postgresql); without them they are skipped,
 # except under CI=true. Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,7 +22,7 @@ if command -v node >/dev/null && [ ! -d interop/aimock/node_modules/@copilotkit/
 fi
 
 run .
-for mod in interop bench queue/asynq; do
+for mod in interop bench queue/asynq queue/river; do
   if [ -f "$mod/go.mod" ]; then
     run "$mod"
   fi
