@@ -5,13 +5,15 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"time"
 )
 
 // breaker is the circuit breaker layer's view of the circuit: it admits calls, reports their
 // outcomes and emits the events of both. The state itself lives in the circuit alone.
 type breaker struct {
-	c  *circuit
-	ev *emitter
+	c     *circuit
+	ev    *emitter
+	share func(until time.Time) // tells the other instances the circuit opened (WithSharedState)
 }
 
 func (b *breaker) init(o Options, ev *emitter) {
@@ -23,6 +25,9 @@ func (b *breaker) init(o Options, ev *emitter) {
 // visible (nil for a read of the state, Isolate and Reset).
 func (b *breaker) announce(ctx context.Context, ch change) {
 	if ch.ok {
+		if ch.to == CircuitOpen && b.share != nil {
+			b.share(b.c.epoch.Add(time.Duration(b.c.until.Load())))
+		}
 		b.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Context: ctx})
 	}
 }

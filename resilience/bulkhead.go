@@ -85,12 +85,16 @@ func (b *bulkhead) inFlight() int { return len(b.slots) }
 type bulkheadTransport struct {
 	b    *bulkhead
 	cool *cooldown // the rate-limit pause, checked before a slot is taken
+	p    *Pipeline // for the shared advice (nil in tests that build layers by hand)
 	next http.RoundTripper
 	base http.RoundTripper
 }
 
 func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	b := t.b
+	if t.p != nil && t.p.shared != nil {
+		t.p.adoptShared(req.Context())
+	}
 	if err := t.cool.gate(req); err != nil {
 		closeRequestBody(req)
 		return t.fail(req, err)

@@ -20,6 +20,7 @@ type cooldown struct {
 	on    bool    // Options.RateLimitCooldown
 	until atomic.Int64
 	pace  *pacer // the pipeline's budgets, debited after the pause
+	share func(end time.Time) // tells the other instances (WithSharedState); nil: none
 }
 
 func (c *cooldown) init(o Options, pol *Policy, ev *emitter) {
@@ -41,6 +42,9 @@ func (c *cooldown) extend(ctx context.Context, now time.Time, d time.Duration, f
 		if c.until.CompareAndSwap(cur, end) {
 			break
 		}
+	}
+	if c.share != nil {
+		c.share(now.Add(d))
 	}
 	c.ev.emit(Event{Type: EventCooldownStarted, Delay: d, ServerHint: fromServer, Context: ctx})
 }

@@ -17,6 +17,8 @@ type Pipeline struct {
 
 	// policy is the per-call part of opts, which a call may replace (Call.Policy).
 	policy *Policy
+	// shared, when set, shares circuit openings and rate-limit pauses between instances.
+	shared SharedState
 
 	// Each layer owns its state; the pipeline only holds them together.
 	ev       emitter
@@ -75,6 +77,11 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	p.breaker.init(opts, &p.ev)
 	p.retry.init(opts, p.policy, &p.ev, &p.breaker)
 	p.retry.cool, p.retry.pace = &p.cool, &p.pace
+	if p.shared != nil {
+		shared, name := p.shared, p.name
+		p.cool.share = func(end time.Time) { shared.Advise(name, Advice{CoolUntil: end}) }
+		p.breaker.share = func(until time.Time) { shared.Advise(name, Advice{OpenUntil: until}) }
+	}
 	return p, nil
 }
 
@@ -115,7 +122,7 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 	retry := newRetryTransport(&p.retry, base)
 	brk := &breakerTransport{b: &p.breaker, next: retry}
 	tmo := &timeoutTransport{t: &p.timeouts, below: &p.breaker, next: brk, watched: watched}
-	return &bulkheadTransport{b: &p.bulkhead, cool: &p.cool, next: tmo, base: base}
+	return &bulkheadTransport{b: &p.bulkhead, cool: &p.cool, p: p, next: tmo, base: base}
 }
 
 // CircuitState returns the circuit's state now. It is computed on read: an open circuit
