@@ -19,7 +19,7 @@ type cooldown struct {
 	pol   *Policy // the pipeline's, for calls that bring none
 	on    bool    // Options.RateLimitCooldown
 	until atomic.Int64
-	pace  *pacer // the pipeline's budgets, debited after the pause
+	pace  *pacer              // the pipeline's budgets, debited after the pause
 	share func(end time.Time) // tells the other instances (WithSharedState); nil: none
 }
 
