@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: go vet and go test -race for the SDK module and for each side
-# module (interop/, bench/, queue/asynq/, queue/river/) that has its own go.mod. The queue/asynq
-# tests start a redis-server of their own (apt-get install -y redis-server), the queue/river
-# tests a PostgreSQL server (apt-get install -y postgresql); without them they are skipped,
-# except under CI=true. Usage: bash scripts/test.sh
+# module (interop/, bench/, queue/asynq/, queue/river/, state/redis/) that has its own go.mod.
+# The queue/asynq and state/redis tests start a redis-server of their own (apt-get install -y
+# redis-server), the queue/river tests a PostgreSQL server (apt-get install -y postgresql);
+# without them they are skipped, except under CI=true. Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +22,7 @@ if command -v node >/dev/null && [ ! -d interop/aimock/node_modules/@copilotkit/
 fi
 
 run .
-for mod in interop bench queue/asynq queue/river; do
+for mod in interop bench queue/asynq queue/river state/redis; do
   if [ -f "$mod/go.mod" ]; then
     run "$mod"
   fi
