@@ -2,12 +2,8 @@ package steadyasynq_test
 
 import (
 	"context"
-	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/internal/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/openai"
@@ -24,45 +21,13 @@ import (
 
 var redisAddr string
 
-// TestMain starts a redis-server of its own on 127.0.0.1, on a free port, without persistence,
-// and stops it by its PID. Without redis-server the tests are skipped, except under CI, where
-// they must run.
+// TestMain starts a redis-server of its own (see internal/backend): without one the tests are
+// skipped, except under CI, where they must run.
 func TestMain(m *testing.M) {
-	path, err := exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintln(os.Stderr, "redis-server is not installed, and CI=true: the asynq tests must run (apt-get install -y redis-server)")
-			os.Exit(1)
-		}
-		fmt.Fprintln(os.Stderr, "skipping the asynq tests: redis-server is not installed (apt-get install -y redis-server)")
-		os.Exit(0)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	cmd := exec.Command(path, "--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--save", "", "--appendonly", "no")
-	if err := cmd.Start(); err != nil {
-		panic(err)
-	}
-	redisAddr = fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", redisAddr); err == nil {
-			_ = c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			panic("redis-server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	r := backend.StartRedis()
+	redisAddr = r.Addr
 	code := m.Run()
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
+	r.Stop()
 	os.Exit(code)
 }
 

@@ -3,76 +3,28 @@ package steadyredis_test
 import (
 	"context"
 	"errors"
-	"fmt"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/steadyllm/steady/internal/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/resilience"
 	steadyredis "github.com/steadyllm/steady/state/redis"
 )
 
-var (
-	redisPath string
-	redisPort int
-	redisCmd  *exec.Cmd
-)
+var redis *backend.Redis
 
-// startRedis starts redis-server on 127.0.0.1:redisPort, without persistence.
-func startRedis() {
-	redisCmd = exec.Command(redisPath, "--bind", "127.0.0.1", "--port", strconv.Itoa(redisPort), "--save", "", "--appendonly", "no")
-	if err := redisCmd.Start(); err != nil {
-		panic(err)
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		if c, err := net.Dial("tcp", addr()); err == nil {
-			_ = c.Close()
-			return
-		}
-		if time.Now().After(deadline) {
-			panic("redis-server did not start")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
+func addr() string { return redis.Addr }
 
-// stopRedis kills the server by its process ID.
-func stopRedis() {
-	_ = redisCmd.Process.Kill()
-	_ = redisCmd.Wait()
-}
-
-func addr() string { return fmt.Sprintf("127.0.0.1:%d", redisPort) }
-
-// TestMain runs the tests against a redis-server of their own; without one they are skipped,
-// except under CI, where they must run.
+// TestMain runs the tests against a redis-server of their own (see internal/backend): without
+// one they are skipped, except under CI, where they must run.
 func TestMain(m *testing.M) {
-	var err error
-	redisPath, err = exec.LookPath("redis-server")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			fmt.Fprintln(os.Stderr, "redis-server is not installed, and CI=true: the Redis tests must run (apt-get install -y redis-server)")
-			os.Exit(1)
-		}
-		fmt.Fprintln(os.Stderr, "skipping the Redis tests: redis-server is not installed (apt-get install -y redis-server)")
-		os.Exit(0)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	redisPort = l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
-	startRedis()
+	redis = backend.StartRedis()
 	code := m.Run()
-	stopRedis()
+	redis.Stop()
 	os.Exit(code)
 }
 
@@ -176,7 +128,7 @@ func TestRedis_AnOutageOfRedisFailsNoCall(t *testing.T) {
 	defer limited.Close()
 	a, b := newInstance(t, "p", t.Name(), options()), newInstance(t, "p", t.Name(), options())
 	_ = b.store.Advice("p")
-	stopRedis()
+	redis.Stop()
 	for range 5 {
 		for _, in := range []*instance{a, b} {
 			if err := in.call(context.Background(), ok.OpenAIBaseURL()+"/chat/completions"); err != nil {
@@ -185,7 +137,7 @@ func TestRedis_AnOutageOfRedisFailsNoCall(t *testing.T) {
 		}
 	}
 	eventually(t, "the store to report the outage", func() bool { return b.store.Err() != nil })
-	startRedis()
+	redis.Start()
 	eventually(t, "the store to recover", func() bool { return b.store.Err() == nil })
 	_ = a.call(context.Background(), limited.OpenAIBaseURL()+"/chat/completions")
 	eventually(t, "b to learn of a's pause after the restart", func() bool { return !b.store.Advice("p").CoolUntil.IsZero() })
