@@ -41,9 +41,9 @@ func RetryDelayFunc(fallback asynq.RetryDelayFunc) asynq.RetryDelayFunc {
 	return func(n int, err error, t *asynq.Task) time.Duration {
 		var de *deferral.Error
 		if errors.As(err, &de) && de.Decision.Retry {
-			// asynq keeps a retry's time to the second: round up, so the task never comes
-			// back before the due time (where it would meet the same pause again).
-			return max(time.Until(de.Decision.At).Truncate(time.Second)+time.Second, 0)
+			// asynq keeps a retry's time in whole seconds, rounded down: add one, so the task
+			// never comes back before the due time (where it would meet the same pause again).
+			return max(time.Until(de.Decision.At), 0) + time.Second
 		}
 		return fallback(n, err, t)
 	}
