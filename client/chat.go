@@ -155,13 +155,14 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 		if len(deps) > 1 {
 			deps = e.route(pl.sticky)
 		}
+		later := c.maxWait(pl.chain, i, need) // the wait allowed when a later provider can serve
 		for k, d := range deps {
 			dm := m
 			if d.model != "" {
 				dm = d.model
 			}
 			// The next place the call can go at once: another deployment, else a later provider.
-			wait := c.maxWait(pl.chain, i, need)
+			wait := later
 			if k+1 < len(deps) && wait == 0 && deps[k+1].available() {
 				wait = c.failoverWait()
 			}

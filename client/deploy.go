@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -96,10 +97,11 @@ func (d *deployment) available() bool {
 func headroomOf(d *deployment) float64 {
 	h := d.pipeline.Headroom()
 	share := 1.0
-	for _, v := range []float64{h.Requests, h.Tokens} {
-		if v >= 0 && v < share {
-			share = v
-		}
+	if h.Requests >= 0 {
+		share = min(share, h.Requests)
+	}
+	if h.Tokens >= 0 {
+		share = min(share, h.Tokens)
 	}
 	return share
 }
@@ -195,23 +197,15 @@ func (e *entry) route(sticky string) []*deployment {
 	order := slices.Clone(e.deps)
 	switch {
 	case sticky != "":
-		score := func(d *deployment) uint64 {
+		score := make(map[*deployment]uint64, len(order))
+		for _, d := range order {
 			h := fnv.New64a()
 			_, _ = h.Write([]byte(sticky))
 			_, _ = h.Write([]byte{0})
 			_, _ = h.Write([]byte(d.name))
-			return h.Sum64()
+			score[d] = h.Sum64()
 		}
-		slices.SortStableFunc(order, func(a, b *deployment) int {
-			sa, sb := score(a), score(b)
-			switch {
-			case sa > sb:
-				return -1
-			case sa < sb:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(order, func(a, b *deployment) int { return cmp.Compare(score[b], score[a]) })
 	case e.strategy == RouteWeighted:
 		total := 0
 		for _, d := range order {

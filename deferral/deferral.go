@@ -179,11 +179,8 @@ func (d Decider) DecideResponse(resp *http.Response, err error, attempt int) Dec
 	if h, ok := signals.RetryAfter(resp.Header, now); ok {
 		return d.after(now, attempt, h, SourceHint, "the server's hint", "")
 	}
-	if rl, ok := signals.ParseRateLimits(resp.Header, now); ok && resp.StatusCode == http.StatusTooManyRequests {
-		if at, ok := spentReset(&providers.RateLimit{
-			Requests: providers.RateBudget{Limit: rl.Requests.Limit, Remaining: rl.Requests.Remaining, Reset: rl.Requests.Reset},
-			Tokens:   providers.RateBudget{Limit: rl.Tokens.Limit, Remaining: rl.Tokens.Remaining, Reset: rl.Tokens.Reset},
-		}); ok && at.After(now) {
+	if rl := providers.ParseRateLimit(resp.Header, now); rl != nil && resp.StatusCode == http.StatusTooManyRequests {
+		if at, ok := spentReset(rl); ok && at.After(now) {
 			return d.after(now, attempt, at.Sub(now), SourceHint, "the rate-limit reset", "")
 		}
 	}

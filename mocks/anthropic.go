@@ -13,10 +13,7 @@ import (
 
 // anthropicAuth checks x-api-key, or a bearer token, against want ("" = any).
 func anthropicAuth(r *http.Request, want string) string {
-	key := r.Header.Get("X-Api-Key")
-	if key == "" {
-		key, _ = strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	}
+	key := keyOf(r, "X-Api-Key")
 	switch {
 	case strings.TrimSpace(key) == "":
 		return "x-api-key header is required"

@@ -154,15 +154,27 @@ func (l *limiter) admit(key string, cost int, now time.Time) (budgetState, bool)
 	return st, true
 }
 
-// apiKey returns the key a request authenticates with, in any of the dialects' headers.
-func apiKey(r *http.Request) string {
-	if k := r.Header.Get("X-Api-Key"); k != "" {
-		return k
+// keyOf returns the key a request authenticates with: the first of the headers named that is
+// set, else the Authorization bearer token.
+func keyOf(r *http.Request, headers ...string) string {
+	for _, h := range headers {
+		if k := r.Header.Get(h); k != "" {
+			return k
+		}
 	}
-	if k := r.Header.Get("Api-Key"); k != "" {
-		return k
+	key, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return key
+}
+
+// apiKey returns the key the call authenticates with, as its dialect reads it.
+func (c *call) apiKey() string {
+	switch c.api {
+	case anthropic:
+		return keyOf(c.r, "X-Api-Key")
+	case azure:
+		return keyOf(c.r, "Api-Key")
 	}
-	return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return keyOf(c.r)
 }
 
 // setLimitHeaders replaces the fixed rate-limit headers with the key's real budgets.

@@ -16,9 +16,9 @@ var defaultModels = []string{"gpt-4o-mini", "gpt-4o", "text-embedding-3-small", 
 
 // openAIAuth checks the bearer token (Azure: also the api-key header) against want ("" = any).
 func openAIAuth(r *http.Request, isAzure bool, want string) string {
-	key, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if isAzure && r.Header.Get("Api-Key") != "" {
-		key = r.Header.Get("Api-Key")
+	key := keyOf(r)
+	if isAzure {
+		key = keyOf(r, "Api-Key")
 	}
 	switch {
 	case strings.TrimSpace(key) == "" && isAzure:

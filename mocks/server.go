@@ -294,7 +294,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if s.limiter != nil && c.endpoint != modelsEndpoint {
 		now := s.now()
-		if b, limited := s.limiter.admit(apiKey(r), c.cost(), now); limited {
+		if b, limited := s.limiter.admit(c.apiKey(), c.cost(), now); limited {
 			c.budget, c.budgetAt = &b, now
 			if b.limited {
 				s.journal.setStep(entry, "", "429 rate limit")

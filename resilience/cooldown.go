@@ -33,15 +33,8 @@ func (c *cooldown) extend(ctx context.Context, now time.Time, d time.Duration, f
 	if !c.on || d <= 0 {
 		return
 	}
-	end := now.Add(d).UnixNano()
-	for {
-		cur := c.until.Load()
-		if cur >= end {
-			return
-		}
-		if c.until.CompareAndSwap(cur, end) {
-			break
-		}
+	if !c.raise(now.Add(d).UnixNano()) {
+		return
 	}
 	if c.share != nil {
 		c.share(now.Add(d))
@@ -63,6 +56,20 @@ func (c *cooldown) remaining() time.Duration {
 	return left
 }
 
+// raise makes the pause end at end (UnixNano) unless it ends later already, and reports
+// whether it grew.
+func (c *cooldown) raise(end int64) bool {
+	for {
+		cur := c.until.Load()
+		if cur >= end {
+			return false
+		}
+		if c.until.CompareAndSwap(cur, end) {
+			return true
+		}
+	}
+}
+
 // gate lets req through a paused pipeline: at once when there is no pause; after the pause
 // when the wait fits the call (see maxWait); else not at all, with a *CooldownError. Then it
 // debits the call from the pipeline's budgets (see pacer).
@@ -70,10 +77,15 @@ func (c *cooldown) gate(req *http.Request) error {
 	if err := c.pause(req); err != nil {
 		return err
 	}
+	return c.budget(req.Context())
+}
+
+// budget debits a call (or a retry of it) made with ctx from the pipeline's per-minute budgets,
+// waiting for room as the call allows (see maxWait); nil at once when no budget is known.
+func (c *cooldown) budget(ctx context.Context) error {
 	if c.pace == nil || !c.pace.known.Load() {
 		return nil
 	}
-	ctx := req.Context()
 	return c.pace.admit(ctx, tokensOf(ctx), func() time.Duration { return c.maxWait(ctx) })
 }
 

@@ -362,20 +362,16 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	if r.circuit.blocked(s.Context) {
 		return giveUp(GaveUpCircuitOpen, 0)
 	}
-	if r.pace != nil && r.pace.known.Load() {
-		// A retry spends the provider's budget as much as a new call: it waits its turn.
-		var perr error
-		if r.cool != nil {
-			perr = r.pace.admit(s.Context, tokensOf(s.Context), func() time.Duration { return r.cool.maxWait(s.Context) })
-		}
-		if perr != nil {
-			if errors.Is(perr, ErrCoolingDown) {
+	// A retry spends the provider's budget as much as a new call: it waits its turn.
+	if r.cool != nil {
+		if err := r.cool.budget(s.Context); err != nil {
+			if errors.Is(err, ErrCoolingDown) {
 				return giveUp(GaveUpWaitTooLong, 0)
 			}
 			if resp != nil {
 				_ = resp.Body.Close()
 			}
-			return false, perr
+			return false, err
 		}
 	}
 	return true, nil

@@ -57,16 +57,8 @@ func (p *Pipeline) adoptShared(ctx context.Context) {
 // adopt pauses the pipeline until end, as another instance reported, without reporting it
 // back.
 func (c *cooldown) adopt(ctx context.Context, end time.Time) {
-	n := end.UnixNano()
-	for {
-		cur := c.until.Load()
-		if cur >= n {
-			return
-		}
-		if c.until.CompareAndSwap(cur, n) {
-			c.ev.emit(Event{Type: EventCooldownStarted, Delay: time.Until(end), Reason: "shared", Context: ctx})
-			return
-		}
+	if c.raise(end.UnixNano()) {
+		c.ev.emit(Event{Type: EventCooldownStarted, Delay: time.Until(end), Reason: "shared", Context: ctx})
 	}
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,6 +21,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/internal/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/openai"
@@ -56,12 +56,7 @@ func TestMain(m *testing.M) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		panic(fmt.Sprintf("initdb: %v\n%s", err, out))
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	_ = l.Close()
+	port := backend.FreePort()
 	pg := exec.Command(filepath.Join(bin, "postgres"), "-D", filepath.Join(dir, "data"), "-p", strconv.Itoa(port),
 		"-h", "127.0.0.1", "-k", dir, "-c", "fsync=off")
 	pg.SysProcAttr = cred
