@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,7 +14,14 @@ import (
 type breaker struct {
 	c     *circuit
 	ev    *emitter
-	share func(until time.Time) // tells the other instances the circuit opened (WithSharedState)
+	share func(Advice) // tells the other instances the circuit opened or closed (WithSharedState)
+
+	// With a ProbeElection (WithSharedState): the store, how long a probe may hold its
+	// election, until when (circuit time) another instance holds it, and whether this one does.
+	elect     ProbeElection
+	hold      time.Duration
+	elsewhere atomic.Int64
+	probing   atomic.Bool
 }
 
 func (b *breaker) init(o Options, ev *emitter) {
@@ -25,8 +33,18 @@ func (b *breaker) init(o Options, ev *emitter) {
 // visible (nil for a read of the state, Isolate and Reset).
 func (b *breaker) announce(ctx context.Context, ch change) {
 	if ch.ok {
-		if ch.to == CircuitOpen && b.share != nil {
-			b.share(b.c.epoch.Add(time.Duration(b.c.until.Load())))
+		if b.share != nil {
+			switch {
+			case ch.to == CircuitOpen:
+				if a := b.c.opening(); a != (Advice{}) {
+					b.share(a)
+				}
+			case ch.from == CircuitHalfOpen && ch.to == CircuitClosed:
+				b.share(Advice{ClosedAt: b.c.wallOf(b.c.now())})
+			}
+		}
+		if b.elect != nil {
+			b.probeFinished(ch)
 		}
 		b.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Context: ctx})
 	}
@@ -46,7 +64,16 @@ func (b *breaker) info() CircuitInfo {
 
 func (b *breaker) isolate() { b.announce(nil, b.c.isolate()) }
 
-func (b *breaker) reset() { b.announce(nil, b.c.reset()) }
+// reset closes the circuit here only: a closing is shared when a probe made it.
+func (b *breaker) reset() {
+	ch := b.c.reset()
+	if b.elect != nil {
+		b.probeFinished(ch)
+	}
+	if ch.ok {
+		b.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to})
+	}
+}
 
 // blocked reports whether the circuit now turns calls away (open or isolated), which tells
 // the retry layer that other calls tripped it and retrying is pointless.
@@ -116,6 +143,11 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	b.announce(ctx, ch)
 	if rej != nil {
 		return nil, b.reject(req, *rej)
+	}
+	if tk.probe && b.elect != nil {
+		if err := b.elected(req, tk); err != nil {
+			return nil, err
+		}
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {

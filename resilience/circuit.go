@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,6 +37,7 @@ type circuit struct {
 	// together with the fields below.
 	sg        atomic.Uint64
 	until     atomic.Int64 // open: when probes may start (since epoch); 0 otherwise
+	opened    atomic.Int64 // when the latest opening began (since epoch); MinInt64 before any
 	failures  atomic.Int64 // closed: consecutive failures
 	probes    int          // half-open: probes admitted and not excluded
 	successes int          // half-open: successful probes
@@ -55,7 +57,10 @@ func (cb *circuit) st() CircuitState {
 }
 
 // ticket is what admission gives a call, to hand back with its outcome.
-type ticket struct{ generation uint64 }
+type ticket struct {
+	generation uint64
+	probe      bool // admitted as a half-open probe
+}
 
 // verdict is how a call ended, for the circuit.
 type verdict int8
@@ -94,6 +99,7 @@ func newCircuit(o Options, c Clock) *circuit {
 	if cb.ratio > 0 {
 		cb.window.init(seconds(o.CircuitBreakerSamplingSeconds))
 	}
+	cb.opened.Store(math.MinInt64)
 	return cb
 }
 
@@ -140,6 +146,7 @@ func (cb *circuit) admit() (ticket, *rejection, change) {
 			return ticket{}, &rejection{state: CircuitHalfOpen}, ch
 		}
 		cb.probes++
+		return ticket{generation: gen, probe: true}, nil, ch
 	}
 	return ticket{generation: gen}, nil, ch
 }
@@ -199,6 +206,17 @@ func (cb *circuit) readyToTrip() bool {
 	}
 	calls, failed := cb.window.sum(cb.now())
 	return calls >= cb.minCalls && float64(failed) >= cb.ratio*float64(calls)
+}
+
+// opening returns the current opening as advice for the other instances, zero when the
+// circuit is no longer open.
+func (cb *circuit) opening() Advice {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	if cb.st() != CircuitOpen {
+		return Advice{}
+	}
+	return Advice{OpenedAt: cb.wallOf(cb.opened.Load()), OpenUntil: cb.wallOf(cb.until.Load())}
 }
 
 // read returns the state now, moving an open circuit whose break is over to half-open.
@@ -262,7 +280,9 @@ func (cb *circuit) enter(s CircuitState) change {
 	cb.probes, cb.successes = 0, 0
 	cb.window.clear()
 	if s == CircuitOpen {
-		cb.until.Store(cb.now() + int64(cb.openFor))
+		now := cb.now()
+		cb.opened.Store(now)
+		cb.until.Store(now + int64(cb.openFor))
 	} else {
 		cb.until.Store(0)
 	}

@@ -34,6 +34,11 @@ const (
 	EventCooldownWaited
 	// EventCooldownRejected: a call could not wait the Delay left of the pause; not sent.
 	EventCooldownRejected
+	// EventSharedStateFailed: the shared state (WithSharedState) stopped answering (Err says
+	// why); calls go on with the instance's own state.
+	EventSharedStateFailed
+	// EventSharedStateRecovered: the shared state answers again.
+	EventSharedStateRecovered
 )
 
 // String returns a stable snake_case name, suitable as a metric or log attribute.
@@ -61,6 +66,10 @@ func (k EventType) String() string {
 		return "cooldown_waited"
 	case EventCooldownRejected:
 		return "cooldown_rejected"
+	case EventSharedStateFailed:
+		return "shared_state_failed"
+	case EventSharedStateRecovered:
+		return "shared_state_recovered"
 	}
 	return "unknown"
 }

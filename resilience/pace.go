@@ -35,6 +35,9 @@ type pacer struct {
 	// credit is tokens debited for calls that used fewer than their estimate (Settle), spent
 	// by the next calls before the token bucket.
 	credit atomic.Int64
+	// fleet, when the pipeline's shared state keeps budgets (SharedBudgets), debits every
+	// call from the fleet's budgets as well, after the instance's own.
+	fleet *fleet
 }
 
 // monotonic returns the pacer's clock, never earlier than a time it returned before.
@@ -84,7 +87,10 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 		n = min(tokens, tok.Burst()) // a call larger than the whole budget waits for all of it
 	}
 	if req != nil && !req.AllowN(now, 1) {
-		return p.slow(ctx, now, req, tok, n, limit())
+		if err := p.slow(ctx, now, req, tok, n, limit()); err != nil {
+			return err
+		}
+		return p.fleetAdmit(ctx, req, tok, n, limit)
 	}
 	if tok != nil {
 		n -= p.takeCredit(n)
@@ -92,7 +98,27 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 	if tok != nil && n > 0 && !tok.AllowN(now, n) {
 		// The request is debited already; if the call ends up refused, that request is lost
 		// to the budget: the pacer errs on the side of sending less.
-		return p.slow(ctx, now, nil, tok, n, limit())
+		if err := p.slow(ctx, now, nil, tok, n, limit()); err != nil {
+			return err
+		}
+	}
+	return p.fleetAdmit(ctx, req, tok, n, limit)
+}
+
+// fleetAdmit debits the call from the fleet's budgets (see SharedBudgets), nil at once for a
+// pipeline that does not share them.
+func (p *pacer) fleetAdmit(ctx context.Context, req, tok *rate.Limiter, n int, limit func() time.Duration) error {
+	f := p.fleet
+	if f == nil {
+		return nil
+	}
+	if req != nil {
+		if err := f.take(ctx, &f.req, "requests", int64(req.Burst()), 1, limit); err != nil {
+			return err
+		}
+	}
+	if tok != nil && n > 0 {
+		return f.take(ctx, &f.tok, "tokens", int64(tok.Burst()), int64(n), limit)
 	}
 	return nil
 }
@@ -215,6 +241,9 @@ func (p *pacer) settle(estimated, used int) {
 	}
 	if used > estimated {
 		tok.AllowN(p.monotonic(), min(used-estimated, int(tok.TokensAt(p.monotonic()))))
+		if p.fleet != nil {
+			p.fleet.tok.debit(int64(used - estimated))
+		}
 		return
 	}
 	limit := int64(tok.Burst())

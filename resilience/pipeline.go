@@ -77,11 +77,7 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	p.breaker.init(opts, &p.ev)
 	p.retry.init(opts, p.policy, &p.ev, &p.breaker)
 	p.retry.cool, p.retry.pace = &p.cool, &p.pace
-	if p.shared != nil {
-		shared, name := p.shared, p.name
-		p.cool.share = func(end time.Time) { shared.Advise(name, Advice{CoolUntil: end}) }
-		p.breaker.share = func(until time.Time) { shared.Advise(name, Advice{OpenUntil: until}) }
-	}
+	p.initShared()
 	return p, nil
 }
 

@@ -3,9 +3,13 @@ package steadyredis_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,11 +39,15 @@ type instance struct {
 	client *http.Client
 }
 
-func newInstance(t *testing.T, name string, prefix string, o resilience.Options) *instance {
+func newInstance(t *testing.T, name string, prefix string, o resilience.Options, opts ...resilience.Option) *instance {
 	t.Helper()
-	store := steadyredis.New(steadyredis.Options{Addr: addr(), Prefix: prefix, PollInterval: 50 * time.Millisecond})
-	t.Cleanup(func() { _ = store.Close() })
-	p, err := resilience.New(o, resilience.WithName(name), resilience.WithSharedState(store))
+	var store *steadyredis.Store
+	if prefix != "" {
+		store = steadyredis.New(steadyredis.Options{Addr: addr(), Prefix: prefix, PollInterval: 50 * time.Millisecond})
+		t.Cleanup(func() { _ = store.Close() })
+		opts = append(opts, resilience.WithSharedState(store))
+	}
+	p, err := resilience.New(o, append(opts, resilience.WithName(name))...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,4 +149,152 @@ func TestRedis_AnOutageOfRedisFailsNoCall(t *testing.T) {
 	eventually(t, "the store to recover", func() bool { return b.store.Err() == nil })
 	_ = a.call(context.Background(), limited.OpenAIBaseURL()+"/chat/completions")
 	eventually(t, "b to learn of a's pause after the restart", func() bool { return !b.store.Advice("p").CoolUntil.IsZero() })
+}
+
+// Exactly one instance probes when the shared break ends: the others are turned away without
+// a request until its outcome (here a success) closes the circuit everywhere.
+func TestRedis_OneProbePerBreak(t *testing.T) {
+	var requests atomic.Int32
+	var failing atomic.Bool
+	failing.Store(true)
+	release := make(chan struct{})
+	held := make(chan struct{}, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		if failing.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		held <- struct{}{}
+		<-release
+	}))
+	defer srv.Close()
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	defer open()
+	o := options()
+	o.CircuitBreakerDurationSeconds = 1
+	ins := []*instance{newInstance(t, "openai", t.Name(), o), newInstance(t, "openai", t.Name(), o), newInstance(t, "openai", t.Name(), o)}
+	for _, in := range ins[1:] {
+		_ = in.store.Advice("openai")
+	}
+	for range 3 {
+		_ = ins[0].call(context.Background(), srv.URL)
+	}
+	for _, in := range ins[1:] {
+		eventually(t, "the opening to reach every instance", func() bool { return !in.store.Advice("openai").OpenUntil.IsZero() })
+	}
+	failing.Store(false)
+	time.Sleep(1100 * time.Millisecond) // the break ends on every instance
+
+	// Every instance tries at once; one call becomes the probe and waits at the server.
+	var wg sync.WaitGroup
+	var rejected atomic.Int32
+	for _, in := range ins {
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := in.call(context.Background(), srv.URL); errors.Is(err, resilience.ErrCircuitOpen) {
+					rejected.Add(1)
+				}
+			}()
+		}
+	}
+	select {
+	case <-held:
+	case <-time.After(5 * time.Second):
+		t.Fatalf("no probe: %d requests, %d rejected, states %v %v %v", requests.Load(), rejected.Load(),
+			ins[0].p.CircuitState(), ins[1].p.CircuitState(), ins[2].p.CircuitState())
+	}
+	eventually(t, fmt.Sprint("the other calls to be turned away ", requests.Load(), rejected.Load()), func() bool { return rejected.Load() == 8 })
+	if n := requests.Load(); n != 4 {
+		t.Fatalf("the server saw %d requests, want the 3 failures and one probe", n)
+	}
+	open()
+	wg.Wait()
+	for i, in := range ins {
+		eventually(t, fmt.Sprintf("instance %d to close", i), func() bool {
+			return in.call(context.Background(), srv.URL) == nil && in.p.CircuitState() == resilience.CircuitClosed
+		})
+	}
+}
+
+// scaledClock runs 60 times faster than the wall clock: a minute passes in a second. The
+// pipelines, the budgets in Redis and the fake server share it.
+type scaledClock struct{ start time.Time }
+
+const speed = 60
+
+func (c scaledClock) Now() time.Time {
+	return c.start.Add(time.Duration(int64(time.Since(c.start)) * speed))
+}
+
+func (c scaledClock) AfterFunc(d time.Duration, f func()) resilience.Timer {
+	return scaledTimer{time.AfterFunc(d/speed, f)}
+}
+
+type scaledTimer struct{ t *time.Timer }
+
+func (t scaledTimer) Stop() bool                 { return t.t.Stop() }
+func (t scaledTimer) Reset(d time.Duration) bool { return t.t.Reset(d / speed) }
+
+// runFleet has four instances, three callers each, call a fake server that allows the key
+// rpm requests a minute, for three (scaled) minutes; each instance paces itself to rpm. It
+// returns the requests the server saw and how many it answered 429.
+func runFleet(t *testing.T, shared bool) (sent, limited int) {
+	const rpm = 600
+	clock := scaledClock{start: time.Now()}
+	s := mocks.NewServer(mocks.WithKeyRateLimits("sk-test", mocks.RateLimits{RequestsPerMinute: rpm}), mocks.WithClock(clock.Now))
+	defer s.Close()
+	o := options()
+	o.PaceRequestsPerMinute = rpm
+	o.BulkheadMaxConcurrency = 100
+	o.RetryMaxDelaySeconds = 120
+	o.TimeoutSeconds = 600
+	o.StreamIdleTimeoutSeconds = 600
+	o.PaceFromHeaders, o.RateLimitCooldown = false, false // only the budget paces
+	prefix := ""
+	if shared {
+		prefix = t.Name()
+	}
+	var stop atomic.Bool
+	time.AfterFunc(3*time.Second, func() { stop.Store(true) })
+	var wg sync.WaitGroup
+	for range 4 {
+		in := newInstance(t, "openai", prefix, o, resilience.WithClock(clock))
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for !stop.Load() {
+					_ = in.call(context.Background(), s.OpenAIBaseURL()+"/chat/completions")
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	for _, q := range s.Journal().Requests() {
+		sent++
+		if strings.HasPrefix(q.Step, "429") {
+			limited++
+		}
+	}
+	return sent, limited
+}
+
+// Four instances pacing against one key's limit stay within it when they share the budget;
+// each pacing alone, they send four times the limit and collect 429s.
+func TestRedis_FourInstancesShareOneBudget(t *testing.T) {
+	sent, limited := runFleet(t, true)
+	alone, aloneLimited := runFleet(t, false)
+	t.Logf("shared budget: %d requests, %d answered 429; each alone: %d requests, %d answered 429", sent, limited, alone, aloneLimited)
+	// Three scaled minutes at most (the run stops on wall time): the full first minute and
+	// two refills. Two thirds of that proves the fleet was not starved.
+	if float64(limited) > 0.01*float64(sent) || sent < 2*600*2/3 {
+		t.Fatalf("shared: %d of %d requests answered 429", limited, sent)
+	}
+	if aloneLimited < alone/3 {
+		t.Fatalf("alone: only %d of %d requests answered 429: the test does not load the limit", aloneLimited, alone)
+	}
 }
