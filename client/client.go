@@ -20,6 +20,7 @@ type Client struct {
 	base      http.RoundTripper
 	observer  resilience.Observer
 	clock     resilience.Clock              // nil: the wall clock
+	shared    resilience.SharedState        // nil: each instance alone
 	telemetry Telemetry                     // nil: no telemetry, at no cost
 	policies  map[string]*resilience.Policy // the named policies of WithPolicy
 	// failoverAfter is the longest a call waits on a provider when another can serve it at
@@ -146,6 +147,24 @@ func WithClock(clock resilience.Clock) Option {
 		return nil
 	}
 }
+
+// WithSharedState shares every provider's (and deployment's) circuit state, rate-limit pauses
+// and per-minute budgets with the application's other instances through s (see
+// resilience.WithSharedState; github.com/steadyllm/steady/state/redis is a store on Redis).
+// The client does not close s.
+func WithSharedState(s resilience.SharedState) Option {
+	return func(b *builder) error {
+		if s == nil {
+			return errors.New("client: WithSharedState with a nil store")
+		}
+		b.c.shared = s
+		return nil
+	}
+}
+
+// SharedState returns the store the client shares its state through (WithSharedState), nil
+// when none. health.Checker.AddSet reads it to report the store's trouble.
+func (c *Client) SharedState() resilience.SharedState { return c.shared }
 
 // WithObserver sends the resilience events of every provider's pipeline to fn; Event.Pipeline
 // is the provider's name.

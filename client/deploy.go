@@ -166,6 +166,9 @@ func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
 		if obs := c.pipelineObserver(); obs != nil {
 			popts = append(popts, resilience.OnEvent(obs))
 		}
+		if c.shared != nil {
+			popts = append(popts, resilience.WithSharedState(c.shared))
+		}
 		p, err := resilience.New(opts, popts...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("client: provider %q: %w", name, err))

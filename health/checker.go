@@ -74,11 +74,38 @@ type Checker struct {
 
 	mu      sync.RWMutex
 	sources map[string]CircuitSource
+	shared  map[string]SharedStateSource
+}
+
+// SharedStateSource is a store that shares circuit state between the instances of an
+// application (resilience.SharedState; github.com/steadyllm/steady/state/redis), read for
+// its trouble: Err returns nil while the store answers. It must be cheap and must not block.
+type SharedStateSource interface {
+	Err() error
+}
+
+// AddSharedState registers the shared-state store src under name, which appears in the
+// output as the check "name:shared-state". A store in trouble is a warning, never a failure:
+// every instance goes on with its own state. Adding a name again replaces it; an empty name
+// or a nil src panics, as in Add.
+func (c *Checker) AddSharedState(name string, src SharedStateSource) {
+	if name == "" || src == nil {
+		panic(fmt.Sprintf("health: AddSharedState(%q) with an empty name or a nil source", name))
+	}
+	c.mu.Lock()
+	c.shared[name] = src
+	c.mu.Unlock()
+}
+
+// sharedStateOwner is a CircuitSet whose circuits share state between instances (the steady
+// client built with a shared-state store): AddSet adds the store too.
+type sharedStateOwner interface {
+	SharedState() resilience.SharedState
 }
 
 // NewChecker returns a checker with no sources. With no sources it reports pass.
 func NewChecker(opts ...Option) *Checker {
-	c := &Checker{now: time.Now, sources: make(map[string]CircuitSource)}
+	c := &Checker{now: time.Now, sources: make(map[string]CircuitSource), shared: make(map[string]SharedStateSource)}
 	for _, o := range opts {
 		if o == nil {
 			continue // a nil option is no option
@@ -114,10 +141,17 @@ func (c *Checker) AddAll(sources map[string]*resilience.Pipeline) {
 	}
 }
 
-// AddSet registers every circuit of set, as AddAll does. The set is read once: circuits
-// that set gains later are not seen until AddSet is called again.
+// AddSet registers every circuit of set, as AddAll does, and, when set shares its state
+// between instances through a store that reports its trouble, the store as AddSharedState
+// does, under the name "shared". The set is read once: circuits that set gains later are not
+// seen until AddSet is called again.
 func (c *Checker) AddSet(set CircuitSet) {
 	c.AddAll(set.Circuits())
+	if o, ok := set.(sharedStateOwner); ok {
+		if src, ok := o.SharedState().(SharedStateSource); ok && src != nil {
+			c.AddSharedState("shared", src)
+		}
+	}
 }
 
 // CheckResult is one source's state at the time of a check.
@@ -157,6 +191,17 @@ type Report struct {
 	Time time.Time
 	// Checks holds one result per source, sorted by name.
 	Checks []CheckResult
+	// SharedStates holds one result per shared-state store, sorted by name.
+	SharedStates []SharedStateResult
+}
+
+// SharedStateResult is one shared-state store's state at the time of a check.
+type SharedStateResult struct {
+	Name string
+	// Up is true while the store answers.
+	Up bool
+	// Status is pass while the store answers, warn while it does not.
+	Status Status
 }
 
 // Report reads every source now and aggregates their statuses.
@@ -167,6 +212,14 @@ func (c *Checker) Report() Report {
 	for name, src := range c.sources {
 		results = append(results, CheckResult{Name: name})
 		srcs = append(srcs, src)
+	}
+	shared := make([]SharedStateResult, 0, len(c.shared))
+	for name, src := range c.shared {
+		r := SharedStateResult{Name: name, Up: src.Err() == nil, Status: StatusPass}
+		if !r.Up {
+			r.Status = StatusWarn
+		}
+		shared = append(shared, r)
 	}
 	c.mu.RUnlock()
 
@@ -194,7 +247,14 @@ func (c *Checker) Report() Report {
 		}
 	}
 	slices.SortFunc(results, func(a, b CheckResult) int { return strings.Compare(a.Name, b.Name) })
-	return Report{Status: aggregate(results, c.fallback), Time: c.now(), Checks: results}
+	slices.SortFunc(shared, func(a, b SharedStateResult) int { return strings.Compare(a.Name, b.Name) })
+	status := aggregate(results, c.fallback)
+	for _, r := range shared {
+		if r.Status.rank() > status.rank() {
+			status = r.Status // at worst a warning: calls go on with local state
+		}
+	}
+	return Report{Status: status, Time: c.now(), Checks: results, SharedStates: shared}
 }
 
 // Check reports whether the application is ready to serve LLM calls, in the form most Go

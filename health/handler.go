@@ -54,8 +54,10 @@ type check struct {
 // next probe as a Go duration string rounded to the millisecond; coolingFor, another
 // extension, is present while the pipeline pauses after a rate limit (the status is then at
 // least warn); requestsLeft and tokensLeft, the share left of the per-minute budgets of a
-// pacing pipeline ("0.40"), are present when the budget is known. "checks" is an empty
-// object when there are no sources.
+// pacing pipeline ("0.40"), are present when the budget is known. A shared-state store
+// (AddSharedState) is the check "<name>:shared-state" of componentType "datastore", observed
+// "up" (pass) or "down" (warn: never fail, since calls go on with local state); its error is
+// not shown. "checks" is an empty object when there are no sources.
 func (r Report) MarshalJSON() ([]byte, error) {
 	doc := document{Status: r.Status, Checks: make(map[string][]check, len(r.Checks))}
 	stamp := r.Time.UTC().Format(time.RFC3339)
@@ -79,6 +81,13 @@ func (r Report) MarshalJSON() ([]byte, error) {
 			ck.TokensLeft = strconv.FormatFloat(cr.TokensLeft, 'f', 2, 64)
 		}
 		doc.Checks[cr.Name+":circuit"] = []check{ck}
+	}
+	for _, sr := range r.SharedStates {
+		v := "up"
+		if !sr.Up {
+			v = "down"
+		}
+		doc.Checks[sr.Name+":shared-state"] = []check{{ComponentType: "datastore", ObservedValue: v, Status: sr.Status, Time: stamp}}
 	}
 	return json.Marshal(doc)
 }

@@ -250,6 +250,22 @@ var descriptors = [...]eventDesc{
 		},
 		fields: func(e resilience.Event, fs *fields) { fs.ms(fDelayMs, e.Delay) },
 	},
+	resilience.EventSharedStateFailed: {
+		counter: func(in *instruments) metric.Int64Counter { return in.sharedFailures },
+		label:   func(resilience.Event) (attribute.Key, string, int) { return "", "", 0 },
+		span:    SpanEventSharedState,
+		level:   levelOf(slog.LevelWarn),
+		message: func(e resilience.Event) string {
+			return fmt.Sprintf("%s: the shared state does not answer; going on with this instance's own state", e.Pipeline)
+		},
+	},
+	resilience.EventSharedStateRecovered: {
+		span:  SpanEventSharedState,
+		level: levelOf(slog.LevelInfo),
+		message: func(e resilience.Event) string {
+			return fmt.Sprintf("%s: the shared state answers again", e.Pipeline)
+		},
+	},
 }
 
 // describe returns the descriptor of e's type, or nil for a type this version does not know.

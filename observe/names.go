@@ -33,6 +33,9 @@ const (
 	// MetricCooldownRejected counts calls refused during a rate-limit pause they could not wait
 	// out, by provider.
 	MetricCooldownRejected = "llm_resilience_cooldown_rejected_total"
+	// MetricSharedStateFailures counts the times the shared state (several instances, one
+	// view) stopped answering, by provider; calls go on with each instance's own state.
+	MetricSharedStateFailures = "llm_resilience_shared_state_failures_total"
 	// MetricCallDuration is the duration in seconds of each provider's handling of a logical
 	// call (every attempt and wait; for a stream, until it ends), by provider and outcome.
 	MetricCallDuration = "llm_resilience_call_duration"

@@ -253,3 +253,36 @@ func TestPipeline_EventsWithoutASpanStillCount(t *testing.T) {
 		t.Errorf("%d spans started by a bare pipeline", n)
 	}
 }
+
+// watchedState is a shared state whose trouble the test reports by hand.
+type watchedState struct{ watchers []func(error) }
+
+func (s *watchedState) Advise(string, resilience.Advice) {}
+func (s *watchedState) Advice(string) resilience.Advice  { return resilience.Advice{} }
+func (s *watchedState) Watch(f func(error))              { s.watchers = append(s.watchers, f) }
+func (s *watchedState) report(err error) {
+	for _, f := range s.watchers {
+		f(err)
+	}
+}
+
+// The shared state's trouble is counted, logged as a warning, and its recovery logged.
+func TestPipelineTelemetry_SharedStateTrouble(t *testing.T) {
+	h := newHarness(t)
+	s := &watchedState{}
+	if _, err := resilience.New(resilience.DefaultOptions(), resilience.WithName("openai"), resilience.WithSharedState(s),
+		h.tel.PipelineOption()); err != nil {
+		t.Fatal(err)
+	}
+	s.report(errors.New("dial tcp 127.0.0.1:1: connection refused"))
+	s.report(nil)
+	if p := h.value(t, observe.MetricSharedStateFailures, observe.KeyProvider.String("openai")); p.sum != 1 {
+		t.Fatalf("%s = %v", observe.MetricSharedStateFailures, p.sum)
+	}
+	if recs := withEvent(h.records(t), resilience.EventSharedStateFailed); len(recs) != 1 || recs[0].str("level") != "WARN" {
+		t.Fatalf("failure records: %v", recs)
+	}
+	if recs := withEvent(h.records(t), resilience.EventSharedStateRecovered); len(recs) != 1 {
+		t.Fatalf("recovery records: %v", recs)
+	}
+}

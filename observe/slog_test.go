@@ -57,6 +57,11 @@ func TestSlogObserver_LevelsMessagesAndAttributes(t *testing.T) {
 			"WARN", "bulkhead for openai full: call rejected", map[string]any{"event": "bulkhead_rejected"}},
 		{"bulkhead queue timeout", resilience.Event{Type: resilience.EventBulkheadRejected, Duration: 2 * time.Second},
 			"WARN", "bulkhead for openai: no free slot after waiting 2s, call rejected", map[string]any{"duration_ms": 2000.0}},
+		{"shared state failed", resilience.Event{Type: resilience.EventSharedStateFailed, Err: errors.New("dial tcp 127.0.0.1:6379: connection refused")},
+			"WARN", "openai: the shared state does not answer; going on with this instance's own state",
+			map[string]any{"event": "shared_state_failed", "error": "dial tcp 127.0.0.1:6379: connection refused"}},
+		{"shared state recovered", resilience.Event{Type: resilience.EventSharedStateRecovered},
+			"INFO", "openai: the shared state answers again", map[string]any{"event": "shared_state_recovered"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var buf bytes.Buffer

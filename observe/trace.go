@@ -19,6 +19,7 @@ const (
 	SpanEventCooldown         = "cooldown"          // a 429 paused the provider
 	SpanEventCooldownWaited   = "cooldown_waited"   // the call waited for the pause to end
 	SpanEventCooldownRejected = "cooldown_rejected" // the call could not wait: not sent
+	SpanEventSharedState      = "shared_state"      // the shared state failed or recovered
 )
 
 // spanEvent adds a pipeline event to the span in the event's context, if that span records:
