@@ -13,8 +13,10 @@ package steady
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/steadyllm/steady/client"
@@ -96,7 +98,52 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 	if len(cfg.Policies) > 0 {
 		all = append(all, client.WithPolicies(cfg.Policies)) // for client.WithPolicy(name)
 	}
+	if ss := cfg.SharedState; ss != nil {
+		store, closer, err := openSharedState(*ss)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, client.WithSharedState(store), client.WithCloser(closer))
+		c, err := client.New(append(all, opts...)...)
+		if err != nil {
+			_ = closer.Close()
+		}
+		return c, err
+	}
 	return client.New(append(all, opts...)...)
+}
+
+// SharedStateDriver opens the store LLM.SharedState describes; the closer stops it.
+type SharedStateDriver func(cfg config.SharedState) (resilience.SharedState, io.Closer, error)
+
+var (
+	driversMu sync.RWMutex
+	drivers   = map[string]SharedStateDriver{}
+)
+
+// RegisterSharedState makes a shared-state driver available to FromConfig under name, the
+// value of LLM.SharedState.Driver. A driver package calls it from its init function, so that
+// a program enables it with one import (import _ "github.com/steadyllm/steady/state/redis").
+// Registering a name twice replaces the driver.
+func RegisterSharedState(name string, d SharedStateDriver) {
+	driversMu.Lock()
+	drivers[name] = d
+	driversMu.Unlock()
+}
+
+func openSharedState(ss config.SharedState) (resilience.SharedState, io.Closer, error) {
+	driversMu.RLock()
+	d := drivers[ss.Driver]
+	driversMu.RUnlock()
+	if d == nil {
+		return nil, nil, fmt.Errorf("steady: LLM.SharedState.Driver is %q but no such driver is linked into the program: "+
+			"add import _ \"github.com/steadyllm/steady/state/redis\"", ss.Driver)
+	}
+	store, closer, err := d(ss)
+	if err != nil {
+		return nil, nil, fmt.Errorf("steady: LLM.SharedState: %w", err)
+	}
+	return store, closer, nil
 }
 
 // dialects builds the provider of each dialect of the configuration: the provider kinds this

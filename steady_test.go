@@ -369,3 +369,16 @@ func clientFromJSON(t *testing.T, doc string, env []string) *client.Client {
 	t.Cleanup(c.CloseIdleConnections)
 	return c
 }
+
+// LLM.SharedState without its driver linked in is an error that says which import is missing.
+func TestFromConfig_SharedStateNeedsItsDriver(t *testing.T) {
+	cfg, err := config.ParseWithEnv([]byte(`{"LLM": {"Providers": {"local": {"Dialect": "openai-compatible",
+		"BaseURL": "http://127.0.0.1:1/v1"}}, "SharedState": {"Address": "127.0.0.1:6379"}}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = steady.FromConfig(cfg)
+	if err == nil || !strings.Contains(err.Error(), `import _ "github.com/steadyllm/steady/state/redis"`) {
+		t.Fatalf("got %v", err)
+	}
+}

@@ -3,6 +3,7 @@ package client
 import (
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -21,6 +22,7 @@ type Client struct {
 	observer  resilience.Observer
 	clock     resilience.Clock              // nil: the wall clock
 	shared    resilience.SharedState        // nil: each instance alone
+	closers   []io.Closer                   // closed by Close
 	telemetry Telemetry                     // nil: no telemetry, at no cost
 	policies  map[string]*resilience.Policy // the named policies of WithPolicy
 	// failoverAfter is the longest a call waits on a provider when another can serve it at
@@ -160,6 +162,29 @@ func WithSharedState(s resilience.SharedState) Option {
 		b.c.shared = s
 		return nil
 	}
+}
+
+// WithCloser hands c to the client, which closes it in Close: a store the client's builder
+// opened for it (steady.FromConfig opens the LLM.SharedState store this way).
+func WithCloser(c io.Closer) Option {
+	return func(b *builder) error {
+		if c == nil {
+			return errors.New("client: WithCloser with nil")
+		}
+		b.c.closers = append(b.c.closers, c)
+		return nil
+	}
+}
+
+// Close releases what the client holds: its idle connections and what was handed to it with
+// WithCloser. Calls made after Close may fail.
+func (c *Client) Close() error {
+	c.CloseIdleConnections()
+	var errs []error
+	for _, cl := range c.closers {
+		errs = append(errs, cl.Close())
+	}
+	return errors.Join(errs...)
 }
 
 // SharedState returns the store the client shares its state through (WithSharedState), nil

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 
@@ -64,7 +65,59 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 		}
 		cfg.FailoverAfterSeconds = &f
 	}
+	if tree, ok := llm[keySharedState].(map[string]any); ok {
+		cfg.SharedState = buildSharedState(ps, tree, env)
+	}
 	return cfg
+}
+
+// buildSharedState decodes and checks LLM.SharedState.
+func buildSharedState(ps *problems, tree map[string]any, env func(string) (string, bool)) *SharedState {
+	str := func(key string) string { s, _ := tree[key].(string); return strings.TrimSpace(s) }
+	secs := func(key string) float64 { f, _ := tree[key].(float64); return f }
+	db, _ := tree["DB"].(int)
+	tls, _ := tree["TLS"].(bool)
+	closed, _ := tree["FailClosed"].(bool)
+	s := &SharedState{Driver: strings.ToLower(str("Driver")), Address: str("Address"), Prefix: str("Prefix"), DB: db,
+		UsernameEnv: str("UsernameEnv"), PasswordEnv: str("PasswordEnv"), TLS: tls,
+		PollIntervalSeconds: secs("PollIntervalSeconds"), TimeoutSeconds: secs("TimeoutSeconds"), FailClosed: closed, lookup: env}
+	path := keyLLM + "." + keySharedState + "."
+	add := func(key string, value any, allowed string) {
+		ps.add(Problem{Path: path + key, Value: value, Allowed: allowed})
+	}
+	if s.Driver == "" {
+		s.Driver = "redis"
+	}
+	if s.Driver != "redis" {
+		add("Driver", str("Driver"), `must be "redis" (the default)`)
+	}
+	if s.Address == "" {
+		add("Address", nil, `is required: Redis's host:port, such as "127.0.0.1:6379"`)
+	} else if host, port, err := net.SplitHostPort(s.Address); err != nil || host == "" || port == "" || redact.LooksLikeKey(s.Address) {
+		add("Address", nil, `must be host:port, such as "redis.internal:6379", without credentials (use UsernameEnv and PasswordEnv)`)
+	}
+	if s.DB < 0 || s.DB > 1000 {
+		add("DB", s.DB, "must be between 0 and 1000")
+	}
+	if s.PollIntervalSeconds != 0 && (s.PollIntervalSeconds < 0.01 || s.PollIntervalSeconds > 60) {
+		add("PollIntervalSeconds", s.PollIntervalSeconds, "must be between 0.01 and 60 seconds (0: the default, 0.25)")
+	}
+	if s.TimeoutSeconds != 0 && (s.TimeoutSeconds < 0.001 || s.TimeoutSeconds > 10) {
+		add("TimeoutSeconds", s.TimeoutSeconds, "must be between 0.001 and 10 seconds (0: the default, 0.2)")
+	}
+	for _, key := range []string{"UsernameEnv", "PasswordEnv"} {
+		name := str(key)
+		switch {
+		case name == "":
+		case !validEnvName(name) || redact.LooksLikeKey(name):
+			add(key, nil, envNameAdvice)
+		default:
+			if v, ok := env(name); !ok || v == "" {
+				add(key, name, "names an environment variable that is not set (or is empty)")
+			}
+		}
+	}
+	return s
 }
 
 // index finds names case-insensitively in constant time, so that a load stays linear in the

@@ -40,6 +40,57 @@ type Config struct {
 	// DeploymentOf names it), how calls are routed among them: "priority" (the default),
 	// "weighted", "round_robin", "least_in_flight" or "most_headroom" (client.Strategies).
 	Routing map[string]string
+	// SharedState is LLM.SharedState: the store through which the application's instances
+	// share circuit state, rate-limit pauses and per-minute budgets; nil when not configured
+	// (each instance alone).
+	SharedState *SharedState
+}
+
+// SharedState is LLM.SharedState. steady.FromConfig opens it with the driver its Driver
+// names, which the program links in with one import (for "redis":
+// import _ "github.com/steadyllm/steady/state/redis").
+type SharedState struct {
+	// Driver is "redis" (the default).
+	Driver string
+	// Address is the store's host:port. Required.
+	Address string
+	// Prefix starts every key the store writes ("steady:" when empty): instances that share
+	// a prefix share their state.
+	Prefix string
+	// DB selects the Redis database. Allowed: 0..1000.
+	DB int
+	// UsernameEnv and PasswordEnv name the environment variables that hold the credentials
+	// (never the credentials themselves); each, when named, must be set.
+	UsernameEnv, PasswordEnv string
+	// TLS connects over TLS, verified against the system's roots.
+	TLS bool
+	// PollIntervalSeconds is how often an instance reads the others' advice (0: 0.25).
+	// Allowed: 0.01..60.
+	PollIntervalSeconds float64
+	// TimeoutSeconds bounds every command, and so the longest a call ever waits for the
+	// store (0: 0.2). Allowed: 0.001..10.
+	TimeoutSeconds float64
+	// FailClosed refuses calls that need room in a shared budget while the store cannot be
+	// reached, instead of letting each instance go on under its own budget (the default).
+	FailClosed bool
+
+	lookup func(name string) (string, bool)
+}
+
+// Credentials returns the username and password read from the variables UsernameEnv and
+// PasswordEnv name, in the environment the configuration was loaded with.
+func (s SharedState) Credentials() (username, password string) {
+	lookup := s.lookup
+	if lookup == nil {
+		lookup = os.LookupEnv
+	}
+	if s.UsernameEnv != "" {
+		username, _ = lookup(s.UsernameEnv)
+	}
+	if s.PasswordEnv != "" {
+		password, _ = lookup(s.PasswordEnv)
+	}
+	return username, password
 }
 
 // Groups returns the providers made of deployments: each name that providers' DeploymentOf

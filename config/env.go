@@ -130,6 +130,12 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		return w.leaf(1, kindSeconds)
 	case keyRouting:
 		return w.mapEntry(1)
+	case keySharedState:
+		field, ok := w.match(1, sharedStateKeys)
+		if !ok {
+			return envTarget{}, false
+		}
+		return w.leaf(2, sharedStateFields[field])
 	case keyPolicies:
 		if !w.declared(1, &r.names.policies) {
 			return envTarget{}, false

@@ -195,6 +195,16 @@ func (p *jsonParser) llm(path string, v any) map[string]any {
 			if m := p.stringMap(path, v); m != nil {
 				sub = m
 			}
+		case keySharedState:
+			if m, ok := p.object(path, v); ok {
+				fields := map[string]any{}
+				p.eachKey(path, m, sharedStateKeys, p.unknownKey(sharedStateKeys), func(path, canon string, v any) {
+					if nv := p.leaf(path, sharedStateFields[canon], v); nv != nil {
+						fields[canon] = nv
+					}
+				})
+				sub = fields
+			}
 		}
 		if sub != nil {
 			out[canon] = sub

@@ -42,6 +42,7 @@ const (
 	keyRPM              = "RequestsPerMinute"
 	keyTPM              = "TokensPerMinute"
 	keyRouting          = "Routing"
+	keySharedState      = "SharedState"
 	keyLimits           = "Limits"
 	keyModelMap         = "ModelMap"
 
@@ -51,7 +52,7 @@ const (
 )
 
 var (
-	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFailover, keyRouting}
+	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFailover, keyRouting, keySharedState}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
 		keyDeploymentOf, keyWeight, keyRPM, keyTPM}
@@ -86,6 +87,22 @@ var providerFields = map[string]providerField{
 	keyRPM:              {kind: kindInt},
 	keyTPM:              {kind: kindInt},
 }
+
+// sharedStateFields describes every field of LLM.SharedState.
+var sharedStateFields = map[string]kind{
+	"Driver":              kindString,
+	"Address":             kindString,
+	"Prefix":              kindString,
+	"DB":                  kindInt,
+	"UsernameEnv":         kindString,
+	"PasswordEnv":         kindString,
+	"TLS":                 kindBool,
+	"PollIntervalSeconds": kindSeconds,
+	"TimeoutSeconds":      kindSeconds,
+	"FailClosed":          kindBool,
+}
+
+var sharedStateKeys = sortedKeys(sharedStateFields)
 
 // routingStrategies are the values of LLM.Routing (client.Strategies).
 var routingStrategies = []string{"priority", "weighted", "round_robin", "least_in_flight", "most_headroom"}

@@ -33,6 +33,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -40,6 +42,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	steady "github.com/steadyllm/steady"
+	"github.com/steadyllm/steady/config"
 	"github.com/steadyllm/steady/resilience"
 )
 
@@ -162,6 +166,33 @@ local wait = 0
 if got < want then wait = math.ceil((want - got - tokens) / rate) end
 return {got, wait}
 `)
+
+func init() {
+	steady.RegisterSharedState("redis", func(c config.SharedState) (resilience.SharedState, io.Closer, error) {
+		s, err := FromConfig(c)
+		return s, s, err
+	})
+}
+
+// FromConfig starts a store as LLM.SharedState describes it (config.SharedState): address,
+// prefix, database, credentials from the environment variables it names, TLS, poll interval,
+// timeout and failure mode. Importing this package is enough for steady.FromConfig to do it:
+//
+//	import _ "github.com/steadyllm/steady/state/redis"
+func FromConfig(c config.SharedState) (*Store, error) {
+	if c.Address == "" {
+		return nil, errors.New("steadyredis: no Address")
+	}
+	user, pass := c.Credentials()
+	o := Options{Addr: c.Address, Username: user, Password: pass, DB: c.DB, Prefix: c.Prefix,
+		PollInterval: time.Duration(c.PollIntervalSeconds * float64(time.Second)),
+		Timeout:      time.Duration(c.TimeoutSeconds * float64(time.Second)), FailClosed: c.FailClosed}
+	if c.TLS {
+		host, _, _ := net.SplitHostPort(c.Address)
+		o.TLS = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
+	}
+	return New(o), nil
+}
 
 // New starts a store. Close stops it.
 func New(o Options) *Store {

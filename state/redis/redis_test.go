@@ -7,14 +7,19 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	steady "github.com/steadyllm/steady"
+	"github.com/steadyllm/steady/config"
+	"github.com/steadyllm/steady/health"
 	"github.com/steadyllm/steady/internal/backend"
 	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 	steadyredis "github.com/steadyllm/steady/state/redis"
 )
@@ -26,6 +31,9 @@ func addr() string { return redis.Addr }
 // TestMain runs the tests against a redis-server of their own (see internal/backend): without
 // one they are skipped, except under CI, where they must run.
 func TestMain(m *testing.M) {
+	if os.Getenv(childEnv) != "" {
+		os.Exit(child())
+	}
 	redis = backend.StartRedis()
 	code := m.Run()
 	redis.Stop()
@@ -298,3 +306,128 @@ func TestRedis_FourInstancesShareOneBudget(t *testing.T) {
 		t.Fatalf("alone: only %d of %d requests answered 429: the test does not load the limit", aloneLimited, alone)
 	}
 }
+
+const childEnv = "STEADYREDIS_TEST_CHILD"
+
+// appConfig is an application's configuration: one OpenAI-compatible provider at url, its
+// state shared through the test's Redis under prefix.
+func appConfig(url, redisAddr, prefix string) (*config.Config, error) {
+	return config.ParseWithEnv([]byte(fmt.Sprintf(`{"LLM": {
+		"Resilience": {"RetryCount": 0, "CircuitBreakerThreshold": 3},
+		"Providers": {"openai": {"Dialect": "openai-compatible", "BaseURL": %q, "Model": "gpt-4o-mini"}},
+		"SharedState": {"Address": %q, "Prefix": %q, "PollIntervalSeconds": 0.05}}}`, url, redisAddr, prefix)), nil)
+}
+
+var hello = &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: "hi"}}}
+
+// child is another process of the application: it calls the failing provider until its
+// circuit opens, lets the store write the opening, and exits.
+func child() int {
+	cfg, err := appConfig(os.Getenv(childEnv+"_URL"), os.Getenv(childEnv+"_REDIS"), os.Getenv(childEnv+"_PREFIX"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	c, err := steady.FromConfig(cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 2
+	}
+	for range 3 {
+		_, _ = c.Chat(context.Background(), hello)
+	}
+	if c.Circuits()["openai"].CircuitState() != resilience.CircuitOpen {
+		fmt.Fprintln(os.Stderr, "the child's circuit did not open")
+		return 1
+	}
+	time.Sleep(300 * time.Millisecond) // the opening is written in the background
+	_ = c.Close()
+	return 0
+}
+
+// Two processes built from configuration share one Redis: the circuit one of them opens
+// holds in the other, which sends nothing; the health check shows the store.
+func TestRedis_SeparateProcessesFromConfig(t *testing.T) {
+	s := mocks.NewServer(mocks.WithScript(mocks.Status(503).Always()))
+	defer s.Close()
+	cfg, err := appConfig(s.OpenAIBaseURL(), addr(), t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := steady.FromConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_ = c.Circuits()["openai"].CircuitInfo() // the instance is up before the other process starts
+	_ = c.SharedState().Advice("openai")
+
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), childEnv+"=1", childEnv+"_URL="+s.OpenAIBaseURL(), childEnv+"_REDIS="+addr(), childEnv+"_PREFIX="+t.Name())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the other process: %v\n%s", err, out)
+	}
+	eventually(t, "the opening to reach this process", func() bool { return !c.SharedState().Advice("openai").OpenUntil.IsZero() })
+	_, err = c.Chat(context.Background(), hello)
+	var perr *providers.Error
+	if !errors.As(err, &perr) || perr.Kind != providers.KindCircuitOpen {
+		t.Fatalf("this process: %v", err)
+	}
+	if n := s.Journal().Len(); n != 3 {
+		t.Fatalf("the server saw %d requests, want the other process's 3", n)
+	}
+	checker := health.NewChecker()
+	checker.AddSet(c)
+	if r := checker.Report(); len(r.SharedStates) != 1 || !r.SharedStates[0].Up {
+		t.Fatalf("health: %+v", r)
+	}
+}
+
+// BenchmarkHappyPath measures a successful call through a pipeline over an in-memory base
+// transport, alone and with its state shared through Redis (advice, and a requests budget
+// leased from Redis): the difference is what sharing costs a call. No call waits on Redis.
+func BenchmarkHappyPath(b *testing.B) {
+	base := roundTripper(func(*http.Request) (*http.Response, error) {
+		return &http.Response{StatusCode: 200, Body: http.NoBody, Header: http.Header{}}, nil
+	})
+	for _, bc := range []struct {
+		name   string
+		shared bool
+		rpm    int
+	}{{"alone", false, 0}, {"redis", true, 0}, {"alone_paced", false, 100_000_000}, {"redis_paced", true, 100_000_000}} {
+		b.Run(bc.name, func(b *testing.B) {
+			o := options()
+			o.PaceRequestsPerMinute = bc.rpm
+			opts := []resilience.Option{resilience.WithName("bench")}
+			var store *steadyredis.Store
+			if bc.shared {
+				store = steadyredis.New(steadyredis.Options{Addr: addr(), Prefix: b.Name()})
+				defer store.Close()
+				opts = append(opts, resilience.WithSharedState(store))
+			}
+			p, err := resilience.New(o, opts...)
+			if err != nil {
+				b.Fatal(err)
+			}
+			rt := p.Wrap(base)
+			req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/v1/chat/completions", nil)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				resp, err := rt.RoundTrip(req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_ = resp.Body.Close()
+			}
+			b.StopTimer()
+			if store != nil && store.Err() != nil {
+				b.Fatal(store.Err())
+			}
+		})
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
