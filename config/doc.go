@@ -19,6 +19,10 @@
 //     APIKeyEnv (the name of the variable holding the key), Model, APIVersion (azure), Policy
 //     (a policy name) and Resilience (overrides over the policy, or over LLM.Resilience).
 //   - LLM.Fallback: provider names, in the order to try them.
+//   - LLM.FailoverAfterSeconds, LLM.Routing: see [Config].
+//   - LLM.SharedState: the store the instances of the application share their circuit state,
+//     pauses and budgets through ([SharedState]: Address, Prefix, DB, UsernameEnv, PasswordEnv,
+//     TLS, PollIntervalSeconds, TimeoutSeconds, FailClosed).
 //
 // Sources are merged with koanf in this order, each overriding the one before key by key:
 // the defaults, each file in order, the environment. Environment variables follow the .NET
