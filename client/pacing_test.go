@@ -11,35 +11,12 @@ import (
 	"time"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/internal/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/openai"
 	"github.com/steadyllm/steady/resilience"
 )
-
-// scaledClock runs speed times faster than the wall clock: a minute of it passes in a
-// second when speed is 60. The pipelines and the fake server share it, so per-minute limits
-// on both sides mean the same minute.
-type scaledClock struct {
-	start time.Time
-	speed int64
-}
-
-func (c scaledClock) Now() time.Time {
-	return c.start.Add(time.Duration(int64(time.Since(c.start)) * c.speed))
-}
-
-func (c scaledClock) AfterFunc(d time.Duration, f func()) resilience.Timer {
-	return scaledTimer{time.AfterFunc(d/time.Duration(c.speed), f), c.speed}
-}
-
-type scaledTimer struct {
-	t     *time.Timer
-	speed int64
-}
-
-func (t scaledTimer) Stop() bool                 { return t.t.Stop() }
-func (t scaledTimer) Reset(d time.Duration) bool { return t.t.Reset(d / time.Duration(t.speed)) }
 
 // loadResult is what a closed loop of callers achieved against the limited fake.
 type loadResult struct {
@@ -68,7 +45,7 @@ const (
 // three keys to rpm requests and tpm tokens per minute, through a client with one deployment
 // per key, paced or not.
 func runLoad(t testing.TB, paced bool) loadResult {
-	clock := scaledClock{start: time.Now(), speed: scaledSpeedup}
+	clock := backend.NewScaledClock(scaledSpeedup)
 	var opts []mocks.Option
 	for k := range keys {
 		opts = append(opts, mocks.WithKeyRateLimits(fmt.Sprint("sk-key-", k), mocks.RateLimits{RequestsPerMinute: rpm, TokensPerMinute: tpm}))
@@ -121,7 +98,7 @@ func runLoad(t testing.TB, paced bool) loadResult {
 		}()
 	}
 	wg.Wait()
-	minutes := float64(clock.Now().Sub(clock.start)) / float64(time.Minute)
+	minutes := float64(clock.Now().Sub(clock.Start)) / float64(time.Minute)
 	r := loadResult{served: int(served.Load()), callersFailures: int(failed.Load()), fakeMinutes: minutes}
 	// Each key starts with a full minute's budget and refills it every minute.
 	cost := (len(req.Messages[0].Content)+3)/4 + req.MaxTokens

@@ -228,31 +228,12 @@ func TestRedis_OneProbePerBreak(t *testing.T) {
 	}
 }
 
-// scaledClock runs 60 times faster than the wall clock: a minute passes in a second. The
-// pipelines, the budgets in Redis and the fake server share it.
-type scaledClock struct{ start time.Time }
-
-const speed = 60
-
-func (c scaledClock) Now() time.Time {
-	return c.start.Add(time.Duration(int64(time.Since(c.start)) * speed))
-}
-
-func (c scaledClock) AfterFunc(d time.Duration, f func()) resilience.Timer {
-	return scaledTimer{time.AfterFunc(d/speed, f)}
-}
-
-type scaledTimer struct{ t *time.Timer }
-
-func (t scaledTimer) Stop() bool                 { return t.t.Stop() }
-func (t scaledTimer) Reset(d time.Duration) bool { return t.t.Reset(d / speed) }
-
 // runFleet has four instances, three callers each, call a fake server that allows the key
 // rpm requests a minute, for three (scaled) minutes; each instance paces itself to rpm. It
 // returns the requests the server saw and how many it answered 429.
 func runFleet(t *testing.T, shared bool) (sent, limited int) {
 	const rpm = 600
-	clock := scaledClock{start: time.Now()}
+	clock := backend.NewScaledClock(60)
 	s := mocks.NewServer(mocks.WithKeyRateLimits("sk-test", mocks.RateLimits{RequestsPerMinute: rpm}), mocks.WithClock(clock.Now))
 	defer s.Close()
 	o := options()
