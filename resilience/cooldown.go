@@ -14,32 +14,77 @@ import (
 //
 // The pause is kept as the end of the pause on the pipeline's time line (emitter.now), 0 when
 // none, so a call that finds no pause pays one atomic load and no clock read.
+//
+// No pause lasts longer than RateLimitMaxPauseSeconds, whatever the server asks: a 429 that says
+// "retry after a day" pauses the pipeline for the maximum, and when that ends one call goes
+// through as a probe while the others still find the pipeline paused. The probe's answer
+// decides: anything but a 429 ends the pause, a 429 starts the next one.
 type cooldown struct {
-	ev    *emitter
-	pol   *Policy // the pipeline's, for calls that bring none
-	on    bool    // Options.RateLimitCooldown
-	until atomic.Int64
-	pace  *pacer              // the pipeline's budgets, debited after the pause
-	share func(end time.Time) // tells the other instances (WithSharedState); nil: none
+	ev       *emitter
+	pol      *Policy // the pipeline's, for calls that bring none
+	on       bool    // Options.RateLimitCooldown
+	maxPause time.Duration
+	until    atomic.Int64
+	// capped is set while the pause that holds (or just ended) was cut at maxPause: its end
+	// admits one probe. probeAt is when the probe was let through (emitter time, UnixNano),
+	// 0 while none is out; probeHold is how long a probe may stay out before another call may
+	// take its place (the call's answer never came: the call was turned away further down).
+	capped    atomic.Bool
+	probeAt   atomic.Int64
+	probeHold time.Duration
+	pace      *pacer              // the pipeline's budgets, debited after the pause
+	share     func(end time.Time) // tells the other instances (WithSharedState); nil: none
 }
 
 func (c *cooldown) init(o Options, pol *Policy, ev *emitter) {
 	c.ev, c.pol, c.on = ev, pol, o.RateLimitCooldown
+	c.maxPause = seconds(o.RateLimitMaxPauseSeconds)
+	c.probeHold = max(seconds(o.TimeoutSeconds), time.Second)
+	if o.TimeoutSeconds <= 0 {
+		c.probeHold = 30 * time.Second
+	}
 }
 
 // extend pauses the pipeline until now+d, unless it is paused longer already, and reports the
-// pause when it grew.
+// pause when it grew. A d above the maximum pause is cut to it, and the pause's end then lets
+// one probe through (see cooldown).
 func (c *cooldown) extend(ctx context.Context, now time.Time, d time.Duration, fromServer bool) {
 	if !c.on || d <= 0 {
 		return
 	}
+	cut := d > c.maxPause
+	if cut {
+		d = c.maxPause
+	}
 	if !c.raise(now.Add(d).UnixNano()) {
 		return
 	}
+	c.capped.Store(cut)
+	c.probeAt.Store(0)
 	if c.share != nil {
 		c.share(now.Add(d))
 	}
 	c.ev.emit(Event{Type: EventCooldownStarted, Delay: d, ServerHint: fromServer, Context: ctx})
+}
+
+// end ends the pause at once, probe included (Pipeline.Reset).
+func (c *cooldown) end() {
+	c.until.Store(0)
+	c.capped.Store(false)
+	c.probeAt.Store(0)
+}
+
+// answered tells a capped pause what an attempt sent meanwhile got: any answer but a 429 says
+// the server takes calls again and ends the probing; a failure without an answer frees the
+// probe for another call. A 429 is left to extend, which starts the next pause.
+func (c *cooldown) answered(resp *http.Response, err error) {
+	switch {
+	case err != nil:
+		c.probeAt.Store(0)
+	case resp.StatusCode != http.StatusTooManyRequests && c.until.Load() == 0:
+		c.capped.Store(false)
+		c.probeAt.Store(0)
+	}
 }
 
 // remaining returns how long the pipeline stays paused, 0 when it is not.
@@ -93,6 +138,9 @@ func (c *cooldown) budget(ctx context.Context) error {
 func (c *cooldown) pause(req *http.Request) error {
 	left := c.remaining()
 	if left <= 0 {
+		if c.capped.Load() {
+			return c.probe(req)
+		}
 		return nil
 	}
 	ctx := req.Context()
@@ -103,6 +151,23 @@ func (c *cooldown) pause(req *http.Request) error {
 	}
 	c.ev.emit(Event{Type: EventCooldownWaited, Delay: left, Context: ctx})
 	return sleep(ctx, c.ev.clock, left)
+}
+
+// probe lets req through as the one call that tries a provider whose pause was cut at the
+// maximum, or refuses it while another call is that probe.
+func (c *cooldown) probe(req *http.Request) error {
+	now := c.ev.now().UnixNano()
+	at := c.probeAt.Load()
+	if at == 0 || now-at >= int64(c.probeHold) {
+		if c.probeAt.CompareAndSwap(at, max(now, 1)) {
+			return nil
+		}
+		at = c.probeAt.Load()
+	}
+	left := max(time.Duration(int64(c.probeHold)-(now-at)), time.Millisecond)
+	ctx := req.Context()
+	c.ev.emit(Event{Type: EventCooldownRejected, Delay: left, Reason: "probing after the longest pause", Context: ctx})
+	return &CooldownError{Pipeline: c.ev.name, RetryAfter: left}
 }
 
 // maxWait is the longest a call made with ctx may wait for the pause to end: its policy's

@@ -97,6 +97,13 @@ type Options struct {
 	// *CooldownError (kind rate_limited, nothing sent) otherwise. A 429 never counts against
 	// the circuit.
 	RateLimitCooldown bool `json:"RateLimitCooldown"`
+	// RateLimitMaxPauseSeconds is the longest one rate-limit pause lasts, whatever the server
+	// asks for: a 429 with "Retry-After: 86400" pauses the pipeline this long, then one call
+	// goes through as a probe while the others still wait; its answer ends the pause (anything
+	// but a 429) or starts the next one. A pause shared by another instance
+	// (WithSharedState) is bounded the same way. The call that met the long hint still gets
+	// it intact (GaveUp hint_too_long), for a job queue to defer the work. Allowed: 1..86400.
+	RateLimitMaxPauseSeconds float64 `json:"RateLimitMaxPauseSeconds"`
 
 	// PaceRequestsPerMinute and PaceTokensPerMinute keep the pipeline under its provider's
 	// rate limits before any 429: each call debits one request and its token estimate
@@ -138,6 +145,7 @@ func DefaultOptions() Options {
 		BulkheadMaxQueue:                  100,
 		BulkheadQueueTimeoutSeconds:       30,
 		RateLimitCooldown:                 true,
+		RateLimitMaxPauseSeconds:          300,
 		PaceFromHeaders:                   true,
 	}
 }
@@ -224,6 +232,7 @@ func (o Options) Validate() error {
 	v.intRange("BulkheadMaxConcurrency", o.BulkheadMaxConcurrency, 1, 100000)
 	v.intRange("BulkheadMaxQueue", o.BulkheadMaxQueue, 0, 1000000)
 	v.secRange("BulkheadQueueTimeoutSeconds", o.BulkheadQueueTimeoutSeconds, 0, 86400)
+	v.secRange("RateLimitMaxPauseSeconds", o.RateLimitMaxPauseSeconds, 1, 86400)
 	v.intRange("PaceRequestsPerMinute", o.PaceRequestsPerMinute, 0, 100_000_000)
 	v.intRange("PaceTokensPerMinute", o.PaceTokensPerMinute, 0, 100_000_000)
 

@@ -188,8 +188,11 @@ func (p *Pipeline) Headroom() Headroom {
 // provider out of service by hand.
 func (p *Pipeline) Isolate() { p.breaker.isolate() }
 
-// Reset ends isolation and closes the circuit with fresh counts.
-func (p *Pipeline) Reset() { p.breaker.reset() }
+// Reset ends isolation and closes the circuit with fresh counts, and ends a rate-limit pause.
+func (p *Pipeline) Reset() {
+	p.breaker.reset()
+	p.cool.end()
+}
 
 // statusSet is a bitset of HTTP status codes 0..639.
 type statusSet [10]uint64

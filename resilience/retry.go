@@ -242,6 +242,9 @@ func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Re
 	if resp != nil && r.pace != nil {
 		r.pace.observe(resp.Header)
 	}
+	if r.cool != nil && r.cool.capped.Load() {
+		r.cool.answered(resp, err)
+	}
 	if r.ev.on() {
 		end := r.ev.clock.Now()
 		e := Event{Type: EventAttemptFinished, Attempt: n, Err: err, Time: end, Duration: end.Sub(start), Context: req.Context()}
