@@ -25,12 +25,15 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...C
 	o := collect(opts)
 	resp, err := c.chat(ctx, req, o)
 	if err != nil {
-		return nil, c.deferred(o, err)
+		return nil, c.failed(o, err)
 	}
 	return resp, nil
 }
 
 func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOptions) (*providers.ChatResponse, error) {
+	if ctx == nil {
+		return nil, errNilContext()
+	}
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -70,12 +73,15 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ..
 	o := collect(opts)
 	resp, err := c.embed(ctx, req, o)
 	if err != nil {
-		return nil, c.deferred(o, err)
+		return nil, c.failed(o, err)
 	}
 	return resp, nil
 }
 
 func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *callOptions) (*providers.EmbedResponse, error) {
+	if ctx == nil {
+		return nil, errNilContext()
+	}
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}
@@ -112,6 +118,27 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 			}
 			return false
 		})
+}
+
+// errNilContext is the failure of a call made with a nil context: the caller's mistake.
+func errNilContext() *providers.Error {
+	return &providers.Error{Kind: providers.KindBadRequest, Message: providers.NilContext}
+}
+
+// failed completes the failure err of a call with options o: the call's own ID on a failure
+// raised before any provider was tried (a bad request, an option the client refused), as on
+// every other, and the deferral decision in deferred mode.
+func (c *Client) failed(o *callOptions, err error) error {
+	if o == nil {
+		return err
+	}
+	if o.requestID != "" {
+		var pe *providers.Error
+		if errors.As(err, &pe) && pe.ClientRequestID == "" {
+			pe.ClientRequestID = o.requestID
+		}
+	}
+	return c.deferred(o, err)
 }
 
 // begin starts a call with options o and plan pl: the context its providers see (carrying the

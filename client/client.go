@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -64,6 +65,9 @@ type entry struct {
 	system, providerModel string
 	// caps is what the provider can do (providers.CapabilitiesOf).
 	caps providers.Capabilities
+	// shape is the body fields its deployments set to decide the kind of call, which a call's
+	// extra fields may not replace (providers.Shaper).
+	shape []string
 }
 
 // ProviderFactory builds a provider over the *http.Client the client gives it, whose transport
@@ -243,6 +247,15 @@ func New(opts ...Option) (*Client, error) {
 		e.caps = providers.CapabilitiesOf(d0.provider)
 		for _, d := range deps[1:] {
 			e.caps &= providers.CapabilitiesOf(d.provider) // what every deployment can do
+		}
+		for _, d := range deps {
+			if ds, ok := d.provider.(providers.Shaper); ok {
+				for _, f := range ds.ShapeFields() {
+					if !slices.Contains(e.shape, f) {
+						e.shape = append(e.shape, f)
+					}
+				}
+			}
 		}
 		c.entries[s.name] = e
 		c.order = append(c.order, s.name)

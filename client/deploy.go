@@ -25,14 +25,15 @@ type Deployment struct {
 	// Factory builds the deployment's provider over the *http.Client the client gives it
 	// (its own pipeline), as for WithProvider.
 	Factory ProviderFactory
-	// Weight is the deployment's share of the calls under RouteWeighted; 0 means 1.
+	// Weight is the deployment's share of the calls under RouteWeighted; 0 means 1. Allowed:
+	// 0..100000000, as in the configuration.
 	Weight int
 	// Model, when set, is the model every call routed to this deployment asks for (the
 	// deployment serves that model); "" resolves the model as for the provider.
 	Model string
 	// RequestsPerMinute and TokensPerMinute are the deployment's limits, when known
 	// (resilience.Options.PaceRequestsPerMinute, PaceTokensPerMinute); 0 learns them from the
-	// answers' rate-limit headers.
+	// answers' rate-limit headers. Allowed: 0..100000000.
 	RequestsPerMinute, TokensPerMinute int
 	// Options, when set, is the deployment's own resilience policy instead of the provider's
 	// (WithDeployments' opts).
@@ -123,8 +124,14 @@ func WithDeployments(name string, opts resilience.Options, strategy Strategy, de
 			if d.Name == "" || seen[d.Name] {
 				return fmt.Errorf("client: WithDeployments(%q): deployment name %q is empty or used twice", name, d.Name)
 			}
-			if d.Weight < 0 || d.RequestsPerMinute < 0 || d.TokensPerMinute < 0 {
-				return fmt.Errorf("client: WithDeployments(%q): deployment %q: Weight and limits must be 0 or more", name, d.Name)
+			for _, v := range []struct {
+				field string
+				n     int
+			}{{"Weight", d.Weight}, {"RequestsPerMinute", d.RequestsPerMinute}, {"TokensPerMinute", d.TokensPerMinute}} {
+				if v.n < 0 || v.n > maxDeploymentValue {
+					return fmt.Errorf("client: WithDeployments(%q): deployment %q: %s = %d: must be between 0 and %d",
+						name, d.Name, v.field, v.n, maxDeploymentValue)
+				}
 			}
 			seen[d.Name] = true
 		}
@@ -133,6 +140,10 @@ func WithDeployments(name string, opts resilience.Options, strategy Strategy, de
 		return nil
 	}
 }
+
+// maxDeploymentValue bounds a deployment's Weight and limits, as the configuration does: the
+// weights of any number of deployments add up without overflow.
+const maxDeploymentValue = 100_000_000
 
 // buildDeployments makes the deployments of spec s: its one provider (WithProvider), or each
 // of its deployments (WithDeployments), over a pipeline of its own.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/steadyllm/steady/deferral"
@@ -48,8 +49,10 @@ type callOptions struct {
 // *deferral.Error carrying the decision (retry at T, or never, and why) computed for attempt,
 // the job's attempt number (1 for the first), with the call's policy (WithPolicy, else the
 // first provider's). Hand the decision to the queue: see package deferral.
+//
+// An attempt below 1 is a bad_request.
 func Deferred(attempt int) CallOption {
-	return func(o *callOptions) { o.deferred, o.attempt = true, max(attempt, 1) }
+	return func(o *callOptions) { o.deferred, o.attempt = true, attempt }
 }
 
 // WithStickyKey routes the call, within a provider of several deployments, to the deployment
@@ -63,25 +66,30 @@ func WithStickyKey(key string) CallOption {
 // WithPolicy runs the call under the named policy of the client (WithPolicies, or
 // LLM.Policies in the configuration): its retries, backoff and time limits, for every provider
 // the call tries. Each provider's circuit breaker, bulkhead and retry budget stay shared with
-// its other calls. An unknown name is a bad_request, before anything is sent.
+// its other calls. The name matches as in the configuration: exactly, else ignoring case. An
+// unknown name is a bad_request, before anything is sent.
 func WithPolicy(name string) CallOption {
 	return func(o *callOptions) { o.policy = name }
 }
 
 // WithTimeout sets the total time limit of each provider's try of this call (the policy's
-// TimeoutSeconds), keeping the rest of the policy. 0 turns the limit off. To bound the whole
-// call, fallbacks included, give the call a context with a deadline.
+// TimeoutSeconds), keeping the rest of the policy; it may be shorter or longer than the
+// policy's. d must be above 0: a per-call option never turns the policy's limit off, and d <= 0
+// is a bad_request. To bound the whole call, fallbacks included, give the call a context with
+// a deadline.
 func WithTimeout(d time.Duration) CallOption {
 	return func(o *callOptions) { o.timeout, o.hasTO = d, true }
 }
 
 // WithProviders tries only the named providers, in this order, instead of the fallback chain.
-// Each must be a provider of the client; an unknown name is a bad_request.
+// Each must be a provider of the client, matched as in the configuration (exactly, else
+// ignoring case); an unknown name is a bad_request.
 func WithProviders(names ...string) CallOption {
 	return func(o *callOptions) { o.only = append(o.only[:0:0], names...) }
 }
 
-// WithoutProviders skips the named providers for this call.
+// WithoutProviders skips the named providers for this call, matched as WithProviders matches
+// them; an unknown name is a bad_request.
 func WithoutProviders(names ...string) CallOption {
 	return func(o *callOptions) { o.skip = append(o.skip, names...) }
 }
@@ -94,7 +102,9 @@ func WithoutFallback() CallOption {
 
 // WithHeader adds a header to every HTTP request of the call, to every provider. It cannot
 // replace the headers the provider sets itself for authentication (Authorization, x-api-key,
-// api-key): those are dropped from the option.
+// api-key): those are dropped from the option. A name that is not an HTTP token, or a value
+// with a control character (CR, LF, NUL…), is a bad_request before anything is sent; the
+// value is never repeated in the error.
 func WithHeader(key, value string) CallOption {
 	return func(o *callOptions) {
 		if o.header == nil {
@@ -107,9 +117,12 @@ func WithHeader(key, value string) CallOption {
 // WithExtraFields adds fields to the JSON body sent to target — a provider's name ("openai",
 // "claude") or a GenAI system (providers.SystemOpenAI, SystemAzureOpenAI, SystemAnthropic) —
 // and to no other provider, so a field one API accepts never reaches another in a fallback.
-// A field replaces the one of the same name the provider wrote. It is the escape hatch for
-// what the neutral request lacks (a provider's newest parameter, a vendor extension of an
-// OpenAI-compatible server); the values are encoded with encoding/json.
+// A field replaces the one of the same name the provider wrote, except the fields that decide
+// the kind of call (providers.Shaper: "stream", "stream_options", "model"…),
+// which are a bad_request. Fields for a provider's name and for its GenAI system both apply;
+// the name's win on the same key. A target that names neither is a bad_request. It is the
+// escape hatch for what the neutral request lacks (a provider's newest parameter, a vendor
+// extension of an OpenAI-compatible server); the values are encoded with encoding/json.
 func WithExtraFields(target string, fields map[string]any) CallOption {
 	return func(o *callOptions) {
 		if o.fields == nil {
@@ -127,8 +140,10 @@ func WithExtraFields(target string, fields map[string]any) CallOption {
 }
 
 // WithRequestID gives the call a stable ID, sent as RequestIDHeader on every attempt and every
-// fallback, and returned in the response (ClientRequestID) and in errors
-// (providers.Error.ClientRequestID), so logs on both sides can be joined.
+// fallback, and returned in the response (ClientRequestID) and in every error of the call
+// (providers.Error.ClientRequestID), validation errors included, so logs on both sides can be
+// joined. An ID with a control character (CR, LF, NUL…) or longer than MaxRequestIDBytes is a
+// bad_request before anything is sent.
 func WithRequestID(id string) CallOption {
 	return func(o *callOptions) { o.requestID = id }
 }
@@ -194,16 +209,23 @@ func (c *Client) planFor(o *callOptions) (plan, error) {
 	if o == nil {
 		return p, nil
 	}
+	if err := c.checkOptions(o); err != nil {
+		return p, err
+	}
 	p.sticky = o.sticky
 	if o.policy != "" {
-		p.policy = c.policies[o.policy]
+		p.policy = c.policy(o.policy)
 		if p.policy == nil {
 			return p, badOption("WithPolicy", o.policy, "must name a policy of the client (WithPolicies, LLM.Policies)", c.policyNames())
 		}
 	}
-	for _, n := range append(slices.Clip(o.only), o.skip...) {
-		if c.entries[n] == nil {
-			return p, badOption("WithProviders/WithoutProviders", n, "must name a provider of the client", c.order)
+	for _, list := range [][]string{o.only, o.skip} {
+		for i, n := range list {
+			e := c.lookup(n)
+			if e == nil {
+				return p, badOption("WithProviders/WithoutProviders", n, "must name a provider of the client", c.order)
+			}
+			list[i] = e.name
 		}
 	}
 	if o.only != nil || o.skip != nil || o.noFall {
@@ -263,11 +285,25 @@ func (c *Client) deferred(o *callOptions, err error) error {
 	if err == nil || o == nil || !o.deferred {
 		return err
 	}
-	pol := c.policies[o.policy]
+	pol := c.policy(o.policy)
 	if pol == nil && len(c.chain) > 0 {
 		pol = c.entries[c.chain[0]].pipeline.Policy()
 	}
 	return &deferral.Error{Decision: deferral.Decider{Policy: pol}.Decide(err, o.attempt), Err: err}
+}
+
+// policy returns the named policy of the client, matched exactly, else case-insensitively;
+// nil when there is none.
+func (c *Client) policy(name string) *resilience.Policy {
+	if p := c.policies[name]; p != nil {
+		return p
+	}
+	for n, p := range c.policies {
+		if strings.EqualFold(n, name) {
+			return p
+		}
+	}
+	return nil
 }
 
 func (c *Client) policyNames() []string {
@@ -319,8 +355,16 @@ func (t *extrasTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	o := x.o
 	fields := o.fields[t.name]
-	if fields == nil && t.system != "" {
-		fields = o.fields[t.system]
+	if sys := o.fields[t.system]; t.system != "" && len(sys) > 0 {
+		// The system's fields, then the provider's own over them: the name wins.
+		merged := make(map[string]any, len(sys)+len(fields))
+		for k, v := range sys {
+			merged[k] = v
+		}
+		for k, v := range fields {
+			merged[k] = v
+		}
+		fields = merged
 	}
 	r := req.Clone(req.Context())
 	for k, vs := range o.header {

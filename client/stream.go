@@ -27,12 +27,15 @@ func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest, opt
 	o := collect(opts)
 	st, err := c.chatStream(ctx, req, o)
 	if err != nil {
-		return nil, c.deferred(o, err)
+		return nil, c.failed(o, err)
 	}
 	return st, nil
 }
 
 func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *callOptions) (*Stream, error) {
+	if ctx == nil {
+		return nil, errNilContext()
+	}
 	if err := req.Validate(); err != nil {
 		return nil, err
 	}

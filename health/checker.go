@@ -262,6 +262,9 @@ func (c *Checker) Report() Report {
 // already done, nil when the overall status is pass or warn, and an *UnhealthyError
 // (matching ErrUnhealthy) listing the failing sources when it is fail. It never blocks.
 func (c *Checker) Check(ctx context.Context) error {
+	if ctx == nil {
+		return errors.New("health: Check with a nil context")
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}

@@ -20,6 +20,16 @@ type Description struct {
 	Capabilities Capabilities
 }
 
+// Shaper is implemented by providers that write JSON request bodies, to name the top-level
+// fields they set themselves because those decide the kind of call and how its answer is read
+// ("stream", "stream_options", "model"…). A caller's extra fields (client.WithExtraFields) may
+// not replace them: a call asked for as a whole answer cannot be turned into a stream, nor a
+// route into another one, behind the client's back. It is optional: a provider without it
+// protects no field.
+type Shaper interface {
+	ShapeFields() []string
+}
+
 // Describer is implemented by providers that can describe themselves, so that a fallback
 // chain knows what they can do and telemetry can name the system and the model of a call that
 // left them to the provider. It is optional: a provider without it is tried for everything and

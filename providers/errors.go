@@ -68,10 +68,18 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, " [request %s]", e.RequestID)
 	}
 	if e.ClientRequestID != "" {
-		fmt.Fprintf(&b, " [call %s]", e.ClientRequestID)
+		// The caller's text: escaped and bounded, so an ID cannot forge a line of a log.
+		fmt.Fprintf(&b, " [call %s]", redact.Safe(e.ClientRequestID, maxRequestIDText))
 	}
 	return b.String()
 }
+
+// NilContext is the message of the bad_request every entry point returns for a nil context,
+// instead of panicking.
+const NilContext = "nil context: pass context.Background() or the request's context"
+
+// maxRequestIDText bounds the call's own ID where Error prints it.
+const maxRequestIDText = 128
 
 // maxCauseText bounds the text of the cause that Error shows when there is no message.
 const maxCauseText = 300
@@ -101,7 +109,7 @@ func (e *Error) GoString() string {
 	return fmt.Sprintf("&providers.Error{Provider:%q, Kind:%q, StatusCode:%d, Type:%q, Code:%q, Message:%q, "+
 		"RetryAfter:%d, Attempts:%d, GaveUp:%q, RequestID:%q, ClientRequestID:%q, Partial:<%d bytes>, Err:%s}",
 		e.Provider, e.Kind, e.StatusCode, e.Type, e.Code, e.Message, e.RetryAfter, e.Attempts, e.GaveUp, e.RequestID,
-		e.ClientRequestID, len(e.Partial), cause)
+		redact.Clip(e.ClientRequestID, maxRequestIDText), len(e.Partial), cause)
 }
 
 // Unwrap returns the underlying cause.

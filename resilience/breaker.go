@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"sync/atomic"
 	"time"
+
+	"github.com/steadyllm/steady/internal/headers"
 )
 
 // breaker is the circuit breaker layer's view of the circuit: it admits calls, reports their
@@ -151,7 +153,15 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {
-		b.announce(ctx, b.c.report(tk, verdictOf(ctx, err)))
+		v := verdictOf(ctx, err)
+		if v == verdictFailure {
+			// Go's transport refuses a header it cannot send (a newline in a value): the
+			// caller's mistake, which must not open the provider's circuit for everyone.
+			if name, bad := headers.Invalid(req.Header); bad {
+				v, err = verdictExcluded, &InvalidRequestError{Pipeline: b.ev.name, Header: name, Err: err}
+			}
+		}
+		b.announce(ctx, b.c.report(tk, v))
 		return nil, err
 	}
 	if failingStatus(resp.StatusCode) {

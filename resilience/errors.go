@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"time"
+
+	"github.com/steadyllm/steady/internal/redact"
 )
 
 // Sentinel errors for the conditions the pipeline creates. Match them with errors.Is; they
@@ -29,7 +32,34 @@ var (
 	// call could not wait for the pause to end, so nothing was sent. The error is a
 	// *CooldownError.
 	ErrCoolingDown = errors.New("resilience: cooling down after a rate limit")
+	// ErrInvalidRequest: the request could not be sent as it is (a header HTTP cannot carry),
+	// the caller's mistake: it never counts against the circuit and is never retried. The
+	// error is an *InvalidRequestError.
+	ErrInvalidRequest = errors.New("resilience: invalid request")
 )
+
+// InvalidRequestError is returned when the base transport refused a request the caller made
+// wrong — a header whose name is not a token or whose value holds a control character — so
+// nothing reached the provider.
+type InvalidRequestError struct {
+	Pipeline string
+	Header   string // the header's name, as the request spelt it
+	Err      error  // the transport's error
+}
+
+func (e *InvalidRequestError) Error() string {
+	return fmt.Sprintf("resilience: %q did not send the request: header %s cannot be carried by HTTP (a control "+
+		"character in its value, or a name that is not a token)", e.Pipeline, strconv.Quote(redact.Clip(e.Header, 64)))
+}
+
+// Unwrap returns the transport's error.
+func (e *InvalidRequestError) Unwrap() error { return e.Err }
+
+// Is reports whether target is ErrInvalidRequest.
+func (e *InvalidRequestError) Is(target error) bool { return target == ErrInvalidRequest }
+
+// ErrorKind names the failure in the vocabulary of steady's error kinds: the request is wrong.
+func (e *InvalidRequestError) ErrorKind() string { return "bad_request" }
 
 // CooldownError is returned when a call meets a rate-limit pause longer than it may wait.
 type CooldownError struct {

@@ -8,8 +8,10 @@
 package redact
 
 import (
+	"fmt"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -247,4 +249,42 @@ func CheckBaseURL(raw string) string {
 		}
 	}
 	return ""
+}
+
+// Safe renders text taken from a caller or a server (a request ID, a header name) for an error
+// message: control characters and invalid UTF-8 become Go escapes (\n, \x00, \u2028…), so the
+// text cannot forge a line or hide a character, and the result is at most max bytes, cut on an
+// escape boundary with "…" appended. max <= 0 means no cut.
+func Safe(text string, max int) string {
+	clean := true
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		if (r == utf8.RuneError && n == 1) || unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
+			clean = false
+			break
+		}
+		i += n
+	}
+	if clean && (max <= 0 || len(text) <= max) {
+		return text
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); {
+		r, n := utf8.DecodeRuneInString(text[i:])
+		piece := text[i : i+n]
+		switch {
+		case r == utf8.RuneError && n == 1:
+			piece = fmt.Sprintf(`\x%02x`, text[i])
+		case unicode.IsControl(r) || r == '\u2028' || r == '\u2029':
+			q := strconv.QuoteRune(r)
+			piece = q[1 : len(q)-1]
+		}
+		if max > 0 && b.Len()+len(piece) > max {
+			b.WriteString("…")
+			break
+		}
+		b.WriteString(piece)
+		i += n
+	}
+	return b.String()
 }

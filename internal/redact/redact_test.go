@@ -136,3 +136,27 @@ func TestText_PlainFieldsStillLoseKeys(t *testing.T) {
 		}
 	}
 }
+
+func TestSafe_EscapesControlCharactersAndCuts(t *testing.T) {
+	cases := []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"job-42", 128, "job-42"},
+		{"a\r\nX-Admin: 1", 128, `a\r\nX-Admin: 1`},
+		{"nul\x00here", 128, `nul\x00here`},
+		{"bad\xffutf8", 128, `bad\xffutf8`},
+		{"sep\u2028line", 128, `sep\u2028line`},
+		{strings.Repeat("x", 200), 128, strings.Repeat("x", 128) + "…"},
+		{strings.Repeat("\n", 100), 10, `\n\n\n\n\n` + "…"},
+	}
+	for _, c := range cases {
+		if got := Safe(c.in, c.max); got != c.want {
+			t.Errorf("Safe(%q, %d) = %q, want %q", c.in, c.max, got, c.want)
+		}
+		if got := Safe(c.in, c.max); c.max > 0 && len(got) > c.max+len("…") {
+			t.Errorf("Safe(%q) is %d bytes", c.in, len(got))
+		}
+	}
+}

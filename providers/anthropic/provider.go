@@ -75,6 +75,14 @@ func (p *Provider) Describe() providers.Description {
 	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model, Capabilities: caps}
 }
 
+// ShapeFields names the body fields the provider sets itself to decide the kind of call, which
+// a caller's extra fields may not replace (providers.Shaper).
+func (p *Provider) ShapeFields() []string { return shapeFields }
+
+// shapeFields are the body fields this provider writes to decide the kind of call and how its
+// answer is read: streaming, and the model (the route the call was paced and counted for).
+var shapeFields = []string{"stream", "model"}
+
 // HTTPClient returns the *http.Client this provider sends through. When the provider was
 // built by the client package, that is the provider's resilience pipeline: hand it to the
 // official anthropic-sdk-go (option.WithHTTPClient, with option.WithMaxRetries(0) so the
@@ -85,6 +93,9 @@ func (p *Provider) HTTPClient() *http.Client { return p.given }
 // into Message.Content and its tool_use blocks become Message.ToolCalls; Usage.InputTokens
 // counts the whole prompt, cached parts included.
 func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
+	if ctx == nil {
+		return nil, p.badRequest(providers.NilContext)
+	}
 	body, err := p.buildRequest(req, false)
 	if err != nil {
 		return nil, err
@@ -132,6 +143,9 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 // It returns once the response headers arrived: an HTTP error status is returned here, as a
 // *providers.Error, and never as a stream. The caller must Close the stream.
 func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (providers.Stream, error) {
+	if ctx == nil {
+		return nil, p.badRequest(providers.NilContext)
+	}
 	body, err := p.buildRequest(req, true)
 	if err != nil {
 		return nil, err

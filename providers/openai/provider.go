@@ -91,6 +91,16 @@ func (p *Provider) Describe() providers.Description {
 	return providers.Description{System: system, DefaultModel: p.model, Capabilities: caps}
 }
 
+// ShapeFields names the body fields the provider sets itself to decide the kind of call, which
+// a caller's extra fields may not replace (providers.Shaper).
+func (p *Provider) ShapeFields() []string { return shapeFields }
+
+// shapeFields are the body fields this provider writes to decide the kind of call and how its
+// answer is read: streaming and its usage chunk, the number of choices (only the first is
+// read, all are billed), the embeddings' encoding (the answer is read as floats), and the
+// model (the route the call was paced and counted for).
+var shapeFields = []string{"stream", "stream_options", "n", "encoding_format", "model"}
+
 // Client returns the underlying go-openai client, for features the neutral API lacks
 // (images, audio, files, assistants…). It runs over the same *http.Client, so its calls go
 // through the resilience pipeline too, and its error bodies are closed by this package.
@@ -99,6 +109,9 @@ func (p *Provider) Client() *goopenai.Client { return p.client }
 
 // Chat sends a chat completion and waits for the whole answer.
 func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
+	if ctx == nil {
+		return nil, p.badRequest(providers.NilContext)
+	}
 	msgs := getMessages(req)
 	defer putMessages(msgs)
 	creq, err := p.chatRequest(req, *msgs)
@@ -132,6 +145,9 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 
 // Embed returns one float embedding per input, in input order.
 func (p *Provider) Embed(ctx context.Context, req *providers.EmbedRequest) (*providers.EmbedResponse, error) {
+	if ctx == nil {
+		return nil, p.badRequest(providers.NilContext)
+	}
 	if err := req.Validate(); err != nil {
 		return nil, p.refuse(err)
 	}

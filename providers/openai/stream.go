@@ -23,6 +23,9 @@ const drainLimit = 4 << 10
 // already closed. The stream asks for a final usage chunk (stream_options.include_usage)
 // unless Config.OmitStreamUsage is set.
 func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (providers.Stream, error) {
+	if ctx == nil {
+		return nil, p.badRequest(providers.NilContext)
+	}
 	msgs := getMessages(req)
 	defer putMessages(msgs)
 	creq, err := p.chatRequest(req, *msgs)
