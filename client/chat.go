@@ -199,6 +199,9 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 			}
 			resp, info, err := call(ctx, d, dm, wait)
 			if err == nil {
+				if d.outs.Load() != 0 {
+					d.outs.Store(0) // back in service: the next take-out starts from the first break
+				}
 				if tr == nil {
 					served(resp, name, nil, start)
 					return resp, nil
@@ -215,7 +218,7 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 				perr.Provider = d.name // which deployment failed
 			}
 			failures = append(failures, perr)
-			takeOut(e, d, perr)
+			c.takeOut(e, d, perr)
 			next := canFallBack(ctx, perr)
 			if tr != nil {
 				res := tryResult(e, d, dm, start, info, perr)

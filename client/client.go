@@ -29,6 +29,31 @@ type Client struct {
 	// failoverAfter is the longest a call waits on a provider when another can serve it at
 	// once (WithFailoverAfter); 0 or less: it does not wait.
 	failoverAfter time.Duration
+	// outFirst and outMax are the first and the longest break of a deployment taken out for a
+	// refused key or a spent quota (WithTakeOutBreaks).
+	outFirst, outMax time.Duration
+}
+
+// The default take-out breaks (WithTakeOutBreaks).
+const (
+	DefaultTakeOutBreak    = 30 * time.Second
+	DefaultMaxTakeOutBreak = time.Hour
+)
+
+// WithTakeOutBreaks sets how long a deployment of a provider with several is taken out after
+// its key is refused (auth) or its quota is spent: first for first, then twice as long each
+// time it fails so again before a success, up to longest. Meanwhile its circuit is open (the
+// calls go to the other deployments, health shows the provider degraded); after the break one
+// call probes it. Defaults DefaultTakeOutBreak and DefaultMaxTakeOutBreak. Both must be above
+// 0, with longest not below first.
+func WithTakeOutBreaks(first, longest time.Duration) Option {
+	return func(b *builder) error {
+		if first <= 0 || longest < first {
+			return fmt.Errorf("client: WithTakeOutBreaks(%s, %s): both must be above 0, the longest not below the first", first, longest)
+		}
+		b.c.outFirst, b.c.outMax = first, longest
+		return nil
+	}
 }
 
 // DefaultFailoverAfter is the default of WithFailoverAfter.
@@ -216,7 +241,8 @@ func (b *builder) spec(name string) *providerSpec {
 // New builds a client: one resilience pipeline per provider (named after it, so events and
 // errors say which provider), then each provider over its pipeline.
 func New(opts ...Option) (*Client, error) {
-	b := &builder{c: &Client{entries: map[string]*entry{}, base: http.DefaultTransport, failoverAfter: DefaultFailoverAfter}}
+	b := &builder{c: &Client{entries: map[string]*entry{}, base: http.DefaultTransport, failoverAfter: DefaultFailoverAfter,
+		outFirst: DefaultTakeOutBreak, outMax: DefaultMaxTakeOutBreak}}
 	for _, o := range opts {
 		if o == nil {
 			continue // a nil option is no option
@@ -303,6 +329,22 @@ func (c *Client) Circuits() map[string]*resilience.Pipeline {
 	for _, e := range c.entries {
 		for _, d := range e.deps {
 			m[d.name] = d.pipeline
+		}
+	}
+	return m
+}
+
+// CircuitGroups returns, for every provider with several deployments, the names of its
+// deployments' circuits as Circuits names them, so that a health check judges them together
+// (health.Checker.AddSet): the provider serves while any of its deployments can.
+func (c *Client) CircuitGroups() map[string][]string {
+	m := map[string][]string{}
+	for _, e := range c.entries {
+		if len(e.deps) < 2 {
+			continue
+		}
+		for _, d := range e.deps {
+			m[e.name] = append(m[e.name], d.name)
 		}
 	}
 	return m

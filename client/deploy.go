@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/steadyllm/steady/providers"
@@ -76,6 +77,8 @@ type deployment struct {
 	weight   int
 	// firstContent bounds the wait for a stream's first content: the pipeline's total timeout.
 	firstContent time.Duration
+	// outs counts the times the deployment was taken out (takeOut) since its last success.
+	outs atomic.Int64
 }
 
 // available reports whether d can take a call now: its circuit lets calls through, it is not
@@ -297,13 +300,21 @@ func (c *Client) Deployments(name string) []DeploymentInfo {
 	return out
 }
 
-// takeOut isolates deployment d of a provider with others after a failure that will not pass
-// by itself for this deployment — its key is refused, its quota is spent — so that the calls
-// go to the others until an operator resets it (Pipeline(…).Reset through Circuits).
-func takeOut(e *entry, d *deployment, perr *providers.Error) {
-	if len(e.deps) > 1 && (perr.Kind == providers.KindAuth || perr.Kind == providers.KindQuotaExhausted) {
-		d.pipeline.Isolate()
+// takeOut takes deployment d of a provider with others out after a failure that will not pass
+// by itself — its key is refused, its quota is spent — so that calls go to the others: its
+// circuit opens for a break that doubles each time it is taken out again without a success in
+// between (the client's take-out breaks, WithTakeOutBreaks), so a fixed key or a topped-up
+// account comes back without a restart. Reset through Circuits brings it back at once.
+func (c *Client) takeOut(e *entry, d *deployment, perr *providers.Error) {
+	if len(e.deps) < 2 || (perr.Kind != providers.KindAuth && perr.Kind != providers.KindQuotaExhausted) {
+		return
 	}
+	n := d.outs.Add(1)
+	brk := c.outFirst
+	for i := int64(1); i < n && brk < c.outMax; i++ {
+		brk *= 2
+	}
+	d.pipeline.OpenFor(min(brk, c.outMax))
 }
 
 // CloseIdleConnections closes the idle keep-alive connections of every provider's transport

@@ -187,8 +187,9 @@ func TestDeployments_FailuresStayWithTheirDeployment(t *testing.T) {
 		t.Fatalf("%v %v", resp, err)
 	}
 	circuits := c.Circuits()
-	if circuits["p/d0"].CircuitState() != resilience.CircuitIsolated || circuits["p/d1"].CircuitState() != resilience.CircuitClosed {
-		t.Fatalf("states d0 %v d1 %v", circuits["p/d0"].CircuitState(), circuits["p/d1"].CircuitState())
+	if info := circuits["p/d0"].CircuitInfo(); info.State != resilience.CircuitOpen || info.NextProbeIn <= 0 ||
+		info.NextProbeIn > client.DefaultTakeOutBreak || circuits["p/d1"].CircuitState() != resilience.CircuitClosed {
+		t.Fatalf("states d0 %+v d1 %v", info, circuits["p/d1"].CircuitState())
 	}
 	if _, err := c.Chat(context.Background(), hello()); err != nil || bad.Journal().Len() != 1 {
 		t.Fatalf("%v; the refused deployment saw %d requests", err, bad.Journal().Len())

@@ -75,6 +75,9 @@ type Checker struct {
 	mu      sync.RWMutex
 	sources map[string]CircuitSource
 	shared  map[string]SharedStateSource
+	// groups maps a source's name to the group it serves in (the provider whose deployment
+	// it is); a source in no group stands alone.
+	groups map[string]string
 }
 
 // SharedStateSource is a store that shares circuit state between the instances of an
@@ -105,7 +108,8 @@ type sharedStateOwner interface {
 
 // NewChecker returns a checker with no sources. With no sources it reports pass.
 func NewChecker(opts ...Option) *Checker {
-	c := &Checker{now: time.Now, sources: make(map[string]CircuitSource), shared: make(map[string]SharedStateSource)}
+	c := &Checker{now: time.Now, sources: make(map[string]CircuitSource), shared: make(map[string]SharedStateSource),
+		groups: make(map[string]string)}
 	for _, o := range opts {
 		if o == nil {
 			continue // a nil option is no option
@@ -141,12 +145,38 @@ func (c *Checker) AddAll(sources map[string]*resilience.Pipeline) {
 	}
 }
 
+// CircuitGroups is implemented by a CircuitSet whose circuits serve in groups — the steady
+// client, whose provider with several deployments has one circuit per deployment: Groups
+// returns each group's name (the provider's) with the names of its circuits
+// ("openai/key-1", "openai/key-2"). A circuit in no group stands alone.
+type CircuitGroups interface {
+	CircuitGroups() map[string][]string
+}
+
 // AddSet registers every circuit of set, as AddAll does, and, when set shares its state
 // between instances through a store that reports its trouble, the store as AddSharedState
 // does, under the name "shared". The set is read once: circuits that set gains later are not
 // seen until AddSet is called again.
+//
+// When set also implements CircuitGroups (the client does), the deployments of one provider
+// are judged together, as calls see them — a call goes to another deployment when one is down:
+// the provider passes when every deployment passes, fails only when none of them can serve
+// (every one open or isolated), and is a warning otherwise (one isolated, taken out for a
+// refused key, open or cooling while another serves). Each deployment keeps its own check in
+// the output, and the provider gets the check "<provider>:deployments" with the count that
+// can serve. Readiness fails only when a provider has nothing that can serve (or, with
+// WithFallback, when no provider of the chain can).
 func (c *Checker) AddSet(set CircuitSet) {
 	c.AddAll(set.Circuits())
+	if g, ok := set.(CircuitGroups); ok {
+		c.mu.Lock()
+		for group, names := range g.CircuitGroups() {
+			for _, n := range names {
+				c.groups[n] = group
+			}
+		}
+		c.mu.Unlock()
+	}
 	if o, ok := set.(sharedStateOwner); ok {
 		if src, ok := o.SharedState().(SharedStateSource); ok && src != nil {
 			c.AddSharedState("shared", src)
@@ -175,6 +205,18 @@ type CheckResult struct {
 	// RequestsLeft and TokensLeft are the shares left of the source's per-minute budgets
 	// (0 to 1), -1 when unknown or when the source has no Headroom method.
 	RequestsLeft, TokensLeft float64
+	// Group is the group the source serves in (its provider, for a deployment added by
+	// AddSet), "" for a source that stands alone.
+	Group string
+}
+
+// GroupResult is one group of sources (the deployments of one provider) judged together.
+type GroupResult struct {
+	Name string
+	// Serving is how many of its sources can serve (pass or warn), of Total.
+	Serving, Total int
+	// Status is pass when every source passes, fail when none can serve, warn otherwise.
+	Status Status
 }
 
 // headroomSource is implemented by a source that paces its calls (*resilience.Pipeline).
@@ -193,6 +235,8 @@ type Report struct {
 	Checks []CheckResult
 	// SharedStates holds one result per shared-state store, sorted by name.
 	SharedStates []SharedStateResult
+	// Groups holds one result per group of sources (CircuitGroups), sorted by name.
+	Groups []GroupResult
 }
 
 // SharedStateResult is one shared-state store's state at the time of a check.
@@ -210,7 +254,7 @@ func (c *Checker) Report() Report {
 	results := make([]CheckResult, 0, len(c.sources))
 	srcs := make([]CircuitSource, 0, len(c.sources))
 	for name, src := range c.sources {
-		results = append(results, CheckResult{Name: name})
+		results = append(results, CheckResult{Name: name, Group: c.groups[name]})
 		srcs = append(srcs, src)
 	}
 	shared := make([]SharedStateResult, 0, len(c.shared))
@@ -248,13 +292,50 @@ func (c *Checker) Report() Report {
 	}
 	slices.SortFunc(results, func(a, b CheckResult) int { return strings.Compare(a.Name, b.Name) })
 	slices.SortFunc(shared, func(a, b SharedStateResult) int { return strings.Compare(a.Name, b.Name) })
-	status := aggregate(results, c.fallback)
+	groups, units := group(results)
+	status := aggregate(units, c.fallback)
 	for _, r := range shared {
 		if r.Status.rank() > status.rank() {
 			status = r.Status // at worst a warning: calls go on with local state
 		}
 	}
-	return Report{Status: status, Time: c.now(), Checks: results, SharedStates: shared}
+	return Report{Status: status, Time: c.now(), Checks: results, SharedStates: shared, Groups: groups}
+}
+
+// group judges the grouped results together: it returns each group's result and the statuses
+// that decide the overall one — one per group, one per source that stands alone.
+func group(results []CheckResult) ([]GroupResult, []Status) {
+	var groups []GroupResult
+	index := map[string]int{}
+	var units []Status
+	for _, r := range results {
+		if r.Group == "" {
+			units = append(units, r.Status)
+			continue
+		}
+		i, ok := index[r.Group]
+		if !ok {
+			i = len(groups)
+			index[r.Group] = i
+			groups = append(groups, GroupResult{Name: r.Group, Status: StatusPass})
+		}
+		g := &groups[i]
+		g.Total++
+		if r.Status != StatusFail {
+			g.Serving++
+		}
+		if r.Status != StatusPass {
+			g.Status = StatusWarn
+		}
+	}
+	for i := range groups {
+		if groups[i].Serving == 0 {
+			groups[i].Status = StatusFail
+		}
+		units = append(units, groups[i].Status)
+	}
+	slices.SortFunc(groups, func(a, b GroupResult) int { return strings.Compare(a.Name, b.Name) })
+	return groups, units
 }
 
 // Check reports whether the application is ready to serve LLM calls, in the form most Go
@@ -273,8 +354,13 @@ func (c *Checker) Check(ctx context.Context) error {
 		return nil
 	}
 	e := &UnhealthyError{}
+	failedGroup := map[string]bool{}
+	for _, g := range r.Groups {
+		failedGroup[g.Name] = g.Status == StatusFail
+	}
 	for _, cr := range r.Checks {
-		if cr.Status == StatusFail {
+		// A deployment down while its provider serves through another does not fail readiness.
+		if cr.Status == StatusFail && (cr.Group == "" || failedGroup[cr.Group]) {
 			e.Failing = append(e.Failing, cr)
 		}
 	}

@@ -57,7 +57,9 @@ type check struct {
 // pacing pipeline ("0.40"), are present when the budget is known. A shared-state store
 // (AddSharedState) is the check "<name>:shared-state" of componentType "datastore", observed
 // "up" (pass) or "down" (warn: never fail, since calls go on with local state); its error is
-// not shown. "checks" is an empty object when there are no sources.
+// not shown. The deployments of one provider (a set with CircuitGroups, see AddSet) add the
+// check "<provider>:deployments", observed "2 of 3 serving", whose status is the provider's:
+// fail only when none can serve. "checks" is an empty object when there are no sources.
 func (r Report) MarshalJSON() ([]byte, error) {
 	doc := document{Status: r.Status, Checks: make(map[string][]check, len(r.Checks))}
 	stamp := r.Time.UTC().Format(time.RFC3339)
@@ -81,6 +83,10 @@ func (r Report) MarshalJSON() ([]byte, error) {
 			ck.TokensLeft = strconv.FormatFloat(cr.TokensLeft, 'f', 2, 64)
 		}
 		doc.Checks[cr.Name+":circuit"] = []check{ck}
+	}
+	for _, g := range r.Groups {
+		doc.Checks[g.Name+":deployments"] = []check{{ComponentType: ComponentType,
+			ObservedValue: strconv.Itoa(g.Serving) + " of " + strconv.Itoa(g.Total) + " serving", Status: g.Status, Time: stamp}}
 	}
 	for _, sr := range r.SharedStates {
 		v := "up"

@@ -54,20 +54,20 @@ func (s Status) rank() int {
 	return 2
 }
 
-// aggregate combines per-source statuses. Without a fallback chain the worst wins. In a
+// aggregate combines the statuses of sources (a group of deployments counting as one). Without a fallback chain the worst wins. In a
 // fallback chain a call still succeeds while any provider is up, so the chain fails only
 // when every member fails; anything short of that is at worst a warning.
-func aggregate(results []CheckResult, fallback bool) Status {
-	if len(results) == 0 {
+func aggregate(statuses []Status, fallback bool) Status {
+	if len(statuses) == 0 {
 		return StatusPass
 	}
 	worst, best := StatusPass, StatusFail
-	for _, r := range results {
-		if r.Status.rank() > worst.rank() {
-			worst = r.Status
+	for _, s := range statuses {
+		if s.rank() > worst.rank() {
+			worst = s
 		}
-		if r.Status.rank() < best.rank() {
-			best = r.Status
+		if s.rank() < best.rank() {
+			best = s
 		}
 	}
 	if fallback && worst.rank() == StatusFail.rank() && best.rank() < StatusFail.rank() {

@@ -239,6 +239,26 @@ func (cb *circuit) info() (CircuitInfo, change) {
 	return info, ch
 }
 
+// openAtLeast opens the circuit now for at least d, whatever its state but isolated: an open
+// circuit's break is made longer if needed, any other state opens with a break of d. Calls in
+// flight belong to the ended generation and are ignored.
+func (cb *circuit) openAtLeast(d time.Duration) change {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	ch := cb.advance()
+	switch cb.st() {
+	case CircuitIsolated:
+		return ch
+	case CircuitOpen:
+	default:
+		ch = cb.enter(CircuitOpen)
+	}
+	if until := cb.now() + int64(d); until > cb.until.Load() {
+		cb.until.Store(until)
+	}
+	return ch
+}
+
 // isolate holds the circuit open until reset.
 func (cb *circuit) isolate() change {
 	cb.mu.Lock()

@@ -188,6 +188,19 @@ func (p *Pipeline) Headroom() Headroom {
 // provider out of service by hand.
 func (p *Pipeline) Isolate() { p.breaker.isolate() }
 
+// OpenFor opens the circuit now, for at least d, whatever the failure counts say: calls fail
+// at once with ErrCircuitOpen until the break is over, then a probe decides as after any
+// opening (a success closes, a failure reopens). A circuit open for longer already keeps its
+// break; an isolated one stays isolated. It is how the client takes a deployment whose key
+// was refused, or whose quota is spent, out for a break that grows each time it fails again,
+// so a fixed key comes back without a restart. d <= 0 does nothing.
+func (p *Pipeline) OpenFor(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	p.breaker.announce(nil, p.breaker.c.openAtLeast(d))
+}
+
 // Reset ends isolation and closes the circuit with fresh counts, and ends a rate-limit pause.
 func (p *Pipeline) Reset() {
 	p.breaker.reset()

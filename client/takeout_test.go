@@ -1,0 +1,136 @@
+package client_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/health"
+	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// stepClock is a clock that moves only when the test advances it; timers due by then fire.
+type stepClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*stepTimer
+}
+
+type stepTimer struct {
+	c      *stepClock
+	at     time.Time
+	f      func()
+	active bool
+}
+
+func newStepClock() *stepClock { return &stepClock{now: time.Unix(1_800_000_000, 0)} }
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *stepClock) AfterFunc(d time.Duration, f func()) resilience.Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &stepTimer{c: c, at: c.now.Add(d), f: f, active: true}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+func (c *stepClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []func()
+	for _, t := range c.timers {
+		if t.active && !t.at.After(c.now) {
+			t.active = false
+			due = append(due, t.f)
+		}
+	}
+	c.mu.Unlock()
+	for _, f := range due {
+		go f()
+	}
+}
+
+func (t *stepTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.active
+	t.active = false
+	return was
+}
+
+func (t *stepTimer) Reset(d time.Duration) bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.active
+	t.at, t.active = t.c.now.Add(d), true
+	return was
+}
+
+// A deployment whose key is refused is taken out for a break that doubles while the key stays
+// refused, then comes back by itself once it is fixed: no restart, no Reset. After a success
+// the next take-out starts from the first break again.
+func TestDeployments_ARefusedKeyComesBackAfterAGrowingBreak(t *testing.T) {
+	refused := mocks.NewServer(mocks.WithScript(mocks.Status(401).Times(3), mocks.OK(), mocks.Status(401), mocks.OK().Always()))
+	defer refused.Close()
+	good := mocks.NewServer()
+	defer good.Close()
+	clock := newStepClock()
+	c := newClient(t, client.WithClock(clock), client.WithTakeOutBreaks(30*time.Second, 100*time.Second),
+		client.WithDeployments("p", policy(), client.RoutePriority, deploymentsOn([]*mocks.Server{refused, good})...))
+	d0 := c.Circuits()["p/d0"]
+	checker := health.NewChecker()
+	checker.AddSet(c)
+	call := func() {
+		t.Helper()
+		if _, err := c.Chat(context.Background(), hello()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each refusal takes the deployment out for a longer break: 30 s, 60 s, then the cap.
+	for i, want := range []time.Duration{30 * time.Second, 60 * time.Second, 100 * time.Second} {
+		call()
+		info := d0.CircuitInfo()
+		if info.State != resilience.CircuitOpen || info.NextProbeIn != want {
+			t.Fatalf("refusal %d: d0 %+v, want open for %s", i+1, info, want)
+		}
+		if r := checker.Report(); r.Status != health.StatusWarn || len(r.Groups) != 1 || r.Groups[0].Serving != 1 {
+			t.Fatalf("refusal %d: health %+v, want the provider degraded (warn)", i+1, r)
+		}
+		call() // while it is out, the calls go to the other deployment
+		if n := refused.Journal().Len(); n != i+1 {
+			t.Fatalf("refusal %d: the deployment taken out saw %d requests", i+1, n)
+		}
+		clock.Advance(want)
+	}
+	// The key was fixed meanwhile: the probe after the break succeeds and the deployment is back.
+	call()
+	if st := d0.CircuitState(); st != resilience.CircuitClosed || refused.Journal().Len() != 4 {
+		t.Fatalf("after the fix: d0 %v, %d requests", st, refused.Journal().Len())
+	}
+	// Refused once more: the break starts again from the first.
+	call()
+	if info := d0.CircuitInfo(); info.State != resilience.CircuitOpen || info.NextProbeIn != 30*time.Second {
+		t.Fatalf("a new refusal after a success: d0 %+v, want open for 30s", info)
+	}
+	d0.Reset() // an operator's Reset still brings it back at once
+	call()
+	if st := d0.CircuitState(); st != resilience.CircuitClosed || refused.Journal().Len() != 6 {
+		t.Fatalf("after Reset: d0 %v, %d requests", st, refused.Journal().Len())
+	}
+}
+
+func TestWithTakeOutBreaks_IsValidated(t *testing.T) {
+	for _, b := range [][2]time.Duration{{0, time.Hour}, {time.Minute, time.Second}, {-time.Second, time.Second}} {
+		if _, err := client.New(client.WithTakeOutBreaks(b[0], b[1]), openAIProvider("p", nil, policy())); err == nil {
+			t.Errorf("WithTakeOutBreaks(%s, %s) accepted", b[0], b[1])
+		}
+	}
+}
