@@ -45,10 +45,11 @@ func (n *nameSet) resolve(name string) string {
 // is wrong becomes a Problem instead of an error, so that every problem of every source is
 // reported at once. Keys outside LLM are dropped: they belong to the rest of the application.
 type jsonParser struct {
-	src    string
-	ps     *problems
-	names  *names
-	broken *bool // set when the source cannot be decoded at all
+	src     string
+	ps      *problems
+	names   *names
+	broken  *bool           // set when the source cannot be decoded at all
+	section *sectionFinding // what the document says about the LLM section
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -111,14 +112,23 @@ func (p *jsonParser) problem(path string, value any, allowed string) {
 	p.ps.add(Problem{Source: p.src, Path: path, Value: value, Allowed: allowed})
 }
 
-// document keeps the LLM section of a decoded document.
+// document keeps the LLM section of a decoded document, and notes in p.section whether it
+// has one or what may have been meant for it (see checkSections).
 func (p *jsonParser) document(doc map[string]any) map[string]any {
 	out := map[string]any{}
-	p.eachKey("", doc, []string{keyLLM}, func(string, string) {}, func(_, _ string, v any) {
+	var others []string
+	p.eachKey("", doc, []string{keyLLM}, func(_, key string) { others = append(others, key) }, func(_, _ string, v any) {
+		p.section.found = true
 		if llm := p.llm(keyLLM, v); llm != nil {
 			out[keyLLM] = llm
 		}
 	})
+	if !p.section.found {
+		p.section.inspect(doc, others)
+		if p.section.lost {
+			p.ps.add(p.section.lostProblem())
+		}
+	}
 	return out
 }
 
