@@ -60,7 +60,7 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 	fallback, _ := llm[keyFallback].([]string)
 	cfg.Fallback = checkFallback(ps, newIndex(callable), fallback)
 	if f, ok := llm[keyFailover].(float64); ok {
-		if f < 0 || f > 3600 {
+		if !(f >= 0 && f <= 3600) { // written so that a NaN, had it come in, would fail too
 			ps.add(Problem{Path: keyLLM + "." + keyFailover, Value: f, Allowed: "must be between 0 and 3600 seconds"})
 		}
 		cfg.FailoverAfterSeconds = &f
@@ -99,10 +99,11 @@ func buildSharedState(ps *problems, tree map[string]any, env func(string) (strin
 	if s.DB < 0 || s.DB > 1000 {
 		add("DB", s.DB, "must be between 0 and 1000")
 	}
-	if s.PollIntervalSeconds != 0 && (s.PollIntervalSeconds < 0.01 || s.PollIntervalSeconds > 60) {
+	// The bounds are written so that a NaN, had it come in, would fail them too.
+	if s.PollIntervalSeconds != 0 && !(s.PollIntervalSeconds >= 0.01 && s.PollIntervalSeconds <= 60) {
 		add("PollIntervalSeconds", s.PollIntervalSeconds, "must be between 0.01 and 60 seconds (0: the default, 0.25)")
 	}
-	if s.TimeoutSeconds != 0 && (s.TimeoutSeconds < 0.001 || s.TimeoutSeconds > 10) {
+	if s.TimeoutSeconds != 0 && !(s.TimeoutSeconds >= 0.001 && s.TimeoutSeconds <= 10) {
 		add("TimeoutSeconds", s.TimeoutSeconds, "must be between 0.001 and 10 seconds (0: the default, 0.2)")
 	}
 	for _, key := range []string{"UsernameEnv", "PasswordEnv"} {
