@@ -106,15 +106,21 @@ func buildSharedState(ps *problems, tree map[string]any, env func(string) (strin
 	if s.TimeoutSeconds != 0 && !(s.TimeoutSeconds >= 0.001 && s.TimeoutSeconds <= 10) {
 		add("TimeoutSeconds", s.TimeoutSeconds, "must be between 0.001 and 10 seconds (0: the default, 0.2)")
 	}
-	for _, key := range []string{"UsernameEnv", "PasswordEnv"} {
-		name := str(key)
+	// What is written in UsernameEnv or PasswordEnv is never shown: a user who put the password
+	// itself there would find it repeated in logs. A password of any shape can pass for the name
+	// of a variable ("hunter2"), so the shape of the value cannot decide when showing is safe.
+	for _, c := range []struct{ key, what string }{{"UsernameEnv", "username"}, {"PasswordEnv", "password"}} {
+		name := str(c.key)
 		switch {
 		case name == "":
-		case !validEnvName(name) || redact.LooksLikeKey(name):
-			add(key, nil, envNameAdvice)
+		case !validEnvName(name):
+			add(c.key, nil, fmt.Sprintf("must be the name of an environment variable (letters, digits and _, "+
+				"not starting with a digit), not the %s itself", c.what))
 		default:
 			if v, ok := env(name); !ok || v == "" {
-				add(key, name, "names an environment variable that is not set (or is empty)")
+				add(c.key, nil, fmt.Sprintf("names an environment variable that is not set (or is empty): set it "+
+					"to the %s; this setting holds the name of the variable, never the %s itself (which is "+
+					"why the name is not repeated here)", c.what, c.what))
 			}
 		}
 	}

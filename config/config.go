@@ -60,7 +60,8 @@ type SharedState struct {
 	// DB selects the Redis database. Allowed: 0..1000.
 	DB int
 	// UsernameEnv and PasswordEnv name the environment variables that hold the credentials
-	// (never the credentials themselves); each, when named, must be set.
+	// (never the credentials themselves); each, when named, must be set. Problems with them
+	// never show what is written there, which may be the credential put in the wrong place.
 	UsernameEnv, PasswordEnv string
 	// TLS connects over TLS, verified against the system's roots.
 	TLS bool

@@ -389,11 +389,15 @@ func (p *jsonParser) limits(path string, v any) map[string]any {
 func (p *jsonParser) leaf(path string, k kind, v any) any {
 	if !k.isList() {
 		nv, ok := fromJSON(k, v)
-		if !ok {
+		switch {
+		case ok:
+			return nv
+		case namesCredential(path): // "PasswordEnv": 271828 is a password in the wrong place
+			p.problem(path, nil, k.allowed())
+		default:
 			p.problem(path, describe(v), k.allowed())
-			return nil
 		}
-		return nv
+		return nil
 	}
 	list, ok := v.([]any)
 	if !ok {
@@ -434,6 +438,20 @@ const (
 	envNameAdvice = "must be the name of an environment variable (letters, digits and _, not " +
 		"starting with a digit), not the API key itself"
 )
+
+// credentialKeys are the settings that name the variable holding a secret. What is written
+// there may be the secret itself, put in the wrong place, so problems never show it.
+var credentialKeys = []string{keyAPIKeyEnv, "UsernameEnv", "PasswordEnv"}
+
+// namesCredential reports whether a JSON path ends at one of credentialKeys.
+func namesCredential(path string) bool {
+	for _, k := range credentialKeys {
+		if strings.HasSuffix(path, "."+k) {
+			return true
+		}
+	}
+	return false
+}
 
 // checkName returns why a policy or provider name is unusable, or "".
 func checkName(name string) string {
