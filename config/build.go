@@ -60,7 +60,7 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 	fallback, _ := llm[keyFallback].([]string)
 	cfg.Fallback = checkFallback(ps, newIndex(callable), fallback)
 	if f, ok := llm[keyFailover].(float64); ok {
-		if f < 0 || f > 3600 {
+		if !(f >= 0 && f <= 3600) { // written so that a NaN, had it come in, would fail too
 			ps.add(Problem{Path: keyLLM + "." + keyFailover, Value: f, Allowed: "must be between 0 and 3600 seconds"})
 		}
 		cfg.FailoverAfterSeconds = &f
@@ -99,21 +99,28 @@ func buildSharedState(ps *problems, tree map[string]any, env func(string) (strin
 	if s.DB < 0 || s.DB > 1000 {
 		add("DB", s.DB, "must be between 0 and 1000")
 	}
-	if s.PollIntervalSeconds != 0 && (s.PollIntervalSeconds < 0.01 || s.PollIntervalSeconds > 60) {
+	// The bounds are written so that a NaN, had it come in, would fail them too.
+	if s.PollIntervalSeconds != 0 && !(s.PollIntervalSeconds >= 0.01 && s.PollIntervalSeconds <= 60) {
 		add("PollIntervalSeconds", s.PollIntervalSeconds, "must be between 0.01 and 60 seconds (0: the default, 0.25)")
 	}
-	if s.TimeoutSeconds != 0 && (s.TimeoutSeconds < 0.001 || s.TimeoutSeconds > 10) {
+	if s.TimeoutSeconds != 0 && !(s.TimeoutSeconds >= 0.001 && s.TimeoutSeconds <= 10) {
 		add("TimeoutSeconds", s.TimeoutSeconds, "must be between 0.001 and 10 seconds (0: the default, 0.2)")
 	}
-	for _, key := range []string{"UsernameEnv", "PasswordEnv"} {
-		name := str(key)
+	// What is written in UsernameEnv or PasswordEnv is never shown: a user who put the password
+	// itself there would find it repeated in logs. A password of any shape can pass for the name
+	// of a variable ("hunter2"), so the shape of the value cannot decide when showing is safe.
+	for _, c := range []struct{ key, what string }{{"UsernameEnv", "username"}, {"PasswordEnv", "password"}} {
+		name := str(c.key)
 		switch {
 		case name == "":
-		case !validEnvName(name) || redact.LooksLikeKey(name):
-			add(key, nil, envNameAdvice)
+		case !validEnvName(name):
+			add(c.key, nil, fmt.Sprintf("must be the name of an environment variable (letters, digits and _, "+
+				"not starting with a digit), not the %s itself", c.what))
 		default:
 			if v, ok := env(name); !ok || v == "" {
-				add(key, name, "names an environment variable that is not set (or is empty)")
+				add(c.key, nil, fmt.Sprintf("names an environment variable that is not set (or is empty): set it "+
+					"to the %s; this setting holds the name of the variable, never the %s itself (which is "+
+					"why the name is not repeated here)", c.what, c.what))
 			}
 		}
 	}

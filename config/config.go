@@ -60,7 +60,8 @@ type SharedState struct {
 	// DB selects the Redis database. Allowed: 0..1000.
 	DB int
 	// UsernameEnv and PasswordEnv name the environment variables that hold the credentials
-	// (never the credentials themselves); each, when named, must be set.
+	// (never the credentials themselves); each, when named, must be set. Problems with them
+	// never show what is written there, which may be the credential put in the wrong place.
 	UsernameEnv, PasswordEnv string
 	// TLS connects over TLS, verified against the system's roots.
 	TLS bool
@@ -109,6 +110,16 @@ func (c *Config) Groups() map[string][]string {
 // overrides an earlier one key by key; a list is replaced as a whole), then the process
 // environment (see [LoadWithEnv]). With no path, only the defaults and the environment count.
 //
+// The LLM section must come from somewhere: at least one file must have a top-level LLM key
+// (in any case, such as "llm") or at least one variable must start with LLM__. When none does,
+// every file is reported ("no LLM section found", with a suggestion when a top-level key looks
+// like a misspelling, such as "LMM", "LLMs" or "Llm_", or is a setting written outside the
+// section, such as "Providers"); with no file, the load is reported as a whole. A file may
+// leave the section to another file (an appsettings.Production.json that only sets logging),
+// except that a top-level key spelt close to LLM whose object holds LLM settings ("LMM":
+// {"Providers": …}) is an error in any case: its settings would be silently lost. Keys other
+// than LLM are otherwise ignored: they belong to the rest of the application.
+//
 // A missing or unreadable file, invalid JSON, an unknown key, a value of the wrong type or out
 // of range, and a reference to an unknown policy or provider are all errors; Load reports all
 // of them at once in an *[Error] and then returns a nil *Config, never a partial one.
@@ -124,9 +135,16 @@ func Load(paths ...string) (*Config, error) {
 // LLM__Fallback__0 the first element of a list. List elements merge by index into the list
 // the files set at that same path (a list the files leave out starts empty there, rather than
 // copying an inherited one), and an index past the end must not leave a gap; a variable cannot
-// shorten a list. Names are matched to the known keys, and to the policy and provider names the
-// files declare, case-insensitively; a variable may also declare a new policy or provider.
-// Variables starting with LLM__ that match no setting are errors; others are ignored.
+// shorten a list. A map (Deployments, ModelMap, Routing) is set entry by entry, the key as the
+// last segment (LLM__Providers__azure__Deployments__gpt-4o=prod-gpt4o), or by a JSON object of
+// strings in the map's own variable (LLM__Providers__azure__Deployments={"gpt-4o":"prod-gpt4o"}),
+// which bash can export even when a key holds a hyphen or a dot; either way the entries merge
+// into the files' map one by one, and an entry set both ways is an error. Names are matched to
+// the known keys, and to the policy and provider names the files declare, case-insensitively;
+// a variable may also declare a new policy or provider.
+// Variables starting with LLM__ that match no setting are errors; so are variables whose
+// prefix is a near miss of LLM__ and whose next segment names a setting of the section
+// (LMM__Providers__openai__Model); others are ignored.
 func LoadWithEnv(environ []string, paths ...string) (*Config, error) {
 	l := newLoader(environ)
 	for _, path := range paths {
@@ -143,12 +161,16 @@ func LoadWithEnv(environ []string, paths ...string) (*Config, error) {
 
 // Parse reads the configuration from JSON already in memory, over the defaults. It does not
 // read the environment (use [ParseWithEnv] for that), so its result depends on data alone.
-// Errors are as for [Load]; problems name the source "input".
+// Errors are as for [Load]; problems name the source "input". The document must hold the LLM
+// section, as a file must: Parse of {} or of null is an error ("no LLM section found"), while
+// {"LLM": {}} gives the defaults with no provider.
 func Parse(data []byte) (*Config, error) {
 	return ParseWithEnv(data, nil)
 }
 
-// ParseWithEnv is [Parse] followed by the environment overrides of [LoadWithEnv].
+// ParseWithEnv is [Parse] followed by the environment overrides of [LoadWithEnv]. An LLM__
+// variable is enough of an LLM section: ParseWithEnv of {} with LLM__Resilience__RetryCount=5
+// set loads.
 func ParseWithEnv(data []byte, environ []string) (*Config, error) {
 	l := newLoader(environ)
 	l.loadJSON("input", data)
@@ -187,6 +209,9 @@ type loader struct {
 	names  names
 	env    func(string) (string, bool) // the environment given, for the API keys
 	broken bool                        // a source could not be read or decoded: skip the checks of the merged result
+
+	sections  []*sectionFinding // one per JSON source decoded, in load order
+	envHasLLM bool              // a variable starts with LLM__
 }
 
 func newLoader(environ []string) *loader {
@@ -215,13 +240,16 @@ func (l *loader) unreadable(path string, err error) {
 }
 
 func (l *loader) loadJSON(src string, data []byte) {
-	l.mustLoad(src, rawbytes.Provider(data), &jsonParser{src: src, ps: &l.ps, names: &l.names, broken: &l.broken})
+	f := &sectionFinding{src: src}
+	l.sections = append(l.sections, f)
+	l.mustLoad(src, rawbytes.Provider(data), &jsonParser{src: src, ps: &l.ps, names: &l.names, broken: &l.broken, section: f})
 }
 
 func (l *loader) loadEnv(environ []string) {
 	r := newEnvReader(&l.ps, &l.names, l.k.Raw())
 	sorted := slices.Clone(environ)
 	slices.Sort(sorted) // so that problems, and the spelling of new names, do not depend on order
+	l.scanEnvPrefixes(sorted)
 	l.mustLoad("environment", env.Provider(delim, env.Opt{
 		TransformFunc: r.transform,
 		EnvironFunc:   func() []string { return sorted },
@@ -236,6 +264,7 @@ func (l *loader) finish() (*Config, error) {
 	if l.broken {
 		return nil, l.ps.err()
 	}
+	l.checkSections()
 	llm, _ := l.k.Raw()[keyLLM].(map[string]any)
 	cfg := build(llm, &l.ps, l.env)
 	if err := l.ps.err(); err != nil {

@@ -65,8 +65,8 @@ func writeFile(t *testing.T, name, content string) string {
 	return path
 }
 
-func TestParse_EmptyObjectGivesDefaults(t *testing.T) {
-	for _, doc := range []string{`{}`, `{"LLM": {}}`, `{"Logging": {"x": 1}}`, `null`, "\uFEFF{}"} {
+func TestParse_EmptyLLMSectionGivesDefaults(t *testing.T) {
+	for _, doc := range []string{`{"LLM": {}}`, `{"llm": {}}`, `{"Logging": {"x": 1}, "LLM": {}}`, "\uFEFF{\"LLM\": {}}"} {
 		cfg := parse(t, doc)
 		if !reflect.DeepEqual(cfg.Resilience, resilience.DefaultOptions()) {
 			t.Errorf("%s: Resilience = %+v, want the defaults", doc, cfg.Resilience)
@@ -80,7 +80,7 @@ func TestParse_EmptyObjectGivesDefaults(t *testing.T) {
 
 func TestParse_DoesNotReadTheProcessEnvironment(t *testing.T) {
 	t.Setenv("LLM__Resilience__RetryCount", "7")
-	if got := parse(t, `{}`).Resilience.RetryCount; got != 3 {
+	if got := parse(t, `{"LLM": {}}`).Resilience.RetryCount; got != 3 {
 		t.Errorf("RetryCount = %d, want the default 3", got)
 	}
 }

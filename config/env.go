@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"unicode"
 )
 
 // envPrefix starts every variable this package reads, in any case ("llm__" too).
@@ -46,6 +45,7 @@ type envTarget struct {
 	kind   kind
 	index  int    // list element index, or -1
 	mapKey string // the key of a map entry (kindStringMap), or ""
+	whole  bool   // the variable names a map itself and holds a JSON object of its entries
 }
 
 func newEnvReader(ps *problems, n *names, base map[string]any) *envReader {
@@ -63,6 +63,10 @@ func (r *envReader) transform(name, value string) (string, any) {
 		return "", nil
 	}
 	key := strings.Join(t.path, delim)
+	if t.whole {
+		r.wholeMap(name, key, t, value)
+		return "", nil
+	}
 	id := key
 	switch {
 	case t.index >= 0:
@@ -70,13 +74,9 @@ func (r *envReader) transform(name, value string) (string, any) {
 	case t.mapKey != "":
 		id += delim + "=" + t.mapKey
 	}
-	if first, dup := r.seen[id]; dup {
-		if first != name { // the same variable listed twice: the first wins, as with os.Getenv
-			r.problem(name, t.display(), nil, fmt.Sprintf("also set by %s: names are case-insensitive", showName(first)))
-		}
+	if !r.claim(id, name, t.display()) {
 		return "", nil
 	}
-	r.seen[id] = name
 
 	k := t.kind
 	if t.index >= 0 || t.mapKey != "" {
@@ -108,6 +108,24 @@ func (r *envReader) transform(name, value string) (string, any) {
 		return "", nil
 	}
 	return key, v
+}
+
+// claim records that variable name sets the setting id, and reports whether it is the first
+// to do so. Another variable that set it first is a problem; the same variable listed twice in
+// the environment is not (the first wins, as with os.Getenv).
+func (r *envReader) claim(id, name, display string) bool {
+	first, dup := r.seen[id]
+	switch {
+	case !dup:
+		r.seen[id] = name
+		return true
+	case first == name:
+	case strings.EqualFold(first, name):
+		r.problem(name, display, nil, fmt.Sprintf("also set by %s: names are case-insensitive", showName(first)))
+	default:
+		r.problem(name, display, nil, fmt.Sprintf("also set by %s", showName(first)))
+	}
+	return false
 }
 
 func (r *envReader) problem(src, path string, value any, allowed string) {
@@ -182,22 +200,6 @@ func (w *envWalk) leaf(i int, k kind) (envTarget, bool) {
 		return envTarget{}, false
 	}
 	return envTarget{path: w.path, kind: k, index: -1}, true
-}
-
-// mapEntry resolves the key of a map entry at segment i, taken as written (model names are
-// case-sensitive).
-func (w *envWalk) mapEntry(i int) (envTarget, bool) {
-	if i >= len(w.segs) {
-		w.r.problem(w.name, displayPath(w.path, -1), nil, fmt.Sprintf(
-			"is a map: set its entries by key, as %s", showName(w.name+"__gpt-4o")))
-		return envTarget{}, false
-	}
-	key := w.segs[i]
-	if key == "" || strings.ContainsFunc(key, unicode.IsControl) || len(w.segs) > i+1 {
-		w.fail(i, "a map key must be one non-empty segment without control characters")
-		return envTarget{}, false
-	}
-	return envTarget{path: w.path, kind: kindStringMap, index: -1, mapKey: key}, true
 }
 
 // envWalk is the state of target's walk: the canonical path so far.
@@ -306,7 +308,12 @@ func (w *envWalk) list(i int, k kind) (envTarget, bool) {
 	return envTarget{path: w.path, kind: k, index: idx}, true
 }
 
-func (t envTarget) display() string { return displayPath(t.path, t.index) }
+func (t envTarget) display() string {
+	if t.mapKey != "" {
+		return joinPath(displayPath(t.path, -1), t.mapKey)
+	}
+	return displayPath(t.path, t.index)
+}
 
 // displayPath renders a canonical path as a JSON path, with an element index when index ≥ 0.
 func displayPath(path []string, index int) string {
@@ -318,24 +325,6 @@ func displayPath(path []string, index int) string {
 		s += fmt.Sprintf("[%d]", index)
 	}
 	return s
-}
-
-// finishMaps merges the map entries set by variables into the maps of the files, entry by
-// entry, and returns them as koanf keys.
-func (r *envReader) finishMaps(out map[string]any) {
-	for key, entries := range r.maps {
-		path := strings.Split(key, delim)
-		merged := map[string]string{}
-		if base, ok := lookup(r.base, path).(map[string]string); ok {
-			for k, v := range base {
-				merged[k] = v
-			}
-		}
-		for k, v := range entries {
-			merged[k] = v
-		}
-		out[key] = merged
-	}
 }
 
 // finishLists merges the collected list elements into the lists of the files, element by

@@ -26,7 +26,7 @@ func ExampleLoad() {
 		p := cfg.Providers[name]
 		o := p.EffectiveResilience()
 		fmt.Printf("%s: %s %s, policy %q, %d retries, timeout %gs\n",
-			name, p.Type, p.Model, p.Policy, o.RetryCount, o.TimeoutSeconds)
+			name, p.Dialect, p.Model, p.Policy, o.RetryCount, o.TimeoutSeconds)
 	}
 	// Output:
 	// retries: 5
@@ -40,7 +40,7 @@ func ExampleParse() {
 	_, err := config.Parse([]byte(`{
   "LLM": {
     "Resilience": { "RetryCont": 5, "TimeoutSeconds": "2m" },
-    "Providers": { "openai": { "Type": "openai", "ApiKey": "sk-…" } }
+    "Providers": { "openai": { "Dialect": "openai", "ApiKey": "sk-…" } }
   }
 }`))
 	var cerr *config.Error
@@ -53,4 +53,30 @@ func ExampleParse() {
 	// LLM.Providers.openai.ApiKey: an API key must not be written into the configuration: put it in an environment variable and name that variable in APIKeyEnv
 	// LLM.Resilience.RetryCont: unknown key; did you mean RetryCount?
 	// LLM.Providers.openai.APIKeyEnv: is required for Dialect "openai": the name of the environment variable that holds the API key
+}
+
+// The environment alone can configure steady. A map entry keyed by a model name with a hyphen
+// cannot be exported from bash as LLM__Providers__azure__Deployments__gpt-4o; the map's own
+// variable takes a JSON object instead. With no file and no LLM__ variable, there is nothing
+// to load, and that is an error rather than a client with no provider.
+func ExampleLoadWithEnv() {
+	cfg, err := config.LoadWithEnv([]string{
+		"LLM__Providers__azure__Dialect=azure",
+		"LLM__Providers__azure__BaseURL=https://my-resource.openai.azure.com",
+		"LLM__Providers__azure__APIKeyEnv=AZURE_OPENAI_API_KEY",
+		`LLM__Providers__azure__Deployments={"gpt-4o": "prod-gpt4o", "gpt-4.1": "prod-gpt41"}`,
+		"AZURE_OPENAI_API_KEY=…",
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	az := cfg.Providers["azure"]
+	fmt.Println(az.Dialect, az.Deployments["gpt-4o"], az.Deployments["gpt-4.1"])
+
+	_, err = config.LoadWithEnv([]string{"HOME=/home/app"})
+	fmt.Println(err)
+	// Output:
+	// azure prod-gpt4o prod-gpt41
+	// config: no LLM section found: no configuration file was given and no LLM__ environment variable is set
 }

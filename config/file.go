@@ -10,45 +10,18 @@ import (
 	"unicode"
 
 	koanfjson "github.com/knadh/koanf/parsers/json"
-
-	"github.com/steadyllm/steady/internal/redact"
 )
-
-// names remembers the provider and policy names seen so far, spelled as first declared, so a
-// later source that writes "OpenAI" updates the provider an earlier one declared as "openai".
-type names struct {
-	providers nameSet
-	policies  nameSet
-}
-
-// nameSet is a set of user-chosen names, matched case-insensitively in constant time (a load
-// stays linear in the number of names).
-type nameSet struct {
-	byLower map[string]string // lower case → the spelling first declared
-}
-
-// resolve returns the known spelling of name, declaring it when it is new.
-func (n *nameSet) resolve(name string) string {
-	lower := strings.ToLower(name)
-	if c, ok := n.byLower[lower]; ok {
-		return c
-	}
-	if n.byLower == nil {
-		n.byLower = map[string]string{}
-	}
-	n.byLower[lower] = name
-	return name
-}
 
 // jsonParser is a koanf.Parser that decodes one JSON source and normalizes it against the
 // schema: keys get their canonical spelling, leaf values their canonical Go type, and whatever
 // is wrong becomes a Problem instead of an error, so that every problem of every source is
 // reported at once. Keys outside LLM are dropped: they belong to the rest of the application.
 type jsonParser struct {
-	src    string
-	ps     *problems
-	names  *names
-	broken *bool // set when the source cannot be decoded at all
+	src     string
+	ps      *problems
+	names   *names
+	broken  *bool           // set when the source cannot be decoded at all
+	section *sectionFinding // what the document says about the LLM section
 }
 
 var utf8BOM = []byte{0xEF, 0xBB, 0xBF}
@@ -111,14 +84,23 @@ func (p *jsonParser) problem(path string, value any, allowed string) {
 	p.ps.add(Problem{Source: p.src, Path: path, Value: value, Allowed: allowed})
 }
 
-// document keeps the LLM section of a decoded document.
+// document keeps the LLM section of a decoded document, and notes in p.section whether it
+// has one or what may have been meant for it (see checkSections).
 func (p *jsonParser) document(doc map[string]any) map[string]any {
 	out := map[string]any{}
-	p.eachKey("", doc, []string{keyLLM}, func(string, string) {}, func(_, _ string, v any) {
+	var others []string
+	p.eachKey("", doc, []string{keyLLM}, func(_, key string) { others = append(others, key) }, func(_, _ string, v any) {
+		p.section.found = true
 		if llm := p.llm(keyLLM, v); llm != nil {
 			out[keyLLM] = llm
 		}
 	})
+	if !p.section.found {
+		p.section.inspect(doc, others)
+		if p.section.lost {
+			p.ps.add(p.section.lostProblem())
+		}
+	}
 	return out
 }
 
@@ -379,11 +361,15 @@ func (p *jsonParser) limits(path string, v any) map[string]any {
 func (p *jsonParser) leaf(path string, k kind, v any) any {
 	if !k.isList() {
 		nv, ok := fromJSON(k, v)
-		if !ok {
+		switch {
+		case ok:
+			return nv
+		case namesCredential(path): // "PasswordEnv": 271828 is a password in the wrong place
+			p.problem(path, nil, k.allowed())
+		default:
 			p.problem(path, describe(v), k.allowed())
-			return nil
 		}
-		return nv
+		return nil
 	}
 	list, ok := v.([]any)
 	if !ok {
@@ -415,57 +401,6 @@ func (p *jsonParser) leaf(path string, k kind, v any) any {
 	default:
 		return append([]string{}, strs...)
 	}
-}
-
-// Advice shared by the file and environment readers.
-const (
-	secretAdvice = "an API key must not be written into the configuration: put it in an " +
-		"environment variable and name that variable in APIKeyEnv"
-	envNameAdvice = "must be the name of an environment variable (letters, digits and _, not " +
-		"starting with a digit), not the API key itself"
-)
-
-// checkName returns why a policy or provider name is unusable, or "".
-func checkName(name string) string {
-	if strings.TrimSpace(name) == "" {
-		return "a name must not be empty"
-	}
-	if strings.ContainsFunc(name, unicode.IsControl) {
-		return "a name must not contain control characters"
-	}
-	return ""
-}
-
-// validEnvName reports whether s is a portable environment variable name that does not look
-// like an API key written where its variable's name belongs.
-func validEnvName(s string) bool {
-	if s == "" || redact.LooksLikeKey(s) {
-		return false
-	}
-	for i, r := range s {
-		switch {
-		case r == '_', r >= 'A' && r <= 'Z', r >= 'a' && r <= 'z':
-		case r >= '0' && r <= '9' && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
-// joinPath appends key to a JSON path, bracketing keys that are not plain names (such as
-// "gpt-4.1") so the path stays unambiguous.
-func joinPath(path, key string) string {
-	plain := key != "" && len(key) <= maxShown && !redact.LooksLikeKey(key) && !strings.ContainsFunc(key, func(r rune) bool {
-		return !(r == '_' || r == '-' || unicode.IsLetter(r) || unicode.IsDigit(r))
-	})
-	switch {
-	case !plain:
-		return path + "[" + show(key) + "]"
-	case path == "":
-		return key
-	}
-	return path + "." + key
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -134,9 +134,9 @@ func (k kind) allowed() string {
 	case kindInt:
 		return "must be a whole number"
 	case kindNumber:
-		return "must be a number"
+		return "must be a finite number"
 	case kindSeconds:
-		return `must be a number of seconds (0.75) or a Go duration string ("750ms")`
+		return `must be a finite number of seconds (0.75) or a Go duration string ("750ms")`
 	case kindIntList:
 		return "must be a list of whole numbers"
 	case kindStringList:
@@ -261,11 +261,11 @@ func fromJSON(k kind, v any) (any, bool) {
 		return wholeNumber(f)
 	case kindNumber:
 		f, ok := v.(float64)
-		return f, ok
+		return f, ok && finite(f)
 	case kindSeconds:
 		switch v := v.(type) {
 		case float64:
-			return v, true
+			return v, finite(v)
 		case string:
 			d, err := time.ParseDuration(strings.TrimSpace(v))
 			if err != nil {
@@ -279,6 +279,9 @@ func fromJSON(k kind, v any) (any, bool) {
 }
 
 // fromEnv converts an environment variable's text to the normalized value of kind k.
+// strconv.ParseFloat reads "NaN", "Inf" and "infinity" (in any case, with a sign): they are
+// refused here, once for every number, because a NaN compares false with every bound and so
+// would pass any range check written as "v < lo || v > hi".
 func fromEnv(k kind, s string) (any, bool) {
 	t := strings.TrimSpace(s)
 	switch k {
@@ -295,12 +298,12 @@ func fromEnv(k kind, s string) (any, bool) {
 		return wholeNumber(float64(n))
 	case kindNumber:
 		f, err := strconv.ParseFloat(t, 64)
-		return f, err == nil
+		return f, err == nil && finite(f)
 	case kindSeconds:
 		if f, err := strconv.ParseFloat(t, 64); err == nil {
-			return f, true
+			return f, finite(f)
 		}
-		d, err := time.ParseDuration(t)
+		d, err := time.ParseDuration(t) // refuses what overflows a Duration ("9999999999h")
 		if err != nil {
 			return nil, false
 		}
@@ -308,6 +311,10 @@ func fromEnv(k kind, s string) (any, bool) {
 	}
 	return nil, false
 }
+
+// finite reports whether f is neither NaN nor an infinity. JSON cannot spell either, but the
+// file and environment readers share the rule so that no source can bring one in.
+func finite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
 
 // maxWhole bounds whole numbers: every int field's allowed range is far inside it, and a
 // float64 holds every integer up to it exactly.
