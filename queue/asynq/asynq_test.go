@@ -70,7 +70,7 @@ func TestAsynq_RetriesAtTheDueTimeAndArchivesPermanentFailures(t *testing.T) {
 			if err == nil {
 				done <- task.Type()
 			}
-			return steadyasynq.Result(err)
+			return steadyasynq.Result(ctx, err)
 		}
 	}
 	mux.HandleFunc("summarise", handle("ok"))
