@@ -47,7 +47,8 @@ type callOptions struct {
 // server's hint, a rate-limit pause, a budget or a bulkhead slot; and a failure comes back as a
 // *deferral.Error carrying the decision (retry at T, or never, and why) computed for attempt,
 // the job's attempt number (1 for the first), with the call's policy (WithPolicy, else the
-// first provider's). Hand the decision to the queue: see package deferral.
+// first provider's); for a chain, the earliest time any of its providers may serve. Hand the
+// decision to the queue: see package deferral.
 func Deferred(attempt int) CallOption {
 	return func(o *callOptions) { o.deferred, o.attempt = true, max(attempt, 1) }
 }
