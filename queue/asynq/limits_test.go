@@ -79,6 +79,7 @@ func TestAsynq_ACapacityDeferralWithNoRetriesLeftIsArchivedSayingWhy(t *testing.
 	// Each task type is named after its provider and carries its MaxRetry.
 	maxRetry := map[string]int{"zero": 0, "one": 1, "spent": 1}
 	redis := asynq.RedisClientOpt{Addr: redisAddr, DB: 1}
+	freshQueue(t, redis, "limits")
 	var mu sync.Mutex
 	runs := map[string][]run{}
 	noRetriesLeft := map[string]bool{}
@@ -123,7 +124,6 @@ func TestAsynq_ACapacityDeferralWithNoRetriesLeftIsArchivedSayingWhy(t *testing.
 			t.Fatal(err)
 		}
 	}
-	t.Cleanup(func() { _ = insp.DeleteQueue("limits", true) })
 
 	select {
 	case typ := <-done:
@@ -173,4 +173,19 @@ func TestAsynq_ACapacityDeferralWithNoRetriesLeftIsArchivedSayingWhy(t *testing.
 	if _, ok := archived["one"]; ok {
 		t.Error("the MaxRetry(1) task was archived")
 	}
+}
+
+// freshQueue empties queue now and once the test is over (after its deferred shutdowns), so
+// that no task of an earlier run (-count=2) is counted.
+func freshQueue(t *testing.T, redis asynq.RedisClientOpt, queue string) {
+	t.Helper()
+	drop := func() {
+		insp := asynq.NewInspector(redis)
+		defer insp.Close()
+		if err := insp.DeleteQueue(queue, true); err != nil && !errors.Is(err, asynq.ErrQueueNotFound) {
+			t.Errorf("emptying queue %s: %v", queue, err)
+		}
+	}
+	drop()
+	t.Cleanup(drop)
 }
