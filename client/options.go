@@ -48,7 +48,8 @@ type callOptions struct {
 // server's hint, a rate-limit pause, a budget or a bulkhead slot; and a failure comes back as a
 // *deferral.Error carrying the decision (retry at T, or never, and why) computed for attempt,
 // the job's attempt number (1 for the first), with the call's policy (WithPolicy, else the
-// first provider's). Hand the decision to the queue: see package deferral.
+// first provider's); for a chain, the earliest time any of its providers may serve. Hand the
+// decision to the queue: see package deferral.
 //
 // An attempt below 1 is a bad_request.
 func Deferred(attempt int) CallOption {

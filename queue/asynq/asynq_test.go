@@ -55,6 +55,7 @@ func TestAsynq_RetriesAtTheDueTimeAndArchivesPermanentFailures(t *testing.T) {
 	defer c.CloseIdleConnections()
 
 	redis := asynq.RedisClientOpt{Addr: redisAddr}
+	freshQueue(t, redis, "default")
 	var mu sync.Mutex
 	runs := map[string][]run{}
 	done := make(chan string, 4)
@@ -70,7 +71,7 @@ func TestAsynq_RetriesAtTheDueTimeAndArchivesPermanentFailures(t *testing.T) {
 			if err == nil {
 				done <- task.Type()
 			}
-			return steadyasynq.Result(err)
+			return steadyasynq.Result(ctx, err)
 		}
 	}
 	mux.HandleFunc("summarise", handle("ok"))

@@ -20,6 +20,10 @@
 //   - a permanent failure (a bad request, a refused key, an exhausted quota): river.JobCancel,
 //     so the job never runs again.
 //
+// The due time handed to River is never sooner than deferral.MinDelay after Work returns nor
+// later than deferral.MaxDelay (see deferral.Decision.Wait), whatever the decision says: a
+// snooze of 0 would make the job available again at once, in a loop.
+//
 // It is a module of its own so that steady's users who do not use River never inherit it or
 // PostgreSQL's driver.
 package steadyriver
@@ -54,18 +58,27 @@ func (w *Worker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 		return err
 	}
 	dec := de.Decision
-	switch {
-	case !dec.Retry:
+	if !dec.Retry {
 		return river.JobCancel(err)
-	case capacity(dec.Kind):
-		return river.JobSnooze(max(time.Until(dec.At), 0))
 	}
-	w.due.Store(job.ID, dec.At)
+	// Wait keeps the delay within [deferral.MinDelay, deferral.MaxDelay]: a snooze of 0
+	// would make the job available again at once (a loop), a due time River finds past would
+	// fall back to its default policy, and one centuries away would park the job for good.
+	now := time.Now()
+	wait := dec.Wait(now)
+	if capacity(dec.Kind) {
+		return river.JobSnooze(wait)
+	}
+	// River asks NextRetry only when the job has attempts left: remembering the time of one
+	// that has none would keep it in the map for ever.
+	if job.Attempt < job.MaxAttempts {
+		w.due.Store(job.ID, now.Add(wait))
+	}
 	return err
 }
 
-// NextRetry returns the due time of the job's last deferred failure, or the wrapped worker's
-// choice.
+// NextRetry returns the due time of the job's last deferred failure (never past when Work
+// returned, never more than deferral.MaxDelay after it), or the wrapped worker's choice.
 func (w *Worker[T]) NextRetry(job *river.Job[T]) time.Time {
 	if at, ok := w.due.LoadAndDelete(job.ID); ok {
 		return at.(time.Time)
