@@ -35,6 +35,14 @@ type pacer struct {
 	// credit is tokens debited for calls that used fewer than their estimate (Settle), spent
 	// by the next calls before the token bucket.
 	credit atomic.Int64
+	// ceilReq and ceilTok are the configured limits (PaceRequestsPerMinute,
+	// PaceTokensPerMinute), 0 when none: the headers may lower a budget, never raise it above
+	// them.
+	ceilReq, ceilTok int
+	// stated is set once an answer stated what remains of the token budget: that count is the
+	// truth from then on, so a call's unused estimate is never credited back (such servers,
+	// OpenAI's among them, debit the most a call may use and never refund it).
+	stated atomic.Bool
 	// fleet, when the pipeline's shared state keeps budgets (SharedBudgets), debits every
 	// call from the fleet's budgets as well, after the instance's own.
 	fleet *fleet
@@ -57,6 +65,7 @@ func (p *pacer) monotonic() time.Time {
 
 func (p *pacer) init(o Options, ev *emitter) {
 	p.ev, p.learn = ev, o.PaceFromHeaders
+	p.ceilReq, p.ceilTok = o.PaceRequestsPerMinute, o.PaceTokensPerMinute
 	if o.PaceRequestsPerMinute > 0 {
 		p.req.Store(perMinute(o.PaceRequestsPerMinute))
 		p.known.Store(true)
@@ -184,19 +193,28 @@ func (p *pacer) observe(h http.Header) {
 	if !tokens.HasLimit && rl.InputTokens.HasLimit {
 		tokens = rl.InputTokens
 	}
-	p.align(&p.req, rl.Requests, now)
-	p.align(&p.tok, tokens, now)
+	p.align(&p.req, rl.Requests, p.ceilReq, now)
+	p.align(&p.tok, tokens, p.ceilTok, now)
 	if tokens.HasRemaining {
-		p.credit.Store(0) // the server states its budget: that, not our estimates, is the truth
+		// The server states its budget: that, not our estimates, is the truth.
+		if !p.stated.Load() {
+			p.stated.Store(true)
+		}
+		p.credit.Store(0)
 	}
 }
 
 // align makes the budget at slot agree with the budget b the server stated: a new limit
-// starts a new bucket, and the bucket never holds more than the server says remains.
-func (p *pacer) align(slot *atomic.Pointer[rate.Limiter], b signals.Budget, now time.Time) {
+// starts a new bucket, and the bucket never holds more than the server says remains. A
+// configured limit ceil (0: none) is a ceiling: a stated limit above it counts as ceil.
+func (p *pacer) align(slot *atomic.Pointer[rate.Limiter], b signals.Budget, ceil int, now time.Time) {
 	lim := slot.Load()
-	if b.HasLimit && b.Limit > 0 && (lim == nil || lim.Burst() != b.Limit) {
-		lim = perMinute(b.Limit)
+	limit := b.Limit
+	if ceil > 0 && limit > ceil {
+		limit = ceil
+	}
+	if b.HasLimit && limit > 0 && (lim == nil || lim.Burst() != limit) {
+		lim = perMinute(limit)
 		slot.Store(lim)
 		p.known.Store(true)
 	}
@@ -229,27 +247,33 @@ func (p *pacer) takeCredit(n int) int {
 	}
 }
 
-// settle corrects the token budget once a call's real usage is known: estimated was debited,
-// used were spent. An overestimate becomes credit for the next calls (never more than one
-// budget), until an answer states what remains of the budget (servers that debit the
-// maximum answer and never refund it, as OpenAI, are followed by their headers); an
-// underestimate is debited now, as far as the bucket holds it.
+// settle corrects the token budget once a call's real usage is known, for servers that do not
+// state what remains of it: estimated was the call's estimate, of which admit debited at most a
+// whole budget, and used were spent. An overestimate becomes credit for the next calls — at
+// most what was debited, never more than one budget; an underestimate is debited now, as far
+// as the bucket holds it. Once an answer has stated the budget left, the server's count is the
+// truth and settle does nothing: servers that state it (OpenAI's) debit the most a call may
+// use and never refund it, so a credit would send calls the server refuses.
 func (p *pacer) settle(estimated, used int) {
 	tok := p.tok.Load()
-	if tok == nil || estimated <= 0 || used <= 0 || used == estimated {
+	if tok == nil || estimated <= 0 || used <= 0 || p.stated.Load() {
 		return
 	}
-	if used > estimated {
-		tok.AllowN(p.monotonic(), min(used-estimated, int(tok.TokensAt(p.monotonic()))))
+	debited := min(estimated, tok.Burst())
+	if used == debited {
+		return
+	}
+	if used > debited {
+		tok.AllowN(p.monotonic(), min(used-debited, int(tok.TokensAt(p.monotonic()))))
 		if p.fleet != nil {
-			p.fleet.tok.debit(int64(used - estimated))
+			p.fleet.tok.debit(int64(used - debited))
 		}
 		return
 	}
 	limit := int64(tok.Burst())
 	for {
 		c := p.credit.Load()
-		next := min(c+int64(estimated-used), limit)
+		next := min(c+int64(debited-used), limit)
 		if p.credit.CompareAndSwap(c, next) {
 			return
 		}

@@ -246,17 +246,20 @@ func count(v string) (int, bool) {
 	return n, true
 }
 
-// resetTime reads a reset as an RFC 3339 time, a duration from now or seconds from now; zero
-// when it is none of them.
+// resetTime reads a reset as an RFC 3339 time, a duration from now or seconds from now, at most
+// MaxHint ahead (a reset further away is read as MaxHint from now, like a hint); zero when it is
+// none of them.
 func resetTime(v string, now time.Time) time.Time {
-	if t, err := time.Parse(time.RFC3339, v); err == nil {
-		return t
+	t := time.Time{}
+	if p, err := time.Parse(time.RFC3339, v); err == nil {
+		t = p
+	} else if d, err := time.ParseDuration(v); err == nil && d >= 0 {
+		t = now.Add(min(d, MaxHint))
+	} else if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < 1e9 {
+		t = now.Add(min(time.Duration(s*float64(time.Second)), MaxHint))
 	}
-	if d, err := time.ParseDuration(v); err == nil && d >= 0 {
-		return now.Add(d)
+	if limit := now.Add(MaxHint); t.After(limit) {
+		t = limit
 	}
-	if s, err := strconv.ParseFloat(v, 64); err == nil && s >= 0 && s < 1e9 {
-		return now.Add(time.Duration(s * float64(time.Second)))
-	}
-	return time.Time{}
+	return t
 }

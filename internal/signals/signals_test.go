@@ -131,3 +131,15 @@ func FuzzRetryAfter(f *testing.F) {
 		}
 	})
 }
+
+// A rate-limit reset is never further ahead than MaxHint, whatever the server writes.
+func TestParseRateLimits_ResetIsAtMostMaxHintAhead(t *testing.T) {
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	for _, v := range []string{"2200-01-01T00:00:00Z", "876000h", "99999999"} {
+		h := http.Header{"X-Ratelimit-Reset-Requests": {v}, "X-Ratelimit-Limit-Requests": {"10"}}
+		rl, ok := ParseRateLimits(h, now)
+		if !ok || rl.Requests.Reset.After(now.Add(MaxHint)) || rl.Requests.Reset.IsZero() {
+			t.Errorf("reset %q read as %v", v, rl.Requests.Reset)
+		}
+	}
+}
