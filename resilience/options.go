@@ -210,6 +210,8 @@ func (o Options) Validate() error {
 	if v.secRange("RetryBudgetPercent", o.RetryBudgetPercent, 0, 100) && o.RetryBudgetPercent > 0 {
 		v.intRange("RetryBudgetFloor", o.RetryBudgetFloor, 0, 1000)
 		v.secRange("RetryBudgetWindowSeconds", o.RetryBudgetWindowSeconds, 1, 3600)
+	} else {
+		v.finite("RetryBudgetWindowSeconds", o.RetryBudgetWindowSeconds) // unused, but never NaN
 	}
 
 	v.intRange("CircuitBreakerThreshold", o.CircuitBreakerThreshold, 1, 1000)
@@ -218,6 +220,8 @@ func (o Options) Validate() error {
 	if o.CircuitBreakerFailureRatio > 0 {
 		v.secRange("CircuitBreakerSamplingSeconds", o.CircuitBreakerSamplingSeconds, 1, 86400)
 		v.intRange("CircuitBreakerMinThroughput", o.CircuitBreakerMinThroughput, 1, 100000)
+	} else {
+		v.finite("CircuitBreakerSamplingSeconds", o.CircuitBreakerSamplingSeconds)
 	}
 	v.intRange("CircuitBreakerHalfOpenMaxRequests", o.CircuitBreakerHalfOpenMaxRequests, 1, 1000)
 
@@ -270,6 +274,14 @@ func (v *validator) secRange(field string, value, lo, hi float64) bool {
 		return false
 	}
 	return true
+}
+
+// finite checks a float field that its settings leave unused: any number will do, except NaN
+// and the infinities, which no setting means.
+func (v *validator) finite(field string, value float64) {
+	if !isFinite(value) {
+		v.add(field, value, "must be a finite number")
+	}
 }
 
 func isFinite(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }

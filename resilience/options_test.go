@@ -129,3 +129,18 @@ func TestValidate_ZeroValueSaysToStartFromTheDefaults(t *testing.T) {
 		t.Fatalf("a single bad field of the defaults: %v", err)
 	}
 }
+
+// NaN and the infinities are refused in every float field, also in one its settings leave
+// unused (a sampling window with ratio mode off).
+func TestOptions_NonFiniteIsRefusedEvenWhenUnused(t *testing.T) {
+	for _, f := range []func(*Options){
+		func(o *Options) { o.CircuitBreakerSamplingSeconds = math.NaN() },
+		func(o *Options) { o.RetryBudgetPercent, o.RetryBudgetWindowSeconds = 0, math.Inf(1) },
+	} {
+		o := DefaultOptions()
+		f(&o)
+		if err := o.Validate(); err == nil {
+			t.Errorf("accepted %+v", o)
+		}
+	}
+}
