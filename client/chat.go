@@ -48,14 +48,18 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 			call := new(resilience.Call)
 			call.Init(ctx, false)
 			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), o.maxWait(maxWait), tokens
+			call.OutcomeReported = true
 			resp, err := d.provider.Chat(call, withModel(req, model))
 			if err == nil && resp != nil {
 				d.pipeline.SettleTokens(tokens, resp.Usage.Total())
 			}
 			return resp, &call.Info, err
 		},
-		func(resp *providers.ChatResponse, name string, res *TryResult, _ time.Time) bool {
-			resp.Provider = name
+		func(resp *providers.ChatResponse, d *deployment, model string, res *TryResult, _ time.Time) bool {
+			resp.Provider, resp.Deployment = d.owner, d.name
+			if resp.Model == "" {
+				resp.Model = model
+			}
 			if o != nil {
 				resp.ClientRequestID = o.requestID
 			}
@@ -96,6 +100,7 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 			call := new(resilience.Call)
 			call.Init(ctx, false)
 			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), o.maxWait(maxWait), tokens
+			call.OutcomeReported = true
 			r := req
 			if model != req.Model {
 				cp := *req
@@ -108,8 +113,11 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 			}
 			return resp, &call.Info, err
 		},
-		func(resp *providers.EmbedResponse, name string, res *TryResult, _ time.Time) bool {
-			resp.Provider = name
+		func(resp *providers.EmbedResponse, d *deployment, model string, res *TryResult, _ time.Time) bool {
+			resp.Provider, resp.Deployment = d.owner, d.name
+			if resp.Model == "" {
+				resp.Model = model
+			}
 			if o != nil {
 				resp.ClientRequestID = o.requestID
 			}
@@ -161,11 +169,13 @@ func (c *Client) begin(ctx context.Context, o *callOptions, pl plan, op Operatio
 // one try and returns, with its outcome, the CallInfo in which the pipeline counted its
 // attempts. served completes the answer of provider name and, when telemetry is on (res !=
 // nil), what the tracker learns about the try that began at start; it returns true when the
-// call goes on after walkChain returns (a stream), which then reports its own end. tr may be
+// call goes on after walkChain returns (a stream), which then reports its own end. served gets
+// the deployment and the model it was asked for (the provider's own default when the call
+// named none). tr may be
 // nil.
 func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities,
 	call func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (R, *resilience.CallInfo, error),
-	served func(resp R, name string, res *TryResult, start time.Time) (open bool)) (R, error) {
+	served func(resp R, d *deployment, model string, res *TryResult, start time.Time) (open bool)) (R, error) {
 	var zero R
 	var failures []*providers.Error
 	var skipped []string
@@ -203,11 +213,11 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 					d.outs.Store(0) // back in service: the next take-out starts from the first break
 				}
 				if tr == nil {
-					served(resp, name, nil, start)
+					served(resp, d, e.telemetryModel(dm), nil, start)
 					return resp, nil
 				}
 				res := tryResult(e, d, dm, start, info, nil)
-				if !served(resp, name, &res, start) {
+				if !served(resp, d, e.telemetryModel(dm), &res, start) {
 					tr.TryDone(res)
 					tr.End(nil)
 				}

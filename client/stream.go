@@ -50,6 +50,7 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 			s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
 			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
 			s.call.MaxWait, s.call.Tokens = o.maxWait(maxWait), tokens
+			s.call.OutcomeReported = true
 			s.pipe = d.pipeline
 			firstContent := d.firstContent
 			if pol := pl.policyFor(d, o); pol != nil {
@@ -70,7 +71,8 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 			}
 			return s, &s.call.Info, nil
 		},
-		func(s *Stream, _ string, res *TryResult, start time.Time) bool {
+		func(s *Stream, _ *deployment, model string, res *TryResult, start time.Time) bool {
+			s.model = model
 			if res == nil {
 				return false
 			}
@@ -87,6 +89,7 @@ type Stream struct {
 	call     resilience.Call // the provider's context: CallInfo, and failures for the breaker
 	provider string          // the deployment's name, in errors
 	served   string          // the provider's name
+	model    string          // the model the provider was asked for
 	inner    providers.Stream
 	pending  []providers.Delta  // received while waiting for the first content
 	first    [1]providers.Delta // pending's room for the usual case: the first content alone
@@ -132,6 +135,15 @@ func (t *streamTelemetry) end(perr *providers.Error, last providers.Delta, close
 
 // Provider returns the name of the provider that serves the stream.
 func (s *Stream) Provider() string { return s.served }
+
+// Deployment returns the deployment that serves the stream, "<provider>/<deployment>", or the
+// provider's name for a provider of one.
+func (s *Stream) Deployment() string { return s.provider }
+
+// Model returns the model the serving provider was asked for (after the client's model
+// mapping for a fallback, or the provider's own default when the call named none); "" when
+// nobody named one.
+func (s *Stream) Model() string { return s.model }
 
 // Text returns the text received so far.
 func (s *Stream) Text() string {

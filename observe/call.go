@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -85,6 +86,15 @@ type callTracker struct {
 	attempts  int
 	fallbacks int
 	last      client.TryResult
+	// failed lists the tries that failed, each deployment with its own kind, for the log
+	// record of a call that failed (allocated only then).
+	failed []failedTry
+}
+
+// failedTry is one provider's failure within a call.
+type failedTry struct {
+	deployment string
+	kind       providers.ErrorKind
 }
 
 // TryDone records how one provider handled the call.
@@ -92,6 +102,9 @@ func (c *callTracker) TryDone(r client.TryResult) {
 	c.t.inst.try(c.ctx, c.start.Operation, c.start.Stream, &r)
 	c.attempts += r.Attempts
 	c.last = r
+	if r.Err != nil && c.t.logger != nil {
+		c.failed = append(c.failed, failedTry{deployment: deploymentOf(r), kind: r.Err.Kind})
+	}
 	if r.Err == nil || r.Next == "" {
 		return
 	}
@@ -163,25 +176,45 @@ func (c *callTracker) End(err error) {
 	c.log(err, outcome)
 }
 
-// log writes the call's outcome: Debug for success, Warn for failure.
+// log writes the call's outcome: Debug for success, naming the deployment and the model that
+// served; Error for a failure, naming each provider or deployment tried with its own kind.
 func (c *callTracker) log(err error, outcome string) {
 	l := c.t.logger
 	level := slog.LevelDebug
 	if err != nil {
-		level = slog.LevelWarn
+		level = slog.LevelError
 	}
 	if l == nil || !l.Enabled(c.ctx, level) {
 		return
 	}
 	r := &c.last
-	what := string(c.start.Operation)
-	if c.start.Model != "" {
-		what += " " + c.start.Model
-	}
 	took := ms(time.Since(c.began))
-	attrs := []slog.Attr{slog.String(LogProvider, r.Provider), slog.String(LogOperation, string(c.start.Operation)),
-		slog.String(LogModel, c.start.Model), slog.String(LogOutcome, outcome), slog.Int(LogAttempts, c.attempts),
+	model := c.start.Model
+	provider, deployment := r.Provider, deploymentOf(*r)
+	if err == nil {
+		// The model that served: as the server named it, else as it was asked (a fallback
+		// asks its own model).
+		if model = r.ResponseModel; model == "" {
+			model = r.Model
+		}
+	} else if perr := asProviderError(err); perr != nil && perr.Provider != "" {
+		// The failure that explains the outcome is not always the last try's.
+		provider, deployment = perr.Provider, perr.Provider
+		if owner, _, ok := strings.Cut(perr.Provider, "/"); ok {
+			provider = owner // a deployment's failure: "<provider>/<deployment>"
+		}
+	}
+	what := string(c.start.Operation)
+	if model != "" {
+		what += " " + model
+	}
+	attrs := []slog.Attr{slog.String(LogProvider, provider), slog.String(LogDeployment, deployment),
+		slog.String(LogOperation, string(c.start.Operation)), slog.String(LogModel, model),
+		slog.String(LogOutcome, outcome), slog.Int(LogAttempts, c.attempts),
 		slog.Int(LogFallbacks, c.fallbacks), slog.Int64(LogDurationMs, took.Milliseconds())}
+	if c.start.Model != "" && c.start.Model != model {
+		attrs = append(attrs, slog.String(LogRequestModel, c.start.Model))
+	}
 	if c.start.Policy != "" {
 		attrs = append(attrs, slog.String(LogPolicy, c.start.Policy))
 	}
@@ -189,10 +222,26 @@ func (c *callTracker) log(err error, outcome string) {
 		attrs = append(attrs, slog.String(LogRequestID, c.start.RequestID))
 	}
 	attrs = append(attrs, c.start.Attributes...)
-	msg := what + " served by " + r.Provider + " in " + took.String()
+	msg := what + " served by " + deployment + " in " + took.String()
 	if err != nil {
 		attrs = append(attrs, slog.String(LogError, safeText(err)))
-		msg = what + " failed: " + outcome + " from " + r.Provider + " after " + took.String()
+		var b strings.Builder
+		b.WriteString(what)
+		b.WriteString(" failed after ")
+		b.WriteString(took.String())
+		b.WriteString(": ")
+		if len(c.failed) == 0 {
+			b.WriteString(outcome) // refused before any provider was tried
+		}
+		for i, f := range c.failed {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(f.deployment)
+			b.WriteString(" ")
+			b.WriteString(string(f.kind))
+		}
+		msg = b.String()
 	}
 	l.LogAttrs(c.ctx, level, msg, attrs...)
 }

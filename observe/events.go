@@ -132,7 +132,15 @@ var descriptors = [...]eventDesc{
 		counter: func(in *instruments) metric.Int64Counter { return in.gaveUp },
 		label:   func(e resilience.Event) (attribute.Key, string, int) { return KeyReason, string(e.GaveUp), 0 },
 		span:    SpanEventRetryGaveUp,
-		level:   levelOf(slog.LevelError),
+		// The call's failure for a bare pipeline; within a client's call, one provider's
+		// give-up, after which the call may still be served elsewhere (the client logs the
+		// call's own failure).
+		level: func(e resilience.Event) slog.Level {
+			if e.InCall {
+				return slog.LevelWarn
+			}
+			return slog.LevelError
+		},
 		message: func(e resilience.Event) string {
 			msg := fmt.Sprintf("gave up on %s after attempt %d of %d: %s", e.Pipeline, e.Attempt, e.MaxAttempts, e.Reason)
 			if e.Delay > 0 {

@@ -25,16 +25,17 @@ const (
 	LogError       = "error"        // the error's text, URLs and credentials removed
 
 	// Keys of the client's records (Telemetry with WithLogger): a fallback, a call's end.
-	LogFallbackTo = "fallback_to"       // the provider the chain tries next
-	LogErrorKind  = "error_kind"        // the providers.ErrorKind of a failure
-	LogOperation  = "operation"         // chat or embeddings
-	LogModel      = "model"             // the model asked of the chain's first provider
-	LogOutcome    = "outcome"           // success, closed, or the providers.ErrorKind of the failure
-	LogAttempts   = "attempts"          // HTTP attempts over every provider tried
-	LogFallbacks  = "fallbacks"         // how many times the chain moved on
-	LogPolicy     = "policy"            // the named policy of the call (client.WithPolicy)
-	LogDeployment = "deployment"        // the deployment that handled a try, "<provider>/<name>"
-	LogRequestID  = "client_request_id" // the call's own ID (client.WithRequestID)
+	LogFallbackTo   = "fallback_to"       // the provider the chain tries next
+	LogErrorKind    = "error_kind"        // the providers.ErrorKind of a failure
+	LogOperation    = "operation"         // chat or embeddings
+	LogModel        = "model"             // the model that served the call (when it failed: the model asked of the chain's first provider)
+	LogRequestModel = "request_model"     // the model asked of the chain's first provider, when another served
+	LogOutcome      = "outcome"           // success, closed, or the providers.ErrorKind of the failure
+	LogAttempts     = "attempts"          // HTTP attempts over every provider tried
+	LogFallbacks    = "fallbacks"         // how many times the chain moved on
+	LogPolicy       = "policy"            // the named policy of the call (client.WithPolicy)
+	LogDeployment   = "deployment"        // the deployment that handled a try, "<provider>/<name>"
+	LogRequestID    = "client_request_id" // the call's own ID (client.WithRequestID)
 )
 
 // NewSlogObserver returns an observer that logs every pipeline event to logger (nil means
@@ -45,7 +46,11 @@ const (
 //	circuit opened or isolated, circuit rejected call Warn
 //	bulkhead rejected call                            Warn
 //	circuit half-open or closed                       Info
-//	gave up retrying                                  Error
+//	gave up retrying                                  Error; Warn within a client's call
+//
+// Within a call of the steady client (resilience.Event.InCall) a give-up is one provider's:
+// the client may still serve the call from another, and logs the call's own failure at Error
+// (Telemetry with WithLogger), so a call served by a fallback leaves no Error record.
 //
 // Records are written with the event's context (resilience.Event.Context) when it has one,
 // so a handler that adds trace IDs finds the call's span. They never hold a URL, a header, a

@@ -201,7 +201,12 @@ func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
 type ChatResponse struct {
 	// Provider is the name of the provider that served the call (set by the client, which
 	// may have fallen back to another provider than the first one asked).
-	Provider     string
+	Provider string
+	// Deployment is the deployment that served it, "<provider>/<deployment>", or the
+	// provider's name for a provider of one (set by the client).
+	Deployment string
+	// Model is the model that served the call: as the server named it, else the model it was
+	// asked for (after the client's model mapping for a fallback).
 	Model        string
 	ID           string
 	Message      Message // RoleAssistant, with Content and/or ToolCalls
@@ -304,7 +309,10 @@ type EmbedRequest struct {
 
 // EmbedResponse holds the embeddings in input order.
 type EmbedResponse struct {
-	Provider   string
+	Provider string
+	// Deployment is the deployment that served it, as in ChatResponse.
+	Deployment string
+	// Model is the model that served the call, as in ChatResponse.
 	Model      string
 	Embeddings [][]float32
 	Usage      Usage

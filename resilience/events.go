@@ -159,6 +159,11 @@ type Event struct {
 	// read of the state (CircuitState, CircuitInfo, a health check), Isolate and Reset.
 	// Observers may read values from it; they must not wait on it or keep it after they return.
 	Context context.Context
+	// InCall is set when the event belongs to a call whose caller reports the call's outcome
+	// itself (Call.OutcomeReported: the steady client, which may still serve the call from
+	// another provider): a give-up is then that provider's, and observers log it as a warning,
+	// leaving the call's failure, if it fails, to the caller's own record.
+	InCall bool
 }
 
 // Observer receives a pipeline's events. It is called synchronously on the goroutine that
@@ -208,5 +213,6 @@ func (m *emitter) deliver(e Event) {
 	if p := policyIn(e.Context); p != nil {
 		e.MaxAttempts, e.Policy = p.count+1, p.name
 	}
+	e.InCall = outcomeReported(e.Context)
 	m.observer(e)
 }

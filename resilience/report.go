@@ -34,6 +34,11 @@ type Call struct {
 	// answer), debited from the pipeline's tokens-per-minute budget before it is sent (see
 	// Options.PaceTokensPerMinute). 0 debits none.
 	Tokens int
+	// OutcomeReported says the caller reports the outcome of the whole call itself, as the
+	// steady client does (it may fall back to another provider after this pipeline gives up):
+	// the pipeline's events are then steps of a larger call, and Event.InCall tells observers
+	// so — a give-up is one provider's, not the call's failure.
+	OutcomeReported bool
 
 	reportFailures bool
 	failure        failureReport
@@ -82,6 +87,21 @@ func callers(ctx context.Context) (info *CallInfo, report *failureReport, pol *P
 		c, _ = c.Context.Value(callKey{}).(*Call)
 	}
 	return info, report, pol
+}
+
+// outcomeReported reports whether a Call of ctx says its caller reports the call's outcome.
+func outcomeReported(ctx context.Context) bool {
+	if ctx == nil {
+		return false
+	}
+	c, _ := ctx.Value(callKey{}).(*Call)
+	for c != nil {
+		if c.OutcomeReported {
+			return true
+		}
+		c, _ = c.Context.Value(callKey{}).(*Call)
+	}
+	return false
 }
 
 // WithFailureReporter returns a context for a request and a function that marks the call
