@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"strings"
 )
@@ -27,28 +28,43 @@ type message struct {
 }
 
 // contentText returns the text of a content field: a string, or an array of blocks whose "text"
-// (and, for Anthropic tool results, nested "content") is joined.
+// (and, for Anthropic tool results, nested "content") is joined in the order it appears. It
+// walks raw once, however deep the blocks nest (see scanner); raw must come from a request
+// encoding/json accepted and whose depth withinDepth bounded.
 func contentText(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var blocks []struct {
-		Text    string          `json:"text"`
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(raw, &blocks) != nil {
-		return ""
+	s := scanner{b: raw}
+	if s.peek() == '"' {
+		return s.str()
 	}
 	var b strings.Builder
-	for _, blk := range blocks {
-		b.WriteString(blk.Text)
-		b.WriteString(contentText(blk.Content))
-	}
+	s.appendText(&b)
 	return b.String()
+}
+
+// appendText consumes a content value and writes its text to b.
+func (s *scanner) appendText(b *strings.Builder) {
+	switch s.peek() {
+	case '"':
+		b.WriteString(s.str())
+	case '[':
+		s.array(func() {
+			s.object(func(name []byte) {
+				switch {
+				case is(name, "text") && s.peek() == '"':
+					b.WriteString(s.str())
+				case is(name, "content"):
+					s.appendText(b)
+				default:
+					s.skip()
+				}
+			})
+		})
+	default:
+		s.skip()
+	}
 }
 
 // prompt sums the prompt tokens of msgs plus system and returns the last user message's text.
@@ -129,14 +145,17 @@ func toolID(tc *ToolCall, prefix string, seq int) string {
 	return fmt.Sprintf("%s%08d", prefix, seq)
 }
 
-// embedding returns a deterministic unit vector of dims values for input.
+// embedding returns a deterministic unit vector of dims values for input. The input is hashed
+// once and each value derived from that hash and its index: hashing the input again for each
+// value made the work the input's length times dims (4096 at most).
 func embedding(input string, dims int) []float32 {
+	h := fnv.New64a()
+	_, _ = io.WriteString(h, input)
+	seed := h.Sum64()
 	v := make([]float32, dims)
 	var norm float64
 	for i := range v {
-		h := fnv.New64a()
-		_, _ = fmt.Fprintf(h, "%d:%s", i, input)
-		x := float64(h.Sum64()%2000)/1000 - 1
+		x := float64(mix(seed+uint64(i)*0x9e3779b97f4a7c15)%2000)/1000 - 1
 		v[i] = float32(x)
 		norm += x * x
 	}
@@ -147,6 +166,16 @@ func embedding(input string, dims int) []float32 {
 		v[i] = float32(float64(v[i]) / math.Sqrt(norm))
 	}
 	return v
+}
+
+// mix scrambles x (the splitmix64 finaliser), so that neighbouring indexes give unrelated
+// values.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // float32LE encodes v as little-endian float32 bytes, OpenAI's base64 embedding encoding.
