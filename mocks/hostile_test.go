@@ -316,3 +316,54 @@ func TestServer_RefusesEmbeddingRequestsBeyondTheirBounds(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkServer_HostileRequest sends hostile requests of growing size over loopback: the
+// time and bytes per request should grow in step with the size (x4 each row), not faster.
+func BenchmarkServer_HostileRequest(b *testing.B) {
+	s := mocks.NewServer(mocks.WithJournalLimits(mocks.JournalLimits{MaxEntries: 16}))
+	defer s.Close()
+	run := func(b *testing.B, p string, hdr map[string]string, body string) {
+		b.SetBytes(int64(len(body)))
+		b.ReportAllocs()
+		for range b.N {
+			req, _ := http.NewRequest(http.MethodPost, s.URL()+p, strings.NewReader(body))
+			for k, v := range hdr {
+				req.Header.Set(k, v)
+			}
+			res, err := s.Client().Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			discard(res.Body)
+			res.Body.Close()
+			if res.StatusCode != http.StatusOK {
+				b.Fatalf("status %d", res.StatusCode)
+			}
+		}
+	}
+	for _, n := range []int{1000, 4000, 16000} {
+		b.Run(fmt.Sprintf("OpenAIMessages=%d", n), func(b *testing.B) {
+			run(b, "/v1/chat/completions", openAIHeaders(), manyMessages(n, false))
+		})
+	}
+	for _, n := range []int{1000, 4000, 16000} {
+		b.Run(fmt.Sprintf("AnthropicMessages=%d", n), func(b *testing.B) {
+			run(b, "/v1/messages", anthropicHeaders(), manyMessages(n, true))
+		})
+	}
+	for _, d := range []int{6, 12, 24} {
+		b.Run(fmt.Sprintf("NestedToolResults=%d", d), func(b *testing.B) {
+			run(b, "/v1/messages", anthropicHeaders(), nestedToolResult(d, 256<<10))
+		})
+	}
+	for _, d := range []int{12, 24, 48} {
+		b.Run(fmt.Sprintf("NestedSchema=%d", d), func(b *testing.B) {
+			run(b, "/v1/chat/completions", openAIHeaders(), nestedSchema(d, 256<<10))
+		})
+	}
+	for _, dims := range []int{64, 256, 1024} {
+		b.Run(fmt.Sprintf("EmbeddingDims=%d", dims), func(b *testing.B) {
+			run(b, "/v1/embeddings", openAIHeaders(), fmt.Sprintf(`{"model":"e","input":"%s","dimensions":%d}`, strings.Repeat("e", 1<<20), dims))
+		})
+	}
+}
