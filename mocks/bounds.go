@@ -53,17 +53,17 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 		return nil, errTooLarge
 	}
 	body := http.MaxBytesReader(w, r.Body, limit)
-	if r.ContentLength >= 0 {
-		// Known length: read it into a buffer of exactly that size (no growth, no slack that
-		// the journal would keep alive).
+	if r.ContentLength >= 0 && r.ContentLength <= preallocLimit {
+		// A small known length: read it into a buffer of exactly that size (no growth, no
+		// slack that the journal would keep alive).
 		b := make([]byte, r.ContentLength)
-		n, err := io.ReadFull(body, b)
-		if err != nil {
-			return b[:n], nil
-		}
-		return b, nil
+		n, _ := io.ReadFull(body, b)
+		return b[:n], nil
 	}
+	// A large or unknown length: grow with what arrives, so that a client announcing
+	// megabytes and sending nothing costs nothing.
 	var buf bytes.Buffer
+	buf.Grow(int(min(max(r.ContentLength, 512), preallocLimit)))
 	_, err := buf.ReadFrom(body)
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
@@ -71,6 +71,9 @@ func readBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, erro
 	}
 	return buf.Bytes(), nil
 }
+
+// preallocLimit is the most readBody allocates before the bytes arrive.
+const preallocLimit = 64 << 10
 
 // tooLargeMessage is the 413's message for limit.
 func tooLargeMessage(limit int64) string {

@@ -1,8 +1,10 @@
 package mocks_test
 
 import (
+	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"runtime"
 	"strings"
@@ -365,5 +367,75 @@ func BenchmarkServer_HostileRequest(b *testing.B) {
 		b.Run(fmt.Sprintf("EmbeddingDims=%d", dims), func(b *testing.B) {
 			run(b, "/v1/embeddings", openAIHeaders(), fmt.Sprintf(`{"model":"e","input":"%s","dimensions":%d}`, strings.Repeat("e", 1<<20), dims))
 		})
+	}
+}
+
+func TestServer_StreamsALongEchoInABoundedNumberOfEvents(t *testing.T) {
+	s := newServer(t)
+	text := strings.TrimSpace(strings.Repeat("w ", 100000)) // 100 000 one-letter words
+	for _, tc := range []struct {
+		name, path, body string
+		hdr              map[string]string
+		delta            func(v map[string]any) (string, bool)
+	}{
+		{"openai", "/v1/chat/completions", `{"model":"m","stream":true,"messages":[{"role":"user","content":"` + text + `"}]}`, openAIHeaders(),
+			func(v map[string]any) (string, bool) {
+				s, ok := path(v, "choices", 0, "delta", "content").(string)
+				return s, ok
+			}},
+		{"anthropic", "/v1/messages", `{"model":"m","max_tokens":100000,"stream":true,"messages":[{"role":"user","content":"` + text + `"}]}`, anthropicHeaders(),
+			func(v map[string]any) (string, bool) { s, ok := path(v, "delta", "text").(string); return s, ok }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, evs, err := stream(t, s, tc.path, tc.hdr, tc.body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got strings.Builder
+			deltas := 0
+			for _, e := range evs {
+				if e.data == "[DONE]" {
+					continue
+				}
+				if d, ok := tc.delta(decode(t, []byte(e.data))); ok && d != "" {
+					got.WriteString(d)
+					deltas++
+				}
+			}
+			if got.String() != text {
+				t.Errorf("the deltas join to %d bytes, want the %d-byte text", got.Len(), len(text))
+			}
+			if deltas > 4096 {
+				t.Errorf("%d deltas for one reply, want at most 4096", deltas)
+			}
+		})
+	}
+}
+
+func TestServer_AnnouncedButUnsentBodiesCostNothing(t *testing.T) {
+	const conns, announced = 16, mocks.DefaultMaxBodyBytes
+	s := newServer(t)
+	host := strings.TrimPrefix(s.URL(), "http://")
+	work := allocated(func() {
+		s.Journal().Reset()
+		var open []net.Conn
+		for range conns {
+			c, err := net.Dial("tcp", host)
+			if err != nil {
+				t.Fatal(err)
+			}
+			open = append(open, c)
+			fmt.Fprintf(c, "POST /v1/chat/completions HTTP/1.1\r\nHost: fake\r\nAuthorization: Bearer k\r\nContent-Length: %d\r\n\r\n{\"model\"", announced)
+		}
+		for _, c := range open { // the clients give up: each handler reads what came and answers
+			c.Close()
+		}
+		if err := s.Journal().Wait(context.Background(), conns); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%d requests announcing %d bytes and sending 8: %d bytes allocated", conns, announced, work)
+	if work > conns*announced/4 {
+		t.Errorf("%d bytes allocated for %d announced bodies that never came", work, conns)
 	}
 }

@@ -101,15 +101,30 @@ func limitTokens(text string, maxTokens int) (string, bool) {
 	return text[:maxTokens*4], true
 }
 
+// maxDeltas bounds the deltas of one streamed text or tool call. The reply echoes the last
+// user message, so a request of a few megabytes of one-letter words would otherwise become
+// millions of events, each with its own JSON envelope: a reply a hundred times the request.
+const maxDeltas = 4096
+
 // chunks splits text into stream deltas, one word each with its leading space, so that joining
-// them gives text back.
+// them gives text back. A text of more than maxDeltas words is split into maxDeltas deltas of
+// several words each.
 func chunks(text string) []string {
-	var out []string
-	start := 0
+	words := 0
 	for i := 1; i < len(text); i++ {
 		if text[i] == ' ' && text[i-1] != ' ' {
-			out = append(out, text[start:i])
-			start = i
+			words++
+		}
+	}
+	per := words/maxDeltas + 1 // words per delta
+	out := make([]string, 0, min(words+1, maxDeltas))
+	start, n := 0, 0
+	for i := 1; i < len(text); i++ {
+		if text[i] == ' ' && text[i-1] != ' ' {
+			if n++; n%per == 0 {
+				out = append(out, text[start:i])
+				start = i
+			}
 		}
 	}
 	if start < len(text) {
@@ -118,9 +133,10 @@ func chunks(text string) []string {
 	return out
 }
 
-// argChunks splits tool-call arguments into a few deltas.
+// argChunks splits tool-call arguments into deltas of 16 bytes, or of more when that would
+// make more than maxDeltas of them.
 func argChunks(args string) []string {
-	const size = 16
+	size := max(16, (len(args)+maxDeltas-1)/maxDeltas)
 	var out []string
 	for len(args) > size {
 		out = append(out, args[:size])
