@@ -137,9 +137,10 @@ func instanceJSON(schema json.RawMessage) string {
 
 // thought is the fake's reasoning about the last user message, and its signature.
 func thought(lastUser string, seq int) (text, signature string) {
-	text = "Thinking about: " + lastUser
-	if len(text) > 120 {
-		text = text[:120]
+	const most = 120
+	text = "Thinking about: " + lastUser[:min(len(lastUser), most)] // not a copy of a huge message
+	if len(text) > most {
+		text = text[:most]
 	}
 	sum := sha256.Sum256([]byte(text))
 	return text, fmt.Sprintf("sig_fake%d_%x", seq, sum[:8])

@@ -50,10 +50,15 @@ func (r Request) RetryCount() (int, bool) {
 	return n, err == nil
 }
 
-// The journal's default limits (see JournalLimits).
+// The journal's default limits, what a zero field of JournalLimits means. They are large
+// enough that a test never notices them, and small enough that a dev server left running for
+// weeks holds at most 64 MiB of requests.
 const (
-	DefaultJournalEntries    = 10000
-	DefaultJournalBodyBytes  = 1 << 20
+	// DefaultJournalEntries is how many requests the journal keeps by default: 10 000.
+	DefaultJournalEntries = 10000
+	// DefaultJournalBodyBytes is how much of each body the journal keeps by default: 1 MiB.
+	DefaultJournalBodyBytes = 1 << 20
+	// DefaultJournalTotalBytes is what the kept requests may hold together by default: 64 MiB.
 	DefaultJournalTotalBytes = 64 << 20
 )
 
@@ -99,8 +104,9 @@ func (l JournalLimits) resolved() JournalLimits {
 	return l
 }
 
-// WithJournalLimits bounds what the server's journal keeps (see [JournalLimits]); zero fields
-// keep their defaults.
+// WithJournalLimits bounds what the server's journal keeps (see [JournalLimits]): zero fields
+// keep their defaults, negative ones keep nothing. For no limit, pass math.MaxInt (and
+// math.MaxInt64 for MaxTotalBytes), knowing that memory then grows with every request.
 func WithJournalLimits(l JournalLimits) Option { return func(o *options) { o.journal = l } }
 
 // JournalStats are a journal's counters since the server started or [Journal.Reset].
