@@ -167,8 +167,7 @@ func discard(r io.Reader) { _, _ = io.Copy(io.Discard, r) }
 
 func TestServer_RefusesBodiesNestedBeyondMaxJSONDepth(t *testing.T) {
 	s := newServer(t)
-	// nest wraps a user message's content in n-2 levels of arrays (the body and the message
-	// list are the two levels around it... and the message object a third).
+	// nest is levels arrays, one inside the other.
 	nest := func(levels int) string {
 		return strings.Repeat("[", levels) + strings.Repeat("]", levels)
 	}
