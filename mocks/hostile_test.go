@@ -301,8 +301,9 @@ func TestServer_RefusesEmbeddingRequestsBeyondTheirBounds(t *testing.T) {
 	}{
 		{"2048 inputs", `{"model":"e","input":` + inputs(mocks.MaxEmbeddingInputs) + `}`, "", http.StatusOK},
 		{"2049 inputs", `{"model":"e","input":` + inputs(mocks.MaxEmbeddingInputs+1) + `}`, "input", http.StatusBadRequest},
-		{"2048 inputs of 1024 dimensions", `{"model":"e","dimensions":1024,"input":` + inputs(mocks.MaxEmbeddingInputs) + `}`, "", http.StatusOK},
+		{"64 inputs of 4096 dimensions", `{"model":"e","dimensions":4096,"input":` + inputs(64) + `}`, "", http.StatusOK},
 		{"2048 inputs of 1025 dimensions", `{"model":"e","dimensions":1025,"input":` + inputs(mocks.MaxEmbeddingInputs) + `}`, "dimensions", http.StatusBadRequest},
+		{"513 inputs of 4096 dimensions", `{"model":"e","dimensions":4096,"input":` + inputs(mocks.MaxEmbeddingValues/4096+1) + `}`, "dimensions", http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res, b := mustDo(t, s, http.MethodPost, "/v1/embeddings", openAIHeaders(), tc.body)
