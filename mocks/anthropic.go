@@ -176,10 +176,7 @@ func (c *call) parseMessages(body []byte) error {
 			}
 		}
 	}
-	f.prefix = string(req.System)
-	for _, m := range req.Messages {
-		f.prefix += m.Role + ":" + string(m.Content)
-	}
+	f.prefix = promptKey(req.System, req.Messages)
 	c.feat = f
 	switch {
 	case req.Model == "":

@@ -45,10 +45,35 @@
 // signature_delta in streams), a reasoning effort with reasoning tokens, and reports prompt
 // cache writes and reads; it checks image parts as the APIs do.
 //
+// # Bounds
+//
+// People leave the fake running as a dev server, so nothing a client sends can exhaust it:
+// the work a request costs is linear in its size, and what outlives a request is bounded.
+//
+//   - Bodies: the server reads at most [DefaultMaxBodyBytes] (4 MiB; [WithMaxBodyBytes], a
+//     scenario file's "maxBodyBytes", fakellm -max-body). A longer body is answered 413 in the
+//     API's own error shape (type request_too_large), without being read at all when
+//     Content-Length says so; a body is buffered as it arrives, not at its announced length.
+//   - Nesting: a body that nests JSON deeper than [MaxJSONDepth] (64) levels is answered 400;
+//     nested tool results, content blocks and JSON Schemas are then each read in one pass.
+//   - Embeddings: at most [MaxEmbeddingInputs] (2048) inputs and [MaxEmbeddingValues]
+//     inputs × dimensions per request (400 beyond); each input is hashed once.
+//   - Replies: a streamed text or tool call has at most 4096 deltas (a longer echo groups
+//     words); an unknown scenario name is echoed cut to 128 bytes.
+//   - Memory kept across requests: the [Journal] within its [JournalLimits] (below), the fake
+//     prompt cache's last 4096 prompts, and the rate-limit budgets of at most 10 000 keys.
+//
+// The journal keeps the latest [DefaultJournalEntries] (10 000) requests, the first
+// [DefaultJournalBodyBytes] (1 MiB) of each body (a longer one is cut and marked
+// [Request].BodyTruncated) and [DefaultJournalTotalBytes] (64 MiB) in all, dropping the
+// oldest; change them with [WithJournalLimits], a scenario file's "journal" or fakellm's
+// -journal-* flags. Its counters ([Journal.Len], [Journal.Wait], [Journal.MaxConcurrency],
+// [Journal.Stats]) count every request, kept or dropped.
+//
 // # Guarantees
 //
 // The server listens on 127.0.0.1 only. Stalls, delays and slow streams end when the client
 // goes away or [Server.Close] is called, so Close never hangs and no goroutine outlives it. The
-// [Journal] records every request (secrets redacted) and the peak concurrency. The package
-// imports only the standard library.
+// [Journal] records the requests (secrets redacted), within its limits, and the peak
+// concurrency. The package imports only the standard library.
 package mocks

@@ -265,8 +265,13 @@ func (c *call) checkRequest() string {
 	return ""
 }
 
-// parse reads the request body; its error message goes back to the client in a 400.
+// parse reads the request body; its error message goes back to the client in a 400. A body
+// nested deeper than MaxJSONDepth is refused first, in one pass, so that no later step
+// recurses deeper.
 func (c *call) parse(body []byte) error {
+	if c.endpoint != modelsEndpoint && !withinDepth(body, MaxJSONDepth) {
+		return errTooDeep
+	}
 	switch c.endpoint {
 	case chatEndpoint:
 		return c.parseChat(body)

@@ -1,6 +1,7 @@
 package mocks
 
 import (
+	"crypto/sha256"
 	"math"
 	"net/http"
 	"strconv"
@@ -16,6 +17,11 @@ import (
 // that does not fit is answered 429 with retry-after (and retry-after-ms) saying when it
 // would, and every answer carries the real x-ratelimit-* / anthropic-ratelimit-* headers of
 // the key's budgets. A zero limit is no limit.
+//
+// The server tracks the budgets of at most 10 000 keys at once. Past that it forgets the keys
+// whose budgets have refilled, then, if that is not enough, arbitrary keys until half the
+// room is free; a forgotten key starts again with full budgets. Only a client using thousands
+// of keys within one minute can tell.
 type RateLimits struct {
 	RequestsPerMinute int `json:"requestsPerMinute,omitempty"`
 	TokensPerMinute   int `json:"tokensPerMinute,omitempty"`
@@ -90,19 +96,48 @@ type keyBudget struct {
 	tokens   bucket
 }
 
-// limiter holds the budgets of every key.
+// maxTrackedKeys is how many keys' budgets the limiter holds. Every distinct key a client
+// sends gets a budget, so without a bound a client inventing keys would grow the map for
+// ever; see limiter.makeRoom for what is forgotten first.
+const maxTrackedKeys = 10000
+
+// limiter holds the budgets of every key, by the SHA-256 of the key (a key is a header value,
+// up to 1 MiB: the map should not keep that).
 type limiter struct {
 	mu   sync.Mutex
 	def  *RateLimits
 	keys map[string]RateLimits
-	by   map[string]*keyBudget
+	by   map[[sha256.Size]byte]*keyBudget
 }
 
 func newLimiter(def *RateLimits, keys map[string]RateLimits) *limiter {
 	if (def == nil || def.zero()) && len(keys) == 0 {
 		return nil
 	}
-	return &limiter{def: def, keys: keys, by: map[string]*keyBudget{}}
+	return &limiter{def: def, keys: keys, by: map[[sha256.Size]byte]*keyBudget{}}
+}
+
+// makeRoom runs when the limiter holds maxTrackedKeys budgets and a new key arrives; l.mu must
+// be held. It forgets the budgets that have refilled (a full budget is what a new key gets,
+// so forgetting it changes nothing), and if more than half remain, arbitrary ones until half
+// remain: those keys start again with full budgets, which only a client juggling thousands of
+// keys within one minute can notice. Leaving half the room free makes the sweep cost O(1)
+// per key, amortised.
+func (l *limiter) makeRoom(now time.Time) {
+	for k, b := range l.by {
+		m := b.limits.minute()
+		b.requests.refill(now, m)
+		b.tokens.refill(now, m)
+		if b.requests.level >= float64(b.requests.limit) && b.tokens.level >= float64(b.tokens.limit) {
+			delete(l.by, k)
+		}
+	}
+	for k := range l.by {
+		if len(l.by) <= maxTrackedKeys/2 {
+			break
+		}
+		delete(l.by, k)
+	}
 }
 
 // budgetState is a key's budgets after a request: what the headers say.
@@ -127,12 +162,16 @@ func (l *limiter) admit(key string, cost int, now time.Time) (budgetState, bool)
 	if lim.zero() {
 		return budgetState{}, false
 	}
+	id := sha256.Sum256([]byte(key))
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := l.by[key]
+	b := l.by[id]
 	if b == nil {
+		if len(l.by) >= maxTrackedKeys {
+			l.makeRoom(now)
+		}
 		b = &keyBudget{limits: lim, requests: bucket{limit: lim.RequestsPerMinute}, tokens: bucket{limit: lim.TokensPerMinute}}
-		l.by[key] = b
+		l.by[id] = b
 	}
 	m := lim.minute()
 	b.requests.refill(now, m)

@@ -175,9 +175,7 @@ func (c *call) parseChat(body []byte) error {
 			}
 		}
 	}
-	for _, m := range req.Messages {
-		f.prefix += m.Role + ":" + string(m.Content)
-	}
+	f.prefix = promptKey(nil, req.Messages)
 	c.feat = f
 	if err := checkOpenAIChat(req.Messages, req.Temperature, req.TopP, req.MaxTokens, req.MaxCompletionTokens); err != nil {
 		return err
@@ -355,6 +353,14 @@ func (c *call) parseEmbeddings(body []byte) error {
 	c.model, c.dims, c.base64 = req.Model, req.Dimensions, req.EncodingFormat == "base64"
 	if c.dims == 0 {
 		c.dims = 8
+	}
+	// The reply holds inputs × dimensions numbers: bound both, or a request of a few
+	// kilobytes could ask for a reply of gigabytes.
+	if n := len(c.inputs); n > MaxEmbeddingInputs {
+		return invalidParam("input", fmt.Sprintf("Invalid 'input': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", MaxEmbeddingInputs, n))
+	}
+	if n := len(c.inputs) * c.dims; n > MaxEmbeddingValues {
+		return invalidParam("dimensions", fmt.Sprintf("Invalid 'dimensions': %d inputs of %d dimensions are %d values; this fake server answers at most %d per request.", len(c.inputs), c.dims, n, MaxEmbeddingValues))
 	}
 	for _, in := range c.inputs {
 		c.promptTokens += Tokens(in)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"io"
 	"math"
 	"strings"
 )
@@ -27,28 +28,43 @@ type message struct {
 }
 
 // contentText returns the text of a content field: a string, or an array of blocks whose "text"
-// (and, for Anthropic tool results, nested "content") is joined.
+// (and, for Anthropic tool results, nested "content") is joined in the order it appears. It
+// walks raw once, however deep the blocks nest (see scanner); raw must come from a request
+// encoding/json accepted and whose depth withinDepth bounded.
 func contentText(raw json.RawMessage) string {
 	if len(raw) == 0 {
 		return ""
 	}
-	var s string
-	if json.Unmarshal(raw, &s) == nil {
-		return s
-	}
-	var blocks []struct {
-		Text    string          `json:"text"`
-		Content json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(raw, &blocks) != nil {
-		return ""
+	s := scanner{b: raw}
+	if s.peek() == '"' {
+		return s.str()
 	}
 	var b strings.Builder
-	for _, blk := range blocks {
-		b.WriteString(blk.Text)
-		b.WriteString(contentText(blk.Content))
-	}
+	s.appendText(&b)
 	return b.String()
+}
+
+// appendText consumes a content value and writes its text to b.
+func (s *scanner) appendText(b *strings.Builder) {
+	switch s.peek() {
+	case '"':
+		b.WriteString(s.str())
+	case '[':
+		s.array(func() {
+			s.object(func(name []byte) {
+				switch {
+				case is(name, "text") && s.peek() == '"':
+					b.WriteString(s.str())
+				case is(name, "content"):
+					s.appendText(b)
+				default:
+					s.skip()
+				}
+			})
+		})
+	default:
+		s.skip()
+	}
 }
 
 // prompt sums the prompt tokens of msgs plus system and returns the last user message's text.
@@ -85,15 +101,30 @@ func limitTokens(text string, maxTokens int) (string, bool) {
 	return text[:maxTokens*4], true
 }
 
+// maxDeltas bounds the deltas of one streamed text or tool call. The reply echoes the last
+// user message, so a request of a few megabytes of one-letter words would otherwise become
+// millions of events, each with its own JSON envelope: a reply a hundred times the request.
+const maxDeltas = 4096
+
 // chunks splits text into stream deltas, one word each with its leading space, so that joining
-// them gives text back.
+// them gives text back. A text of more than maxDeltas words is split into maxDeltas deltas of
+// several words each.
 func chunks(text string) []string {
-	var out []string
-	start := 0
+	words := 0
 	for i := 1; i < len(text); i++ {
 		if text[i] == ' ' && text[i-1] != ' ' {
-			out = append(out, text[start:i])
-			start = i
+			words++
+		}
+	}
+	per := words/maxDeltas + 1 // words per delta
+	out := make([]string, 0, min(words+1, maxDeltas))
+	start, n := 0, 0
+	for i := 1; i < len(text); i++ {
+		if text[i] == ' ' && text[i-1] != ' ' {
+			if n++; n%per == 0 {
+				out = append(out, text[start:i])
+				start = i
+			}
 		}
 	}
 	if start < len(text) {
@@ -102,9 +133,10 @@ func chunks(text string) []string {
 	return out
 }
 
-// argChunks splits tool-call arguments into a few deltas.
+// argChunks splits tool-call arguments into deltas of 16 bytes, or of more when that would
+// make more than maxDeltas of them.
 func argChunks(args string) []string {
-	const size = 16
+	size := max(16, (len(args)+maxDeltas-1)/maxDeltas)
 	var out []string
 	for len(args) > size {
 		out = append(out, args[:size])
@@ -129,14 +161,17 @@ func toolID(tc *ToolCall, prefix string, seq int) string {
 	return fmt.Sprintf("%s%08d", prefix, seq)
 }
 
-// embedding returns a deterministic unit vector of dims values for input.
+// embedding returns a deterministic unit vector of dims values for input. The input is hashed
+// once and each value derived from that hash and its index: hashing the input again for each
+// value made the work the input's length times dims (4096 at most).
 func embedding(input string, dims int) []float32 {
+	h := fnv.New64a()
+	_, _ = io.WriteString(h, input)
+	seed := h.Sum64()
 	v := make([]float32, dims)
 	var norm float64
 	for i := range v {
-		h := fnv.New64a()
-		_, _ = fmt.Fprintf(h, "%d:%s", i, input)
-		x := float64(h.Sum64()%2000)/1000 - 1
+		x := float64(mix(seed+uint64(i)*0x9e3779b97f4a7c15)%2000)/1000 - 1
 		v[i] = float32(x)
 		norm += x * x
 	}
@@ -147,6 +182,16 @@ func embedding(input string, dims int) []float32 {
 		v[i] = float32(float64(v[i]) / math.Sqrt(norm))
 	}
 	return v
+}
+
+// mix scrambles x (the splitmix64 finaliser), so that neighbouring indexes give unrelated
+// values.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
 }
 
 // float32LE encodes v as little-endian float32 bytes, OpenAI's base64 embedding encoding.

@@ -18,8 +18,15 @@ import (
 //	  "seed": 42, "chaos": 0.2,
 //	  "script": [ step, … ],
 //	  "scenarios": { "name": [ step, … ] },
-//	  "default": "name of the scenario answering calls that name none"
+//	  "default": "name of the scenario answering calls that name none",
+//	  "maxBodyBytes": 4194304,
+//	  "journal": {"maxEntries": 10000, "maxBodyBytes": 1048576, "maxTotalBytes": 67108864}
 //	}
+//
+// "maxBodyBytes" is the largest request body the server reads (a longer one is answered 413;
+// default 4 MiB, see [WithMaxBodyBytes]); "journal" bounds what the journal keeps (the
+// oldest requests dropped beyond maxEntries or maxTotalBytes, bodies cut to maxBodyBytes; see
+// [JournalLimits]). Zero or absent values keep the defaults.
 //
 // A step is an object with these optional keys (the [Step] fields; durations in milliseconds):
 //
@@ -42,6 +49,12 @@ type Config struct {
 	// keys (see RateLimits).
 	Limits    *RateLimits           `json:"limits,omitempty"`
 	KeyLimits map[string]RateLimits `json:"keyLimits,omitempty"`
+	// MaxBodyBytes is the largest request body the server reads (see WithMaxBodyBytes); 0 or
+	// absent means DefaultMaxBodyBytes (4 MiB).
+	MaxBodyBytes int64 `json:"maxBodyBytes,omitempty"`
+	// Journal bounds what the journal keeps (see JournalLimits); absent or zero fields keep
+	// the defaults.
+	Journal *JournalLimits `json:"journal,omitempty"`
 }
 
 // ParseConfig reads a scenario file's JSON and validates it.
@@ -80,6 +93,9 @@ func (cfg *Config) validate() error {
 	}
 	if cfg.Limits != nil {
 		checkLimits("limits", *cfg.Limits)
+	}
+	if cfg.MaxBodyBytes < 0 {
+		errs = append(errs, fmt.Errorf("maxBodyBytes %d is negative", cfg.MaxBodyBytes))
 	}
 	for key, l := range cfg.KeyLimits {
 		checkLimits("keyLimits."+key, l)

@@ -181,7 +181,22 @@ func (sc *script) setChaos(seed int64, rate float64) {
 // errUnknownScenario is returned by next for a header naming no scenario.
 type errUnknownScenario string
 
-func (e errUnknownScenario) Error() string { return fmt.Sprintf("unknown fake scenario %q", string(e)) }
+// Error quotes the name cut to maxScenarioName bytes: the header can be as long as net/http
+// allows (1 MiB), and echoing it whole would let a client make every answer that large.
+func (e errUnknownScenario) Error() string {
+	return fmt.Sprintf("unknown fake scenario %q", clip(string(e), maxScenarioName))
+}
+
+// maxScenarioName is how much of an unknown scenario name the 400 and the journal repeat.
+const maxScenarioName = 128
+
+// clip returns s cut to at most n bytes, marked with "…" when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
 
 // next chooses the step for one call to route: the scenario the header names, else the route's
 // own sequence while it lasts, else the default sequence, else chaos, else a normal reply. It

@@ -3,7 +3,6 @@ package mocks
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,9 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 )
-
-// maxBody bounds the request body the server reads and journals.
-const maxBody = 10 << 20
 
 // Server is a fake LLM server speaking the OpenAI, Azure OpenAI and Anthropic wire formats, with
 // faults chosen per call. Create it with [NewServer] and Close it when done; its methods are safe
@@ -30,11 +26,14 @@ type Server struct {
 	closing chan struct{} // closed by Close: ends stalls, delays and slow streams
 	once    sync.Once
 
-	cacheMu sync.Mutex
-	cache   map[string]bool // the prompts seen with a cache breakpoint (see cached)
+	cacheMu    sync.Mutex
+	cache      map[[32]byte]bool // the prompts seen with a cache breakpoint (see cached)
+	cacheOrder [][32]byte        // the same, oldest first from cacheNext once full
+	cacheNext  int
 
 	limiter *limiter // nil: no rate limits (see WithRateLimits)
 	now     func() time.Time
+	maxBody int64 // the largest body read (see WithMaxBodyBytes)
 }
 
 // Option configures a [Server].
@@ -54,6 +53,8 @@ type options struct {
 	limits    *RateLimits
 	keyLimits map[string]RateLimits
 	now       func() time.Time
+	maxBody   int64
+	journal   JournalLimits
 }
 
 // WithScript sets the default sequence of steps: each call that names no scenario takes the next
@@ -136,6 +137,12 @@ func WithConfig(cfg *Config) Option {
 		for key, l := range cfg.KeyLimits {
 			WithKeyRateLimits(key, l)(o)
 		}
+		if cfg.MaxBodyBytes > 0 {
+			o.maxBody = cfg.MaxBodyBytes
+		}
+		if cfg.Journal != nil {
+			o.journal = *cfg.Journal
+		}
 	}
 }
 
@@ -150,7 +157,7 @@ func NewServer(opts ...Option) *Server {
 		opt(&o)
 	}
 	s := &Server{
-		journal: newJournal(),
+		journal: newJournal(o.journal),
 		script:  newScript(),
 		reply:   o.reply,
 		apiKey:  o.apiKey,
@@ -158,6 +165,10 @@ func NewServer(opts ...Option) *Server {
 		closing: make(chan struct{}),
 		limiter: newLimiter(o.limits, o.keyLimits),
 		now:     o.now,
+		maxBody: o.maxBody,
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = DefaultMaxBodyBytes
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -252,7 +263,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
 	s.journal.enter()
 	defer s.journal.leave()
-	body, _ := io.ReadAll(io.LimitReader(r.Body, maxBody+1))
+	body, readErr := readBody(w, r, s.maxBody)
 	entry := s.journal.record(r, body, arrived)
 	c := &call{s: s, w: w, r: r, seq: entry.Seq}
 	rt, ok := route(r)
@@ -269,8 +280,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case r.Method != rt.method:
 		reject(http.StatusMethodNotAllowed, "", "Method "+r.Method+" not allowed on "+r.URL.Path, "method")
 		return
-	case len(body) > maxBody:
-		reject(http.StatusRequestEntityTooLarge, "request_too_large", "Request body too large", "size")
+	case readErr != nil:
+		reject(http.StatusRequestEntityTooLarge, "request_too_large", tooLargeMessage(s.maxBody), "size")
 		return
 	}
 	if msg := c.checkAuth(); msg != "" {

@@ -9,6 +9,12 @@
 // the file, or a builtin such as rate-limited, overloaded, stall, reset, cut-stream), or from
 // chaos mode. It listens on loopback addresses only unless -allow-remote is given, and stops on
 // SIGINT or SIGTERM.
+//
+// Left running, it stays bounded: it reads at most -max-body bytes of a request (default
+// 4 MiB; a longer body is answered 413 in the API's own error shape), refuses JSON nested
+// deeper than 64 levels, and its journal keeps the latest -journal-entries requests (default
+// 10 000), the first -journal-body bytes of each body (default 1 MiB) and -journal-bytes in
+// all (default 64 MiB), dropping the oldest.
 package main
 
 import (
@@ -37,6 +43,10 @@ func main() {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), usage, mocks.MaxJSONDepth)
+		fs.PrintDefaults()
+	}
 	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on (loopback only unless -allow-remote)")
 	file := fs.String("scenario", "", "scenario `file` (JSON, see mocks.Config)")
 	seed := fs.Int64("seed", 0, "chaos seed (overrides the file's)")
@@ -44,6 +54,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	reply := fs.String("reply", "", "text of every reply (default: echo the last user message)")
 	key := fs.String("api-key", "", "accept only this API key (default: any non-empty key)")
 	remote := fs.Bool("allow-remote", false, "allow listening on a non-loopback address")
+	maxBody := fs.Int64("max-body", mocks.DefaultMaxBodyBytes,
+		"largest request body read, in `bytes`; a longer one is answered 413 (overrides the file's maxBodyBytes)")
+	entries := fs.Int("journal-entries", mocks.DefaultJournalEntries,
+		"requests the journal keeps, the oldest dropped beyond; 0 the default, negative none (overrides the file's journal.maxEntries)")
+	bodyBytes := fs.Int("journal-body", mocks.DefaultJournalBodyBytes,
+		"`bytes` of each request body the journal keeps, the rest cut; 0 the default, negative none (overrides the file's journal.maxBodyBytes)")
+	totalBytes := fs.Int64("journal-bytes", mocks.DefaultJournalTotalBytes,
+		"`bytes` the kept requests may hold in all (bodies, headers), the oldest dropped beyond; 0 the default, negative none (overrides the file's journal.maxTotalBytes)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -55,6 +73,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "fakellm: -chaos %v out of range [0, 1]\n", *rate)
 		return 2
 	}
+	if *maxBody <= 0 {
+		fmt.Fprintf(stderr, "fakellm: -max-body %d must be positive\n", *maxBody)
+		return 2
+	}
 	if err := checkLoopback(*addr); err != nil && !*remote {
 		fmt.Fprintf(stderr, "fakellm: %v (pass -allow-remote to listen there anyway)\n", err)
 		return 2
@@ -62,6 +84,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var opts []mocks.Option
+	var journal mocks.JournalLimits
 	if *file != "" {
 		cfg, err := mocks.LoadConfig(*file)
 		if err != nil {
@@ -75,7 +98,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		if !set["chaos"] {
 			*rate = cfg.Chaos
 		}
+		if cfg.Journal != nil {
+			journal = *cfg.Journal
+		}
+		if !set["max-body"] && cfg.MaxBodyBytes > 0 {
+			*maxBody = cfg.MaxBodyBytes
+		}
 	}
+	if set["journal-entries"] {
+		journal.MaxEntries = *entries
+	}
+	if set["journal-body"] {
+		journal.MaxBodyBytes = *bodyBytes
+	}
+	if set["journal-bytes"] {
+		journal.MaxTotalBytes = *totalBytes
+	}
+	opts = append(opts, mocks.WithMaxBodyBytes(*maxBody), mocks.WithJournalLimits(journal))
 	if *reply != "" {
 		opts = append(opts, mocks.WithReply(*reply))
 	}
@@ -98,6 +137,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(stdout, "fakellm stopping")
 	return 0
 }
+
+// usage heads the -h output (a format taking mocks.MaxJSONDepth): what the command does and the bounds it keeps when left running.
+const usage = `Usage: fakellm [flags]
+
+Runs the steady fake LLM server (OpenAI, Azure OpenAI and Anthropic wire formats) until
+SIGINT or SIGTERM. Faults come from -scenario, the X-Fake-Scenario header or -chaos.
+
+Left running, it stays bounded: it reads at most -max-body bytes of a request (a longer
+body is answered 413 in the API's own error shape, unread when Content-Length says so) and
+refuses JSON nested deeper than %d levels (400). Its in-memory journal keeps the latest
+-journal-entries requests, the first -journal-body bytes of each body, and -journal-bytes
+in all, dropping the oldest; its counters count every request.
+
+Flags:
+`
 
 // checkLoopback returns an error unless addr's host is a loopback IP or "localhost".
 func checkLoopback(addr string) error {
