@@ -142,9 +142,10 @@ func TestPacing_ReachesTheLimitWithoutRateLimitErrors(t *testing.T) {
 		t.Errorf("paced: %v, want fewer than 1 %% of requests answered 429", paced)
 	}
 	// How close to the limit a closed loop gets depends on the CPU it is given (the fake's
-	// minute is a second of wall time): the test asks for progress, BenchmarkPacing measures.
-	if float64(paced.served) < 0.5*float64(paced.limit) {
-		t.Errorf("paced: %v, want at least half the limit (98 %% measured: see BenchmarkPacing)", paced)
+	// minute is a second of wall time, whoever else runs): the test asks for progress without
+	// failures, BenchmarkPacing measures how close (98 %).
+	if paced.callersFailures > 0 || float64(paced.served) < 0.1*float64(paced.limit) {
+		t.Errorf("paced: %v, want no failed call and steady progress", paced)
 	}
 	if float64(unpaced.rejected) < 0.1*float64(unpaced.sent) {
 		t.Errorf("unpaced: %v, want many 429s", unpaced)
@@ -164,8 +165,8 @@ func TestPacing_TokensBindWithoutRateLimitErrors(t *testing.T) {
 	if float64(paced.rejected) >= 0.01*float64(paced.sent) {
 		t.Errorf("paced: %v, want fewer than 1 %% of requests answered 429", paced)
 	}
-	if float64(paced.served) < 0.5*float64(paced.limit) {
-		t.Errorf("paced: %v, want at least half the limit (99 %% measured: see BenchmarkPacing)", paced)
+	if paced.callersFailures > 0 || float64(paced.served) < 0.1*float64(paced.limit) {
+		t.Errorf("paced: %v, want no failed call and steady progress (99 %% of the limit measured: see BenchmarkPacing)", paced)
 	}
 }
 

@@ -186,7 +186,11 @@ func TestLimits_HostileBodiesAreCutAtTheConfiguredLimit(t *testing.T) {
 func TestLimits_DefaultsBoundAGigabyte(t *testing.T) {
 	for _, k := range kinds {
 		srv := server(t, func(w http.ResponseWriter, r *http.Request) { hostileBodies[0].serve(w, r, k) })
-		c := newClient(t, k, srv.URL, policy(), providers.Limits{})
+		// Reading 32 MiB under the race detector, with another test run competing for the
+		// CPU, can take longer than the usual 10 s limit: the test is about bytes, not time.
+		o := policy()
+		o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 300, 300
+		c := newClient(t, k, srv.URL, o, providers.Limits{})
 		var err error
 		used := allocated(func() { err = run(context.Background(), c, "chat") })
 		if !isLimit(err, "MaxResponseBytes") {
