@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -28,6 +29,7 @@ type Client struct {
 	// failoverAfter is the longest a call waits on a provider when another can serve it at
 	// once (WithFailoverAfter); 0 or less: it does not wait.
 	failoverAfter time.Duration
+	closeOnce     sync.Once // Close
 }
 
 // DefaultFailoverAfter is the default of WithFailoverAfter.
@@ -176,15 +178,35 @@ func WithCloser(c io.Closer) Option {
 	}
 }
 
-// Close releases what the client holds: its idle connections and what was handed to it with
-// WithCloser. Calls made after Close may fail.
+// Close releases what the client holds: its idle connections, its pipelines' place in the
+// shared state (resilience.Pipeline.StopSharing: the store stops refreshing them) and what was
+// handed to it with WithCloser. Calls made after Close may fail; those that go through share
+// nothing. Close is idempotent: later calls do nothing and return nil.
 func (c *Client) Close() error {
-	c.CloseIdleConnections()
-	var errs []error
-	for _, cl := range c.closers {
-		errs = append(errs, cl.Close())
+	var err error
+	c.closeOnce.Do(func() {
+		c.CloseIdleConnections()
+		for _, e := range c.entries {
+			for _, d := range e.deps {
+				d.pipeline.StopSharing()
+			}
+		}
+		var errs []error
+		for _, cl := range c.closers {
+			errs = append(errs, cl.Close())
+		}
+		err = errors.Join(errs...)
+	})
+	return err
+}
+
+// sharingScope returns what provider p calls, for its pipeline's shared state
+// (providers.Scoper), "" when it does not say.
+func sharingScope(p providers.Provider) string {
+	if s, ok := p.(providers.Scoper); ok {
+		return s.SharingScope()
 	}
-	return errors.Join(errs...)
+	return ""
 }
 
 // SharedState returns the store the client shares its state through (WithSharedState), nil
