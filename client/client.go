@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,7 @@ type Client struct {
 	// outFirst and outMax are the first and the longest break of a deployment taken out for a
 	// refused key or a spent quota (WithTakeOutBreaks).
 	outFirst, outMax time.Duration
+	closeOnce        sync.Once // Close
 }
 
 // The default take-out breaks (WithTakeOutBreaks).
@@ -205,15 +207,35 @@ func WithCloser(c io.Closer) Option {
 	}
 }
 
-// Close releases what the client holds: its idle connections and what was handed to it with
-// WithCloser. Calls made after Close may fail.
+// Close releases what the client holds: its idle connections, its pipelines' place in the
+// shared state (resilience.Pipeline.StopSharing: the store stops refreshing them) and what was
+// handed to it with WithCloser. Calls made after Close may fail; those that go through share
+// nothing. Close is idempotent: later calls do nothing and return nil.
 func (c *Client) Close() error {
-	c.CloseIdleConnections()
-	var errs []error
-	for _, cl := range c.closers {
-		errs = append(errs, cl.Close())
+	var err error
+	c.closeOnce.Do(func() {
+		c.CloseIdleConnections()
+		for _, e := range c.entries {
+			for _, d := range e.deps {
+				d.pipeline.StopSharing()
+			}
+		}
+		var errs []error
+		for _, cl := range c.closers {
+			errs = append(errs, cl.Close())
+		}
+		err = errors.Join(errs...)
+	})
+	return err
+}
+
+// sharingScope returns what provider p calls, for its pipeline's shared state
+// (providers.Scoper), "" when it does not say.
+func sharingScope(p providers.Provider) string {
+	if s, ok := p.(providers.Scoper); ok {
+		return s.SharingScope()
 	}
-	return errors.Join(errs...)
+	return ""
 }
 
 // SharedState returns the store the client shares its state through (WithSharedState), nil

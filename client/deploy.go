@@ -201,6 +201,7 @@ func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
 		if d, ok := prov.(providers.Describer); ok {
 			xt.system = d.Describe().System
 		}
+		p.SetSharedScope(sharingScope(prov)) // before any call: fixes the shared name, reads the fleet's view
 		out = append(out, &deployment{name: name, owner: s.name, provider: prov, wrapped: wrapped, pipeline: p, model: ds.Model,
 			weight: max(ds.Weight, 1), firstContent: time.Duration(opts.TimeoutSeconds * float64(time.Second))})
 	}

@@ -17,8 +17,10 @@ type Pipeline struct {
 
 	// policy is the per-call part of opts, which a call may replace (Call.Policy).
 	policy *Policy
-	// shared, when set, shares circuit openings and rate-limit pauses between instances.
+	// shared, when set, shares circuit openings and rate-limit pauses between instances;
+	// sh is the pipeline's link to it (see shared_adopt.go).
 	shared SharedState
+	sh     sharing
 
 	// Each layer owns its state; the pipeline only holds them together.
 	ev       emitter
@@ -123,7 +125,15 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 
 // CircuitState returns the circuit's state now. It is computed on read: an open circuit
 // whose break has elapsed reads as half-open without any call passing through.
-func (p *Pipeline) CircuitState() CircuitState { return p.breaker.state() }
+//
+// With shared state, it adopts the fleet's advice first, as a call would: an opening another
+// instance reported shows here without waiting for a call.
+func (p *Pipeline) CircuitState() CircuitState {
+	if p.shared != nil {
+		p.adoptShared(nil)
+	}
+	return p.breaker.state()
+}
 
 // CircuitInfo is a snapshot of a circuit for health checks and dashboards.
 type CircuitInfo struct {
@@ -138,8 +148,11 @@ type CircuitInfo struct {
 }
 
 // CircuitInfo returns the circuit's state with the time until the next probe and the time
-// left of a rate-limit pause.
+// left of a rate-limit pause, after adopting the fleet's advice as CircuitState does.
 func (p *Pipeline) CircuitInfo() CircuitInfo {
+	if p.shared != nil {
+		p.adoptShared(nil)
+	}
 	info := p.breaker.info()
 	info.CoolingFor = p.cool.remaining()
 	return info

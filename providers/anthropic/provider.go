@@ -17,6 +17,7 @@ import (
 // package never retries; the resilience pipeline underneath does) and returns a
 // *providers.Error on failure.
 type Provider struct {
+	scope     string // providers.Scoper
 	name      string
 	url       string // BaseURL + /v1/messages
 	apiKey    string
@@ -36,6 +37,7 @@ type Provider struct {
 var (
 	_ providers.Provider  = (*Provider)(nil)
 	_ providers.Describer = (*Provider)(nil)
+	_ providers.Scoper    = (*Provider)(nil)
 )
 
 // New builds a Provider from cfg. It returns an error, never containing the API key, when
@@ -46,6 +48,7 @@ func New(cfg Config) (*Provider, error) {
 		return nil, err
 	}
 	return &Provider{
+		scope:        providers.SharingScope(cfg.APIKey, "anthropic", cfg.BaseURL),
 		name:         cfg.Name,
 		url:          cfg.BaseURL + "/v1/messages",
 		apiKey:       cfg.APIKey,
@@ -61,6 +64,10 @@ func New(cfg Config) (*Provider, error) {
 		given:        cfg.HTTPClient,
 	}, nil
 }
+
+// SharingScope names what the provider calls, for shared state (providers.Scoper): a keyed
+// hash of its base URL and API key, never the key itself.
+func (p *Provider) SharingScope() string { return p.scope }
 
 // Name returns the configured provider name.
 func (p *Provider) Name() string { return p.name }

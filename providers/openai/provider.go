@@ -15,6 +15,7 @@ import (
 // is safe for concurrent use. Every call makes exactly one HTTP exchange over the configured
 // *http.Client (go-openai never retries) and returns a *providers.Error on failure.
 type Provider struct {
+	scope       string // providers.Scoper
 	name        string
 	dialect     Dialect
 	model       string
@@ -28,6 +29,7 @@ type Provider struct {
 var (
 	_ providers.Provider  = (*Provider)(nil)
 	_ providers.Describer = (*Provider)(nil)
+	_ providers.Scoper    = (*Provider)(nil)
 )
 
 // New builds a Provider from cfg. It returns an error, never containing the API key, when
@@ -62,6 +64,7 @@ func New(cfg Config) (*Provider, error) {
 	cc.HTTPClient = doer{client: wire.NewSender(cfg.HTTPClient), limits: cfg.Limits, errs: errs}
 	cc.EmptyMessagesLimit = emptyMessagesLimit
 	return &Provider{
+		scope:       providers.SharingScope(cfg.APIKey, string(cfg.Dialect), cfg.BaseURL, cfg.Organization),
 		caps:        cfg.Capabilities,
 		name:        cfg.Name,
 		dialect:     cfg.Dialect,
@@ -72,6 +75,10 @@ func New(cfg Config) (*Provider, error) {
 		client:      goopenai.NewClientWithConfig(cc),
 	}, nil
 }
+
+// SharingScope names what the provider calls, for shared state (providers.Scoper): a keyed
+// hash of its dialect, base URL, organization and API key, never the key itself.
+func (p *Provider) SharingScope() string { return p.scope }
 
 // Name returns the configured provider name.
 func (p *Provider) Name() string { return p.name }

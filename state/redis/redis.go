@@ -13,17 +13,28 @@
 // (written, and refreshed, by two background goroutines) and spends budget its instance leased
 // earlier in a batch (refilled in the background before it runs out). Redis is asked on a
 // call's path only to elect a probe (once per break) and when the lease ran dry, each bounded
-// by Timeout. When Redis is slow, unreachable or restarted, calls go on with each instance's
-// local state (budgets: unless FailClosed); Err says so (for a health warning), watchers get
-// an event, and the shared view resumes when Redis is back.
+// by Timeout; and once when a pipeline starts sharing (resilience.SharedStateJoiner), so that
+// its first call knows what the fleet knows. When Redis is slow, unreachable or restarted,
+// calls go on with each instance's local state (budgets: unless FailClosed); Err says so (for
+// a health warning), watchers get an event, and the shared view resumes when Redis is back.
+//
+// Keys: with the default Prefix, a pipeline whose provider names what it calls (the steady
+// providers do: a keyed hash of the base URL and the API key, see providers.SharingScope)
+// shares under "steady:<kind>:<name>@<scope>", so two applications on one Redis share only
+// when they call the same endpoint with the same key. With a Prefix of your own, pipelines of
+// one name share under "<Prefix><kind>:<name>", whatever they call.
 //
 // Consistency: an instance adopts another's advice at most PollInterval (plus a Redis round
 // trip) after it was written; until then it may send calls the other already knows will fail —
-// at most what it sends in that interval. Advice only ever makes a pause or an opening longer,
-// and expires with it. Budgets are token buckets in Redis refilled on the instances' clocks;
-// the fleet sends at most the limit, plus what clock skew between instances refills early
-// (skew × rate), plus, while Redis is unreachable and the store fails open, what each instance's
-// own budget lets through.
+// at most what it sends in that interval. The local copy follows Redis: advice deleted or
+// shortened there is gone or shorter here within PollInterval, except what this instance
+// advised itself and has not written yet. Nothing read from Redis is trusted: a value that is
+// not a time within resilience.SharedHorizon is ignored (and repaired at the next write), and
+// the pipelines bound what they adopt (resilience.SharedState). Budgets are token buckets in
+// Redis refilled on the instances' clocks; the fleet sends at most the limit, plus what clock
+// skew between instances refills early (at most resilience.SharedClockSkew × rate, once),
+// plus, while Redis is unreachable and the store fails open, what each instance's own budget
+// lets through.
 package steadyredis
 
 import (
@@ -34,8 +45,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -46,6 +57,10 @@ import (
 	"github.com/steadyllm/steady/config"
 	"github.com/steadyllm/steady/resilience"
 )
+
+// DefaultPrefix starts every key when Options.Prefix is empty; the pipelines' scopes then
+// keep unrelated applications apart (see the package documentation).
+const DefaultPrefix = "steady:"
 
 // Options configure a Store.
 type Options struct {
@@ -58,48 +73,65 @@ type Options struct {
 	// Client, when set, is used instead of a client built from the fields above (sentinel,
 	// cluster, your own pool); the store does not close it.
 	Client redis.UniversalClient
-	// Prefix starts every key ("steady:" when empty).
+	// Prefix starts every key. Empty: DefaultPrefix, and each pipeline shares within its
+	// scope (what its provider calls, with which key). Set: pipelines of one name share
+	// exactly under this prefix, whatever their providers call — give each application its
+	// own prefix, and one prefix to the instances of one application.
 	Prefix string
 	// PollInterval is how often the local copy is refreshed (250 ms when 0): the longest an
 	// instance goes on without another's advice.
 	PollInterval time.Duration
 	// Timeout bounds every Redis command (200 ms when 0), and so the longest a call waits for
-	// Redis when it has to (a probe's election, a dry budget lease).
+	// Redis when it has to (a probe's election, a dry budget lease), and a pipeline's first
+	// read of the fleet's view.
 	Timeout time.Duration
 	// FailClosed refuses calls that need room in a fleet-wide budget while Redis cannot be
 	// reached (a *resilience.SharedStateError), instead of letting them go on under each
 	// instance's own budget, the default.
 	FailClosed bool
+	// Logger receives go-redis's own log lines (its dial failures, pool trouble) as records
+	// with the attribute component=go-redis, slog.Default() when nil. go-redis has one logger
+	// for the whole program: the first store made routes it (redis.SetLogger) to the stores'
+	// loggers — a line about a command of this store goes to this store's Logger, any other
+	// line to the Logger of the oldest store still open, or slog.Default() when none is. A
+	// program that calls redis.SetLogger after that takes the lines back.
+	Logger *slog.Logger
 }
 
 // Store is a resilience.SharedState on Redis, which also elects probes
-// (resilience.ProbeElection), keeps fleet-wide budgets (resilience.SharedBudgets) and reports
-// its trouble (resilience.SharedStateWatcher). It is safe for concurrent use.
+// (resilience.ProbeElection), keeps fleet-wide budgets (resilience.SharedBudgets), reports
+// its trouble (resilience.SharedStateWatcher), reads the fleet's view when a pipeline starts
+// sharing (resilience.SharedStateJoiner) and scopes keys (resilience.SharedScoper). It is safe
+// for concurrent use.
 type Store struct {
 	rdb        redis.UniversalClient
 	own        bool
 	prefix     string
+	exact      bool // Options.Prefix was set: share under it, whatever the pipelines' scopes
 	poll       time.Duration
 	timeout    time.Duration
 	failClosed bool
 	token      string // this instance's name in probe elections
+	log        *slog.Logger
 
 	mu       sync.RWMutex
-	advice   map[string]resilience.Advice // the local copy
-	names    map[string]bool              // the pipelines asked about or advised
+	advice   map[string]resilience.Advice // the local copy: Redis's view and what is pending
+	names    map[string]int               // the names refreshed: pipelines joined (0: asked about)
+	pending  map[string]*pending          // advice advised here and not written yet
 	watchers []func(error)
 
 	writes chan write
-	err    atomic.Pointer[error]
-	stop   chan struct{}
-	done   sync.WaitGroup
-}
 
-// write is a background write: advice about a pipeline, or the end of its probe.
-type write struct {
-	name     string
-	a        resilience.Advice
-	endProbe bool
+	// Trouble: the outcome of the latest command (opErr), and a write of advice that failed
+	// and was not made good since (writeErr). Err is the first of them; watchers hear when it
+	// turns non-nil or nil. troubleMu orders the changes.
+	troubleMu       sync.Mutex
+	opErr, writeErr error
+	err             atomic.Pointer[error]
+
+	stop      chan struct{}
+	closeOnce sync.Once
+	done      sync.WaitGroup
 }
 
 var (
@@ -107,65 +139,9 @@ var (
 	_ resilience.ProbeElection      = (*Store)(nil)
 	_ resilience.SharedBudgets      = (*Store)(nil)
 	_ resilience.SharedStateWatcher = (*Store)(nil)
+	_ resilience.SharedStateJoiner  = (*Store)(nil)
+	_ resilience.SharedScoper       = (*Store)(nil)
 )
-
-// advise merges advice into a pipeline's hash as resilience.Advice.Merge does: the longer
-// pause, the later closing, the longer opening unless a later closing ends it. Times are
-// milliseconds since the epoch, 0 for none. The key expires a minute after the last of them,
-// as a pipeline still adopts an opening for a minute after its end (awaiting the probe).
-var advise = redis.NewScript(`
-local h = redis.call('HMGET', KEYS[1], 'opened', 'open_until', 'closed', 'cool_until')
-local opened, untl = tonumber(h[1] or '0'), tonumber(h[2] or '0')
-local closed, cool = tonumber(h[3] or '0'), tonumber(h[4] or '0')
-local a_opened, a_until = tonumber(ARGV[1]), tonumber(ARGV[2])
-local a_closed, a_cool = tonumber(ARGV[3]), tonumber(ARGV[4])
-if a_cool > cool then cool = a_cool end
-if a_closed > closed then closed = a_closed end
-if a_until > untl then opened, untl = a_opened, a_until end
-if untl > 0 and opened < closed then opened, untl = 0, 0 end
-redis.call('HSET', KEYS[1], 'opened', opened, 'open_until', untl, 'closed', closed, 'cool_until', cool)
-local last = math.max(untl, cool, closed) + 60000
-redis.call('PEXPIREAT', KEYS[1], last + 1000)
-return last
-`)
-
-// claim gives the probe to ARGV[1] for ARGV[2] ms unless another holds it: -1 when it is
-// ARGV[1]'s, else the milliseconds the holder keeps it.
-var claim = redis.NewScript(`
-local cur = redis.call('GET', KEYS[1])
-if not cur or cur == ARGV[1] then
-  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-  return -1
-end
-return redis.call('PTTL', KEYS[1])
-`)
-
-// release deletes the probe if ARGV[1] holds it.
-var release = redis.NewScript(`
-if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
-return 0
-`)
-
-// take is a token bucket: ARGV[1] units a minute, refilled evenly, full at first; ARGV[2] is
-// now (ms), ARGV[3] the units wanted. It takes what it holds up to ARGV[3] and returns
-// {taken, ms until the rest is there}. A clock behind the bucket's last time refills nothing.
-var take = redis.NewScript(`
-local limit, now, want = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local rate = limit / 60000
-local h = redis.call('HMGET', KEYS[1], 'tokens', 'at')
-local tokens, at = tonumber(h[1]), tonumber(h[2])
-if not tokens then tokens, at = limit, now end
-if now > at then tokens, at = tokens + (now - at) * rate, now end
-if tokens > limit then tokens = limit end
-local got = math.min(want, math.floor(tokens))
-if got < 0 then got = 0 end
-tokens = tokens - got
-redis.call('HSET', KEYS[1], 'tokens', tostring(tokens), 'at', tostring(at))
-redis.call('PEXPIRE', KEYS[1], 120000)
-local wait = 0
-if got < want then wait = math.ceil((want - got - tokens) / rate) end
-return {got, wait}
-`)
 
 func init() {
 	steady.RegisterSharedState("redis", func(c config.SharedState) (resilience.SharedState, io.Closer, error) {
@@ -176,7 +152,8 @@ func init() {
 
 // FromConfig starts a store as LLM.SharedState describes it (config.SharedState): address,
 // prefix, database, credentials from the environment variables it names, TLS, poll interval,
-// timeout and failure mode. Importing this package is enough for steady.FromConfig to do it:
+// timeout and failure mode. Its go-redis log lines go to slog.Default(). Importing this
+// package is enough for steady.FromConfig to do it:
 //
 //	import _ "github.com/steadyllm/steady/state/redis"
 func FromConfig(c config.SharedState) (*Store, error) {
@@ -196,11 +173,11 @@ func FromConfig(c config.SharedState) (*Store, error) {
 
 // New starts a store. Close stops it.
 func New(o Options) *Store {
-	s := &Store{rdb: o.Client, prefix: o.Prefix, poll: o.PollInterval, timeout: o.Timeout, failClosed: o.FailClosed,
-		token: newToken(), advice: map[string]resilience.Advice{}, names: map[string]bool{},
-		writes: make(chan write, 1024), stop: make(chan struct{})}
+	s := &Store{rdb: o.Client, prefix: o.Prefix, exact: o.Prefix != "", poll: o.PollInterval, timeout: o.Timeout,
+		failClosed: o.FailClosed, token: newToken(), log: o.Logger, advice: map[string]resilience.Advice{},
+		names: map[string]int{}, pending: map[string]*pending{}, writes: make(chan write, 1024), stop: make(chan struct{})}
 	if s.prefix == "" {
-		s.prefix = "steady:"
+		s.prefix = DefaultPrefix
 	}
 	if s.poll <= 0 {
 		s.poll = 250 * time.Millisecond
@@ -208,11 +185,15 @@ func New(o Options) *Store {
 	if s.timeout <= 0 {
 		s.timeout = 200 * time.Millisecond
 	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
 	if s.rdb == nil {
 		s.rdb, s.own = redis.NewClient(&redis.Options{Addr: o.Addr, Username: o.Username, Password: o.Password,
 			DB: o.DB, TLSConfig: o.TLS, DialTimeout: s.timeout, ReadTimeout: s.timeout, WriteTimeout: s.timeout,
 			MaxRetries: -1}), true
 	}
+	routeLogs(s)
 	s.done.Add(2)
 	go s.writer()
 	go s.poller()
@@ -225,83 +206,138 @@ func newToken() string {
 	return hex.EncodeToString(b[:])
 }
 
-// Advise records a locally and sends it to Redis in the background; a full queue (Redis too
-// slow for the rate of advice) drops it, which costs only the delay of the others learning it.
-func (s *Store) Advise(name string, a resilience.Advice) {
-	s.mu.Lock()
-	s.names[name] = true
-	s.advice[name] = s.advice[name].Merge(a)
-	s.mu.Unlock()
-	s.send(write{name: name, a: a})
+// ScopedName returns the name a pipeline named name shares under in scope: name@scope with
+// the default prefix, name alone with a Prefix of your own (Options.Prefix) or no scope.
+func (s *Store) ScopedName(name, scope string) string {
+	if s.exact || scope == "" {
+		return name
+	}
+	return name + "@" + scope
 }
 
-func (s *Store) send(w write) {
+// Advise records a locally and sends it to Redis in the background. It stays in the local
+// copy, whatever Redis holds, until it is written; a full queue (Redis too slow for the rate
+// of advice) delays the write to the next poll.
+func (s *Store) Advise(name string, a resilience.Advice) {
+	s.mu.Lock()
+	p := s.pending[name]
+	if p == nil {
+		p = &pending{}
+		s.pending[name] = p
+	}
+	p.a, p.seq, p.queued = p.a.Merge(a), p.seq+1, false
+	s.advice[name] = s.advice[name].Merge(a)
+	if _, known := s.names[name]; !known {
+		s.names[name] = 0
+	}
+	w := write{name: name, a: p.a, seq: p.seq}
+	p.queued = s.send(w)
+	s.mu.Unlock()
+}
+
+// send queues w without blocking and reports whether it was queued.
+func (s *Store) send(w write) bool {
 	select {
 	case s.writes <- w:
+		return true
 	default:
+		return false
 	}
 }
 
-// Advice returns the local copy of the advice about name.
+// Advice returns the local copy of the advice about name. A name not joined (Join) is
+// refreshed from now on.
 func (s *Store) Advice(name string) resilience.Advice {
 	s.mu.RLock()
-	a, known := s.advice[name], s.names[name]
+	a := s.advice[name]
+	_, known := s.names[name]
 	s.mu.RUnlock()
 	if !known {
 		s.mu.Lock()
-		s.names[name] = true // the poller fetches it from now on
+		if _, known := s.names[name]; !known {
+			s.names[name] = 0
+		}
 		s.mu.Unlock()
 	}
 	return a
 }
 
+// Join counts a pipeline sharing under name, which is refreshed until as many Leaves, and
+// reads the fleet's advice about it now, bounded by Timeout and ctx; while Redis is known to
+// be down it does not wait for it and returns Err.
+func (s *Store) Join(ctx context.Context, name string) error {
+	s.mu.Lock()
+	s.names[name]++
+	s.mu.Unlock()
+	if err := s.Err(); err != nil {
+		return err
+	}
+	return s.read(ctx, []string{name})
+}
+
+// Leave undoes one Join: a name no pipeline shares under any more is no longer refreshed,
+// and its local copy is dropped (advice not written yet is still written).
+func (s *Store) Leave(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.names[name]--; s.names[name] <= 0 {
+		delete(s.names, name)
+		delete(s.advice, name)
+	}
+}
+
 // ClaimProbe elects the instance that probes the pipeline name: the first to ask since the
 // last probe ended, for at most hold.
 func (s *Store) ClaimProbe(ctx context.Context, name string, hold time.Duration) (bool, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	ms, err := claim.Run(ctx, s.rdb, []string{s.key("probe:", name)}, s.token, max(hold.Milliseconds(), 1)).Int64()
-	s.note(err)
+	ms, err := claim.Run(ctx, s.rdb, []string{s.key("probe:", name)}, s.token, max(hold.Milliseconds(), 1),
+		resilience.SharedClockSkew.Milliseconds()).Int64()
+	s.noteOp(err)
 	if err != nil {
 		return false, 0, err
 	}
 	if ms < 0 {
 		return true, 0, nil
 	}
-	return false, time.Duration(ms) * time.Millisecond, nil
+	return false, time.Duration(min(ms, hold.Milliseconds())) * time.Millisecond, nil
 }
 
 // EndProbe gives the probe of name back, in the background.
 func (s *Store) EndProbe(name string) { s.send(write{name: name, endProbe: true}) }
 
-// TakeBudget takes up to want units of the fleet's budget key.
+// TakeBudget takes up to want units of the fleet's budget key. The units granted are never
+// more than want nor less than 0, and the wait is never negative, whatever Redis answers.
 func (s *Store) TakeBudget(ctx context.Context, key string, perMinute, want int64, now time.Time) (int64, time.Duration, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := s.ctx(ctx)
 	defer cancel()
-	v, err := take.Run(ctx, s.rdb, []string{s.key("budget:", key)}, perMinute, now.UnixMilli(), want).Int64Slice()
+	v, err := take.Run(ctx, s.rdb, []string{s.key("budget:", key)}, perMinute, now.UnixMilli(), want,
+		resilience.SharedClockSkew.Milliseconds()).Int64Slice()
 	if err == nil && len(v) != 2 {
 		err = fmt.Errorf("steadyredis: budget script returned %d values", len(v))
 	}
-	s.note(err)
+	s.noteOp(err)
 	if err != nil {
 		return 0, 0, err
 	}
-	return v[0], time.Duration(v[1]) * time.Millisecond, nil
+	return min(max(v[0], 0), want), time.Duration(max(v[1], 0)) * time.Millisecond, nil
 }
 
 // FailClosed reports Options.FailClosed.
 func (s *Store) FailClosed() bool { return s.failClosed }
 
-// Watch calls f with the error when Redis stops answering, and with nil when it answers
-// again. f runs on the goroutine that noticed, so it must be quick.
+// Watch calls f with the error when the store gets into trouble (Redis stops answering, or
+// the advice of this instance cannot be written), and with nil when it is out of it. f runs
+// on the goroutine that noticed, so it must be quick.
 func (s *Store) Watch(f func(error)) {
 	s.mu.Lock()
 	s.watchers = append(s.watchers, f)
 	s.mu.Unlock()
 }
 
-// Err returns the last Redis error, nil while Redis answers: a store in trouble is a warning,
-// never a failure, since calls go on with local state.
+// Err returns the store's trouble, nil when there is none: Redis does not answer, or the
+// advice of this instance could not be written (and the retries at each poll fail too). A
+// store in trouble is a warning, never a failure, since calls go on with local state.
 func (s *Store) Err() error {
 	if p := s.err.Load(); p != nil {
 		return *p
@@ -309,129 +345,24 @@ func (s *Store) Err() error {
 	return nil
 }
 
-// Close stops the background goroutines and closes the client the store made.
+// Close stops the background goroutines and closes the client the store made. Calling it
+// again does nothing and returns nil.
 func (s *Store) Close() error {
-	close(s.stop)
-	s.done.Wait()
-	if s.own {
-		return s.rdb.Close()
-	}
-	return nil
+	var err error
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		s.done.Wait()
+		unrouteLogs(s)
+		if s.own {
+			err = s.rdb.Close()
+		}
+	})
+	return err
 }
 
 func (s *Store) key(kind, name string) string { return s.prefix + kind + name }
 
-func (s *Store) writer() {
-	defer s.done.Done()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case w := <-s.writes:
-			ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-			var err error
-			if w.endProbe {
-				err = release.Run(ctx, s.rdb, []string{s.key("probe:", w.name)}, s.token).Err()
-			} else {
-				err = advise.Run(ctx, s.rdb, []string{s.key("advice:", w.name)},
-					ms(w.a.OpenedAt), ms(w.a.OpenUntil), ms(w.a.ClosedAt), ms(w.a.CoolUntil)).Err()
-			}
-			cancel()
-			s.note(err)
-		}
-	}
-}
-
-func (s *Store) poller() {
-	defer s.done.Done()
-	t := time.NewTicker(s.poll)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			s.refresh()
-		}
-	}
-}
-
-// refresh reads the advice about every known pipeline in one round trip.
-func (s *Store) refresh() {
-	s.mu.RLock()
-	names := make([]string, 0, len(s.names))
-	for n := range s.names {
-		names = append(names, n)
-	}
-	s.mu.RUnlock()
-	if len(names) == 0 {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
-	defer cancel()
-	cmds := make([]*redis.SliceCmd, len(names))
-	_, err := s.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
-		for i, n := range names {
-			cmds[i] = p.HMGet(ctx, s.key("advice:", n), "opened", "open_until", "closed", "cool_until")
-		}
-		return nil
-	})
-	if err != nil && !errors.Is(err, redis.Nil) {
-		s.note(err)
-		return
-	}
-	s.note(nil)
-	for i, n := range names {
-		var a resilience.Advice
-		if v := cmds[i].Val(); len(v) == 4 {
-			a = resilience.Advice{OpenedAt: millis(v[0]), OpenUntil: millis(v[1]), ClosedAt: millis(v[2]), CoolUntil: millis(v[3])}
-		}
-		// Redis holds the fleet's view; the local copy keeps what it learnt itself (a write
-		// may still be on its way, or Redis may have restarted empty).
-		s.mu.Lock()
-		s.advice[n] = s.advice[n].Merge(a)
-		s.mu.Unlock()
-	}
-}
-
-// note records the outcome of a Redis command and tells the watchers when Redis stops or
-// starts answering again.
-func (s *Store) note(err error) {
-	var prev *error
-	if err == nil {
-		if s.err.Load() == nil {
-			return
-		}
-		prev = s.err.Swap(nil)
-	} else {
-		prev = s.err.Swap(&err)
-	}
-	if (prev == nil) == (err == nil) {
-		return
-	}
-	s.mu.RLock()
-	ws := s.watchers
-	s.mu.RUnlock()
-	for _, f := range ws {
-		f(err)
-	}
-}
-
-func ms(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	return t.UnixMilli()
-}
-
-func millis(v any) time.Time {
-	str, ok := v.(string)
-	if !ok {
-		return time.Time{}
-	}
-	ms, err := strconv.ParseInt(str, 10, 64)
-	if err != nil || ms <= 0 {
-		return time.Time{}
-	}
-	return time.UnixMilli(ms)
+// ctx bounds a command by Timeout and marks it as this store's, for its log lines.
+func (s *Store) ctx(parent context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithValue(parent, storeKey{}, s), s.timeout)
 }

@@ -1,0 +1,72 @@
+package resilience
+
+import (
+	"context"
+	"net/http"
+	"time"
+)
+
+// scopedElection is a pipeline's view of its store's probe elections: under the name the
+// pipeline shares under (see SetSharedScope), and none once it stopped sharing.
+type scopedElection struct {
+	pe ProbeElection
+	p  *Pipeline
+}
+
+func (e scopedElection) ClaimProbe(ctx context.Context, _ string, hold time.Duration) (bool, time.Duration, error) {
+	e.p.settleShared()
+	if e.p.sh.left.Load() {
+		return false, 0, errNotSharing
+	}
+	return e.pe.ClaimProbe(ctx, e.p.sh.name, hold)
+}
+
+func (e scopedElection) EndProbe(string) {
+	e.p.settleShared()
+	if !e.p.sh.left.Load() {
+		e.pe.EndProbe(e.p.sh.name)
+	}
+}
+
+// giveBack returns the half-open probe slot of tk unused: the call was not sent.
+func (cb *circuit) giveBack(tk ticket) {
+	cb.mu.Lock()
+	defer cb.mu.Unlock()
+	if s, gen := cb.load(); s == CircuitHalfOpen && gen == tk.generation && cb.probes > 0 {
+		cb.probes--
+	}
+}
+
+// elected decides whether a call admitted as a half-open probe (tk) may go, when the fleet
+// elects its probes (ProbeElection): it may when this instance holds the probe, or when the
+// store cannot tell; otherwise it gives the slot back and rejects the call, and asks the
+// store again only after the holder's time (at most a second, at least a millisecond: a store
+// that answers 0 does not make the instance ask in a loop) has passed.
+func (b *breaker) elected(req *http.Request, tk ticket) error {
+	ctx := req.Context()
+	if left := b.elsewhere.Load() - b.c.now(); left > 0 {
+		b.c.giveBack(tk)
+		return b.reject(req, rejection{state: CircuitHalfOpen, retryAfter: time.Duration(left)})
+	}
+	mine, retry, err := b.elect.ClaimProbe(ctx, b.ev.name, b.hold)
+	switch {
+	case err != nil:
+		return nil // the store cannot tell (its watcher reports why): probe on our own
+	case mine:
+		b.probing.Store(true)
+		return nil
+	}
+	retry = min(max(retry, time.Millisecond), storeRetry)
+	b.elsewhere.Store(b.c.now() + int64(retry))
+	b.c.giveBack(tk)
+	return b.reject(req, rejection{state: CircuitHalfOpen, retryAfter: retry})
+}
+
+// probeFinished tells the fleet that this instance's probe ended with change ch: a closing
+// is shared as such, and the probe is given back either way.
+func (b *breaker) probeFinished(ch change) {
+	if ch.from != CircuitHalfOpen || !b.probing.CompareAndSwap(true, false) {
+		return
+	}
+	b.elect.EndProbe(b.ev.name)
+}
