@@ -2,77 +2,15 @@ package client_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/health"
+	"github.com/steadyllm/steady/internal/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/resilience"
 )
-
-// stepClock is a clock that moves only when the test advances it; timers due by then fire.
-type stepClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*stepTimer
-}
-
-type stepTimer struct {
-	c      *stepClock
-	at     time.Time
-	f      func()
-	active bool
-}
-
-func newStepClock() *stepClock { return &stepClock{now: time.Unix(1_800_000_000, 0)} }
-
-func (c *stepClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *stepClock) AfterFunc(d time.Duration, f func()) resilience.Timer {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &stepTimer{c: c, at: c.now.Add(d), f: f, active: true}
-	c.timers = append(c.timers, t)
-	return t
-}
-
-func (c *stepClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []func()
-	for _, t := range c.timers {
-		if t.active && !t.at.After(c.now) {
-			t.active = false
-			due = append(due, t.f)
-		}
-	}
-	c.mu.Unlock()
-	for _, f := range due {
-		go f()
-	}
-}
-
-func (t *stepTimer) Stop() bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.active
-	t.active = false
-	return was
-}
-
-func (t *stepTimer) Reset(d time.Duration) bool {
-	t.c.mu.Lock()
-	defer t.c.mu.Unlock()
-	was := t.active
-	t.at, t.active = t.c.now.Add(d), true
-	return was
-}
 
 // A deployment whose key is refused is taken out for a break that doubles while the key stays
 // refused, then comes back by itself once it is fixed: no restart, no Reset. After a success
@@ -82,7 +20,7 @@ func TestDeployments_ARefusedKeyComesBackAfterAGrowingBreak(t *testing.T) {
 	defer refused.Close()
 	good := mocks.NewServer()
 	defer good.Close()
-	clock := newStepClock()
+	clock := backend.NewManualClock()
 	c := newClient(t, client.WithClock(clock), client.WithTakeOutBreaks(30*time.Second, 100*time.Second),
 		client.WithDeployments("p", policy(), client.RoutePriority, deploymentsOn([]*mocks.Server{refused, good})...))
 	d0 := c.Circuits()["p/d0"]
