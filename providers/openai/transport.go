@@ -34,6 +34,18 @@ type exchange struct {
 	guardRoom *wire.SSEGuard       // where to keep guard; nil: allocate it
 }
 
+// readErr returns the error the body of a 2xx failed with, as the body returned it (see
+// wire.Limited.ReadErr), nil when it has not failed or there is none.
+func (x *exchange) readErr() error {
+	switch {
+	case x.guard != nil:
+		return x.guard.ReadErr()
+	case x.body != nil:
+		return x.body.ReadErr()
+	}
+	return nil
+}
+
 type exchangeKey struct{}
 
 // Value returns the exchange itself for exchangeKey and defers everything else.
