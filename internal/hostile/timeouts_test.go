@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -14,14 +15,20 @@ import (
 )
 
 // stall is a server that answers 200 and then, as stage says, goes silent until the client
-// leaves: "json" in the middle of a JSON answer, "stream" after a stream's headers, "kept"
+// leaves: "held" before any headers, "json" in the middle of a JSON answer, "stream" after a stream's headers, "kept"
 // after a line that is no event but reads as an error envelope (go-openai keeps such lines,
 // and when the body breaks returns the error they hold instead of the break), "content" after
 // a stream's first delta.
 func stall(t *testing.T, k kind, stage string) string {
 	t.Helper()
 	return server(t, func(w http.ResponseWriter, r *http.Request) {
+		// Read to its end, the request lets the server notice when the client leaves (its
+		// context ends then), also when no answer went out yet.
+		_, _ = io.Copy(io.Discard, r.Body)
 		switch stage {
+		case "held":
+			<-r.Context().Done()
+			return
 		case "json":
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"id":"c","choices":[`)
@@ -72,9 +79,18 @@ func timeoutPolicy(total, idle float64) resilience.Options {
 // steady's own body guards) must not turn it into unavailable.
 func TestTimeouts_ReadTimeoutWhereverTheyStrike(t *testing.T) {
 	for _, k := range kinds {
+		// The total timeout before any answer, for every operation.
+		held := stall(t, k, "held")
+		c := newClient(t, k, held, timeoutPolicy(0.3, 10), providers.Limits{})
+		for _, op := range ops(k) {
+			var err error
+			within(t, 5*time.Second, k.name+" "+op, func() { err = run(context.Background(), c, op) })
+			timedOut(t, k.name+", "+op+", before the answer", err, resilience.TimeoutTotal)
+		}
+
 		// The total timeout while the JSON answer is read, for every operation that reads one.
 		body := stall(t, k, "json")
-		c := newClient(t, k, body, timeoutPolicy(0.3, 10), providers.Limits{})
+		c = newClient(t, k, body, timeoutPolicy(0.3, 10), providers.Limits{})
 		for _, op := range ops(k) {
 			if op == "stream" {
 				continue
