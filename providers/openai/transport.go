@@ -132,7 +132,12 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 			// A JSON 2xx cannot be the answer to a stream request: a gateway's error envelope,
 			// usually. Classify it as such here.
 			defer resp.Body.Close()
-			body, _, _ := wire.ReadError(resp.Body, d.limits.MaxErrorBodyBytes)
+			body, _, err := wire.ReadError(resp.Body, d.limits.MaxErrorBodyBytes)
+			if err != nil { // cut short (the pipeline's timeout, say): not the server's answer
+				e := d.errs.Failure(req.Context(), "reading the response", err)
+				e.StatusCode, e.RequestID = resp.StatusCode, d.errs.Field(wire.RequestID(resp.Header))
+				return nil, e
+			}
 			return nil, d.notAnAnswer(resp, body)
 		}
 		g := x.guardRoom
