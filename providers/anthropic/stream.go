@@ -85,7 +85,8 @@ func newStream(ctx context.Context, p *Provider, resp *http.Response, forced str
 // event inside the stream is classified by its type (overloaded_error is KindOverloaded); a
 // body that ends before message_stop is KindStreamTruncated; the pipeline's timeout is
 // KindTimeout; a broken connection is KindUnavailable wrapping the read error (KindCanceled
-// when the context ended); a Recv after Close is KindCanceled. Once Recv has failed it returns the same error again.
+// when the context ended); a Recv after Close is KindCanceled. Once Recv has failed it returns
+// the same error again.
 func (s *stream) Recv() (providers.Delta, error) {
 	if s.err != nil {
 		return providers.Delta{}, s.err
