@@ -12,7 +12,11 @@
 // where node is not installed, and fail where it is but the package is not: install it with
 // `npm ci --prefix interop/aimock` from the repository root.
 //
-// It is a separate module so that steady's own go.mod does not depend on the SDKs. The package
+// otelhttp_linux_test.go runs the resilience pipeline over a base wrapped by the real
+// otelhttp.Transport and checks that the stream idle limit still measures silence on the wire.
+//
+// It is a separate module so that steady's own go.mod does not depend on the SDKs (nor on
+// otelhttp). The package
 // has no code of its own; run its tests with:
 //
 //	cd interop && go test -race ./...

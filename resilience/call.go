@@ -3,7 +3,6 @@ package resilience
 import (
 	"context"
 	"io"
-	"net/http/httptrace"
 	"sync/atomic"
 	"time"
 )
@@ -43,11 +42,17 @@ type call struct {
 	cancel context.CancelCauseFunc // nil when the call has no time limits
 	idle   Timer
 	own    Timer // the total deadline of a call whose policy's limit differs from the pipeline's
-	// For an event stream: whether a Read is waiting, since when, and the watched connection
-	// that carries the stream (nil when not watched).
-	reading   atomic.Bool
+	// For an event stream: whether a Read is waiting, and since when.
+	reading atomic.Bool
+	// How the idle timer learns the silence of the wire (see wire.go): tracing is set when the
+	// call answers its context's lookups of an httptrace.ClientTrace itself (see conntrace.go);
+	// wire is set for an HTTP/1 event stream, whose connection carries nothing else; trace
+	// notes the connection each attempt got. (The two flags sit in the padding after reading:
+	// the record stays in its allocation size class.)
+	tracing   bool
+	wire      bool
 	readSince atomic.Int64
-	conn      atomic.Pointer[watchedConn]
+	trace     atomic.Pointer[connTrace]
 	// totalOff is set once the total timeout no longer applies: the call ended, or its
 	// stream's headers arrived. The pipeline's deadlines queue skips such calls.
 	totalOff atomic.Bool
@@ -163,13 +168,6 @@ func (c *call) release() {
 	if c.cancel != nil {
 		c.cancel(errCallEnded)
 	}
-}
-
-// traceConn makes the call's context record, in c, the connection each attempt of the call
-// gets.
-func (c *call) traceConn() {
-	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) { c.conn.Store(watchedOf(info.Conn)) }}
-	c.Context = httptrace.WithClientTrace(c.Context, trace)
 }
 
 // callEnded is the cause with which the timeout layer releases the context of a call whose

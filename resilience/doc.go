@@ -22,7 +22,8 @@
 //     are open. Up to BulkheadMaxQueue callers wait, first come first served; the next is
 //     rejected at once with ErrBulkheadRejected.
 //   - Timeout: TimeoutSeconds bounds the whole call, backoffs and body included; for an event
-//     stream it ends when the headers arrive and StreamIdleTimeoutSeconds bounds each read.
+//     stream it ends when the headers arrive and StreamIdleTimeoutSeconds bounds each silence
+//     of the wire (a Read that lasts longer while bytes keep coming is not idle; see Wrap).
 //     Only the pipeline's own expiry is ErrTimeout; the caller's cancellation is returned as it is.
 //   - Circuit breaker: counts logical calls; 5xx, 529, network errors, our timeouts, reported
 //     in-stream failures and refused credentials (401, 403) are failures; 429 and the other

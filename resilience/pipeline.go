@@ -106,7 +106,9 @@ func (p *Pipeline) Options() Options {
 // through a clone of it (Transport.Clone) whose connections note when they read bytes, so that
 // the idle timeout measures silence on the wire (see wire.go): configure the transport before
 // wrapping it. The clone has its own pool of connections; CloseIdleConnections on the wrapped
-// transport closes those.
+// transport closes those. Any other base (an *http.Transport inside a logging, metrics or
+// tracing RoundTripper) is used as it is; on Linux the kernel then tells the silence of its
+// connections.
 //
 // The chain honours the http.RoundTripper contract: it never modifies the caller's
 // request, always closes the request body, and returns a response whose body must be
@@ -116,10 +118,10 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	base, watched := watchTransport(base, p.policy.idle, p.clock)
+	base = watchTransport(base, p.policy.idle, p.clock)
 	retry := newRetryTransport(&p.retry, base)
 	brk := &breakerTransport{b: &p.breaker, next: retry}
-	tmo := &timeoutTransport{t: &p.timeouts, below: &p.breaker, next: brk, watched: watched}
+	tmo := &timeoutTransport{t: &p.timeouts, below: &p.breaker, next: brk}
 	return &bulkheadTransport{b: &p.bulkhead, cool: &p.cool, p: p, next: tmo, base: base}
 }
 

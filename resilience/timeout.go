@@ -3,7 +3,6 @@ package resilience
 import (
 	"context"
 	"net/http"
-	"time"
 )
 
 // timeoutTransport bounds the whole logical call by TimeoutSeconds, and each read of an
@@ -19,10 +18,9 @@ import (
 // Only the pipeline's own expiry becomes a *TimeoutError. When the caller's context ends
 // first, the caller's error comes back unchanged.
 type timeoutTransport struct {
-	t       *timeouts
-	below   rejecter // the layer below, asked first whether it would turn the call away at once
-	next    http.RoundTripper
-	watched bool // the base transport's connections are watched (see wire.go)
+	t     *timeouts
+	below rejecter // the layer below, asked first whether it would turn the call away at once
+	next  http.RoundTripper
 }
 
 // rejecter is what the timeout layer asks of the layer below it (the circuit breaker) before
@@ -39,12 +37,16 @@ type timeouts struct {
 	// each call.
 	totalErr  *TimeoutError
 	deadlines deadlines
+	// kernel: the idle timer may ask the kernel how long a connection has been silent (see
+	// wire.go). Its answer is in real time, so only a pipeline on the wall clock asks.
+	kernel bool
 }
 
 func (t *timeouts) init(pol *Policy, ev *emitter) {
 	t.ev, t.pol = ev, pol
 	t.totalErr = &TimeoutError{Pipeline: ev.name, Limit: TimeoutTotal, After: pol.total}
 	t.deadlines.clock = ev.clock
+	_, t.kernel = ev.clock.(wallClock)
 }
 
 func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -71,7 +73,7 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 				c.own = t.ev.clock.AfterFunc(pol.total, c.expireTotal)
 			}
 		}
-		if pol.idle > 0 && tt.watched {
+		if pol.idle > 0 {
 			c.traceConn() // any answer may turn out to be an event stream
 		}
 	}
@@ -85,9 +87,9 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if isEventStream(resp) {
 		c.stopTotal()
 		if pol.idle > 0 {
-			if resp.ProtoMajor >= 2 {
-				c.conn.Store(nil) // the Read itself measures an HTTP/2 stream's silence
-			}
+			// The Read itself measures an HTTP/2 stream's silence; the connection of an
+			// HTTP/1 stream carries nothing else, so its silence is the stream's.
+			c.wire = resp.ProtoMajor < 2
 			c.idle = t.ev.clock.AfterFunc(pol.idle, c.expireIdle)
 			c.idle.Stop()
 		}
@@ -115,19 +117,16 @@ func (c *call) expireTotal() {
 }
 
 // expireIdle runs when a Read of an event stream has waited StreamIdleTimeoutSeconds. It
-// cuts the stream only if the wire was silent all that time: when the connection read bytes
-// meanwhile (a Read blocked in the middle of an HTTP chunk), it re-arms for the rest of the
-// limit, counted from the last bytes.
+// cuts the stream only if the wire was silent all that time: when the connection received
+// bytes meanwhile (a Read blocked in the middle of an HTTP chunk), it re-arms for the rest of
+// the limit, counted from the last bytes (see wire.go).
 func (c *call) expireIdle() {
 	if !c.reading.Load() {
 		return // the Read ended as the timer fired
 	}
-	if conn := c.conn.Load(); conn != nil {
-		last := max(conn.last.Load(), c.readSince.Load())
-		if quiet := time.Duration(c.t.ev.clock.Now().UnixNano() - last); quiet < c.pol.idle {
-			c.idle.Reset(c.pol.idle - quiet)
-			return
-		}
+	if quiet, ok := c.wireQuiet(); ok && quiet < c.pol.idle {
+		c.idle.Reset(c.pol.idle - quiet)
+		return
 	}
 	c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: TimeoutStreamIdle, After: c.pol.idle})
 }

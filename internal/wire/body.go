@@ -33,7 +33,8 @@ func ReadError(r io.Reader, max int64) (body []byte, cut bool, err error) {
 // Limited is a response body that fails with a *providers.LimitError once more than its limit
 // has been read, and keeps the first HeadSize bytes it passed on, so that a caller whose
 // decoder found no answer in them can look at what the server sent instead (an error
-// envelope, say: a few hundred bytes).
+// envelope, say: a few hundred bytes). It also keeps the error the body itself failed with
+// (see ReadErr).
 type Limited struct {
 	rc    io.ReadCloser
 	left  int64 // bytes that may still be read
@@ -41,6 +42,7 @@ type Limited struct {
 	limit string
 	head  *[HeadSize]byte // nil: keep none
 	nhead int
+	rerr  error // the first error of rc other than io.EOF
 }
 
 // HeadSize is how many of a body's first bytes Limited keeps.
@@ -68,6 +70,9 @@ func (b *Limited) Read(p []byte) (int, error) {
 		p = p[:b.left+1] // one byte past the limit tells "more" from "exactly the limit"
 	}
 	n, err := b.rc.Read(p)
+	if err != nil && err != io.EOF && b.rerr == nil {
+		b.rerr = err
+	}
 	b.left -= int64(n)
 	if b.head != nil && b.nhead < HeadSize && n > 0 {
 		b.nhead += copy(b.head[b.nhead:], p[:n])
@@ -80,6 +85,12 @@ func (b *Limited) Read(p []byte) (int, error) {
 
 // Close closes the body.
 func (b *Limited) Close() error { return b.rc.Close() }
+
+// ReadErr returns the first error the wrapped body failed with (io.EOF is no failure), nil
+// when it has not failed; the limit's own *providers.LimitError is not one. It is what the
+// wire said, as the body said it: a decoder that read through b may have wrapped the error,
+// or replaced it with one of its own, before its caller saw it.
+func (b *Limited) ReadErr() error { return b.rerr }
 
 // Head returns the first bytes read (up to HeadSize), trimmed of surrounding white space; nil
 // when b keeps no head.

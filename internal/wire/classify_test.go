@@ -153,3 +153,23 @@ func TestTransport_MapsEveryErrorOnce(t *testing.T) {
 	}
 	_ = http.StatusOK
 }
+
+// A timeout that strikes while a body is read reads timeout, named with what was under way;
+// the caller's deadline, striking at the same place, reads canceled and never as ours.
+func TestFailure_WhileReading(t *testing.T) {
+	x := NewErrors("openai", "k")
+	te := &resilience.TimeoutError{Limit: resilience.TimeoutStreamIdle, After: time.Second}
+	e := x.Failure(context.Background(), "reading the stream", te)
+	if e.Kind != providers.KindTimeout || !errors.Is(e, resilience.ErrTimeout) || !strings.HasPrefix(e.Message, "reading the stream: ") {
+		t.Errorf("the pipeline's timeout: %s %q", e.Kind, e.Message)
+	}
+	if e := x.Failure(context.Background(), "reading the stream", errors.New("connection reset")); e.Kind != providers.KindUnavailable ||
+		e.Message != "reading the stream: connection reset" {
+		t.Errorf("a broken connection: %s %q", e.Kind, e.Message)
+	}
+	ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+	defer cancel()
+	if e := x.Failure(ctx, "reading the stream", te); e.Kind != providers.KindCanceled || !errors.Is(e, context.DeadlineExceeded) {
+		t.Errorf("the caller's deadline: %s %v", e.Kind, e)
+	}
+}

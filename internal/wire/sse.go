@@ -132,14 +132,17 @@ func (s *SSEReader) readLine() ([]byte, error) {
 //     one (a line, an allocation and two regular expressions each) only to skip them: it
 //     takes each data line as a whole event;
 //   - notes whether "data: [DONE]" went by, which go-openai does not tell apart from a body
-//     that simply ended.
+//     that simply ended;
+//   - keeps the error the body itself failed with (ReadErr): go-openai's stream reader may
+//     return another in its place (an error it pieced together from the lines it kept).
 //
 // Everything else passes through unchanged and unbuffered. It is read by one goroutine at a
 // time.
 type SSEGuard struct {
-	rc  io.ReadCloser
-	max int64
-	err error // sticky limit error
+	rc   io.ReadCloser
+	max  int64
+	err  error // sticky limit error
+	rerr error // the first error of rc other than io.EOF
 
 	started bool  // a line has begun
 	drop    bool  // the current line is a comment or blank
@@ -171,6 +174,9 @@ func (g *SSEGuard) Read(p []byte) (int, error) {
 	}
 	for {
 		n, err := g.rc.Read(p)
+		if err != nil && err != io.EOF && g.rerr == nil {
+			g.rerr = err
+		}
 		m, lerr := g.filter(p[:n])
 		if err == io.EOF && lerr == nil && g.started {
 			lerr = g.endLine() // a last line without a newline counts too
@@ -187,6 +193,10 @@ func (g *SSEGuard) Read(p []byte) (int, error) {
 
 // Close closes the underlying body.
 func (g *SSEGuard) Close() error { return g.rc.Close() }
+
+// ReadErr returns the first error the guarded body failed with (io.EOF is no failure), nil
+// when it has not failed; the guard's own limit errors are not ones.
+func (g *SSEGuard) ReadErr() error { return g.rerr }
 
 // filter scans b line by line, removes comment and blank lines from it in place and returns
 // the length kept.

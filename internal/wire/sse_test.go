@@ -161,3 +161,42 @@ func FuzzSSEGuard(f *testing.F) {
 		}
 	})
 }
+
+// failing is a body that gives data, then fails with err.
+type failing struct {
+	data []byte
+	err  error
+}
+
+func (f *failing) Read(p []byte) (int, error) {
+	if len(f.data) == 0 {
+		return 0, f.err
+	}
+	n := copy(p, f.data)
+	f.data = f.data[n:]
+	return n, nil
+}
+
+func (f *failing) Close() error { return nil }
+
+// The guards keep what the body itself failed with, for a caller whose decoder reported
+// something else; their own limits, and the end of the body, are no failure of it.
+func TestReadErr_KeepsTheBodysOwnFailure(t *testing.T) {
+	cut := errors.New("the wire broke")
+	g := NewSSEGuard(&failing{data: []byte("data: x\n"), err: cut}, 1<<10)
+	if _, err := io.ReadAll(g); err != cut || g.ReadErr() != cut {
+		t.Errorf("SSEGuard: read %v, ReadErr %v", err, g.ReadErr())
+	}
+	g = NewSSEGuard(&failing{data: []byte("data: " + strings.Repeat("x", 100)), err: io.EOF}, 16)
+	if _, err := io.ReadAll(g); err == nil || g.ReadErr() != nil {
+		t.Errorf("SSEGuard at its limit: read %v, ReadErr %v", err, g.ReadErr())
+	}
+	l := NewLimited(&failing{data: []byte(`{"a":`), err: cut}, 1<<10, "MaxResponseBytes")
+	if _, err := io.ReadAll(l); err != cut || l.ReadErr() != cut {
+		t.Errorf("Limited: read %v, ReadErr %v", err, l.ReadErr())
+	}
+	l = NewLimited(&failing{data: []byte(strings.Repeat("x", 100)), err: io.EOF}, 16, "MaxResponseBytes")
+	if _, err := io.ReadAll(l); err == nil || l.ReadErr() != nil {
+		t.Errorf("Limited at its limit: read %v, ReadErr %v", err, l.ReadErr())
+	}
+}

@@ -185,13 +185,29 @@ type canceled struct{ cause, seen error }
 func (e *canceled) Error() string   { return e.cause.Error() + " (" + e.seen.Error() + ")" }
 func (e *canceled) Unwrap() []error { return []error{e.cause, e.seen} }
 
-// Transport turns an error that came before or instead of a readable answer into a
-// *providers.Error, once, where it is first seen: the caller's cancellation is KindCanceled
-// (Canceled); an error that names its kind (the resilience pipeline's: circuit open, bulkhead
-// full, timeout, redirect — see the ErrorKind methods there) is of that kind, with its hint and
-// status; anything else is KindUnavailable. The message never repeats the request URL that an
-// http.Client's *url.Error carries.
+// Transport turns an error that came before or instead of a response into a
+// *providers.Error: Failure with nothing under way to name.
 func (x Errors) Transport(ctx context.Context, err error) *providers.Error {
+	return x.Failure(ctx, "", err)
+}
+
+// Failure turns an error that ended an exchange without an answer — before the response, or
+// while its body or stream was being read — into a *providers.Error. It is the one place
+// where such errors are classified, so that every wire reads the same kind for the same
+// cause wherever it struck:
+//
+//   - an error that already is a *providers.Error is returned as it is;
+//   - the caller's own cancellation or deadline is KindCanceled (Canceled), whatever err says:
+//     a pipeline timeout racing the caller's deadline never reads as the pipeline's;
+//   - an error that names its kind — the resilience pipeline's: circuit open, bulkhead full,
+//     timeout (also when it struck in the middle of a body, under a decoder), redirect; see
+//     the ErrorKind methods there — is of that kind, with its hint and status;
+//   - anything else is KindUnavailable.
+//
+// during names what was under way ("reading the stream"), put before the message; "" for
+// nothing. The message never repeats the request URL that an http.Client's *url.Error
+// carries.
+func (x Errors) Failure(ctx context.Context, during string, err error) *providers.Error {
 	var pe *providers.Error
 	if errors.As(err, &pe) {
 		return pe
@@ -203,6 +219,9 @@ func (x Errors) Transport(ctx context.Context, err error) *providers.Error {
 	var ue *url.Error
 	if errors.As(err, &ue) {
 		e.Message = ue.Err.Error()
+	}
+	if during != "" {
+		e.Message = during + ": " + e.Message
 	}
 	var kinded interface{ ErrorKind() string }
 	if errors.As(err, &kinded) {

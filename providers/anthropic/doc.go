@@ -62,6 +62,7 @@
 //
 // A stream reports an "error" event inside a 200 response as a *providers.Error classified by
 // its type, so an overloaded_error counts as an overload; a body that ends without
-// message_stop as KindStreamTruncated, never as success; a broken connection as
-// KindUnavailable. Each of these carries the text delivered so far in Partial.
+// message_stop as KindStreamTruncated, never as success; the resilience pipeline's stream-idle
+// or total timeout as KindTimeout; a broken connection as KindUnavailable. Each of these
+// carries the text delivered so far in Partial.
 package anthropic

@@ -110,10 +110,7 @@ func (p *Provider) notAnAnswer(resp *http.Response, body []byte) *providers.Erro
 // cancellation, a dropped connection, the pipeline's timeout, a body past the limit, or
 // something that is not JSON.
 func (p *Provider) readFailure(ctx context.Context, resp *http.Response, what string, err error) *providers.Error {
-	e := p.transportError(ctx, err)
-	if e.Kind == providers.KindUnavailable {
-		e.Message = what + ": " + err.Error()
-	}
+	e := p.errs.Failure(ctx, what, err)
 	e.StatusCode = resp.StatusCode
 	e.RequestID = wire.RequestID(resp.Header)
 	return p.errs.Finish(e)

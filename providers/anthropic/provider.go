@@ -165,7 +165,10 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 		// A JSON 2xx cannot be the answer to a stream request: a gateway's error envelope,
 		// usually. Classify it as such.
 		defer resp.Body.Close()
-		data, _, _ := wire.ReadError(resp.Body, p.limits.MaxErrorBodyBytes)
+		data, _, err := wire.ReadError(resp.Body, p.limits.MaxErrorBodyBytes)
+		if err != nil { // cut short (the pipeline's timeout, say): not the server's answer
+			return nil, p.readFailure(ctx, resp, "reading the response", err)
+		}
 		return nil, p.notAnAnswer(resp, data)
 	}
 	forced := ""

@@ -83,9 +83,10 @@ func newStream(ctx context.Context, p *Provider, resp *http.Response, forced str
 //
 // Every failure is a *providers.Error carrying the text received so far in Partial: an error
 // event inside the stream is classified by its type (overloaded_error is KindOverloaded); a
-// body that ends before message_stop is KindStreamTruncated; a broken connection is
-// KindUnavailable wrapping the read error (KindCanceled when the context ended); a Recv after
-// Close is KindCanceled. Once Recv has failed it returns the same error again.
+// body that ends before message_stop is KindStreamTruncated; the pipeline's timeout is
+// KindTimeout; a broken connection is KindUnavailable wrapping the read error (KindCanceled
+// when the context ended); a Recv after Close is KindCanceled. Once Recv has failed it returns
+// the same error again.
 func (s *stream) Recv() (providers.Delta, error) {
 	if s.err != nil {
 		return providers.Delta{}, s.err
@@ -222,13 +223,13 @@ func (s *stream) readError(err error) *providers.Error {
 	switch {
 	case s.closed.Load():
 		return &providers.Error{Kind: providers.KindCanceled, Message: "the stream was closed", Err: err}
-	case s.ctx.Err() != nil:
-		return s.p.errs.Canceled(s.ctx, err)
-	case errors.Is(err, io.EOF):
+	case s.ctx.Err() == nil && errors.Is(err, io.EOF):
 		return &providers.Error{Kind: providers.KindStreamTruncated,
 			Message: "the stream ended before message_stop"}
 	}
-	return &providers.Error{Kind: providers.KindUnavailable, Message: "reading the stream: " + err.Error(), Err: err}
+	// The caller's cancellation, the pipeline's idle or total timeout, a dropped connection,
+	// a limit: classified where every wire classifies them.
+	return s.p.errs.Failure(s.ctx, "reading the stream", err)
 }
 
 // fail records e, completed with what the stream knows, as the terminal error. The connection

@@ -25,9 +25,15 @@ func (p *Provider) toError(ctx context.Context, x *exchange, err error) *provide
 		reqErr *goopenai.RequestError
 		apiErr *goopenai.APIError
 	)
+	broke := x.readErr()
 	switch {
 	case errors.As(err, &e):
 		return e
+	case broke != nil:
+		// The body of a 2xx broke under go-openai's decoder: classify what the body failed
+		// with (the pipeline's timeout, the caller's cancellation, a dropped connection), not
+		// what go-openai made of it.
+		e = p.errs.Failure(ctx, "reading the response", broke)
 	case ctx.Err() != nil:
 		// The caller's own deadline or cancellation, wherever it struck.
 		e = p.errs.Canceled(ctx, err)
@@ -40,9 +46,9 @@ func (p *Provider) toError(ctx context.Context, x *exchange, err error) *provide
 		// parameters its ReasoningValidator rejects, a body it cannot encode.
 		e = &providers.Error{Kind: providers.KindBadRequest, Message: err.Error(), Err: err}
 	case x.status != 0:
-		// A 2xx whose body could not be read or decoded: a dropped connection, a body past
-		// the size limit, or a server that sent something other than JSON.
-		e = &providers.Error{Kind: providers.KindUnavailable, Message: "reading the response: " + err.Error(), Err: err}
+		// A 2xx whose body could not be decoded: a body past the size limit, or a server that
+		// sent something other than JSON.
+		e = p.errs.Failure(ctx, "reading the response", err)
 	default:
 		return p.errs.Transport(ctx, err) // the pipeline's rejections map to their own kinds here
 	}

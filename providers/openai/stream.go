@@ -141,12 +141,19 @@ func (s *stream) end(err error) (providers.Delta, error) {
 
 // failure maps an error from go-openai's Recv.
 func (s *stream) failure(err error) *providers.Error {
+	broke := s.readErr()
 	var apiErr *goopenai.APIError
-	if s.Context.Err() == nil && errors.As(err, &apiErr) {
+	if broke == nil && s.Context.Err() == nil && errors.As(err, &apiErr) {
 		return s.p.streamError(apiErr, &s.exchange)
 	}
 	var e *providers.Error
 	switch {
+	case broke != nil:
+		// The body broke under go-openai's reader: classify what the body failed with (the
+		// pipeline's idle or total timeout, the caller's cancellation, a dropped connection).
+		// go-openai may return another error in its place, pieced together from the lines it
+		// kept before the break.
+		e = s.p.errs.Failure(s.Context, "reading the stream", broke)
 	case s.Context.Err() != nil:
 		// The caller's own deadline or cancellation, wherever it struck.
 		e = s.p.errs.Canceled(s.Context, err)
@@ -156,9 +163,8 @@ func (s *stream) failure(err error) *providers.Error {
 	case errors.Is(err, goopenai.ErrTooManyEmptyStreamMessages):
 		e = &providers.Error{Kind: providers.KindUnavailable,
 			Message: "the stream sent too many lines without data", Err: err}
-	default: // a dropped connection, the pipeline's idle timeout, a limit, a chunk that is not JSON
-		e = &providers.Error{Kind: providers.KindUnavailable,
-			Message: "reading the stream: " + err.Error(), Err: err}
+	default: // a limit, a chunk that is not JSON
+		e = s.p.errs.Failure(s.Context, "reading the stream", err)
 	}
 	e.StatusCode = s.status
 	e.RequestID = wire.RequestID(s.header)

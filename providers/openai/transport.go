@@ -34,6 +34,18 @@ type exchange struct {
 	guardRoom *wire.SSEGuard       // where to keep guard; nil: allocate it
 }
 
+// readErr returns the error the body of a 2xx failed with, as the body returned it (see
+// wire.Limited.ReadErr), nil when it has not failed or there is none.
+func (x *exchange) readErr() error {
+	switch {
+	case x.guard != nil:
+		return x.guard.ReadErr()
+	case x.body != nil:
+		return x.body.ReadErr()
+	}
+	return nil
+}
+
 type exchangeKey struct{}
 
 // Value returns the exchange itself for exchangeKey and defers everything else.
@@ -120,7 +132,12 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 			// A JSON 2xx cannot be the answer to a stream request: a gateway's error envelope,
 			// usually. Classify it as such here.
 			defer resp.Body.Close()
-			body, _, _ := wire.ReadError(resp.Body, d.limits.MaxErrorBodyBytes)
+			body, _, err := wire.ReadError(resp.Body, d.limits.MaxErrorBodyBytes)
+			if err != nil { // cut short (the pipeline's timeout, say): not the server's answer
+				e := d.errs.Failure(req.Context(), "reading the response", err)
+				e.StatusCode, e.RequestID = resp.StatusCode, d.errs.Field(wire.RequestID(resp.Header))
+				return nil, e
+			}
 			return nil, d.notAnAnswer(resp, body)
 		}
 		g := x.guardRoom
