@@ -94,7 +94,7 @@ var ErrNoRetriesLeft = errors.New("steadyasynq: a capacity deferral of a task wi
 // asynq.SkipRetry, with a message that says why: for MaxRetry(0), "asynq archives a task
 // enqueued with MaxRetry(0) at its first failure, capacity deferrals included: enqueue LLM
 // tasks with MaxRetry(1) or more". A ctx that is not a handler's (no retry counts in it) is
-// taken as a task with retries left.
+// taken as a task with retries left, as is a nil ctx.
 func Result(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
@@ -108,6 +108,9 @@ func Result(ctx context.Context, err error) error {
 	}
 	if !capacity(de.Decision.Kind) {
 		return err
+	}
+	if ctx == nil {
+		return err // no handler's context: taken as a task with retries left
 	}
 	retried, ok := asynq.GetRetryCount(ctx)
 	maxRetry, ok2 := asynq.GetMaxRetry(ctx)
@@ -148,8 +151,11 @@ func capacity(k providers.ErrorKind) bool {
 
 // Attempt returns the attempt number of the task being handled (1 for the first run), for
 // client.Deferred. Runs that IsFailure did not count share a number. A ctx that is not a
-// handler's gives 1.
+// handler's (nil included) gives 1.
 func Attempt(ctx context.Context) int {
+	if ctx == nil {
+		return 1
+	}
 	n, _ := asynq.GetRetryCount(ctx)
 	return n + 1
 }

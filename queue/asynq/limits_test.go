@@ -189,3 +189,15 @@ func freshQueue(t *testing.T, redis asynq.RedisClientOpt, queue string) {
 	drop()
 	t.Cleanup(drop)
 }
+
+// A nil context is taken as no handler's, never a panic.
+func TestNilContext_NeverPanics(t *testing.T) {
+	var nilCtx context.Context
+	if n := steadyasynq.Attempt(nilCtx); n != 1 {
+		t.Fatalf("Attempt(nil) = %d", n)
+	}
+	err := &deferral.Error{Decision: deferral.Decision{Retry: true, Kind: providers.KindRateLimited}, Err: errors.New("429")}
+	if got := steadyasynq.Result(nilCtx, err); got != error(err) {
+		t.Fatalf("Result(nil, …) = %v", got)
+	}
+}
