@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 
@@ -31,24 +32,28 @@ func (c *Client) checkOptions(o *callOptions) error {
 		return badCall("Deferred(%d): the job's attempt number starts at 1", o.attempt)
 	}
 	for k, vs := range o.header {
+		if headers.TransportOwned(http.CanonicalHeaderKey(k)) {
+			return badCall("WithHeader(\"%s\", …): the transport sets this header for the connection, not the caller",
+				redact.Safe(k, 64))
+		}
 		if !headers.ValidName(k) {
-			return badCall("WithHeader(%q, …): the name is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~ only)",
+			return badCall("WithHeader(\"%s\", …): the name is not an HTTP header name (letters, digits and !#$%%&'*+-.^_`|~ only)",
 				redact.Safe(k, 64))
 		}
 		for _, v := range vs {
 			if i := headers.BadValueByte(v); i >= 0 {
-				return badCall("WithHeader(%q, …): the value holds a control character at byte %d (CR, LF, NUL…), which HTTP cannot carry",
+				return badCall("WithHeader(\"%s\", …): the value holds a control character at byte %d (CR, LF, NUL…), which HTTP cannot carry",
 					redact.Safe(k, 64), i)
 			}
 		}
 	}
 	if id := o.requestID; id != "" {
 		if i := headers.BadValueByte(id); i >= 0 {
-			return badCall("WithRequestID(%q): holds a control character at byte %d (CR, LF, NUL…), which HTTP cannot carry",
+			return badCall("WithRequestID(\"%s\"): holds a control character at byte %d (CR, LF, NUL…), which HTTP cannot carry",
 				redact.Safe(id, maxShownID), i)
 		}
 		if len(id) > MaxRequestIDBytes {
-			return badCall("WithRequestID(%q): %d bytes, at most %d", redact.Safe(id, maxShownID), len(id), MaxRequestIDBytes)
+			return badCall("WithRequestID(\"%s\"): %d bytes, at most %d", redact.Safe(id, maxShownID), len(id), MaxRequestIDBytes)
 		}
 	}
 	if len(o.fields) > 0 {
@@ -56,14 +61,14 @@ func (c *Client) checkOptions(o *callOptions) error {
 		for target, fs := range o.fields {
 			name, ok := c.fieldTarget(target)
 			if !ok {
-				return badCall("WithExtraFields(%q, …): names no provider of the client (%s) and no GenAI system (%s, %s, %s)",
+				return badCall("WithExtraFields(\"%s\", …): names no provider of the client (%s) and no GenAI system (%s, %s, %s)",
 					redact.Safe(target, 64), strings.Join(c.order, ", "),
 					providers.SystemOpenAI, providers.SystemAzureOpenAI, providers.SystemAnthropic)
 			}
 			for _, e := range c.entriesFor(name) {
 				for f := range fs {
 					if slices.Contains(e.shape, f) {
-						return badCall("WithExtraFields(%q, …): %q is set by the %s provider itself to decide the kind of call (%s): extra fields cannot change it",
+						return badCall("WithExtraFields(\"%s\", …): \"%s\" is set by the %s provider itself to decide the kind of call (%s): extra fields cannot change it",
 							redact.Safe(target, 64), redact.Safe(f, 64), e.name, strings.Join(e.shape, ", "))
 					}
 				}

@@ -45,6 +45,9 @@ func TestCallOptions_HeaderHTTPCannotCarryIsABadRequest(t *testing.T) {
 		"LF in request ID":  client.WithRequestID("job-1\nforged log line"),
 		"too long an ID":    client.WithRequestID(strings.Repeat("j", client.MaxRequestIDBytes+1)),
 		"DEL in request ID": client.WithRequestID("job\x7f"),
+		"an Upgrade header": client.WithHeader("Upgrade", "websocket"),
+		"a Connection":      client.WithHeader("connection", "upgrade"),
+		"a Content-Length":  client.WithHeader("Content-Length", "12"),
 	}
 	for name, opt := range cases {
 		for range 4 { // more than the circuit's threshold of 3

@@ -46,12 +46,14 @@ const (
 // its key is refused (auth) or its quota is spent: first for first, then twice as long each
 // time it fails so again before a success, up to longest. Meanwhile its circuit is open (the
 // calls go to the other deployments, health shows the provider degraded); after the break one
-// call probes it. Defaults DefaultTakeOutBreak and DefaultMaxTakeOutBreak. Both must be above
-// 0, with longest not below first.
+// call probes it. The calls that were in flight when it was taken out, refused too, count as
+// the same take-out. Defaults DefaultTakeOutBreak and DefaultMaxTakeOutBreak. Both must be
+// above 0, with longest not below first and at most a day.
 func WithTakeOutBreaks(first, longest time.Duration) Option {
 	return func(b *builder) error {
-		if first <= 0 || longest < first {
-			return fmt.Errorf("client: WithTakeOutBreaks(%s, %s): both must be above 0, the longest not below the first", first, longest)
+		if first <= 0 || longest < first || longest > 24*time.Hour {
+			return fmt.Errorf("client: WithTakeOutBreaks(%s, %s): both must be above 0, the longest not below the first "+
+				"and at most 24h", first, longest)
 		}
 		b.c.outFirst, b.c.outMax = first, longest
 		return nil

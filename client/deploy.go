@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -77,8 +78,12 @@ type deployment struct {
 	weight   int
 	// firstContent bounds the wait for a stream's first content: the pipeline's total timeout.
 	firstContent time.Duration
-	// outs counts the times the deployment was taken out (takeOut) since its last success.
-	outs atomic.Int64
+	// outs counts the times the deployment was taken out (takeOut) since its last success;
+	// outUntil is when the current take-out ends (guarded by outMu with the counting), so
+	// the calls in flight when it began, refused too, do not count as more take-outs.
+	outs     atomic.Int64
+	outMu    sync.Mutex
+	outUntil time.Time
 }
 
 // available reports whether d can take a call now: its circuit lets calls through, it is not
@@ -310,12 +315,28 @@ func (c *Client) takeOut(e *entry, d *deployment, perr *providers.Error) {
 	if len(e.deps) < 2 || (perr.Kind != providers.KindAuth && perr.Kind != providers.KindQuotaExhausted) {
 		return
 	}
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	now := c.now()
+	if now.Before(d.outUntil) {
+		return // a call that was in flight when the deployment was taken out: the same episode
+	}
 	n := d.outs.Add(1)
 	brk := c.outFirst
 	for i := int64(1); i < n && brk < c.outMax; i++ {
 		brk *= 2
 	}
-	d.pipeline.OpenFor(min(brk, c.outMax))
+	brk = min(brk, c.outMax)
+	d.outUntil = now.Add(brk)
+	d.pipeline.OpenFor(brk)
+}
+
+// now reads the client's clock (WithClock), the wall clock by default.
+func (c *Client) now() time.Time {
+	if c.clock != nil {
+		return c.clock.Now()
+	}
+	return time.Now()
 }
 
 // CloseIdleConnections closes the idle keep-alive connections of every provider's transport

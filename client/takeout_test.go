@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -70,5 +71,34 @@ func TestWithTakeOutBreaks_IsValidated(t *testing.T) {
 		if _, err := client.New(client.WithTakeOutBreaks(b[0], b[1]), openAIProvider("p", nil, policy())); err == nil {
 			t.Errorf("WithTakeOutBreaks(%s, %s) accepted", b[0], b[1])
 		}
+	}
+}
+
+// The calls in flight when a key is refused are one take-out, not one each: eight concurrent
+// refusals take the deployment out for the first break, not for 2^7 of them.
+func TestDeployments_ConcurrentRefusalsAreOneTakeOut(t *testing.T) {
+	st := mocks.Status(401)
+	st.Delay = 100 * time.Millisecond // all eight reach the server before the first answer
+	st.Forever = true
+	refused := mocks.NewServer(mocks.WithScript(st))
+	defer refused.Close()
+	good := mocks.NewServer()
+	defer good.Close()
+	clock := backend.NewManualClock()
+	c := newClient(t, client.WithClock(clock),
+		client.WithDeployments("p", policy(), client.RoutePriority, deploymentsOn([]*mocks.Server{refused, good})...))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if _, err := c.Chat(context.Background(), hello()); err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if info := c.Circuits()["p/d0"].CircuitInfo(); info.State != resilience.CircuitOpen || info.NextProbeIn != client.DefaultTakeOutBreak {
+		t.Fatalf("after one episode of concurrent refusals: %+v, want open for the first break", info)
 	}
 }

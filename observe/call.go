@@ -177,11 +177,15 @@ func (c *callTracker) End(err error) {
 }
 
 // log writes the call's outcome: Debug for success, naming the deployment and the model that
-// served; Error for a failure, naming each provider or deployment tried with its own kind.
+// served; Error for a failure, naming each provider or deployment tried with its own kind;
+// Info for a call the caller canceled.
 func (c *callTracker) log(err error, outcome string) {
 	l := c.t.logger
 	level := slog.LevelDebug
-	if err != nil {
+	switch {
+	case outcome == string(providers.KindCanceled):
+		level = slog.LevelInfo // the caller's own choice, not a failure of anything steady calls
+	case err != nil:
 		level = slog.LevelError
 	}
 	if l == nil || !l.Enabled(c.ctx, level) {

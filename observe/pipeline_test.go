@@ -255,16 +255,12 @@ func TestPipeline_EventsWithoutASpanStillCount(t *testing.T) {
 }
 
 // watchedState is a shared state whose trouble the test reports by hand.
-type watchedState struct{ watchers []func(error) }
+type watchedState struct{ watchers resilience.Watchers }
 
-func (s *watchedState) Advise(string, resilience.Advice) {}
-func (s *watchedState) Advice(string) resilience.Advice  { return resilience.Advice{} }
-func (s *watchedState) Watch(f func(error))              { s.watchers = append(s.watchers, f) }
-func (s *watchedState) report(err error) {
-	for _, f := range s.watchers {
-		f(err)
-	}
-}
+func (s *watchedState) Advise(string, resilience.Advice)  {}
+func (s *watchedState) Advice(string) resilience.Advice   { return resilience.Advice{} }
+func (s *watchedState) Watch(f func(error)) (stop func()) { return s.watchers.Add(f) }
+func (s *watchedState) report(err error)                  { s.watchers.Notify(err) }
 
 // The shared state's trouble is counted, logged as a warning, and its recovery logged.
 func TestPipelineTelemetry_SharedStateTrouble(t *testing.T) {

@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -24,13 +25,18 @@ type cooldown struct {
 	pol      *Policy // the pipeline's, for calls that bring none
 	on       bool    // Options.RateLimitCooldown
 	maxPause time.Duration
-	until    atomic.Int64
+	// until is the end of the pause, read without a lock on every call; it, capped and
+	// probeAt change together under mu (the slow path), so that a 429 arriving as a probe is
+	// answered cannot leave a cut pause without its probe.
+	until atomic.Int64
+	mu    sync.Mutex
 	// capped is set while the pause that holds (or just ended) was cut at maxPause: its end
-	// admits one probe. probeAt is when the probe was let through (emitter time, UnixNano),
-	// 0 while none is out; probeHold is how long a probe may stay out before another call may
-	// take its place (the call's answer never came: the call was turned away further down).
+	// admits one probe. Only a probe's answer (or Reset) clears it. probeAt is when the probe
+	// was let through (emitter time, UnixNano), 0 while none is out; probeHold is how long a
+	// probe may stay out before another call may take its place (the call's answer never came:
+	// the call was turned away further down).
 	capped    atomic.Bool
-	probeAt   atomic.Int64
+	probeAt   int64
 	probeHold time.Duration
 	pace      *pacer              // the pipeline's budgets, debited after the pause
 	share     func(end time.Time) // tells the other instances (WithSharedState); nil: none
@@ -47,43 +53,82 @@ func (c *cooldown) init(o Options, pol *Policy, ev *emitter) {
 
 // extend pauses the pipeline until now+d, unless it is paused longer already, and reports the
 // pause when it grew. A d above the maximum pause is cut to it, and the pause's end then lets
-// one probe through (see cooldown).
+// one probe through (see cooldown). The other instances hear the server's own end, which each
+// cuts at its own maximum, so that each also sends one probe rather than a burst.
 func (c *cooldown) extend(ctx context.Context, now time.Time, d time.Duration, fromServer bool) {
 	if !c.on || d <= 0 {
 		return
 	}
+	full := d
 	cut := d > c.maxPause
 	if cut {
 		d = c.maxPause
 	}
-	if !c.raise(now.Add(d).UnixNano()) {
+	if !c.set(now.Add(d).UnixNano(), cut, false) {
 		return
 	}
-	c.capped.Store(cut)
-	c.probeAt.Store(0)
 	if c.share != nil {
-		c.share(now.Add(d))
+		c.share(now.Add(full))
 	}
 	c.ev.emit(Event{Type: EventCooldownStarted, Delay: d, ServerHint: fromServer, Context: ctx})
 }
 
+// set makes the pause end at end unless it ends later already, and reports whether it grew. A
+// pause the server's own answer started (adopted false) says whether it was cut; an adopted
+// one can only add a cut: clearing it is a probe's business.
+func (c *cooldown) set(end int64, cut, adopted bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.until.Load() >= end {
+		if cut && !c.capped.Load() && end > c.ev.now().UnixNano() {
+			c.capped.Store(true) // as long already, but the server asked for longer still
+		}
+		return false
+	}
+	c.until.Store(end)
+	if cut || !adopted {
+		c.capped.Store(cut)
+	}
+	c.probeAt = 0
+	return true
+}
+
+// shorten ends the pause at end (0: now) when it still ends at was: another instance's advice
+// that set it was taken back.
+func (c *cooldown) shorten(was, end int64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.until.CompareAndSwap(was, end) {
+		return false
+	}
+	if end == 0 {
+		c.capped.Store(false)
+		c.probeAt = 0
+	}
+	return true
+}
+
 // end ends the pause at once, probe included (Pipeline.Reset).
 func (c *cooldown) end() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	c.until.Store(0)
 	c.capped.Store(false)
-	c.probeAt.Store(0)
+	c.probeAt = 0
 }
 
 // answered tells a capped pause what an attempt sent meanwhile got: any answer but a 429 says
 // the server takes calls again and ends the probing; a failure without an answer frees the
 // probe for another call. A 429 is left to extend, which starts the next pause.
 func (c *cooldown) answered(resp *http.Response, err error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	switch {
 	case err != nil:
-		c.probeAt.Store(0)
-	case resp.StatusCode != http.StatusTooManyRequests && c.until.Load() == 0:
+		c.probeAt = 0
+	case resp.StatusCode != http.StatusTooManyRequests && c.until.Load() <= c.ev.now().UnixNano():
 		c.capped.Store(false)
-		c.probeAt.Store(0)
+		c.probeAt = 0
 	}
 }
 
@@ -99,20 +144,6 @@ func (c *cooldown) remaining() time.Duration {
 		return 0
 	}
 	return left
-}
-
-// raise makes the pause end at end (UnixNano) unless it ends later already, and reports
-// whether it grew.
-func (c *cooldown) raise(end int64) bool {
-	for {
-		cur := c.until.Load()
-		if cur >= end {
-			return false
-		}
-		if c.until.CompareAndSwap(cur, end) {
-			return true
-		}
-	}
 }
 
 // gate lets req through a paused pipeline: at once when there is no pause; after the pause
@@ -157,12 +188,15 @@ func (c *cooldown) pause(req *http.Request) error {
 // maximum, or refuses it while another call is that probe.
 func (c *cooldown) probe(req *http.Request) error {
 	now := c.ev.now().UnixNano()
-	at := c.probeAt.Load()
-	if at == 0 || now-at >= int64(c.probeHold) {
-		if c.probeAt.CompareAndSwap(at, max(now, 1)) {
-			return nil
-		}
-		at = c.probeAt.Load()
+	c.mu.Lock()
+	at := c.probeAt
+	mine := at == 0 || now-at >= int64(c.probeHold)
+	if mine {
+		c.probeAt = max(now, 1)
+	}
+	c.mu.Unlock()
+	if mine {
+		return nil
 	}
 	left := max(time.Duration(int64(c.probeHold)-(now-at)), time.Millisecond)
 	ctx := req.Context()

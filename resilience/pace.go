@@ -252,22 +252,26 @@ func (p *pacer) takeCredit(n int) int {
 // whole budget, and used were spent. An overestimate becomes credit for the next calls — at
 // most what was debited, never more than one budget; an underestimate is debited now, as far
 // as the bucket holds it. Once an answer has stated the budget left, the server's count is the
-// truth and settle does nothing: servers that state it (OpenAI's) debit the most a call may
-// use and never refund it, so a credit would send calls the server refuses.
+// truth for the instance's own budget: servers that state it (OpenAI's) debit the most a call
+// may use and never refund it, so a credit would send calls the server refuses. A fleet-wide
+// budget (SharedBudgets) is debited an underestimate whatever the headers say: nothing else
+// tells the store.
 func (p *pacer) settle(estimated, used int) {
 	tok := p.tok.Load()
-	if tok == nil || estimated <= 0 || used <= 0 || p.stated.Load() {
+	if tok == nil || estimated <= 0 || used <= 0 {
 		return
 	}
 	debited := min(estimated, tok.Burst())
-	if used == debited {
+	if used > debited && p.fleet != nil {
+		// The fleet's budget in the store hears no header: it is debited the rest whatever the
+		// server says of the instance's own.
+		p.fleet.tok.debit(int64(used - debited))
+	}
+	if used == debited || p.stated.Load() {
 		return
 	}
 	if used > debited {
 		tok.AllowN(p.monotonic(), min(used-debited, int(tok.TokensAt(p.monotonic()))))
-		if p.fleet != nil {
-			p.fleet.tok.debit(int64(used - debited))
-		}
 		return
 	}
 	limit := int64(tok.Burst())

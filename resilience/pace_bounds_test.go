@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 // limitServer answers 200 with the rate-limit headers the test sets.
@@ -83,5 +84,41 @@ func TestPace_CreditOnlyForServersThatStateNoBudget(t *testing.T) {
 	}
 	if left := p.Headroom().Tokens * 1000; left > 400 {
 		t.Fatalf("%.0f tokens left, more than the 400 the server stated", left)
+	}
+}
+
+// grantAll is a shared store whose fleet budgets grant whatever is asked.
+type grantAll struct{ memShared }
+
+func (*grantAll) TakeBudget(_ context.Context, _ string, _, want int64, _ time.Time) (int64, time.Duration, error) {
+	return want, 0, nil
+}
+func (*grantAll) FailClosed() bool { return false }
+
+// A server that states its remaining tokens corrects the instance's own budget, but nothing
+// corrects the fleet's budget in the store but the instance: a call that used more than its
+// estimate is debited the rest from the fleet's lease, whatever the headers say.
+func TestPace_AnUnderestimateIsDebitedFromTheFleetEvenWhenTheServerStatesItsBudget(t *testing.T) {
+	o := testOptions()
+	o.PaceTokensPerMinute = 60000
+	p, err := New(o, WithName("openai"), WithSharedState(&grantAll{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.pace.admit(context.Background(), 100, func() time.Duration { return time.Second }); err != nil {
+		t.Fatal(err)
+	}
+	p.pace.observe(http.Header{"X-Ratelimit-Limit-Tokens": {"60000"}, "X-Ratelimit-Remaining-Tokens": {"59000"}})
+	l := &p.pace.fleet.tok
+	l.mu.Lock()
+	before := l.have
+	l.mu.Unlock()
+	p.SettleTokens(100, 1000)
+	l.mu.Lock()
+	after := l.have
+	l.mu.Unlock()
+	if before-after != 900 {
+		t.Fatalf("the fleet's lease went from %d to %d: debited %d of the 900 tokens used beyond the estimate",
+			before, after, before-after)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -107,14 +108,56 @@ type SharedBudgets interface {
 }
 
 // SharedStateWatcher is implemented by a SharedState that reports its own trouble: Watch
-// registers f, called with the error when the store stops answering and with nil when it
-// answers again. The pipelines turn these into EventSharedStateFailed and
-// EventSharedStateRecovered, once per change of the store whatever the number of pipelines
-// sharing through it: the first of them (in the order they started sharing, see
-// StopSharing) emits it, so Event.Pipeline names that one. A store that is not comparable
-// (==) gets one event per pipeline.
+// registers f, to be called with the error when the store stops answering and with nil when it
+// answers again, and returns a function that unregisters it. Each change is told to one
+// watcher — the earliest registered that has not stopped — so that the N pipelines sharing
+// through a store report it once, not N times: the pipelines turn it into
+// EventSharedStateFailed and EventSharedStateRecovered, and Event.Pipeline names the pipeline
+// that reported. Watchers keeps such a list for a store.
 type SharedStateWatcher interface {
-	Watch(f func(err error))
+	Watch(f func(err error)) (stop func())
+}
+
+// Watchers is the list of watchers of a store (SharedStateWatcher) that tells each change to
+// the earliest watcher that has not stopped. The zero value is ready; it is safe for
+// concurrent use.
+type Watchers struct {
+	mu   sync.Mutex
+	list []*watcher
+}
+
+type watcher struct{ f func(error) }
+
+// Add registers f and returns the function that unregisters it (safe to call more than once).
+func (w *Watchers) Add(f func(error)) (stop func()) {
+	e := &watcher{f: f}
+	w.mu.Lock()
+	w.list = append(w.list, e)
+	w.mu.Unlock()
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		for i, x := range w.list {
+			if x == e {
+				w.list = append(w.list[:i:i], w.list[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// Notify tells err (nil: recovered) to the earliest watcher still registered, if any. It calls
+// the watcher outside its lock.
+func (w *Watchers) Notify(err error) {
+	w.mu.Lock()
+	var f func(error)
+	if len(w.list) > 0 {
+		f = w.list[0].f
+	}
+	w.mu.Unlock()
+	if f != nil {
+		f(err)
+	}
 }
 
 // SharedStateJoiner is implemented by a SharedState that keeps a local copy of the advice

@@ -30,11 +30,15 @@ type sharing struct {
 	fixed bool       // the name is being or has been settled: the scope no longer changes
 
 	once    sync.Once
-	settled atomic.Bool // name is set (and the store joined): the fast path of every use
+	settled atomic.Bool // name is set (and the store joined, or joining): the fast path of every use
 	name    string      // the name the pipeline shares under
-	joined  SharedStateJoiner
-	left    atomic.Bool // StopSharing
-	relay   *relay      // the store's trouble, reported once per store (nil: per pipeline)
+	// joinMu orders joining and leaving: joined is the store once Join has returned, leaving
+	// says StopSharing came first, so a Join still under way leaves when it returns.
+	joinMu    sync.Mutex
+	joined    SharedStateJoiner
+	leaving   bool
+	left      atomic.Bool // StopSharing
+	stopWatch func()      // unregisters the pipeline's watcher of the store's trouble; nil: none
 
 	// The advice last adopted, as stored (UnixNano, 0 for none): a value that does not
 	// change is not adopted again.
@@ -65,7 +69,7 @@ func (p *Pipeline) initShared() {
 		p.pace.fleet = &fleet{store: sb, ev: ev, p: p}
 	}
 	if w, ok := p.shared.(SharedStateWatcher); ok {
-		sh.relay = joinRelay(w, ev)
+		sh.stopWatch = w.Watch(func(err error) { storeEvent(ev, err) })
 	}
 }
 
@@ -90,7 +94,7 @@ func (p *Pipeline) SetSharedScope(scope string) bool {
 	}
 	sh.scope = scope
 	sh.mu.Unlock()
-	p.settleShared()
+	p.settle(true) // the client's start: the fleet's view is read before the first call
 	return true
 }
 
@@ -113,15 +117,31 @@ func (p *Pipeline) StopSharing() {
 		return
 	}
 	p.settleShared() // a pipeline that never joined does not join now
-	if p.sh.joined != nil {
-		p.sh.joined.Leave(p.sh.name)
+	sh := &p.sh
+	sh.joinMu.Lock()
+	sh.leaving = true
+	if sh.joined != nil {
+		sh.joined.Leave(sh.name)
 	}
-	p.sh.relay.leave(&p.ev)
+	sh.joinMu.Unlock()
+	if sh.stopWatch != nil {
+		sh.stopWatch()
+	}
+	// A probe this instance holds is given back at once: the fleet must not wait out the
+	// election's hold for an instance that is gone.
+	if pe, ok := p.shared.(ProbeElection); ok && p.breaker.probing.CompareAndSwap(true, false) {
+		pe.EndProbe(sh.name)
+	}
 }
 
-// settleShared fixes the name the pipeline shares under and joins the store, once. Callers
-// that find it settled pay one atomic load.
-func (p *Pipeline) settleShared() {
+// settleShared fixes the name the pipeline shares under and joins the store, once, in the
+// background: a call or a read of the circuit never waits for the store here (the client
+// joins at construction, through SetSharedScope, which waits). Callers that find it settled
+// pay one atomic load.
+func (p *Pipeline) settleShared() { p.settle(false) }
+
+// settle is settleShared; wait makes it wait for the join (bounded by the store's timeout).
+func (p *Pipeline) settle(wait bool) {
 	sh := &p.sh
 	if sh.settled.Load() {
 		return
@@ -144,11 +164,28 @@ func (p *Pipeline) settleShared() {
 		}
 		sh.name = name
 		if j, ok := sh.store.(SharedStateJoiner); ok && !sh.left.Load() {
-			_ = j.Join(context.Background(), name) // bounded by the store's timeout; its watcher reports why it failed
-			sh.joined = j
+			if wait {
+				p.join(j, name)
+			} else {
+				go p.join(j, name)
+			}
 		}
 		sh.settled.Store(true)
 	})
+}
+
+// join joins the store under name (bounded by the store's own timeout; its watcher reports why
+// it failed), and leaves again at once when StopSharing came meanwhile.
+func (p *Pipeline) join(j SharedStateJoiner, name string) {
+	_ = j.Join(context.Background(), name)
+	sh := &p.sh
+	sh.joinMu.Lock()
+	defer sh.joinMu.Unlock()
+	if sh.leaving {
+		j.Leave(name)
+		return
+	}
+	sh.joined = j
 }
 
 // advise shares a with the other instances, under the pipeline's shared name.
@@ -227,19 +264,13 @@ func (p *Pipeline) adoptPause(ctx context.Context, n, end int64) {
 		end = 0
 	}
 	prev := sh.coolSet.Load()
-	if end > 0 && c.raise(end) {
-		c.capped.Store(cut)
-		c.probeAt.Store(0)
+	if end > 0 && c.set(end, cut, true) {
 		sh.coolSet.Store(end)
 		c.ev.emit(Event{Type: EventCooldownStarted, Delay: time.Duration(end - n), Reason: "shared", Context: ctx})
 		return
 	}
-	if prev != 0 && end < prev && c.until.CompareAndSwap(prev, end) {
+	if prev != 0 && end < prev && c.shorten(prev, end) {
 		sh.coolSet.Store(end)
-		if end == 0 {
-			c.capped.Store(false)
-			c.probeAt.Store(0)
-		}
 	}
 }
 
@@ -303,76 +334,6 @@ func (cb *circuit) adoptClose(closed int64) change {
 		return cb.enter(CircuitClosed)
 	}
 	return ch
-}
-
-// relay reports a store's trouble once per change of the store, through the first pipeline
-// that shares through it and has not stopped (SharedStateWatcher).
-type relay struct {
-	w       SharedStateWatcher
-	mu      sync.Mutex
-	members []*emitter
-}
-
-// relays holds the relay of each comparable store that a sharing pipeline watches.
-var relays = struct {
-	sync.Mutex
-	m map[SharedStateWatcher]*relay
-}{m: map[SharedStateWatcher]*relay{}}
-
-// joinRelay adds the pipeline of ev to the relay of w, registering the relay with w when it
-// is the first; a store that cannot be a map key gets a watcher per pipeline (nil relay).
-func joinRelay(w SharedStateWatcher, ev *emitter) (r *relay) {
-	defer func() {
-		if recover() != nil { // a store that is not comparable
-			w.Watch(func(err error) { storeEvent(ev, err) })
-			r = nil
-		}
-	}()
-	relays.Lock()
-	defer relays.Unlock()
-	r = relays.m[w]
-	if r == nil {
-		r = &relay{w: w}
-		relays.m[w] = r
-		w.Watch(r.fire)
-	}
-	r.mu.Lock()
-	r.members = append(r.members, ev)
-	r.mu.Unlock()
-	return r
-}
-
-// leave removes the pipeline of ev; the last to leave retires the relay (the store keeps a
-// watcher that reports to no one).
-func (r *relay) leave(ev *emitter) {
-	if r == nil {
-		return
-	}
-	relays.Lock()
-	defer relays.Unlock()
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for i, m := range r.members {
-		if m == ev {
-			r.members = append(r.members[:i:i], r.members[i+1:]...)
-			break
-		}
-	}
-	if len(r.members) == 0 && relays.m[r.w] == r {
-		delete(relays.m, r.w)
-	}
-}
-
-func (r *relay) fire(err error) {
-	r.mu.Lock()
-	var ev *emitter
-	if len(r.members) > 0 {
-		ev = r.members[0]
-	}
-	r.mu.Unlock()
-	if ev != nil {
-		storeEvent(ev, err)
-	}
 }
 
 // storeEvent reports a store's failure (err) or recovery (nil) through ev.

@@ -187,27 +187,15 @@ func TestShared_ADamagedBudgetNeverMakesACallLoopOrWaitBeyondItsLimit(t *testing
 	}
 }
 
-// watched is a store that reports its trouble to every watcher.
+// watched is a store that reports its trouble through Watchers.
 type watched struct {
 	memShared
-	mu       sync.Mutex
-	watchers []func(error)
+	ws Watchers
 }
 
-func (s *watched) Watch(f func(error)) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.watchers = append(s.watchers, f)
-}
+func (s *watched) Watch(f func(error)) (stop func()) { return s.ws.Add(f) }
 
-func (s *watched) fire(err error) {
-	s.mu.Lock()
-	ws := s.watchers
-	s.mu.Unlock()
-	for _, f := range ws {
-		f(err)
-	}
-}
+func (s *watched) fire(err error) { s.ws.Notify(err) }
 
 // Three pipelines sharing one store report its failure and its recovery once each, through
 // the first pipeline still sharing.

@@ -34,8 +34,10 @@ func BadValueByte(v string) int {
 	return -1
 }
 
-// Invalid returns the name of the first header of h that HTTP cannot carry (its name is not a
-// token, or a value holds a control character), and whether there is one.
+// Invalid returns the name of the first header of h that Go's transports refuse to send (its
+// name is not a token, a value holds a control character, or, as HTTP/2 refuses them, an
+// Upgrade header, a Transfer-Encoding other than chunked, or a Connection other than close or
+// keep-alive), and whether there is one. h is keyed by canonical names, as http.Header is.
 func Invalid(h map[string][]string) (string, bool) {
 	for k, vs := range h {
 		if !ValidName(k) {
@@ -47,5 +49,27 @@ func Invalid(h map[string][]string) (string, bool) {
 			}
 		}
 	}
+	if vv := h["Upgrade"]; len(vv) > 0 && vv[0] != "" && vv[0] != "chunked" {
+		return "Upgrade", true
+	}
+	if vv := h["Transfer-Encoding"]; len(vv) > 0 && (len(vv) > 1 || vv[0] != "" && vv[0] != "chunked") {
+		return "Transfer-Encoding", true
+	}
+	if vv := h["Connection"]; len(vv) > 0 && (len(vv) > 1 || vv[0] != "" && !strings.EqualFold(vv[0], "close") &&
+		!strings.EqualFold(vv[0], "keep-alive")) {
+		return "Connection", true
+	}
 	return "", false
+}
+
+// TransportOwned reports whether the header named name (canonical) is the transport's to set:
+// a hop-by-hop or framing header that a caller's header option must not set, since the
+// connection, not the request, decides it (HTTP/2 refuses most of them outright).
+func TransportOwned(name string) bool {
+	switch name {
+	case "Connection", "Keep-Alive", "Proxy-Connection", "Transfer-Encoding", "Upgrade", "Te", "Trailer", "Host",
+		"Content-Length":
+		return true
+	}
+	return false
 }

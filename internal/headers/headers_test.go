@@ -17,7 +17,16 @@ func TestValidNameAndValue(t *testing.T) {
 	if k, bad := Invalid(map[string][]string{"Ok": {"fine"}, "X-Id": {"a\nb"}}); !bad || k != "X-Id" {
 		t.Errorf("Invalid found %q %v", k, bad)
 	}
-	if _, bad := Invalid(map[string][]string{"Ok": {"fine"}}); bad {
-		t.Error("Invalid flagged a valid header")
+	if _, bad := Invalid(map[string][]string{"Ok": {"fine"}, "Connection": {"close"}, "Transfer-Encoding": {"chunked"}}); bad {
+		t.Error("Invalid flagged valid headers")
+	}
+	for _, h := range []map[string][]string{{"Upgrade": {"h2c"}}, {"Connection": {"upgrade"}}, {"Connection": {"close", "x"}},
+		{"Transfer-Encoding": {"gzip"}}} {
+		if _, bad := Invalid(h); !bad {
+			t.Errorf("Invalid passed %v, which HTTP/2 refuses", h)
+		}
+	}
+	if !TransportOwned("Keep-Alive") || TransportOwned("X-Tenant") {
+		t.Error("TransportOwned")
 	}
 }

@@ -246,12 +246,7 @@ func (s *Store) trouble(change func()) {
 	if (before == nil) == (now == nil) {
 		return
 	}
-	s.mu.RLock()
-	ws := s.watchers
-	s.mu.RUnlock()
-	for _, f := range ws {
-		f(now)
-	}
+	s.watchers.Notify(now)
 }
 
 // parse reads the four times of an advice hash (opened, open until, closed, cool until):

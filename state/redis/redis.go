@@ -94,7 +94,8 @@ type Options struct {
 	// for the whole program: the first store made routes it (redis.SetLogger) to the stores'
 	// loggers — a line about a command of this store goes to this store's Logger, any other
 	// line to the Logger of the oldest store still open, or slog.Default() when none is. A
-	// program that calls redis.SetLogger after that takes the lines back.
+	// program that calls redis.SetLogger after that takes the lines back; a logger it set before the first
+	// store is replaced.
 	Logger *slog.Logger
 }
 
@@ -118,7 +119,7 @@ type Store struct {
 	advice   map[string]resilience.Advice // the local copy: Redis's view and what is pending
 	names    map[string]int               // the names refreshed: pipelines joined (0: asked about)
 	pending  map[string]*pending          // advice advised here and not written yet
-	watchers []func(error)
+	watchers resilience.Watchers
 
 	writes chan write
 
@@ -292,7 +293,7 @@ func (s *Store) ClaimProbe(ctx context.Context, name string, hold time.Duration)
 	ctx, cancel := s.ctx(ctx)
 	defer cancel()
 	ms, err := claim.Run(ctx, s.rdb, []string{s.key("probe:", name)}, s.token, max(hold.Milliseconds(), 1),
-		resilience.SharedClockSkew.Milliseconds()).Int64()
+		resilience.SharedHorizon.Milliseconds()).Int64()
 	s.noteOp(err)
 	if err != nil {
 		return false, 0, err
@@ -326,14 +327,12 @@ func (s *Store) TakeBudget(ctx context.Context, key string, perMinute, want int6
 // FailClosed reports Options.FailClosed.
 func (s *Store) FailClosed() bool { return s.failClosed }
 
-// Watch calls f with the error when the store gets into trouble (Redis stops answering, or
-// the advice of this instance cannot be written), and with nil when it is out of it. f runs
-// on the goroutine that noticed, so it must be quick.
-func (s *Store) Watch(f func(error)) {
-	s.mu.Lock()
-	s.watchers = append(s.watchers, f)
-	s.mu.Unlock()
-}
+// Watch registers f, to be called with the error when the store gets into trouble (Redis
+// stops answering, or the advice of this instance cannot be written) and with nil when it is
+// out of it, and returns the function that unregisters it. Each change is told to one watcher,
+// the earliest still registered (resilience.SharedStateWatcher). f runs on the goroutine that
+// noticed, so it must be quick.
+func (s *Store) Watch(f func(error)) (stop func()) { return s.watchers.Add(f) }
 
 // Err returns the store's trouble, nil when there is none: Redis does not answer, or the
 // advice of this instance could not be written (and the retries at each poll fail too). A

@@ -59,6 +59,10 @@ func newInstance(t *testing.T, name string, prefix string, o resilience.Options,
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The start of a bare pipeline that shares: read the fleet's view before the first call
+	// (a call or a read of the circuit would join in the background, never waiting on Redis).
+	p.SetSharedScope("")
+	t.Cleanup(p.StopSharing)
 	tr := p.Wrap(&http.Transport{})
 	t.Cleanup(tr.(interface{ CloseIdleConnections() }).CloseIdleConnections)
 	return &instance{store: store, p: p, client: &http.Client{Transport: tr}}

@@ -38,15 +38,16 @@ return {opened, untl, closed, cool}
 
 // claim gives the probe to ARGV[1] for ARGV[2] ms unless another holds it: -1 when it is
 // ARGV[1]'s, else the milliseconds the holder keeps it. A holder without an expiry, or one
-// that would keep the probe longer than ARGV[2] plus ARGV[3] (the clock skew allowed) ms, is
-// garbage and loses it.
+// that would keep the probe longer than ARGV[3] ms (resilience.SharedHorizon), is garbage and
+// loses it. Another holder's own hold, longer than the claimer's (instances with different
+// TimeoutSeconds, as in a rolling deploy), is respected: two probes never go out at once.
 var claim = redis.NewScript(`
-local hold, skew = tonumber(ARGV[2]) or 1000, tonumber(ARGV[3]) or 0
+local hold, horizon = tonumber(ARGV[2]) or 1000, tonumber(ARGV[3]) or 86400000
 local t = redis.call('TYPE', KEYS[1])
 if t.ok ~= 'string' and t.ok ~= 'none' then redis.call('DEL', KEYS[1]) end
 local cur = redis.call('GET', KEYS[1])
 local left = redis.call('PTTL', KEYS[1])
-if not cur or cur == ARGV[1] or left < 0 or left > hold + skew then
+if not cur or cur == ARGV[1] or left < 0 or left > horizon then
   redis.call('SET', KEYS[1], ARGV[1], 'PX', hold)
   return -1
 end
@@ -65,8 +66,10 @@ return 0
 // now (ms), ARGV[3] the units wanted, ARGV[4] the clock skew allowed (ms). It takes what it
 // holds up to ARGV[3] and returns {taken, ms until the rest is there}. A clock behind the
 // bucket's last time refills nothing; a last time further ahead than the skew is taken as now
-// (it would otherwise starve the budget); a bucket that is not a finite number between 0 and
-// the limit is taken as empty, refilling from now.
+// (it would otherwise starve the budget); a bucket that is not a finite number of 0 or more
+// (or is absurdly large) is taken as empty, refilling from now; one above the limit (another
+// instance learnt a lower limit) is cut to the limit, not emptied, so instances that learnt
+// different limits do not empty each other's budget.
 var take = redis.NewScript(`
 local limit, now, want, skew = tonumber(ARGV[1]) or 1, tonumber(ARGV[2]) or 0, tonumber(ARGV[3]) or 1, tonumber(ARGV[4]) or 0
 if limit < 1 then limit = 1 end
@@ -79,7 +82,8 @@ if not h[1] and not h[2] then
   tokens, at = limit, now
 else
   if not at or at ~= at or at > now + skew then at = now end
-  if not tokens or tokens ~= tokens or tokens < 0 or tokens > limit then tokens, at = 0, now end
+  if not tokens or tokens ~= tokens or tokens < 0 or tokens > 2 ^ 53 then tokens, at = 0, now end
+  if tokens > limit then tokens = limit end -- a limit learnt lower by another instance
 end
 if now > at then tokens, at = math.min(limit, tokens + (now - at) * rate), now end
 local got = math.min(want, math.floor(tokens))
