@@ -285,6 +285,9 @@ func New(opts ...Option) (*Client, error) {
 		deps, err := c.buildDeployments(s)
 		if err != nil {
 			errs = append(errs, err)
+			for _, d := range deps {
+				d.pipeline.StopSharing() // built, and joined the store, before another failed
+			}
 			continue
 		}
 		d0 := deps[0]
@@ -322,6 +325,11 @@ func New(opts ...Option) (*Client, error) {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		for _, e := range c.entries {
+			for _, d := range e.deps {
+				d.pipeline.StopSharing() // a client that is never returned must not stay in the store's polls
+			}
+		}
 		return nil, err
 	}
 	return c, nil
