@@ -197,6 +197,7 @@ func (c *call) parseChat(body []byte) error {
 		c.maxTokens = *req.MaxTokens
 	}
 	c.lastUser, c.promptTokens = prompt(nil, req.Messages)
+	c.lastRole = req.Messages[len(req.Messages)-1].Role
 	return nil
 }
 
@@ -236,16 +237,23 @@ func (c *call) openAIChat(st Step) {
 	if f.schema != nil && st.Text == "" {
 		text, cut = instanceJSON(f.schema), false
 	}
-	finish, completion := "stop", Tokens(text)
-	if cut {
+	pieces, text := st.beforeRefusal(chunks(text))
+	finish, completion := "stop", Tokens(text)+Tokens(st.Refuse)
+	switch {
+	case st.ContentFilter:
+		finish = "content_filter"
+	case cut && !st.refuses():
 		finish = "length"
 	}
 	if st.ToolCall == nil && f.forceTool != "" {
 		st.ToolCall = &ToolCall{Name: f.forceTool, Arguments: instanceJSON(f.toolSchema)}
 	}
+	if st.refuses() {
+		st.ToolCall = nil // the model refused instead of calling
+	}
 	var calls []obj
 	if tc := st.ToolCall; tc != nil {
-		text, finish, completion = "", "tool_calls", Tokens(tc.Name+toolArgs(tc))
+		text, pieces, finish, completion = "", nil, "tool_calls", Tokens(tc.Name+toolArgs(tc))
 		calls = []obj{{"id": toolID(tc, "call_", c.seq), "type": "function",
 			"function": obj{"name": tc.Name, "arguments": toolArgs(tc)}}}
 	}
@@ -269,6 +277,12 @@ func (c *call) openAIChat(st Step) {
 		if calls != nil {
 			msg["content"], msg["tool_calls"] = nil, calls
 		}
+		if st.Refuse != "" {
+			msg["refusal"] = st.Refuse
+			if text == "" {
+				msg["content"] = nil // a refusal has no content, as the API sends it
+			}
+		}
 		choice := obj{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}
 		c.sendJSON(st, obj{"id": id, "object": "chat.completion", "created": created, "model": c.model,
 			"choices": []obj{choice}, "usage": usage, "system_fingerprint": "fp_fake", "service_tier": "default"})
@@ -290,19 +304,26 @@ func (c *call) openAIChat(st Step) {
 		first = obj{"role": "assistant", "content": nil, "tool_calls": []obj{{"index": 0,
 			"id": toolID(tc, "call_", c.seq), "type": "function", "function": obj{"name": tc.Name, "arguments": ""}}}}
 	}
-	if !sw.send("", chunk(first, nil)) {
+	if !sw.open("", chunk(first, nil)) {
 		return
 	}
 	if calls != nil {
 		for _, part := range argChunks(toolArgs(st.ToolCall)) {
-			if !sw.send("", chunk(obj{"tool_calls": []obj{{"index": 0, "function": obj{"arguments": part}}}}, nil)) {
+			if !sw.delta("", chunk(obj{"tool_calls": []obj{{"index": 0, "function": obj{"arguments": part}}}}, nil)) {
 				return
 			}
 		}
 	}
-	for _, part := range chunks(text) {
-		if !sw.send("", chunk(obj{"content": part}, nil)) {
+	for _, part := range pieces {
+		if !sw.delta("", chunk(obj{"content": part}, nil)) {
 			return
+		}
+	}
+	if st.Refuse != "" {
+		for _, part := range chunks(st.Refuse) {
+			if !sw.delta("", chunk(obj{"refusal": part}, nil)) {
+				return
+			}
 		}
 	}
 	if !sw.send("", chunk(obj{}, finish)) {
@@ -315,7 +336,9 @@ func (c *call) openAIChat(st Step) {
 			return
 		}
 	}
-	sw.send("", "[DONE]")
+	if !st.OmitTerminal {
+		sw.send("", "[DONE]")
+	}
 }
 
 // parseEmbeddings reads an embeddings request.

@@ -33,7 +33,10 @@ type Server struct {
 
 	limiter *limiter // nil: no rate limits (see WithRateLimits)
 	now     func() time.Time
-	maxBody int64 // the largest body read (see WithMaxBodyBytes)
+	started time.Time      // the clock's reading at NewServer, from which outages count
+	maxBody int64          // the largest body read (see WithMaxBodyBytes)
+	windows map[string]int // context windows by model (see WithContextWindows); read-only
+	prefill ModelSet       // the models that reject a prefill (see WithRejectPrefill)
 }
 
 // Option configures a [Server].
@@ -55,6 +58,11 @@ type options struct {
 	now       func() time.Time
 	maxBody   int64
 	journal   JournalLimits
+
+	modelScripts map[string][]Step
+	windows      map[string]int
+	prefill      ModelSet
+	outages      []Outage
 }
 
 // WithScript sets the default sequence of steps: each call that names no scenario takes the next
@@ -143,6 +151,16 @@ func WithConfig(cfg *Config) Option {
 		if cfg.Journal != nil {
 			o.journal = *cfg.Journal
 		}
+		for model, steps := range cfg.Models {
+			WithModelScript(model, steps...)(o)
+		}
+		WithContextWindows(cfg.ContextWindows)(o)
+		if cfg.RejectPrefill.All {
+			WithRejectPrefill()(o)
+		} else if len(cfg.RejectPrefill.Models) > 0 {
+			WithRejectPrefill(cfg.RejectPrefill.Models...)(o)
+		}
+		WithOutage(cfg.Outages...)(o)
 	}
 }
 
@@ -173,6 +191,18 @@ func NewServer(opts ...Option) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.started = s.now()
+	if len(o.windows) > MaxModels || len(o.prefill.Models) > MaxModels || len(o.modelScripts) > MaxModels {
+		panic(fmt.Sprintf("mocks: context windows, prefill rejections and model scripts may each name at most %d models", MaxModels))
+	}
+	s.windows, s.prefill = o.windows, o.prefill
+	for model, steps := range o.modelScripts {
+		if model == "" {
+			panic("mocks: a model script needs a model name")
+		}
+		s.script.setModel(model, steps)
+	}
+	s.script.outages = s.outageWindows(o.outages)
 	for name, steps := range o.scenarios {
 		s.script.setScenario(name, steps)
 	}
@@ -292,6 +322,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusBadRequest, "", msg, "header")
 		return
 	}
+	now := s.now()
 	if err := c.parse(body); err != nil {
 		var pe *paramError
 		if errors.As(err, &pe) {
@@ -303,8 +334,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusBadRequest, "", err.Error(), "body")
 		return
 	}
+	if note, refused := c.checkModel(); refused {
+		s.journal.setStep(entry, "", note)
+		return
+	}
 	if s.limiter != nil && c.endpoint != modelsEndpoint {
-		now := s.now()
 		if b, limited := s.limiter.admit(c.apiKey(), c.cost(), now); limited {
 			c.budget, c.budgetAt = &b, now
 			if b.limited {
@@ -316,7 +350,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	st, scenario, err := s.script.next(r.Header.Get(ScenarioHeader), rt.key())
+	st, scenario, err := s.script.next(selector{header: r.Header.Get(ScenarioHeader), route: rt.key(),
+		model: c.model, now: now})
 	if err != nil {
 		reject(http.StatusBadRequest, "", err.Error(), "scenario")
 		return
