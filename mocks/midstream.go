@@ -29,10 +29,12 @@ func OmitTerminal() Step { return Step{OmitTerminal: true} }
 // connection after the third word in either wire format.
 func (st Step) CountingContent() Step { st.CountContent = true; return st }
 
-// WithFirstTokenDelay returns a copy of st whose first content event is held back for d.
+// WithFirstTokenDelay returns a copy of st whose first content event is held back for d (d <= 0:
+// not held back).
 func (st Step) WithFirstTokenDelay(d time.Duration) Step { st.FirstTokenDelay = d; return st }
 
-// WithoutTerminal returns a copy of st whose stream ends without its terminal event.
+// WithoutTerminal returns a copy of st whose complete stream ends without its terminal event
+// (see [Step.OmitTerminal]).
 func (st Step) WithoutTerminal() Step { st.OmitTerminal = true; return st }
 
 // atContentCount applies, before an event past the preamble, the faults due at the current

@@ -89,8 +89,9 @@ func WithRejectPrefill(models ...string) Option {
 	}
 }
 
-// ModelSet names models: every one (All), or those in Models. In a scenario file it is true
-// (every model), false (none) or a list of model names.
+// ModelSet names models: every one (All), or those in Models; All with Models is every model.
+// The zero ModelSet names none. In a scenario file it is true (every model), false (none) or a
+// list of model names.
 type ModelSet struct {
 	All    bool
 	Models []string

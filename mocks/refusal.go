@@ -31,7 +31,8 @@ const defaultRefusal = "I can't help with that."
 // n <= 0 filters the whole answer.
 func ContentFiltered(n int) Step { return Step{ContentFilter: true, RefuseAfter: n} }
 
-// WithRefusalCategory returns a copy of st whose Anthropic refusal names category.
+// WithRefusalCategory returns a copy of st whose Anthropic refusal names category ("" = a null
+// category); it refuses nothing by itself (see [Step.RefuseCategory]).
 func (st Step) WithRefusalCategory(category string) Step { st.RefuseCategory = category; return st }
 
 // refuses reports whether st turns its answer into a refusal or a content filter.

@@ -69,9 +69,10 @@ type options struct {
 func WithScript(steps ...Step) Option { return func(o *options) { o.script = steps } }
 
 // WithRouteScript gives one route (RouteChat, RouteMessages, RouteEmbeddings…) a sequence of
-// steps of its own: calls to that route take them before the default sequence, so one server
-// can take the Anthropic side down while the OpenAI side serves. Once spent, the route's calls
-// fall through to the default sequence. An unknown route makes NewServer panic.
+// steps of its own: calls to that route take them before the default sequence (but after a
+// script of their model, see [WithModelScript]), so one server can take the Anthropic side
+// down while the OpenAI side serves. Once spent, the route's calls fall through to the default
+// sequence. An unknown route makes NewServer panic.
 func WithRouteScript(route string, steps ...Step) Option {
 	return func(o *options) {
 		if o.routes == nil {

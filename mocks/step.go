@@ -75,7 +75,8 @@ type Step struct {
 	// Reset closes the TCP connection with a reset (SO_LINGER 0) before any response byte.
 	Reset bool
 	// Malformed sends a 200 whose JSON body (or, for a stream, whose first event) is cut short
-	// and cannot be parsed.
+	// and cannot be parsed; the stream ends there. For a bad event in the middle of a stream
+	// that goes on, see MalformedAt.
 	Malformed bool
 	// Text replaces the reply text ("" = the server's reply text, or an echo of the last user
 	// message).
@@ -86,8 +87,8 @@ type Step struct {
 	ChunkDelay time.Duration
 	// Cut ends the reply early after CutAfter events (streams) or after half the body (JSON):
 	// [CutAbort] drops the connection, [CutClean] ends the body normally but without the
-	// terminal event, and without a finish reason unless every content event was sent
-	// (see CountContent). "" = no cut.
+	// terminal event, and without the finish reason unless the cut comes after it (for a
+	// complete stream that lacks only its terminal event, see OmitTerminal). "" = no cut.
 	Cut CutMode
 	// CutAfter is the number of stream events sent before Cut takes effect, counting the
 	// preamble (see [Step]) unless CountContent is set. A number past the stream's last event
