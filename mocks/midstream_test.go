@@ -243,3 +243,44 @@ func TestReply_OfKWordsIsExactlyKContentEvents(t *testing.T) {
 		})
 	}
 }
+
+// The silent providers: Delay and Stall send no status and no header while they last, unlike
+// SlowFirstToken and StallAfter, whose 200 arrives at once.
+func TestSilentProvider_DelayAndStallSendNoHeadersWhileTheyLast(t *testing.T) {
+	for _, st := range []mocks.Step{mocks.Latency(time.Hour), mocks.Stall()} {
+		for _, w := range wires() {
+			t.Run(st.String()+"/"+w.name, func(t *testing.T) {
+				s := newServer(t, mocks.WithScript(st))
+				ctx, cancel := context.WithCancel(context.Background())
+				errc := make(chan error, 1)
+				go func() {
+					res, err := do(t, ctx, s, "POST", w.path, w.header, w.body)
+					if err == nil {
+						res.Body.Close()
+						err = errors.New("a response arrived: " + res.Status)
+						errc <- &unexpected{err}
+						return
+					}
+					errc <- err
+				}()
+				if err := s.Journal().Wait(context.Background(), 1); err != nil {
+					t.Fatal(err)
+				}
+				leaveSilence(t, cancel, errc)
+				waitIdle(t, s)
+			})
+		}
+	}
+}
+
+func TestMalformedAt_CountsThinkingDeltasAsContent(t *testing.T) {
+	s := newServer(t, mocks.WithScript(mocks.MalformedAt(1)))
+	w := wires()[1]
+	body := `{"model":"claude-sonnet-4-5","max_tokens":4096,"stream":true,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"one two"}]}`
+	got, evs, err := readStream(t, s, w, body)
+	// message_start and the thinking block's start open the stream; the first thinking delta
+	// is the first content event.
+	if err != nil || !reflect.DeepEqual(got.bad, []int{2}) || evs[2].name != "content_block_delta" || got.text != "one two" {
+		t.Errorf("%+v, err %v", got, err)
+	}
+}

@@ -21,13 +21,17 @@ type wire struct {
 	preamble int    // the events before the first content event
 }
 
-// wires are the two stream formats every mid-stream fault is proved on (Azure speaks OpenAI's).
+// wires are the stream formats every mid-stream fault is proved on: OpenAI, Anthropic, and
+// Azure, which speaks OpenAI's on its deployment paths.
 func wires() []wire {
 	return []wire{
 		{"openai", "/v1/chat/completions", openAIHeaders(),
 			`{"model":"gpt-4o","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"one two three four"}]}`, 1},
 		{"anthropic", "/v1/messages", anthropicHeaders(),
 			`{"model":"claude-sonnet-4-5","max_tokens":50,"stream":true,"messages":[{"role":"user","content":"one two three four"}]}`, 3},
+		{"azure", "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21",
+			map[string]string{"Api-Key": "k", "Content-Type": "application/json"},
+			`{"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"one two three four"}]}`, 1},
 	}
 }
 
