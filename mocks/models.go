@@ -209,6 +209,7 @@ func (cfg *Config) validateModels(check func(where string, steps []Step)) []erro
 		if err := o.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("outages[%d]: %w", i, err))
 		}
+		check(fmt.Sprintf("outages[%d].step", i), []Step{o.Step})
 	}
 	return errs
 }
