@@ -199,6 +199,7 @@ func (c *call) parseMessages(body []byte) error {
 	}
 	c.model, c.stream, c.maxTokens = req.Model, req.Stream, *req.MaxTokens
 	c.lastUser, c.promptTokens = prompt(req.System, req.Messages)
+	c.lastRole = req.Messages[len(req.Messages)-1].Role
 	return nil
 }
 
@@ -209,8 +210,13 @@ func (c *call) anthropicMessage(st Step) {
 	if f.schema != nil && st.Text == "" {
 		text, cut = instanceJSON(f.schema), false
 	}
+	pieces, text := st.beforeRefusal(chunks(text))
 	stop, completion := "end_turn", Tokens(text)
-	if cut {
+	var stopDetails obj // set only for a refusal, as the API sends it
+	switch {
+	case st.refuses():
+		stop, stopDetails = "refusal", st.anthropicStopDetails()
+	case cut:
 		stop = "max_tokens"
 	}
 	id := fmt.Sprintf("msg_fake%016d", c.seq)
@@ -218,6 +224,9 @@ func (c *call) anthropicMessage(st Step) {
 	tc := st.ToolCall
 	if tc == nil && f.forceTool != "" {
 		tc = &ToolCall{Name: f.forceTool, Arguments: instanceJSON(f.toolSchema)}
+	}
+	if st.refuses() {
+		tc = nil // the model refused instead of calling
 	}
 	usage := obj{"input_tokens": c.promptTokens, "output_tokens": 0}
 	if f.cacheable {
@@ -244,11 +253,18 @@ func (c *call) anthropicMessage(st Step) {
 	usage["output_tokens"] = completion
 	if !c.stream {
 		content := []obj{block}
-		if f.thinking {
-			content = []obj{{"type": "thinking", "thinking": thinkText, "signature": signature}, block}
+		if st.refuses() && text == "" {
+			content = []obj{} // refused before a word: no block at all
 		}
-		c.sendJSON(st, obj{"id": id, "type": "message", "role": "assistant", "model": c.model,
-			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage})
+		if f.thinking {
+			content = append([]obj{{"type": "thinking", "thinking": thinkText, "signature": signature}}, content...)
+		}
+		msg := obj{"id": id, "type": "message", "role": "assistant", "model": c.model,
+			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage}
+		if stopDetails != nil {
+			msg["stop_details"] = stopDetails
+		}
+		c.sendJSON(st, msg)
 		return
 	}
 	sw := c.startStream(st)
@@ -259,23 +275,23 @@ func (c *call) anthropicMessage(st Step) {
 	startUsage["output_tokens"] = 1
 	start := obj{"type": "message_start", "message": obj{"id": id, "type": "message", "role": "assistant",
 		"model": c.model, "content": []obj{}, "stop_reason": nil, "stop_sequence": nil, "usage": startUsage}}
-	if !sw.send("message_start", start) {
+	if !sw.open("message_start", start) {
 		return
 	}
 	at := 0 // the index of the answer's block
 	if f.thinking {
 		at = 1
-		if !sw.send("content_block_start", obj{"type": "content_block_start", "index": 0,
+		if !sw.open("content_block_start", obj{"type": "content_block_start", "index": 0,
 			"content_block": obj{"type": "thinking", "thinking": "", "signature": ""}}) {
 			return
 		}
 		for _, part := range chunks(thinkText) {
-			if !sw.send("content_block_delta", obj{"type": "content_block_delta", "index": 0,
+			if !sw.delta("content_block_delta", obj{"type": "content_block_delta", "index": 0,
 				"delta": obj{"type": "thinking_delta", "thinking": part}}) {
 				return
 			}
 		}
-		if !sw.send("content_block_delta", obj{"type": "content_block_delta", "index": 0,
+		if !sw.delta("content_block_delta", obj{"type": "content_block_delta", "index": 0,
 			"delta": obj{"type": "signature_delta", "signature": signature}}) ||
 			!sw.send("content_block_stop", obj{"type": "content_block_stop", "index": 0}) {
 			return
@@ -285,23 +301,28 @@ func (c *call) anthropicMessage(st Step) {
 	if tc != nil {
 		opening = obj{"type": "tool_use", "id": block["id"], "name": tc.Name, "input": obj{}}
 	}
-	if !sw.send("content_block_start", obj{"type": "content_block_start", "index": at, "content_block": opening}) {
+	// The answer's block opens the stream unless a thinking block came first.
+	openBlock, ping := sw.open, sw.open
+	if f.thinking {
+		openBlock, ping = sw.send, sw.send
+	}
+	if !openBlock("content_block_start", obj{"type": "content_block_start", "index": at, "content_block": opening}) {
 		return
 	}
-	if !sw.send("ping", obj{"type": "ping"}) {
+	if !ping("ping", obj{"type": "ping"}) {
 		return
 	}
 	delta := func(d obj) obj { return obj{"type": "content_block_delta", "index": at, "delta": d} }
 	if tc != nil {
 		for _, part := range argChunks(toolArgs(tc)) {
-			if !sw.send("content_block_delta", delta(obj{"type": "input_json_delta", "partial_json": part})) {
+			if !sw.delta("content_block_delta", delta(obj{"type": "input_json_delta", "partial_json": part})) {
 				return
 			}
 		}
 	}
 	if tc == nil {
-		for _, part := range chunks(text) {
-			if !sw.send("content_block_delta", delta(obj{"type": "text_delta", "text": part})) {
+		for _, part := range pieces {
+			if !sw.delta("content_block_delta", delta(obj{"type": "text_delta", "text": part})) {
 				return
 			}
 		}
@@ -309,9 +330,14 @@ func (c *call) anthropicMessage(st Step) {
 	if !sw.send("content_block_stop", obj{"type": "content_block_stop", "index": at}) {
 		return
 	}
-	if !sw.send("message_delta", obj{"type": "message_delta",
-		"delta": obj{"stop_reason": stop, "stop_sequence": nil}, "usage": usage}) {
+	final := obj{"stop_reason": stop, "stop_sequence": nil}
+	if stopDetails != nil {
+		final["stop_details"] = stopDetails
+	}
+	if !sw.send("message_delta", obj{"type": "message_delta", "delta": final, "usage": usage}) {
 		return
 	}
-	sw.send("message_stop", obj{"type": "message_stop"})
+	if !st.OmitTerminal {
+		sw.send("message_stop", obj{"type": "message_stop"})
+	}
 }

@@ -32,6 +32,16 @@ const (
 	// JSON reply), so that a small request cannot ask for a reply of hundreds of megabytes;
 	// more is answered 400.
 	MaxEmbeddingValues = 1 << 21
+
+	// MaxModels bounds each of the per-model settings: the models given a script
+	// ([WithModelScript]), a context window ([WithContextWindows]) or a prefill rejection
+	// ([WithRejectPrefill]), so that the work a request costs to look its model up stays small
+	// whatever the configuration. Beyond it NewServer panics and a scenario file is refused.
+	MaxModels = 1024
+
+	// MaxOutages bounds the outages of a server ([WithOutage]): every request checks them in
+	// order. Beyond it NewServer panics and a scenario file is refused.
+	MaxOutages = 1024
 )
 
 // WithMaxBodyBytes sets the largest request body the server reads; a longer one is answered

@@ -19,13 +19,35 @@
 //
 // # Choosing faults
 //
-// Each call takes one [Step]: from the scenario its [ScenarioHeader] header names (user-defined
-// with [WithScenario], or one of [BuiltinScenarios]); else from the default script
-// ([WithScript], [Server.Script]); else, in chaos mode ([WithChaos]), a random fault for a seeded
-// fraction of calls; else a normal reply. Steps cover error statuses in the provider's envelope,
-// 429 with retry-after-ms, Retry-After and rate-limit headers, quota exhaustion, Anthropic's 529,
-// x-should-retry, latency, stalls, connection resets, cut or truncated streams, error events in a
-// 200 stream, malformed JSON and slow streams. A [Config] loads the same from a JSON file.
+// Each call takes one [Step], from the most specific source that has one:
+//
+//  1. the scenario its [ScenarioHeader] header names (user-defined with [WithScenario], or one
+//     of [BuiltinScenarios]);
+//  2. else the first [Outage] in force for its model and route, on the server's clock
+//     ([WithOutage]); an outage consumes no script, which resumes where it was when the
+//     outage ends;
+//  3. else its model's own script while it lasts ([WithModelScript]; the model is the body's
+//     "model", or the Azure deployment);
+//  4. else its route's own script while it lasts ([WithRouteScript]);
+//  5. else the default script ([WithScript], [Server.Script]) or default scenario;
+//  6. else, in chaos mode ([WithChaos]), a random fault for a seeded fraction of calls;
+//  7. else a normal reply.
+//
+// Before any of these, a request the API itself would refuse is refused, consuming no step: a
+// missing key (401), a bad body (400), a prompt beyond its model's context window
+// ([WithContextWindows]), a trailing assistant message to a model that rejects prefill
+// ([WithRejectPrefill]), and, with rate limits, a request over its key's budget (429).
+//
+// Steps cover error statuses in the provider's envelope, 429 with retry-after-ms, Retry-After
+// and rate-limit headers, quota exhaustion, Anthropic's 529, x-should-retry, the silent
+// provider (headers late with Delay, never with Stall), connection resets, cut or truncated
+// streams, error events in a 200 stream, malformed JSON and slow streams. Others strike a
+// stream after it opened, where only a first-token limit, an idle limit or a check of the
+// finish reason can tell: a late first token, a stall after N words, a malformed event
+// mid-stream, a complete stream without its terminal event, a cut after N words (see [Step]
+// for how events are counted). Refusals (OpenAI's refusal field, Anthropic's stop_reason
+// "refusal") and OpenAI's content filter come whole or after N words. A [Config] loads all of
+// it from a JSON file.
 //
 // # Rate limits
 //
@@ -62,6 +84,9 @@
 //     words); an unknown scenario name is echoed cut to 128 bytes.
 //   - Memory kept across requests: the [Journal] within its [JournalLimits] (below), the fake
 //     prompt cache's last 4096 prompts, and the rate-limit budgets of at most 10 000 keys.
+//   - Configuration a request is checked against: at most [MaxModels] (1024) models each with
+//     a script, a context window or a prefill rejection (looked up by name), and at most
+//     [MaxOutages] (1024) outages (checked in order).
 //
 // The journal keeps the latest [DefaultJournalEntries] (10 000) requests, the first
 // [DefaultJournalBodyBytes] (1 MiB) of each body (a longer one is cut and marked

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/steadyllm/steady/mocks"
@@ -42,4 +43,38 @@ func ExampleNewServer() {
 	// 1 /v1/chat/completions 503 REDACTED
 	// 2 /v1/chat/completions 429 retry-after=50ms REDACTED
 	// 3 /v1/chat/completions ok REDACTED
+}
+
+// A primary model that goes down for a minute and comes back, while another model serves
+// throughout; the test moves the fake's clock instead of waiting.
+func ExampleWithOutage() {
+	var elapsed atomic.Int64
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := mocks.NewServer(
+		mocks.WithClock(func() time.Time { return start.Add(time.Duration(elapsed.Load())) }),
+		mocks.WithOutage(mocks.Outage{Start: 30 * time.Second, Duration: time.Minute, Model: "gpt-4o",
+			Step: mocks.Status(503)}),
+	)
+	defer s.Close()
+
+	status := func(model string) int {
+		req, _ := http.NewRequest(http.MethodPost, s.OpenAIBaseURL()+"/chat/completions",
+			strings.NewReader(`{"model":"`+model+`","messages":[{"role":"user","content":"Hi"}]}`))
+		req.Header.Set("Authorization", "Bearer sk-test")
+		res, err := s.Client().Do(req)
+		if err != nil {
+			return 0
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	for _, at := range []time.Duration{0, 30 * time.Second, 89 * time.Second, 90 * time.Second} {
+		elapsed.Store(int64(at))
+		fmt.Println(at, status("gpt-4o"), status("gpt-4o-mini"))
+	}
+	// Output:
+	// 0s 200 200
+	// 30s 503 200
+	// 1m29s 503 200
+	// 1m30s 200 200
 }

@@ -25,6 +25,7 @@ type call struct {
 	includeUsage bool
 	maxTokens    int
 	lastUser     string
+	lastRole     string // the role of the last message: "assistant" for a prefill
 	promptTokens int
 	feat         features
 	budget       *budgetState // the key's rate-limit budgets, when the server enforces some

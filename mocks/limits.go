@@ -48,8 +48,10 @@ func (l RateLimits) zero() bool { return l.RequestsPerMinute <= 0 && l.TokensPer
 // one budget.
 func WithRateLimits(l RateLimits) Option { return func(o *options) { o.limits = &l } }
 
-// WithClock gives the server's rate limits (WithRateLimits) another clock than time.Now, so a
-// test can move time instead of waiting for budgets to refill.
+// WithClock gives the server another clock than time.Now for its rate limits (WithRateLimits)
+// and its outages (WithOutage, counted from the clock's reading when NewServer runs), so a test
+// can move time instead of waiting for budgets to refill or outages to end. Latency, stalls and
+// slow streams still take real time.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // WithKeyRateLimits enforces l for the API key key, instead of the limits of WithRateLimits.

@@ -1,7 +1,6 @@
 package mocks
 
 import (
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -197,6 +196,7 @@ func (c *call) parseChat(body []byte) error {
 		c.maxTokens = *req.MaxTokens
 	}
 	c.lastUser, c.promptTokens = prompt(nil, req.Messages)
+	c.lastRole = req.Messages[len(req.Messages)-1].Role
 	return nil
 }
 
@@ -236,16 +236,23 @@ func (c *call) openAIChat(st Step) {
 	if f.schema != nil && st.Text == "" {
 		text, cut = instanceJSON(f.schema), false
 	}
-	finish, completion := "stop", Tokens(text)
-	if cut {
+	pieces, text := st.beforeRefusal(chunks(text))
+	finish, completion := "stop", Tokens(text)+Tokens(st.Refuse)
+	switch {
+	case st.ContentFilter:
+		finish = "content_filter"
+	case cut && !st.refuses():
 		finish = "length"
 	}
 	if st.ToolCall == nil && f.forceTool != "" {
 		st.ToolCall = &ToolCall{Name: f.forceTool, Arguments: instanceJSON(f.toolSchema)}
 	}
+	if st.refuses() {
+		st.ToolCall = nil // the model refused instead of calling
+	}
 	var calls []obj
 	if tc := st.ToolCall; tc != nil {
-		text, finish, completion = "", "tool_calls", Tokens(tc.Name+toolArgs(tc))
+		text, pieces, finish, completion = "", nil, "tool_calls", Tokens(tc.Name+toolArgs(tc))
 		calls = []obj{{"id": toolID(tc, "call_", c.seq), "type": "function",
 			"function": obj{"name": tc.Name, "arguments": toolArgs(tc)}}}
 	}
@@ -269,6 +276,12 @@ func (c *call) openAIChat(st Step) {
 		if calls != nil {
 			msg["content"], msg["tool_calls"] = nil, calls
 		}
+		if st.Refuse != "" {
+			msg["refusal"] = st.Refuse
+			if text == "" {
+				msg["content"] = nil // a refusal has no content, as the API sends it
+			}
+		}
 		choice := obj{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}
 		c.sendJSON(st, obj{"id": id, "object": "chat.completion", "created": created, "model": c.model,
 			"choices": []obj{choice}, "usage": usage, "system_fingerprint": "fp_fake", "service_tier": "default"})
@@ -290,19 +303,26 @@ func (c *call) openAIChat(st Step) {
 		first = obj{"role": "assistant", "content": nil, "tool_calls": []obj{{"index": 0,
 			"id": toolID(tc, "call_", c.seq), "type": "function", "function": obj{"name": tc.Name, "arguments": ""}}}}
 	}
-	if !sw.send("", chunk(first, nil)) {
+	if !sw.open("", chunk(first, nil)) {
 		return
 	}
 	if calls != nil {
 		for _, part := range argChunks(toolArgs(st.ToolCall)) {
-			if !sw.send("", chunk(obj{"tool_calls": []obj{{"index": 0, "function": obj{"arguments": part}}}}, nil)) {
+			if !sw.delta("", chunk(obj{"tool_calls": []obj{{"index": 0, "function": obj{"arguments": part}}}}, nil)) {
 				return
 			}
 		}
 	}
-	for _, part := range chunks(text) {
-		if !sw.send("", chunk(obj{"content": part}, nil)) {
+	for _, part := range pieces {
+		if !sw.delta("", chunk(obj{"content": part}, nil)) {
 			return
+		}
+	}
+	if st.Refuse != "" {
+		for _, part := range chunks(st.Refuse) {
+			if !sw.delta("", chunk(obj{"refusal": part}, nil)) {
+				return
+			}
 		}
 	}
 	if !sw.send("", chunk(obj{}, finish)) {
@@ -315,90 +335,7 @@ func (c *call) openAIChat(st Step) {
 			return
 		}
 	}
-	sw.send("", "[DONE]")
-}
-
-// parseEmbeddings reads an embeddings request.
-func (c *call) parseEmbeddings(body []byte) error {
-	var req struct {
-		Model          string          `json:"model"`
-		Input          json.RawMessage `json:"input"`
-		Dimensions     int             `json:"dimensions"`
-		EncodingFormat string          `json:"encoding_format"`
+	if !st.OmitTerminal {
+		sw.send("", "[DONE]")
 	}
-	if err := json.Unmarshal(body, &req); err != nil {
-		return fmt.Errorf("We could not parse the JSON body of your request: %v", err)
-	}
-	if c.deployment != "" {
-		req.Model = c.deployment
-	}
-	if req.Model == "" {
-		return errors.New("you must provide a model parameter")
-	}
-	var one string
-	var many []string
-	switch {
-	case json.Unmarshal(req.Input, &one) == nil:
-		c.inputs = []string{one}
-	case json.Unmarshal(req.Input, &many) == nil && len(many) > 0:
-		c.inputs = many
-	case len(req.Input) > 2 && req.Input[0] == '[':
-		c.inputs = []string{string(req.Input)} // token arrays: embed their JSON text
-	default:
-		return errors.New("'input' is a required property")
-	}
-	if req.Dimensions < 0 || req.Dimensions > 4096 {
-		return fmt.Errorf("invalid 'dimensions': %d", req.Dimensions)
-	}
-	c.model, c.dims, c.base64 = req.Model, req.Dimensions, req.EncodingFormat == "base64"
-	if c.dims == 0 {
-		c.dims = 8
-	}
-	// The reply holds inputs × dimensions numbers: bound both, or a request of a few
-	// kilobytes could ask for a reply of gigabytes.
-	if n := len(c.inputs); n > MaxEmbeddingInputs {
-		return invalidParam("input", fmt.Sprintf("Invalid 'input': array too long. Expected an array with maximum length %d, but got an array with length %d instead.", MaxEmbeddingInputs, n))
-	}
-	if n := len(c.inputs) * c.dims; n > MaxEmbeddingValues {
-		return invalidParam("dimensions", fmt.Sprintf("Invalid 'dimensions': %d inputs of %d dimensions are %d values; this fake server answers at most %d per request.", len(c.inputs), c.dims, n, MaxEmbeddingValues))
-	}
-	for _, in := range c.inputs {
-		c.promptTokens += Tokens(in)
-	}
-	return nil
-}
-
-// embeddingsBody builds the embeddings reply: a deterministic unit vector per input.
-func (c *call) embeddingsBody() obj {
-	data := make([]obj, len(c.inputs))
-	for i, in := range c.inputs {
-		v := embedding(in, c.dims)
-		var enc any = v
-		if c.base64 {
-			enc = base64.StdEncoding.EncodeToString(float32LE(v))
-		}
-		data[i] = obj{"object": "embedding", "index": i, "embedding": enc}
-	}
-	return obj{"object": "list", "data": data, "model": c.model,
-		"usage": obj{"prompt_tokens": c.promptTokens, "total_tokens": c.promptTokens}}
-}
-
-// modelsBody lists the server's models in the call's dialect.
-func (c *call) modelsBody() obj {
-	data := make([]obj, len(c.s.models))
-	for i, id := range c.s.models {
-		if c.api == anthropic {
-			data[i] = obj{"type": "model", "id": id, "display_name": id, "created_at": "2025-01-01T00:00:00Z"}
-		} else {
-			data[i] = obj{"id": id, "object": "model", "created": 1735689600, "owned_by": "fakellm"}
-		}
-	}
-	if c.api != anthropic {
-		return obj{"object": "list", "data": data}
-	}
-	first, last := "", ""
-	if len(c.s.models) > 0 {
-		first, last = c.s.models[0], c.s.models[len(c.s.models)-1]
-	}
-	return obj{"data": data, "has_more": false, "first_id": first, "last_id": last}
 }

@@ -18,24 +18,43 @@ import (
 //	  "seed": 42, "chaos": 0.2,
 //	  "script": [ step, … ],
 //	  "scenarios": { "name": [ step, … ] },
+//	  "routes": { "/v1/messages": [ step, … ] },
+//	  "models": { "gpt-4o": [ step, … ] },
+//	  "outages": [ {"startMs": 1000, "durationMs": 5000, "step": step,
+//	                "model": "gpt-4o", "route": "/v1/chat/completions"}, … ],
+//	  "contextWindows": { "small-model": 1000 },
+//	  "rejectPrefill": true,
 //	  "default": "name of the scenario answering calls that name none",
+//	  "limits": {"requestsPerMinute": 60, "tokensPerMinute": 10000, "minuteMs": 60000},
+//	  "keyLimits": { "sk-key": {"requestsPerMinute": 5} },
 //	  "maxBodyBytes": 4194304,
 //	  "journal": {"maxEntries": 10000, "maxBodyBytes": 1048576, "maxTotalBytes": 67108864}
 //	}
 //
-// "maxBodyBytes" is the largest request body the server reads (a longer one is answered 413;
-// default 4 MiB, see [WithMaxBodyBytes]); "journal" bounds what the journal keeps (the
-// oldest requests dropped beyond maxEntries or maxTotalBytes, bodies cut to maxBodyBytes; see
-// [JournalLimits]). Zero or absent values keep the defaults.
+// "routes" and "models" give a route (one of [Routes]) or a model (Azure: a deployment) a
+// script of its own ([WithRouteScript], [WithModelScript]); "outages" are windows of time in
+// which every matching request gets one step ([Outage]: startMs from the server's start, or
+// "at", an RFC 3339 time, but not both; durationMs, positive; model and route, optional);
+// "contextWindows" gives models a context window in tokens ([WithContextWindows]);
+// "rejectPrefill" is true (every model), false, or a list of the models that refuse a trailing
+// assistant message ([WithRejectPrefill]). At most [MaxModels] models each and [MaxOutages]
+// outages. "limits" and "keyLimits" are rate limits ([RateLimits]). "maxBodyBytes" is the
+// largest request body the server reads (a longer one is answered 413; default 4 MiB, see
+// [WithMaxBodyBytes]); "journal" bounds what the journal keeps (the oldest requests dropped
+// beyond maxEntries or maxTotalBytes, bodies cut to maxBodyBytes; see [JournalLimits]). Zero
+// or absent values keep the defaults.
 //
 // A step is an object with these optional keys (the [Step] fields; durations in milliseconds):
 //
 //	status, error_type, code, message, quota, retry_after_ms, should_retry, headers (object of
 //	strings), delay_ms, stall, reset, malformed, text, tool_call ({name, arguments, id}),
-//	chunk_delay_ms, cut ("abort" or "clean"), cut_after, stream_error, error_after, repeat,
-//	forever
+//	chunk_delay_ms, cut ("abort" or "clean"), cut_after, stream_error, error_after,
+//	count_content, first_token_delay_ms, stall_after, stall_for_ms, malformed_at,
+//	omit_terminal, refuse, refuse_category, refuse_after, content_filter, repeat, forever
 //
-// Unknown keys are errors, so a typo does not silently become a normal reply.
+// Unknown keys are errors, so a typo does not silently become a normal reply; so are keys
+// that do nothing without another (stall_for_ms without stall_after, count_content without
+// cut or stream_error, refuse_category or refuse_after without refuse or content_filter).
 type Config struct {
 	Reply     string            `json:"reply,omitempty"`
 	Seed      int64             `json:"seed,omitempty"`
@@ -55,6 +74,16 @@ type Config struct {
 	// Journal bounds what the journal keeps (see JournalLimits); absent or zero fields keep
 	// the defaults.
 	Journal *JournalLimits `json:"journal,omitempty"`
+	// Models gives models (Azure: deployments) sequences of their own (see WithModelScript).
+	Models map[string][]Step `json:"models,omitempty"`
+	// Outages are windows of time in which matching requests get one step (see Outage).
+	Outages []Outage `json:"outages,omitempty"`
+	// ContextWindows gives models a context window in tokens (see WithContextWindows); a
+	// window must be positive.
+	ContextWindows map[string]int `json:"contextWindows,omitempty"`
+	// RejectPrefill names the models that refuse a conversation ending with an assistant
+	// message: true for every model, or a list (see WithRejectPrefill).
+	RejectPrefill ModelSet `json:"rejectPrefill,omitempty"`
 }
 
 // ParseConfig reads a scenario file's JSON and validates it.
@@ -120,6 +149,7 @@ func (cfg *Config) validate() error {
 		}
 		check("routes."+route, steps)
 	}
+	errs = append(errs, cfg.validateModels(check)...)
 	if _, ok := cfg.Scenarios[cfg.Default]; cfg.Default != "" && !ok {
 		if _, builtin := builtins()[cfg.Default]; !builtin {
 			errs = append(errs, fmt.Errorf("default scenario %q is not defined", cfg.Default))
@@ -137,12 +167,24 @@ func (st Step) validate() error {
 	if st.Cut != "" && st.Cut != CutAbort && st.Cut != CutClean {
 		errs = append(errs, fmt.Errorf("cut %q is neither %q nor %q", st.Cut, CutAbort, CutClean))
 	}
-	for name, v := range map[string]int{"cut_after": st.CutAfter, "error_after": st.ErrorAfter, "repeat": st.Repeat} {
+	for name, v := range map[string]int{"cut_after": st.CutAfter, "error_after": st.ErrorAfter, "repeat": st.Repeat,
+		"stall_after": st.StallAfter, "malformed_at": st.MalformedAt, "refuse_after": st.RefuseAfter} {
 		if v < 0 {
 			errs = append(errs, fmt.Errorf("%s %d is negative", name, v))
 		}
 	}
-	for name, d := range map[string]time.Duration{"delay_ms": st.Delay, "retry_after_ms": st.RetryAfter, "chunk_delay_ms": st.ChunkDelay} {
+	for name, alone := range map[string]bool{
+		"stall_for_ms without stall_after":                 st.StallFor != 0 && st.StallAfter == 0,
+		"count_content without cut or stream_error":        st.CountContent && st.Cut == "" && st.StreamError == "",
+		"refuse_category without refuse or content_filter": st.RefuseCategory != "" && !st.refuses(),
+		"refuse_after without refuse or content_filter":    st.RefuseAfter != 0 && !st.refuses(),
+	} {
+		if alone {
+			errs = append(errs, errors.New(name+" does nothing"))
+		}
+	}
+	for name, d := range map[string]time.Duration{"delay_ms": st.Delay, "retry_after_ms": st.RetryAfter, "chunk_delay_ms": st.ChunkDelay,
+		"first_token_delay_ms": st.FirstTokenDelay, "stall_for_ms": st.StallFor} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s %d is negative", name, d.Milliseconds()))
 		}
@@ -174,6 +216,16 @@ type stepJSON struct {
 	CutAfter     int               `json:"cut_after,omitempty"`
 	StreamError  string            `json:"stream_error,omitempty"`
 	ErrorAfter   int               `json:"error_after,omitempty"`
+	CountContent bool              `json:"count_content,omitempty"`
+	FirstTokenMs float64           `json:"first_token_delay_ms,omitempty"`
+	StallAfter   int               `json:"stall_after,omitempty"`
+	StallForMs   float64           `json:"stall_for_ms,omitempty"`
+	MalformedAt  int               `json:"malformed_at,omitempty"`
+	OmitTerminal bool              `json:"omit_terminal,omitempty"`
+	Refuse       string            `json:"refuse,omitempty"`
+	RefuseCat    string            `json:"refuse_category,omitempty"`
+	RefuseAfter  int               `json:"refuse_after,omitempty"`
+	Filter       bool              `json:"content_filter,omitempty"`
 	Repeat       int               `json:"repeat,omitempty"`
 	Forever      bool              `json:"forever,omitempty"`
 }
@@ -192,6 +244,9 @@ func (st Step) wire() stepJSON {
 		DelayMs: toMs(st.Delay), Stall: st.Stall, Reset: st.Reset, Malformed: st.Malformed,
 		Text: st.Text, ToolCall: st.ToolCall, ChunkDelayMs: toMs(st.ChunkDelay), Cut: st.Cut,
 		CutAfter: st.CutAfter, StreamError: st.StreamError, ErrorAfter: st.ErrorAfter,
+		CountContent: st.CountContent, FirstTokenMs: toMs(st.FirstTokenDelay), StallAfter: st.StallAfter,
+		StallForMs: toMs(st.StallFor), MalformedAt: st.MalformedAt, OmitTerminal: st.OmitTerminal,
+		Refuse: st.Refuse, RefuseCat: st.RefuseCategory, RefuseAfter: st.RefuseAfter, Filter: st.ContentFilter,
 		Repeat: st.Repeat, Forever: st.Forever}
 	if len(st.Header) > 0 {
 		w.Headers = map[string]string{}
@@ -215,6 +270,9 @@ func (st *Step) UnmarshalJSON(data []byte) error {
 		Delay: ms(w.DelayMs), Stall: w.Stall, Reset: w.Reset, Malformed: w.Malformed,
 		Text: w.Text, ToolCall: w.ToolCall, ChunkDelay: ms(w.ChunkDelayMs), Cut: w.Cut,
 		CutAfter: w.CutAfter, StreamError: w.StreamError, ErrorAfter: w.ErrorAfter,
+		CountContent: w.CountContent, FirstTokenDelay: ms(w.FirstTokenMs), StallAfter: w.StallAfter,
+		StallFor: ms(w.StallForMs), MalformedAt: w.MalformedAt, OmitTerminal: w.OmitTerminal,
+		Refuse: w.Refuse, RefuseCategory: w.RefuseCat, RefuseAfter: w.RefuseAfter, ContentFilter: w.Filter,
 		Repeat: w.Repeat, Forever: w.Forever}
 	for k, v := range w.Headers {
 		if st.Header == nil {

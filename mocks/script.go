@@ -57,6 +57,16 @@ func builtins() map[string][]Step {
 		"truncated":       {TruncateStream(3).Always()},
 		"stream-error":    {StreamError(3, "overloaded_error").Always()},
 		"malformed":       {Malformed().Always()},
+		// Faults that strike after the stream opened (see Step): only a first-token limit, an
+		// idle limit or a check of the finish reason catches them.
+		"slow-first-token":     {SlowFirstToken(2 * time.Second).Always()},
+		"stall-after-content":  {StallAfter(2, 0).Always()},
+		"malformed-mid-stream": {MalformedAt(2).Always()},
+		"no-terminal":          {OmitTerminal().Always()},
+		"cut-after-content":    {CutStream(2).CountingContent().Always()},
+		"refusal":              {Refusal("").Always()},
+		"refusal-mid-stream":   {RefuseAfter(2, "").Always()},
+		"content-filter":       {ContentFiltered(2).Always()},
 	}
 }
 
@@ -105,19 +115,36 @@ func (c *chaos) draw() (Step, bool) {
 	return chaosFaults[c.rng.IntN(len(chaosFaults))], true
 }
 
-// script holds the server's fault selection: the default sequence, the named scenarios and
-// chaos mode. It is safe for concurrent use.
+// script holds the server's fault selection: the named scenarios, the outages, the per-model
+// and per-route sequences, the default sequence and chaos mode. It is safe for concurrent use.
 type script struct {
 	mu        sync.Mutex
 	def       *sequence            // the default sequence; nil when none
 	defName   string               // the named scenario in use as default, if any
 	scenarios map[string]*sequence // user scenarios, then builtins
 	routes    map[string]*sequence // per-route sequences, by Route… constant
+	models    map[string]*sequence // per-model sequences, by model (Azure: deployment) name
+	outages   []outageWindow       // in the order given; the first that matches wins
 	chaos     *chaos               // nil when off
 }
 
 func newScript() *script {
-	return &script{scenarios: map[string]*sequence{}, routes: map[string]*sequence{}}
+	return &script{scenarios: map[string]*sequence{}, routes: map[string]*sequence{}, models: map[string]*sequence{}}
+}
+
+// setModel replaces (and rewinds) the sequence of one model, or with no steps removes it. It
+// panics when the model would be one more than MaxModels.
+func (sc *script) setModel(model string, steps []Step) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if len(steps) == 0 {
+		delete(sc.models, model)
+		return
+	}
+	if _, ok := sc.models[model]; !ok && len(sc.models) >= MaxModels {
+		panic(fmt.Sprintf("mocks: more than %d model scripts", MaxModels))
+	}
+	sc.models[model] = &sequence{steps: append([]Step(nil), steps...)}
 }
 
 // setRoute replaces (and rewinds) the sequence of one route.
@@ -198,10 +225,21 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// next chooses the step for one call to route: the scenario the header names, else the route's
-// own sequence while it lasts, else the default sequence, else chaos, else a normal reply. It
-// returns the scenario name for the journal ("route" for a route's sequence).
-func (sc *script) next(header, route string) (Step, string, error) {
+// selector is what the choice of a step depends on.
+type selector struct {
+	header string    // the X-Fake-Scenario header, "" for none
+	route  string    // the call's route name (see Routes), "" for the others
+	model  string    // the request's model (Azure: deployment), "" for none
+	now    time.Time // the server's clock
+}
+
+// next chooses the step for one call, most specific first: the scenario the header names; else
+// the first outage in force for the call's model and route; else the model's own sequence
+// while it lasts; else the route's, while it lasts; else the default sequence; else chaos;
+// else a normal reply. An outage takes no step from any sequence. It returns the scenario
+// name for the journal ("outage[0]", "model gpt-4o", "route /v1/messages", …).
+func (sc *script) next(sel selector) (Step, string, error) {
+	header, route := sel.header, sel.route
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if header != "" {
@@ -213,6 +251,16 @@ func (sc *script) next(header, route string) (Step, string, error) {
 			return st, header, nil
 		}
 		return OK(), header, nil
+	}
+	for i, o := range sc.outages {
+		if o.matches(sel) {
+			return o.step, fmt.Sprintf("outage[%d]", i), nil
+		}
+	}
+	if q := sc.models[sel.model]; q != nil && sel.model != "" {
+		if st, ok := q.next(); ok {
+			return st, "model " + sel.model, nil
+		}
 	}
 	if q := sc.routes[route]; q != nil {
 		if st, ok := q.next(); ok {

@@ -6,7 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,7 +32,10 @@ type Server struct {
 
 	limiter *limiter // nil: no rate limits (see WithRateLimits)
 	now     func() time.Time
-	maxBody int64 // the largest body read (see WithMaxBodyBytes)
+	started time.Time      // the clock's reading at NewServer, from which outages count
+	maxBody int64          // the largest body read (see WithMaxBodyBytes)
+	windows map[string]int // context windows by model (see WithContextWindows); read-only
+	prefill ModelSet       // the models that reject a prefill (see WithRejectPrefill)
 }
 
 // Option configures a [Server].
@@ -55,6 +57,11 @@ type options struct {
 	now       func() time.Time
 	maxBody   int64
 	journal   JournalLimits
+
+	modelScripts map[string][]Step
+	windows      map[string]int
+	prefill      ModelSet
+	outages      []Outage
 }
 
 // WithScript sets the default sequence of steps: each call that names no scenario takes the next
@@ -62,9 +69,10 @@ type options struct {
 func WithScript(steps ...Step) Option { return func(o *options) { o.script = steps } }
 
 // WithRouteScript gives one route (RouteChat, RouteMessages, RouteEmbeddings…) a sequence of
-// steps of its own: calls to that route take them before the default sequence, so one server
-// can take the Anthropic side down while the OpenAI side serves. Once spent, the route's calls
-// fall through to the default sequence. An unknown route makes NewServer panic.
+// steps of its own: calls to that route take them before the default sequence (but after a
+// script of their model, see [WithModelScript]), so one server can take the Anthropic side
+// down while the OpenAI side serves. Once spent, the route's calls fall through to the default
+// sequence. An unknown route makes NewServer panic.
 func WithRouteScript(route string, steps ...Step) Option {
 	return func(o *options) {
 		if o.routes == nil {
@@ -143,6 +151,16 @@ func WithConfig(cfg *Config) Option {
 		if cfg.Journal != nil {
 			o.journal = *cfg.Journal
 		}
+		for model, steps := range cfg.Models {
+			WithModelScript(model, steps...)(o)
+		}
+		WithContextWindows(cfg.ContextWindows)(o)
+		if cfg.RejectPrefill.All {
+			WithRejectPrefill()(o)
+		} else if len(cfg.RejectPrefill.Models) > 0 {
+			WithRejectPrefill(cfg.RejectPrefill.Models...)(o)
+		}
+		WithOutage(cfg.Outages...)(o)
 	}
 }
 
@@ -173,6 +191,18 @@ func NewServer(opts ...Option) *Server {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.started = s.now()
+	if len(o.windows) > MaxModels || len(o.prefill.Models) > MaxModels || len(o.modelScripts) > MaxModels {
+		panic(fmt.Sprintf("mocks: context windows, prefill rejections and model scripts may each name at most %d models", MaxModels))
+	}
+	s.windows, s.prefill = o.windows, o.prefill
+	for model, steps := range o.modelScripts {
+		if model == "" {
+			panic("mocks: a model script needs a model name")
+		}
+		s.script.setModel(model, steps)
+	}
+	s.script.outages = s.outageWindows(o.outages)
 	for name, steps := range o.scenarios {
 		s.script.setScenario(name, steps)
 	}
@@ -292,6 +322,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusBadRequest, "", msg, "header")
 		return
 	}
+	now := s.now()
 	if err := c.parse(body); err != nil {
 		var pe *paramError
 		if errors.As(err, &pe) {
@@ -303,8 +334,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusBadRequest, "", err.Error(), "body")
 		return
 	}
+	if note, refused := c.checkModel(); refused {
+		s.journal.setStep(entry, "", note)
+		return
+	}
 	if s.limiter != nil && c.endpoint != modelsEndpoint {
-		now := s.now()
 		if b, limited := s.limiter.admit(c.apiKey(), c.cost(), now); limited {
 			c.budget, c.budgetAt = &b, now
 			if b.limited {
@@ -316,7 +350,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	st, scenario, err := s.script.next(r.Header.Get(ScenarioHeader), rt.key())
+	st, scenario, err := s.script.next(selector{header: r.Header.Get(ScenarioHeader), route: rt.key(),
+		model: c.model, now: now})
 	if err != nil {
 		reject(http.StatusBadRequest, "", err.Error(), "scenario")
 		return
@@ -328,96 +363,4 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // requestID returns the deterministic id of call seq, with the provider's prefix.
 func (s *Server) requestID(prefix string, seq int) string {
 	return fmt.Sprintf("%s%020d", prefix, seq)
-}
-
-// endpoint is what a request asks for.
-type endpoint int
-
-const (
-	chatEndpoint endpoint = iota + 1
-	embeddingsEndpoint
-	modelsEndpoint
-	messagesEndpoint
-)
-
-// api is the wire dialect of a request.
-type api int
-
-const (
-	openAI api = iota
-	azure
-	anthropic
-)
-
-// The routes a script can be given for itself (WithRouteScript, Server.RouteScript, "routes"
-// in a scenario file), so that one server can fail one dialect or one endpoint while the
-// others serve.
-const (
-	RouteChat            = "/v1/chat/completions"                              // OpenAI chat
-	RouteEmbeddings      = "/v1/embeddings"                                    // OpenAI embeddings
-	RouteMessages        = "/v1/messages"                                      // Anthropic messages
-	RouteAzureChat       = "/openai/deployments/{deployment}/chat/completions" // Azure chat, any deployment
-	RouteAzureEmbeddings = "/openai/deployments/{deployment}/embeddings"       // Azure embeddings, any deployment
-)
-
-// Routes lists the route names a script can be given for itself.
-var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings}
-
-// key is the route name of a request, one of Routes ("" for the others).
-func (r routed) key() string {
-	switch {
-	case r.api == openAI && r.endpoint == chatEndpoint:
-		return RouteChat
-	case r.api == openAI && r.endpoint == embeddingsEndpoint:
-		return RouteEmbeddings
-	case r.api == anthropic && r.endpoint == messagesEndpoint:
-		return RouteMessages
-	case r.api == azure && r.endpoint == chatEndpoint:
-		return RouteAzureChat
-	case r.api == azure && r.endpoint == embeddingsEndpoint:
-		return RouteAzureEmbeddings
-	}
-	return ""
-}
-
-// routed is the result of route.
-type routed struct {
-	api        api
-	endpoint   endpoint
-	method     string
-	deployment string
-}
-
-// route maps a request path to its dialect and endpoint. /v1/models answers in the Anthropic
-// shape when the request carries anthropic-version.
-func route(r *http.Request) (routed, bool) {
-	p := strings.TrimSuffix(r.URL.Path, "/")
-	switch p {
-	case "/v1/chat/completions":
-		return routed{api: openAI, endpoint: chatEndpoint, method: http.MethodPost}, true
-	case "/v1/embeddings":
-		return routed{api: openAI, endpoint: embeddingsEndpoint, method: http.MethodPost}, true
-	case "/v1/models":
-		if r.Header.Get("Anthropic-Version") != "" {
-			return routed{api: anthropic, endpoint: modelsEndpoint, method: http.MethodGet}, true
-		}
-		return routed{api: openAI, endpoint: modelsEndpoint, method: http.MethodGet}, true
-	case "/v1/messages":
-		return routed{api: anthropic, endpoint: messagesEndpoint, method: http.MethodPost}, true
-	}
-	rest, ok := strings.CutPrefix(p, "/openai/deployments/")
-	if !ok {
-		return routed{api: openAI}, false
-	}
-	deployment, op, ok := strings.Cut(rest, "/")
-	if !ok || deployment == "" {
-		return routed{api: azure}, false
-	}
-	switch op {
-	case "chat/completions":
-		return routed{api: azure, endpoint: chatEndpoint, method: http.MethodPost, deployment: deployment}, true
-	case "embeddings":
-		return routed{api: azure, endpoint: embeddingsEndpoint, method: http.MethodPost, deployment: deployment}, true
-	}
-	return routed{api: azure}, false
 }

@@ -6,13 +6,26 @@ import (
 )
 
 // sseWriter writes a server-sent event stream and applies the step's stream faults: slow
-// events, a cut after N events, an error event after N events.
+// events, a cut or an error event after N events, and the faults placed by content count (see
+// midstream.go).
 type sseWriter struct {
-	c    *call
-	st   Step
-	f    http.Flusher
-	sent int // events written so far
+	c       *call
+	st      Step
+	f       http.Flusher
+	sent    int  // events written so far
+	content int  // content events written so far
+	waited  bool // the first-token delay is over
+	stalled bool // the mid-stream stall is over
 }
+
+// eventKind says where an event stands in a stream (see the Step documentation).
+type eventKind int
+
+const (
+	preambleEvent eventKind = iota // opens the stream, before any content
+	contentEvent                   // carries a piece of the answer
+	otherEvent                     // anything after the preamble that is not content
+)
 
 // startStream sends the 200 headers of an event stream and flushes them, so the client sees the
 // stream open before the first event.
@@ -29,22 +42,28 @@ func (c *call) startStream(st Step) *sseWriter {
 	return &sseWriter{c: c, st: st, f: f}
 }
 
-// send writes one event whose data is v (raw if []byte or string, else JSON). It returns false
+// open writes a preamble event, delta a content event and send any other event; each returns
+// false when the stream must end here (see emit).
+func (sw *sseWriter) open(event string, v any) bool  { return sw.emit(preambleEvent, event, v) }
+func (sw *sseWriter) delta(event string, v any) bool { return sw.emit(contentEvent, event, v) }
+func (sw *sseWriter) send(event string, v any) bool  { return sw.emit(otherEvent, event, v) }
+
+// emit writes one event whose data is v (raw if []byte or string, else JSON). It returns false
 // when the stream must end here: the step's error event or clean cut came due. An abort cut,
 // a departed client or a closing server drop the connection instead of returning.
-func (sw *sseWriter) send(event string, v any) bool {
-	if sw.st.StreamError != "" && sw.sent == sw.st.ErrorAfter {
-		name, data := sw.c.streamErrorEvent(sw.st)
-		sw.raw(name, data)
+func (sw *sseWriter) emit(kind eventKind, event string, v any) bool {
+	if kind != preambleEvent && !sw.atContentCount() {
 		return false
 	}
-	if sw.st.Cut != "" && sw.sent == sw.st.CutAfter {
-		if sw.st.Cut == CutAbort {
-			abort()
-		}
+	st := sw.st
+	if st.StreamError != "" && !st.CountContent && sw.sent == st.ErrorAfter {
+		sw.errorEvent()
 		return false
 	}
-	if sw.sent > 0 && sw.st.ChunkDelay > 0 && !sw.c.wait(sw.st.ChunkDelay) {
+	if st.Cut != "" && !st.CountContent && sw.sent == st.CutAfter {
+		return sw.cut()
+	}
+	if sw.sent > 0 && st.ChunkDelay > 0 && !sw.c.wait(st.ChunkDelay) {
 		abort()
 	}
 	var data []byte
@@ -56,9 +75,30 @@ func (sw *sseWriter) send(event string, v any) bool {
 	default:
 		data, _ = json.Marshal(v)
 	}
+	if kind == contentEvent {
+		sw.content++
+		if sw.content == st.MalformedAt {
+			data = data[:len(data)/2] // an object without its end never parses
+		}
+	}
 	sw.raw(event, data)
 	sw.sent++
 	return true
+}
+
+// errorEvent sends the step's in-stream error event.
+func (sw *sseWriter) errorEvent() {
+	name, data := sw.c.streamErrorEvent(sw.st)
+	sw.raw(name, data)
+}
+
+// cut ends the stream as the step's Cut says: it drops the connection (abort) or returns false
+// for the caller to end the body cleanly.
+func (sw *sseWriter) cut() bool {
+	if sw.st.Cut == CutAbort {
+		abort()
+	}
+	return false
 }
 
 // raw writes one event as is and flushes it.

@@ -17,6 +17,32 @@ import (
 //	mocks.Status(503).WithShouldRetry(false).WithDelay(50 * time.Millisecond)
 //
 // A step answers one call unless [Step.Repeat] or [Step.Forever] says otherwise.
+//
+// # Silent providers
+//
+// Two steps model a provider that says nothing: [Step.Delay] sends the whole answer late (no
+// header, no byte until then), and [Step.Stall] never answers at all. A client that times the
+// headers catches both. [Step.FirstTokenDelay] and [Step.StallAfter] are the other kind: the
+// headers and the first events arrive at once, and the silence comes later, where only a
+// first-token or idle-stream limit catches it.
+//
+// # Stream events
+//
+// A stream opens with its preamble: OpenAI's first chunk (the role, or the tool call's id and
+// name); Anthropic's message_start, the first content_block_start and ping. Then come the
+// content events, each carrying a piece of the answer: OpenAI chunks with delta.content,
+// delta.refusal or tool-call arguments; Anthropic content_block_delta events (text, tool
+// input, and, when the request asks for thinking, the thinking and signature deltas that come
+// before the text). Then the tail: the finish chunk, the usage chunk and [DONE]; or
+// content_block_stop, message_delta and message_stop.
+//
+// A reply's text is sent one word per content event, each word after the first with its
+// leading space, so [Step.Text] of K words is exactly K content events (a text of more than
+// 4096 words is grouped into 4096 events). [Step.CutAfter] and [Step.ErrorAfter] count every
+// event, preamble included, unless [Step.CountContent] is set; [Step.FirstTokenDelay],
+// [Step.StallAfter], [Step.MalformedAt] and [Step.RefuseAfter] count content events only, so
+// that one step does the same to both wire formats. These stream faults do nothing to a JSON
+// (non-streaming) reply unless their field says otherwise.
 type Step struct {
 	// Status is the HTTP status of an error reply, sent in the provider's own error envelope.
 	// 0 and 200 mean a successful reply.
@@ -38,16 +64,19 @@ type Step struct {
 	ShouldRetry *bool
 	// Header holds extra response headers, added after the standard ones (so they win).
 	Header http.Header
-	// Delay holds the response headers back this long. It ends early, without a reply, when the
-	// client goes away or the server closes.
+	// Delay holds the response headers back this long: a silent provider that answers late.
+	// It ends early, without a reply, when the client goes away or the server closes. It
+	// applies to JSON and streamed replies, and comes before every other field's effect.
 	Delay time.Duration
-	// Stall never answers: the connection stays open until the client gives up or the server
-	// closes, and then drops without a response.
+	// Stall never answers, the silent provider that is never heard from: no status, no header,
+	// no byte. The connection stays open until the client gives up or the server closes, and
+	// then drops without a response. It wins over every field but Delay (which comes first).
 	Stall bool
 	// Reset closes the TCP connection with a reset (SO_LINGER 0) before any response byte.
 	Reset bool
 	// Malformed sends a 200 whose JSON body (or, for a stream, whose first event) is cut short
-	// and cannot be parsed.
+	// and cannot be parsed; the stream ends there. For a bad event in the middle of a stream
+	// that goes on, see MalformedAt.
 	Malformed bool
 	// Text replaces the reply text ("" = the server's reply text, or an echo of the last user
 	// message).
@@ -58,16 +87,80 @@ type Step struct {
 	ChunkDelay time.Duration
 	// Cut ends the reply early after CutAfter events (streams) or after half the body (JSON):
 	// [CutAbort] drops the connection, [CutClean] ends the body normally but without the
-	// terminal event. "" = no cut.
+	// terminal event, and without the finish reason unless the cut comes after it (for a
+	// complete stream that lacks only its terminal event, see OmitTerminal). "" = no cut.
 	Cut CutMode
-	// CutAfter is the number of stream events sent before Cut takes effect.
+	// CutAfter is the number of stream events sent before Cut takes effect, counting the
+	// preamble (see [Step]) unless CountContent is set. A number past the stream's last event
+	// cuts nothing.
 	CutAfter int
 	// StreamError, when set, is the provider error type sent as an error event inside a 200
 	// stream after ErrorAfter events; the stream then ends. A non-streaming call gets the same
 	// error as an HTTP error reply instead, with the status usual for that type.
 	StreamError string
-	// ErrorAfter is the number of stream events sent before the StreamError event.
+	// ErrorAfter is the number of stream events sent before the StreamError event, counting
+	// the preamble unless CountContent is set.
 	ErrorAfter int
+	// CountContent makes CutAfter and ErrorAfter count content events instead of every event,
+	// so that CutAfter 3 cuts after the third word of the answer in either wire format,
+	// whatever preamble came first. The cut or error event then comes before the next event
+	// past the preamble: with CutAfter 0, right after the preamble; with CutAfter equal to the
+	// number of content events, after the whole answer but before its finish chunk or
+	// content_block_stop. A count past the answer's content events cuts nothing. Without Cut
+	// or StreamError it does nothing.
+	CountContent bool
+	// FirstTokenDelay holds a stream's first content event back this long, after the 200
+	// headers (text/event-stream) and the preamble went out at once: the client's headers and
+	// first bytes arrive in time, only its first token is late. It ends early, dropping the
+	// connection, when the client goes away or the server closes. For a first token that never
+	// comes, give a duration longer than the client waits (time.Hour): the wait ends with the
+	// client anyway. 0 or negative: no delay. A JSON reply ignores it (use Delay).
+	FirstTokenDelay time.Duration
+	// StallAfter, when positive, makes a stream go silent after that many content events, for
+	// StallFor, and then go on normally to the end. A reply with fewer content events does not
+	// stall; one with exactly that many stalls after its whole answer, before its finish chunk
+	// or content_block_stop. 0 or negative: no stall (for a stall right after the preamble use
+	// FirstTokenDelay). A JSON reply ignores it.
+	StallAfter int
+	// StallFor is how long the StallAfter silence lasts; 0 or negative means until the client
+	// goes away or the server closes, when the connection drops. Without StallAfter it does
+	// nothing.
+	StallFor time.Duration
+	// MalformedAt, when positive, sends the stream's MalformedAt-th content event (counting
+	// from 1) with its JSON cut in half, and goes on with the rest of the stream, finish
+	// reason and terminal event included: a client that skips the bad event presents an
+	// answer missing a piece as complete. 0 or negative, or past the last content event:
+	// nothing is malformed. A JSON reply ignores it (see Malformed).
+	MalformedAt int
+	// OmitTerminal ends a complete stream without its terminal event: every content event,
+	// the finish chunk with its finish_reason and, when the request asked for it
+	// (stream_options.include_usage), the usage chunk, then the body ends cleanly without
+	// "data: [DONE]" (OpenAI); for Anthropic, message_delta with its stop_reason and usage,
+	// but no message_stop. Unlike CutClean, the answer and its finish reason are whole. A JSON
+	// reply ignores it.
+	OmitTerminal bool
+	// Refuse, when set, makes the answer a refusal, after RefuseAfter content events of the
+	// normal answer (0: at once), in JSON and streams alike. OpenAI: the message's refusal
+	// field holds Refuse (content is null, or the part of the answer sent before), streamed
+	// as delta.refusal pieces, finish_reason "stop". Anthropic: a 200 whose stop_reason is
+	// "refusal" and whose stop_details is {"type":"refusal","category":RefuseCategory,
+	// "explanation":Refuse} (on message_delta in a stream, then message_stop); the content is
+	// the part of the answer sent before. A refusal replaces a tool call.
+	Refuse string
+	// RefuseCategory is the Anthropic stop_details category of a refusal ("cyber", "bio", …;
+	// "" = null, a refusal of no named category). Without Refuse or ContentFilter it does
+	// nothing; OpenAI ignores it.
+	RefuseCategory string
+	// RefuseAfter is how many content events of the normal answer come before the refusal or
+	// content filter; past the answer's length, the whole answer comes first. 0 or negative:
+	// the refusal is the whole answer.
+	RefuseAfter int
+	// ContentFilter ends the answer after RefuseAfter content events with OpenAI's
+	// finish_reason "content_filter" (JSON and streams; the content is the part sent before).
+	// Anthropic has no such reason and answers stop_reason "refusal" instead, with
+	// RefuseCategory and a null explanation. With Refuse also set, OpenAI sends the refusal text and then
+	// finish_reason "content_filter". It replaces a tool call.
+	ContentFilter bool
 	// Repeat is how many consecutive calls this step answers (0 and 1 = one call).
 	Repeat int
 	// Forever makes the step answer every call from then on.
@@ -208,6 +301,10 @@ func (st Step) String() string {
 		}
 	case st.Malformed:
 		parts = append(parts, "malformed")
+	case st.Refuse != "":
+		parts = append(parts, fmt.Sprintf("refusal@%d", max(st.RefuseAfter, 0)))
+	case st.ContentFilter:
+		parts = append(parts, fmt.Sprintf("content-filter@%d", max(st.RefuseAfter, 0)))
 	case st.ToolCall != nil:
 		parts = append(parts, "tool:"+st.ToolCall.Name)
 	default:
@@ -230,6 +327,25 @@ func (st Step) String() string {
 	}
 	if st.StreamError != "" {
 		parts = append(parts, fmt.Sprintf("stream-error=%s@%d", st.StreamError, st.ErrorAfter))
+	}
+	if st.CountContent && (st.Cut != "" || st.StreamError != "") {
+		parts = append(parts, "in-content")
+	}
+	if st.FirstTokenDelay > 0 {
+		parts = append(parts, "first-token-delay="+st.FirstTokenDelay.String())
+	}
+	if st.StallAfter > 0 {
+		stall := "forever"
+		if st.StallFor > 0 {
+			stall = st.StallFor.String()
+		}
+		parts = append(parts, fmt.Sprintf("stall-after=%d for=%s", st.StallAfter, stall))
+	}
+	if st.MalformedAt > 0 {
+		parts = append(parts, fmt.Sprintf("malformed-at=%d", st.MalformedAt))
+	}
+	if st.OmitTerminal {
+		parts = append(parts, "omit-terminal")
 	}
 	return strings.Join(parts, " ")
 }

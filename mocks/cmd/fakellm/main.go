@@ -10,6 +10,14 @@
 // chaos mode. It listens on loopback addresses only unless -allow-remote is given, and stops on
 // SIGINT or SIGTERM.
 //
+// The faults of a failover test work here as from Go: streams whose first token is late, that
+// stall after some content, carry a malformed event mid-stream, end without their terminal
+// event or are cut after N words (scenario file steps, or builtins such as slow-first-token and
+// no-terminal); refusals and content filters; per-model scripts ("models"), outages on a
+// schedule from the server's start ("outages"); context windows (-context-window model=tokens,
+// "contextWindows") and models that refuse an assistant prefill (-reject-prefill,
+// "rejectPrefill").
+//
 // Left running, it stays bounded: it reads at most -max-body bytes of a request (default
 // 4 MiB; a longer body is answered 413 in the API's own error shape), refuses JSON nested
 // deeper than 64 levels, and its journal keeps the latest -journal-entries requests (default
@@ -26,6 +34,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -44,7 +53,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("fakellm", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), usage, mocks.MaxJSONDepth)
+		fmt.Fprintf(fs.Output(), usage, mocks.MaxJSONDepth, wrap(mocks.BuiltinScenarios(), 88))
 		fs.PrintDefaults()
 	}
 	addr := fs.String("addr", "127.0.0.1:8080", "`host:port` to listen on (loopback only unless -allow-remote)")
@@ -62,6 +71,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		"`bytes` of each request body the journal keeps, the rest cut; 0 the default, negative none (overrides the file's journal.maxBodyBytes)")
 	totalBytes := fs.Int64("journal-bytes", mocks.DefaultJournalTotalBytes,
 		"`bytes` the kept requests may hold in all (bodies, headers), the oldest dropped beyond; 0 the default, negative none (overrides the file's journal.maxTotalBytes)")
+	windows := map[string]int{}
+	fs.Func("context-window", "give a model a context window, as `model=tokens` (repeatable; adds to the file's contextWindows): a longer prompt plus max_tokens is answered 400 context_length_exceeded (OpenAI) or prompt is too long (Anthropic)",
+		func(v string) error {
+			model, n, ok := strings.Cut(v, "=")
+			tokens, err := strconv.Atoi(n)
+			if !ok || model == "" || err != nil || tokens <= 0 {
+				return fmt.Errorf("want model=tokens with a positive number of tokens, got %q", v)
+			}
+			if _, known := windows[model]; !known && len(windows) >= mocks.MaxModels {
+				return fmt.Errorf("more than %d models", mocks.MaxModels)
+			}
+			windows[model] = tokens
+			return nil
+		})
+	prefill := fs.Bool("reject-prefill", false, "every model refuses a conversation ending with an assistant message (400 \"does not support assistant message prefill\"); the file's rejectPrefill can name some models only")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -121,6 +145,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if *key != "" {
 		opts = append(opts, mocks.WithAPIKey(*key))
 	}
+	if len(windows) > 0 {
+		opts = append(opts, mocks.WithContextWindows(windows))
+	}
+	if *prefill {
+		opts = append(opts, mocks.WithRejectPrefill())
+	}
 	if set["seed"] || set["chaos"] {
 		opts = append(opts, mocks.WithChaos(*seed, *rate))
 	}
@@ -138,20 +168,57 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-// usage heads the -h output (a format taking mocks.MaxJSONDepth): what the command does and the bounds it keeps when left running.
+// usage heads the -h output (a format taking mocks.MaxJSONDepth and the builtin scenarios):
+// what the command does, the faults it knows and the bounds it keeps when left running.
 const usage = `Usage: fakellm [flags]
 
 Runs the steady fake LLM server (OpenAI, Azure OpenAI and Anthropic wire formats) until
 SIGINT or SIGTERM. Faults come from -scenario, the X-Fake-Scenario header or -chaos.
 
+A scenario file (JSON, see mocks.Config; unknown keys are refused) gives a default "script",
+named "scenarios", per-route ("routes") and per-model ("models") scripts, "outages" (windows
+from the server's start in which matching requests all fail), "contextWindows" and
+"rejectPrefill". Its steps fail a call (status, stall, delay_ms, reset, …) or its stream
+after it opened: first_token_delay_ms, stall_after with stall_for_ms, malformed_at,
+omit_terminal, cut/cut_after with count_content, refuse/refuse_after/refuse_category,
+content_filter. A call picks a scenario with the X-Fake-Scenario header, the file's or one
+of the builtins:
+%[2]s
+
 Left running, it stays bounded: it reads at most -max-body bytes of a request (a longer
 body is answered 413 in the API's own error shape, unread when Content-Length says so) and
-refuses JSON nested deeper than %d levels (400). Its in-memory journal keeps the latest
+refuses JSON nested deeper than %[1]d levels (400). Its in-memory journal keeps the latest
 -journal-entries requests, the first -journal-body bytes of each body, and -journal-bytes
 in all, dropping the oldest; its counters count every request.
 
 Flags:
 `
+
+// wrap lists names, comma-separated and indented, in lines of at most width bytes.
+func wrap(names []string, width int) string {
+	var b strings.Builder
+	line := 0
+	for i, name := range names {
+		item := name
+		if i < len(names)-1 {
+			item += ","
+		}
+		if line > 0 && line+1+len(item) > width {
+			b.WriteByte('\n')
+			line = 0
+		}
+		if line == 0 {
+			b.WriteString("  ")
+			line = 2
+		} else {
+			b.WriteByte(' ')
+			line++
+		}
+		b.WriteString(item)
+		line += len(item)
+	}
+	return b.String()
+}
 
 // checkLoopback returns an error unless addr's host is a loopback IP or "localhost".
 func checkLoopback(addr string) error {

@@ -1,0 +1,100 @@
+package mocks
+
+import (
+	"net/http"
+	"strings"
+)
+
+// How a request's path maps to a wire dialect, an endpoint and a route name.
+
+// endpoint is what a request asks for.
+type endpoint int
+
+const (
+	chatEndpoint endpoint = iota + 1
+	embeddingsEndpoint
+	modelsEndpoint
+	messagesEndpoint
+)
+
+// api is the wire dialect of a request.
+type api int
+
+const (
+	openAI api = iota
+	azure
+	anthropic
+)
+
+// The routes a script can be given for itself (WithRouteScript, Server.RouteScript, "routes"
+// in a scenario file), so that one server can fail one dialect or one endpoint while the
+// others serve.
+const (
+	RouteChat            = "/v1/chat/completions"                              // OpenAI chat
+	RouteEmbeddings      = "/v1/embeddings"                                    // OpenAI embeddings
+	RouteMessages        = "/v1/messages"                                      // Anthropic messages
+	RouteAzureChat       = "/openai/deployments/{deployment}/chat/completions" // Azure chat, any deployment
+	RouteAzureEmbeddings = "/openai/deployments/{deployment}/embeddings"       // Azure embeddings, any deployment
+)
+
+// Routes lists the route names a script can be given for itself.
+var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings}
+
+// key is the route name of a request, one of Routes ("" for the others).
+func (r routed) key() string {
+	switch {
+	case r.api == openAI && r.endpoint == chatEndpoint:
+		return RouteChat
+	case r.api == openAI && r.endpoint == embeddingsEndpoint:
+		return RouteEmbeddings
+	case r.api == anthropic && r.endpoint == messagesEndpoint:
+		return RouteMessages
+	case r.api == azure && r.endpoint == chatEndpoint:
+		return RouteAzureChat
+	case r.api == azure && r.endpoint == embeddingsEndpoint:
+		return RouteAzureEmbeddings
+	}
+	return ""
+}
+
+// routed is the result of route.
+type routed struct {
+	api        api
+	endpoint   endpoint
+	method     string
+	deployment string
+}
+
+// route maps a request path to its dialect and endpoint. /v1/models answers in the Anthropic
+// shape when the request carries anthropic-version.
+func route(r *http.Request) (routed, bool) {
+	p := strings.TrimSuffix(r.URL.Path, "/")
+	switch p {
+	case "/v1/chat/completions":
+		return routed{api: openAI, endpoint: chatEndpoint, method: http.MethodPost}, true
+	case "/v1/embeddings":
+		return routed{api: openAI, endpoint: embeddingsEndpoint, method: http.MethodPost}, true
+	case "/v1/models":
+		if r.Header.Get("Anthropic-Version") != "" {
+			return routed{api: anthropic, endpoint: modelsEndpoint, method: http.MethodGet}, true
+		}
+		return routed{api: openAI, endpoint: modelsEndpoint, method: http.MethodGet}, true
+	case "/v1/messages":
+		return routed{api: anthropic, endpoint: messagesEndpoint, method: http.MethodPost}, true
+	}
+	rest, ok := strings.CutPrefix(p, "/openai/deployments/")
+	if !ok {
+		return routed{api: openAI}, false
+	}
+	deployment, op, ok := strings.Cut(rest, "/")
+	if !ok || deployment == "" {
+		return routed{api: azure}, false
+	}
+	switch op {
+	case "chat/completions":
+		return routed{api: azure, endpoint: chatEndpoint, method: http.MethodPost, deployment: deployment}, true
+	case "embeddings":
+		return routed{api: azure, endpoint: embeddingsEndpoint, method: http.MethodPost, deployment: deployment}, true
+	}
+	return routed{api: azure}, false
+}
