@@ -16,6 +16,9 @@ import (
 type breaker struct {
 	c     *circuit
 	ev    *emitter
+	// parent is the breaker of the pipeline a route belongs to (nil for a pipeline that is no
+	// route): consulted before the route's own, and told whether the host was reachable.
+	parent *breaker
 	share func(Advice) // tells the other instances the circuit opened or closed (WithSharedState)
 
 	// With a ProbeElection (WithSharedState): the store, how long a probe may hold its
@@ -97,6 +100,11 @@ func (b *breaker) reject(req *http.Request, r rejection) error {
 // without taking the circuit's lock. The outer layers call it first, so a call to a provider
 // that is down fails before any layer allocates. It returns nil to let the call go on.
 func (b *breaker) fastReject(req *http.Request) error {
+	if b.parent != nil {
+		if r, ok := b.parent.c.fastReject(); ok {
+			return b.parent.reject(req, r)
+		}
+	}
 	if r, ok := b.c.fastReject(); ok {
 		return b.reject(req, r)
 	}
@@ -141,11 +149,40 @@ type breakerTransport struct {
 
 func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	b, ctx := t.b, req.Context()
+	if pb := b.parent; pb != nil {
+		return t.routeTrip(req, pb)
+	}
 	tk, rej, ch := b.c.admit()
 	b.announce(ctx, ch)
 	if rej != nil {
 		return nil, b.reject(req, *rej)
 	}
+	return t.trip(req, tk)
+}
+
+// routeTrip is RoundTrip for a route: its deployment's circuit (pb) admits the call first and
+// hears whether the host was reachable (hostVerdict); the route's own circuit judges the rest.
+func (t *breakerTransport) routeTrip(req *http.Request, pb *breaker) (*http.Response, error) {
+	b, ctx := t.b, req.Context()
+	ptk, rej, ch := pb.c.admit()
+	pb.announce(ctx, ch)
+	if rej != nil {
+		return nil, pb.reject(req, *rej)
+	}
+	tk, rej, ch := b.c.admit()
+	b.announce(ctx, ch)
+	if rej != nil {
+		pb.c.report(ptk, verdictExcluded) // not sent: a probe slot of the deployment is given back
+		return nil, b.reject(req, *rej)
+	}
+	resp, err := t.trip(req, tk)
+	pb.announce(ctx, pb.c.report(ptk, hostVerdict(ctx, resp, err)))
+	return resp, err
+}
+
+// trip sends the call admitted with tk and reports its outcome, at once or when its body ends.
+func (t *breakerTransport) trip(req *http.Request, tk ticket) (*http.Response, error) {
+	b, ctx := t.b, req.Context()
 	if tk.probe && b.elect != nil {
 		if err := b.elected(req, tk); err != nil {
 			return nil, err

@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -85,12 +86,21 @@ func (b *bulkhead) inFlight() int { return len(b.slots) }
 type bulkheadTransport struct {
 	b    *bulkhead
 	cool *cooldown // the rate-limit pause, checked before a slot is taken
-	p    *Pipeline // for the shared advice (nil in tests that build layers by hand)
+	p    *Pipeline // for the shared advice and the routes (nil in tests that build layers by hand)
 	next http.RoundTripper
 	base http.RoundTripper
+	// chains are the chains of the pipeline's routes over base, by route pipeline.
+	chains sync.Map
 }
 
 func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.p != nil && t.p.parent == nil {
+		if key := routeOf(req.Context()); key != "" {
+			if rt := t.routed(key); rt != nil {
+				return rt.RoundTrip(req) // the route's own layers, over this transport's base
+			}
+		}
+	}
 	b := t.b
 	if t.p != nil && t.p.shared != nil {
 		t.p.adoptShared(req.Context())
@@ -111,7 +121,7 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		b.finish(err)
 		return t.fail(req, err)
 	}
-	if c, ok := resp.Body.(*call); ok && c.t.ev == b.ev && c.slot == nil {
+	if c, ok := resp.Body.(*call); ok && t.p != nil && c.t == &t.p.timeouts && c.slot == nil {
 		c.slot = b // the call's record frees the slot at the body's end
 		return resp, nil
 	}

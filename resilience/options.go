@@ -116,6 +116,14 @@ type Options struct {
 	// PaceFromHeaders learns the budgets from the x-ratelimit-* / anthropic-ratelimit-*
 	// headers of the answers: their limits, and what the server says remains.
 	PaceFromHeaders bool `json:"PaceFromHeaders"`
+
+	// RouteScope says where one model's trouble stays: "model" (the default) keeps the
+	// circuit, the rate-limit pause, the learnt per-minute budgets and the retry budget per
+	// model of the deployment (the call's Call.Route), so model A's outage, 429s and retries
+	// leave model B alone, while a refused key or an unreachable host still counts for every
+	// model; "deployment" shares them between all the models of the deployment, for a server
+	// that fails as a whole (one self-hosted server behind one URL). See Pipeline.Route.
+	RouteScope string `json:"RouteScope"`
 }
 
 // DefaultOptions returns the policy steady uses when nothing is configured: the seed values
@@ -147,6 +155,7 @@ func DefaultOptions() Options {
 		RateLimitCooldown:                 true,
 		RateLimitMaxPauseSeconds:          300,
 		PaceFromHeaders:                   true,
+		RouteScope:                        RouteScopeModel,
 	}
 }
 
@@ -237,6 +246,11 @@ func (o Options) Validate() error {
 	v.intRange("BulkheadMaxQueue", o.BulkheadMaxQueue, 0, 1000000)
 	v.secRange("BulkheadQueueTimeoutSeconds", o.BulkheadQueueTimeoutSeconds, 0, 86400)
 	v.secRange("RateLimitMaxPauseSeconds", o.RateLimitMaxPauseSeconds, 1, 86400)
+	switch o.RouteScope {
+	case RouteScopeModel, RouteScopeDeployment:
+	default:
+		v.add("RouteScope", fmt.Sprintf("%q", o.RouteScope), `must be "model" or "deployment"`)
+	}
 	v.intRange("PaceRequestsPerMinute", o.PaceRequestsPerMinute, 0, 100_000_000)
 	v.intRange("PaceTokensPerMinute", o.PaceTokensPerMinute, 0, 100_000_000)
 

@@ -22,14 +22,21 @@ type Pipeline struct {
 	shared SharedState
 	sh     sharing
 
-	// Each layer owns its state; the pipeline only holds them together.
+	// Each layer owns its state; the pipeline only holds them together. A route's bulkhead is
+	// its parent's (bh); a pipeline's own is bulkhead.
 	ev       emitter
 	bulkhead bulkhead
+	bh       *bulkhead
 	cool     cooldown
 	pace     pacer
 	timeouts timeouts
 	breaker  breaker
 	retry    retrier
+
+	// parent is the pipeline a route belongs to (nil for one that is no route); routes are a
+	// pipeline's routes, by key (see route.go).
+	parent *Pipeline
+	routes routes
 }
 
 // Option configures a Pipeline beyond its Options.
@@ -65,12 +72,24 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 		}
 		o(p)
 	}
+	p.init(opts)
+	return p, nil
+}
+
+// init builds the layers of p, whose name, clock, observer, shared state and parent are set,
+// over valid opts.
+func (p *Pipeline) init(opts Options) {
 	opts.RetryableStatusCodes = append([]int(nil), opts.RetryableStatusCodes...)
 	p.opts = opts
 	_, wall := p.clock.(wallClock)
 	p.ev = emitter{name: p.name, clock: p.clock, observer: p.observer, maxAttempts: opts.RetryCount + 1,
 		epoch: p.clock.Now(), wall: wall}
-	p.bulkhead.init(opts, &p.ev)
+	if p.parent != nil {
+		p.bh = p.parent.bh // a route's calls hold its deployment's slots
+	} else {
+		p.bulkhead.init(opts, &p.ev)
+		p.bh = &p.bulkhead
+	}
 	p.policy = newPolicy("", opts)
 	p.timeouts.init(p.policy, &p.ev)
 	p.cool.init(opts, p.policy, &p.ev)
@@ -79,8 +98,10 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	p.breaker.init(opts, &p.ev)
 	p.retry.init(opts, p.policy, &p.ev, &p.breaker)
 	p.retry.cool, p.retry.pace = &p.cool, &p.pace
+	if p.parent != nil {
+		p.breaker.parent = &p.parent.breaker
+	}
 	p.initShared()
-	return p, nil
 }
 
 // Policy returns the pipeline's own per-call policy (its retries and time limits), named "":
@@ -118,11 +139,15 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	base = watchTransport(base, p.policy.idle, p.clock)
+	return p.wrapOver(watchTransport(base, p.policy.idle, p.clock))
+}
+
+// wrapOver builds the chain over base, which Wrap has prepared (see watchTransport).
+func (p *Pipeline) wrapOver(base http.RoundTripper) http.RoundTripper {
 	retry := newRetryTransport(&p.retry, base)
 	brk := &breakerTransport{b: &p.breaker, next: retry}
 	tmo := &timeoutTransport{t: &p.timeouts, below: &p.breaker, next: brk}
-	return &bulkheadTransport{b: &p.bulkhead, cool: &p.cool, p: p, next: tmo, base: base}
+	return &bulkheadTransport{b: p.bh, cool: &p.cool, p: p, next: tmo, base: base}
 }
 
 // CircuitState returns the circuit's state now. It is computed on read: an open circuit
@@ -175,8 +200,8 @@ func (p *Pipeline) CoolingFor() time.Duration { return p.cool.remaining() }
 func (p *Pipeline) SettleTokens(estimated, used int) { p.pace.settle(estimated, used) }
 
 // InFlight returns the number of exchanges holding a bulkhead slot now (their bodies not yet
-// closed), queued calls excluded.
-func (p *Pipeline) InFlight() int { return len(p.bulkhead.slots) }
+// closed), queued calls excluded. A route's are its deployment's.
+func (p *Pipeline) InFlight() int { return len(p.bh.slots) }
 
 // Headroom is what is left of a pipeline's per-minute budgets (see Options.PaceRequestsPerMinute).
 type Headroom struct {
@@ -203,7 +228,7 @@ func (p *Pipeline) Headroom() Headroom {
 
 // Isolate holds the circuit open until Reset, whatever calls or time do: every call fails
 // at once with ErrCircuitOpen and CircuitState reports CircuitIsolated. Use it to take a
-// provider out of service by hand.
+// provider out of service by hand. Every route of the pipeline consults its circuit first.
 func (p *Pipeline) Isolate() { p.breaker.isolate() }
 
 // OpenFor opens the circuit now, for at least d, whatever the failure counts say: calls fail
@@ -219,10 +244,14 @@ func (p *Pipeline) OpenFor(d time.Duration) {
 	p.breaker.announce(nil, p.breaker.c.openAtLeast(d))
 }
 
-// Reset ends isolation and closes the circuit with fresh counts, and ends a rate-limit pause.
+// Reset ends isolation and closes the circuit with fresh counts, and ends a rate-limit pause,
+// on the pipeline and every route of it.
 func (p *Pipeline) Reset() {
 	p.breaker.reset()
 	p.cool.end()
+	for _, r := range p.Routes() {
+		r.Reset()
+	}
 }
 
 // statusSet is a bitset of HTTP status codes 0..639.

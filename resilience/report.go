@@ -39,6 +39,10 @@ type Call struct {
 	// the pipeline's events are then steps of a larger call, and Event.InCall tells observers
 	// so — a give-up is one provider's, not the call's failure.
 	OutcomeReported bool
+	// Route names the route of the call — the model it asks for — so that a pipeline whose
+	// RouteScope is "model" keeps that model's circuit, pause, budgets and retry budget apart
+	// from the others' (see Pipeline.Route). "" runs the call on the pipeline itself.
+	Route string
 
 	reportFailures bool
 	failure        failureReport

@@ -98,6 +98,13 @@ func (p *Pipeline) SetSharedScope(scope string) bool {
 	return true
 }
 
+// sharedScope returns the scope set with SetSharedScope, "" when none.
+func (p *Pipeline) sharedScope() string {
+	p.sh.mu.Lock()
+	defer p.sh.mu.Unlock()
+	return p.sh.scope
+}
+
 // SharedName returns the name the pipeline shares under ("" when it shares nothing), fixing
 // it, and joining the store, if no call did yet.
 func (p *Pipeline) SharedName() string {

@@ -1,0 +1,203 @@
+package resilience
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+)
+
+// modelServer answers each model (the X-Model header) as the test says: a status per model,
+// 200 by default, and counts the requests per model.
+type modelServer struct {
+	*script
+	mu     sync.Mutex
+	status map[string]int
+	hint   map[string]string
+	seen   map[string]int
+}
+
+func newModelServer(t *testing.T) *modelServer {
+	m := &modelServer{status: map[string]int{}, hint: map[string]string{}, seen: map[string]int{}}
+	m.script = newScript(t, func(w http.ResponseWriter, r *http.Request) {
+		model := r.Header.Get("X-Model")
+		m.mu.Lock()
+		m.seen[model]++
+		code, hint := m.status[model], m.hint[model]
+		m.mu.Unlock()
+		if hint != "" {
+			w.Header().Set("Retry-After", hint)
+		}
+		if code == 0 {
+			code = http.StatusOK
+		}
+		w.WriteHeader(code)
+	})
+	return m
+}
+
+func (m *modelServer) set(model string, code int, hint string) {
+	m.mu.Lock()
+	m.status[model], m.hint[model] = code, hint
+	m.mu.Unlock()
+}
+
+func (m *modelServer) count(model string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.seen[model]
+}
+
+// callModel sends one call for model through c, as the client does: a Call naming the route.
+func callModel(t *testing.T, c *http.Client, url, model string, maxWait time.Duration) (*http.Response, error) {
+	t.Helper()
+	call := &Call{}
+	call.Init(context.Background(), false)
+	call.Route, call.MaxWait = model, maxWait
+	req, _ := http.NewRequestWithContext(call, http.MethodPost, url, nil)
+	req.Header.Set("X-Model", model)
+	resp, err := c.Do(req)
+	if err == nil {
+		_ = resp.Body.Close()
+	}
+	return resp, err
+}
+
+// Model A's outage opens A's circuit only: every call to model B on the same pipeline is
+// served at once, with no circuit_open.
+func TestRoutes_OneModelsOutageLeavesTheOthersAlone(t *testing.T) {
+	s := newModelServer(t)
+	s.set("a", http.StatusServiceUnavailable, "")
+	o := testOptions()
+	o.RetryCount = 0
+	o.CircuitBreakerThreshold = 2
+	c, p := client(t, o, WithName("openai"))
+	for range 3 {
+		_, _ = callModel(t, c, s.url(), "a", 0)
+	}
+	if st := p.Route("a").CircuitState(); st != CircuitOpen {
+		t.Fatalf("model a's circuit is %v, want open", st)
+	}
+	if _, err := callModel(t, c, s.url(), "a", 0); !errors.Is(err, ErrCircuitOpen) {
+		t.Fatalf("model a while open: %v", err)
+	}
+	for range 5 {
+		if resp, err := callModel(t, c, s.url(), "b", 0); err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("model b: %v %v", resp, err)
+		}
+	}
+	if st := p.CircuitState(); st != CircuitClosed {
+		t.Fatalf("the deployment's circuit is %v: a model's failures counted for every model", st)
+	}
+	if got := p.Routes(); len(got) != 2 || got["a"].Name() != "openai:a" {
+		t.Fatalf("routes %v", got)
+	}
+}
+
+// A 429 without a hint on model A pauses model A; a call to model B neither waits nor is
+// refused.
+func TestRoutes_APausePausesItsModelOnly(t *testing.T) {
+	s := newModelServer(t)
+	s.set("a", http.StatusTooManyRequests, "30")
+	o := instantOptions()
+	o.RetryCount = 0
+	c, p := client(t, o, WithName("openai"), WithClock(newInstantClock()))
+	if resp, err := callModel(t, c, s.url(), "a", 0); err != nil || resp.StatusCode != 429 {
+		t.Fatalf("model a: %v %v", resp, err)
+	}
+	if p.Route("a").CoolingFor() <= 0 || p.Route("b").CoolingFor() != 0 || p.CoolingFor() != 0 {
+		t.Fatalf("pauses: a %s, b %s, deployment %s", p.Route("a").CoolingFor(), p.Route("b").CoolingFor(), p.CoolingFor())
+	}
+	if resp, err := callModel(t, c, s.url(), "b", -1); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("model b, which may not wait: %v %v", resp, err)
+	}
+}
+
+// Model A's retries never spend model B's retry budget.
+func TestRoutes_RetryBudgetsArePerModel(t *testing.T) {
+	s := newModelServer(t)
+	s.set("a", http.StatusServiceUnavailable, "")
+	s.set("b", http.StatusServiceUnavailable, "")
+	o := testOptions()
+	o.RetryCount = 3
+	o.RetryBudgetPercent, o.RetryBudgetFloor, o.RetryBudgetWindowSeconds = 1, 3, 60
+	o.CircuitBreakerThreshold = 100
+	c, _ := client(t, o, WithName("openai"))
+	for range 3 {
+		_, _ = callModel(t, c, s.url(), "a", 0) // spends the floor of three retries, and more
+	}
+	before := s.count("b")
+	_, _ = callModel(t, c, s.url(), "b", 0)
+	if n := s.count("b") - before; n != 4 {
+		t.Fatalf("model b made %d attempts, want 4: a's retries spent b's budget", n)
+	}
+}
+
+// A network failure reaching the host counts for every model of the deployment: refused
+// connections on model A open the deployment's circuit, and model B is turned away without
+// touching the network.
+func TestRoutes_AnUnreachableHostCountsForEveryModel(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://%s/v1/chat/completions", l.Addr())
+	_ = l.Close() // nothing listens: connections are refused
+	o := testOptions()
+	o.RetryCount = 0
+	o.CircuitBreakerThreshold = 2
+	c, p := client(t, o, WithName("openai"))
+	for range 2 {
+		if _, err := callModel(t, c, url, "a", 0); err == nil || errors.Is(err, ErrCircuitOpen) {
+			t.Fatalf("model a: %v, want a refused connection", err)
+		}
+	}
+	if st := p.CircuitState(); st != CircuitOpen {
+		t.Fatalf("the deployment's circuit is %v after the host refused twice", st)
+	}
+	var coe *CircuitOpenError
+	if _, err := callModel(t, c, url, "b", 0); !errors.As(err, &coe) || coe.Pipeline != "openai" {
+		t.Fatalf("model b: %v, want the deployment's circuit open", err)
+	}
+}
+
+// Isolate and Reset act on every model; a pipeline of scope "deployment" has no routes; the
+// models beyond MaxRoutes share one route.
+func TestRoutes_IsolateResetScopeAndBound(t *testing.T) {
+	s := newModelServer(t)
+	s.set("a", http.StatusServiceUnavailable, "")
+	o := testOptions()
+	o.RetryCount = 0
+	o.CircuitBreakerThreshold = 1
+	c, p := client(t, o, WithName("openai"))
+	_, _ = callModel(t, c, s.url(), "a", 0)
+	p.Isolate()
+	if _, err := callModel(t, c, s.url(), "b", 0); !errors.Is(err, ErrCircuitOpen) {
+		t.Fatalf("model b of an isolated deployment: %v", err)
+	}
+	p.Reset()
+	if p.CircuitState() != CircuitClosed || p.Route("a").CircuitState() != CircuitClosed {
+		t.Fatalf("after Reset: deployment %v, model a %v", p.CircuitState(), p.Route("a").CircuitState())
+	}
+	for i := range MaxRoutes + 8 {
+		if r := p.Route(fmt.Sprint("m", i)); r == nil {
+			t.Fatal("no route")
+		}
+	}
+	if n := len(p.Routes()); n != MaxRoutes+1 {
+		t.Fatalf("%d routes, want %d and the shared one", n, MaxRoutes)
+	}
+	if p.Route("m999").Name() != "openai:*" {
+		t.Fatalf("a model beyond the bound runs on %q", p.Route("m999").Name())
+	}
+
+	o.RouteScope = RouteScopeDeployment
+	_, whole := client(t, o, WithName("local"))
+	if whole.Route("a") != whole {
+		t.Fatal("a pipeline of scope deployment made a route")
+	}
+}
