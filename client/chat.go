@@ -44,14 +44,14 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
 	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(false),
-		func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (*providers.ChatResponse, *resilience.CallInfo, error) {
+		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
-			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), o.maxWait(maxWait), tokens
-			call.OutcomeReported = true
-			resp, err := d.provider.Chat(call, withModel(req, model))
+			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
+			call.OutcomeReported, call.Route = true, t.route
+			resp, err := t.d.provider.Chat(call, withModel(req, t.model))
 			if err == nil && resp != nil {
-				d.pipeline.SettleTokens(tokens, resp.Usage.Total())
+				t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
 			}
 			return resp, &call.Info, err
 		},
@@ -96,20 +96,20 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
 	tokens := embedTokens(req)
 	return walkChain(c, ctx, tr, pl, req.Model, providers.CapEmbeddings,
-		func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (*providers.EmbedResponse, *resilience.CallInfo, error) {
+		func(ctx context.Context, t try) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
-			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(d, o), o.maxWait(maxWait), tokens
-			call.OutcomeReported = true
+			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
+			call.OutcomeReported, call.Route = true, t.route
 			r := req
-			if model != req.Model {
+			if t.model != req.Model {
 				cp := *req
-				cp.Model = model
+				cp.Model = t.model
 				r = &cp
 			}
-			resp, err := d.provider.Embed(call, r)
+			resp, err := t.d.provider.Embed(call, r)
 			if err == nil && resp != nil {
-				d.pipeline.SettleTokens(tokens, resp.Usage.Total())
+				t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
 			}
 			return resp, &call.Info, err
 		},
@@ -174,7 +174,7 @@ func (c *Client) begin(ctx context.Context, o *callOptions, pl plan, op Operatio
 // named none). tr may be
 // nil.
 func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities,
-	call func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (R, *resilience.CallInfo, error),
+	call func(ctx context.Context, t try) (R, *resilience.CallInfo, error),
 	served func(resp R, d *deployment, model string, res *TryResult, start time.Time) (open bool)) (R, error) {
 	var zero R
 	var failures []*providers.Error
@@ -188,26 +188,24 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 		}
 		m := c.modelFor(e, model, first)
 		first = false
+		routeModel := e.telemetryModel(m)
 		deps := e.deps
 		if len(deps) > 1 {
-			deps = e.route(pl.sticky)
+			deps = e.route(pl.sticky, routeModel)
 		}
-		later := c.maxWait(pl.chain, i, need) // the wait allowed when a later provider can serve
+		later := c.maxWait(pl.chain, i, model, need) // the wait allowed when a later provider can serve
 		for k, d := range deps {
-			dm := m
-			if d.model != "" {
-				dm = d.model
-			}
+			dm := d.modelFor(m)
 			// The next place the call can go at once: another deployment, else a later provider.
 			wait := later
-			if k+1 < len(deps) && wait == 0 && deps[k+1].available() {
+			if k+1 < len(deps) && wait == 0 && deps[k+1].available(deps[k+1].modelFor(routeModel)) {
 				wait = c.failoverWait()
 			}
 			var start time.Time
 			if tr != nil {
 				start = time.Now()
 			}
-			resp, info, err := call(ctx, d, dm, wait)
+			resp, info, err := call(ctx, try{d: d, model: dm, route: d.modelFor(routeModel), maxWait: wait})
 			if err == nil {
 				if d.outs.Load() != 0 {
 					d.outs.Store(0) // back in service: the next take-out starts from the first break
@@ -257,9 +255,10 @@ func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, m
 // rate-limit pause, a server's hint, a backoff), as resilience.Call.MaxWait: the client's
 // fail-over threshold when a later provider can serve the call at once, else 0 (the
 // provider's own policy and the caller's deadline decide).
-func (c *Client) maxWait(chain []string, i int, need providers.Capabilities) time.Duration {
+func (c *Client) maxWait(chain []string, i int, model string, need providers.Capabilities) time.Duration {
 	for _, name := range chain[i+1:] {
-		if c.entries[name].canServeNow(need) {
+		e := c.entries[name]
+		if e.canServeNow(e.telemetryModel(c.modelFor(e, model, false)), need) {
 			return c.failoverWait()
 		}
 	}
@@ -274,14 +273,15 @@ func (c *Client) failoverWait() time.Duration {
 	return c.failoverAfter
 }
 
-// canServeNow reports whether provider e could take a call that needs need at once: it has
-// the capabilities, its circuit lets calls through and it is not pausing after a rate limit.
-func (e *entry) canServeNow(need providers.Capabilities) bool {
+// canServeNow reports whether provider e could take a call for model that needs need at once:
+// it has the capabilities, and one of its deployments' circuits (and the model's route) lets
+// calls through and is not pausing after a rate limit.
+func (e *entry) canServeNow(model string, need providers.Capabilities) bool {
 	if !e.caps.Has(need) {
 		return false
 	}
 	for _, d := range e.deps {
-		if d.available() {
+		if d.available(d.modelFor(model)) {
 			return true
 		}
 	}
@@ -297,6 +297,16 @@ func withModel(req *providers.ChatRequest, model string) *providers.ChatRequest 
 	r := *req
 	r.Model = model
 	return &r
+}
+
+// try is one try of a call on one route: deployment d asked for model (its name in the
+// request; "" leaves it to the provider), on the route of route (the model, the provider's
+// default included), waiting at most maxWait (see resilience.Call.MaxWait).
+type try struct {
+	d       *deployment
+	model   string
+	route   string
+	maxWait time.Duration
 }
 
 // endCall reports the failure err of a call to its tracker, if any, and returns err.

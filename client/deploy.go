@@ -86,25 +86,35 @@ type deployment struct {
 	outUntil time.Time
 }
 
-// available reports whether d can take a call now: its circuit lets calls through, it is not
-// pausing after a rate limit and its known budgets have room for a request.
-func (d *deployment) available() bool {
-	switch d.pipeline.CircuitState() {
-	case resilience.CircuitOpen, resilience.CircuitIsolated:
+// available reports whether d can take a call for model now: its circuit and the model's
+// route's let calls through, the route is not pausing after a rate limit and its known budgets
+// have room for a request.
+func (d *deployment) available(model string) bool {
+	if blocked(d.pipeline.CircuitState()) {
 		return false
 	}
-	if d.pipeline.CoolingFor() > 0 {
+	r := d.pipeline.Route(model)
+	if r != d.pipeline && blocked(r.CircuitState()) {
 		return false
 	}
-	h := d.pipeline.Headroom()
+	if r.CoolingFor() > 0 {
+		return false
+	}
+	h := r.Headroom()
 	// Room for one more request (and a token) now; an unknown budget (-1) has room.
 	return (h.Requests < 0 || h.Requests*float64(h.RequestsPerMinute) >= 1) &&
 		(h.Tokens < 0 || h.Tokens*float64(h.TokensPerMinute) >= 1)
 }
 
-// headroomOf is the smaller share left of d's known budgets, 1 when it knows none.
-func headroomOf(d *deployment) float64 {
-	h := d.pipeline.Headroom()
+// blocked reports whether a circuit in state s turns calls away.
+func blocked(s resilience.CircuitState) bool {
+	return s == resilience.CircuitOpen || s == resilience.CircuitIsolated
+}
+
+// headroomOf is the smaller share left of the known budgets of d's route for model, 1 when it
+// knows none.
+func headroomOf(d *deployment, model string) float64 {
+	h := d.pipeline.Route(model).Headroom()
 	share := 1.0
 	if h.Requests >= 0 {
 		share = min(share, h.Requests)
@@ -147,6 +157,15 @@ func WithDeployments(name string, opts resilience.Options, strategy Strategy, de
 			deployments: append([]Deployment(nil), deployments...)})
 		return nil
 	}
+}
+
+// modelFor is the model a call asking for model asks of d: the deployment's own, when it has
+// one.
+func (d *deployment) modelFor(model string) string {
+	if d.model != "" {
+		return d.model
+	}
+	return model
 }
 
 // maxDeploymentValue bounds a deployment's Weight and limits, as the configuration does: the
@@ -213,10 +232,11 @@ func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
 	return out, errors.Join(errs...)
 }
 
-// route returns the deployments of e in the order to try them for a call, the ones that can
-// take it now first; sticky, when not "", orders them by rendezvous hashing on it, so the
-// same key lands on the same deployment (its prompt cache stays warm) while it can take calls.
-func (e *entry) route(sticky string) []*deployment {
+// route returns the deployments of e in the order to try them for a call asking for model, the
+// ones that can take it now first; sticky, when not "", orders them by rendezvous hashing on
+// it, so the same key lands on the same deployment (its prompt cache stays warm) while it can
+// take calls.
+func (e *entry) route(sticky, model string) []*deployment {
 	order := slices.Clone(e.deps)
 	switch {
 	case sticky != "":
@@ -255,7 +275,7 @@ func (e *entry) route(sticky string) []*deployment {
 		})
 	case e.strategy == RouteMostHeadroom:
 		slices.SortStableFunc(order, func(a, b *deployment) int {
-			ha, hb := headroomOf(a), headroomOf(b)
+			ha, hb := headroomOf(a, a.modelFor(model)), headroomOf(b, b.modelFor(model))
 			switch {
 			case ha > hb:
 				return -1
@@ -267,7 +287,7 @@ func (e *entry) route(sticky string) []*deployment {
 	}
 	// The deployments that can take the call now go first, in the strategy's order.
 	slices.SortStableFunc(order, func(a, b *deployment) int {
-		aa, ab := a.available(), b.available()
+		aa, ab := a.available(a.modelFor(model)), b.available(b.modelFor(model))
 		switch {
 		case aa && !ab:
 			return -1
@@ -283,12 +303,24 @@ func (e *entry) route(sticky string) []*deployment {
 type DeploymentInfo struct {
 	// Name is "<provider>/<deployment>" (the provider's name for a provider of one).
 	Name string
-	// Circuit is the deployment's circuit, with the time left of its rate-limit pause.
+	// Circuit is the deployment's circuit — what counts for every model: a refused key, an
+	// unreachable host — with the time left of its rate-limit pause.
 	Circuit resilience.CircuitInfo
 	// Headroom is what is left of its per-minute budgets.
 	Headroom resilience.Headroom
 	// InFlight is the number of its exchanges in flight.
 	InFlight int
+	// Routes is the state of each model the deployment has served or been asked for, sorted
+	// by model (see resilience.Pipeline.Route): its own circuit, pause and budgets.
+	Routes []RouteInfo
+}
+
+// RouteInfo is the state of one model of a deployment.
+type RouteInfo struct {
+	// Model is the model; "*" for the models beyond resilience.MaxRoutes, which share one.
+	Model    string
+	Circuit  resilience.CircuitInfo
+	Headroom resilience.Headroom
 }
 
 // Deployments returns the state of the deployments of provider name, in their configured
@@ -302,6 +334,10 @@ func (c *Client) Deployments(name string) []DeploymentInfo {
 	for i, d := range e.deps {
 		out[i] = DeploymentInfo{Name: d.name, Circuit: d.pipeline.CircuitInfo(), Headroom: d.pipeline.Headroom(),
 			InFlight: d.pipeline.InFlight()}
+		for model, r := range d.pipeline.Routes() {
+			out[i].Routes = append(out[i].Routes, RouteInfo{Model: model, Circuit: r.CircuitInfo(), Headroom: r.Headroom()})
+		}
+		slices.SortFunc(out[i].Routes, func(a, b RouteInfo) int { return cmp.Compare(a.Model, b.Model) })
 	}
 	return out
 }

@@ -124,7 +124,8 @@ func TestDeployments_MostHeadroomFollowsTheBudgets(t *testing.T) {
 	if got := counts(ss); got[0] != 1 || got[1] != 4 {
 		t.Fatalf("counts %v", got)
 	}
-	if h := c.Deployments("p")[0].Headroom; h.RequestsPerMinute != 10 || h.Requests >= 0.95 {
+	// The budget is the model's (its route's): pacing and pauses are per model.
+	if h := c.Deployments("p")[0].Routes[0].Headroom; h.RequestsPerMinute != 10 || h.Requests >= 0.95 {
 		t.Fatalf("headroom %+v", h)
 	}
 }
@@ -204,7 +205,8 @@ func TestDeployments_FailuresStayWithTheirDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	infos := c.Deployments("q")
-	if infos[0].Circuit.CoolingFor <= 0 || infos[1].Circuit.CoolingFor != 0 || limited.Journal().Len() != 1 || other.Journal().Len() != 1 {
+	if len(infos[0].Routes) != 1 || infos[0].Routes[0].Circuit.CoolingFor <= 0 || infos[0].Circuit.CoolingFor != 0 ||
+		infos[1].Routes[0].Circuit.CoolingFor != 0 || limited.Journal().Len() != 1 || other.Journal().Len() != 1 {
 		t.Fatalf("deployments %+v; limited saw %d, other %d", infos, limited.Journal().Len(), other.Journal().Len())
 	}
 }

@@ -33,7 +33,7 @@ func TestFailover_ALongHintFailsOverAndWaitsOnlyWhenNothingElseCan(t *testing.T)
 		tries[0].Err.Kind != providers.KindRateLimited || tries[0].Next != "b" {
 		t.Fatalf("tries %+v", tries)
 	}
-	if c.Pipeline("a").CoolingFor() <= 0 {
+	if c.Pipeline("a").Route("gpt-4o-mini").CoolingFor() <= 0 { // the model's pause
 		t.Fatal("a is not pausing after its 429")
 	}
 

@@ -46,18 +46,19 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
 	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(true),
-		func(ctx context.Context, d *deployment, model string, maxWait time.Duration) (*Stream, *resilience.CallInfo, error) {
+		func(ctx context.Context, t try) (*Stream, *resilience.CallInfo, error) {
+			d := t.d
 			s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
 			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
-			s.call.MaxWait, s.call.Tokens = o.maxWait(maxWait), tokens
-			s.call.OutcomeReported = true
-			s.pipe = d.pipeline
+			s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), tokens
+			s.call.OutcomeReported, s.call.Route = true, t.route
+			s.pipe = d.pipeline.Route(t.route)
 			firstContent := d.firstContent
 			if pol := pl.policyFor(d, o); pol != nil {
 				s.call.Policy = pol
 				firstContent = pol.Timeout()
 			}
-			inner, err := d.provider.ChatStream(&s.call, withModel(req, model))
+			inner, err := d.provider.ChatStream(&s.call, withModel(req, t.model))
 			if err != nil {
 				return nil, &s.call.Info, err
 			}

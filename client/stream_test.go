@@ -71,7 +71,7 @@ func TestChatStream_FallsBackBeforeFirstContent(t *testing.T) {
 		t.Fatalf("%q from %s: %v", text, st.Provider(), err)
 	}
 	// The in-stream overload counted as a failure for the primary's breaker.
-	if got := c.Pipeline("primary").CircuitState(); got != resilience.CircuitOpen {
+	if got := c.Pipeline("primary").Route("gpt-4o-mini").CircuitState(); got != resilience.CircuitOpen {
 		t.Fatalf("primary circuit %v, want open after an in-stream overload", got)
 	}
 }
@@ -98,7 +98,7 @@ func TestChatStream_FailureAfterContentCarriesPartialOutput(t *testing.T) {
 	if secondary.Journal().Len() != 0 {
 		t.Fatal("fell back after content had reached the caller")
 	}
-	if c.Pipeline("openai").CircuitState() != resilience.CircuitOpen {
+	if c.Pipeline("openai").Route("gpt-4o-mini").CircuitState() != resilience.CircuitOpen {
 		t.Fatal("the in-stream overload did not count for the breaker")
 	}
 }
@@ -179,7 +179,7 @@ func TestChatStream_AnthropicOverloadEventOpensTheCircuitAndFallsBackToOpenAI(t 
 	if err != nil || text != "openai speaking" || st.Provider() != "openai" || !last.Done {
 		t.Fatalf("%q from %s (last %+v): %v", text, st.Provider(), last, err)
 	}
-	if got := c.Pipeline("claude").CircuitState(); got != resilience.CircuitOpen {
+	if got := c.Pipeline("claude").Route("claude-haiku-4-5").CircuitState(); got != resilience.CircuitOpen {
 		t.Fatalf("claude circuit %v, want open after an in-stream overloaded_error", got)
 	}
 	if in := claude.Journal().Len(); in != 1 {

@@ -166,6 +166,11 @@ type CircuitGroups interface {
 // the output, and the provider gets the check "<provider>:deployments" with the count that
 // can serve. Readiness fails only when a provider has nothing that can serve (or, with
 // WithFallback, when no provider of the chain can).
+//
+// A pipeline that keeps its state per model (resilience.Pipeline.Route) adds, on every
+// report, a check per model it has served, "<name>:<model>:circuit", in its provider's group:
+// one model down while another serves is a warning; each route can serve only while its
+// deployment's own circuit (a refused key, an unreachable host) lets calls through.
 func (c *Checker) AddSet(set CircuitSet) {
 	c.AddAll(set.Circuits())
 	if g, ok := set.(CircuitGroups); ok {
@@ -206,8 +211,14 @@ type CheckResult struct {
 	// (0 to 1), -1 when unknown or when the source has no Headroom method.
 	RequestsLeft, TokensLeft float64
 	// Group is the group the source serves in (its provider, for a deployment added by
-	// AddSet), "" for a source that stands alone.
+	// AddSet), "" for a source that stands alone. A source that keeps its state per model
+	// forms a group with its routes.
 	Group string
+	// Route is the model of a route's result ("<source>:<model>", see resilience.Pipeline.Route),
+	// "" for a source's own. Routed marks a source's own result when it serves through routes:
+	// it is shown, and its failures count through its routes' statuses.
+	Route  string
+	Routed bool
 }
 
 // GroupResult is one group of sources (the deployments of one provider) judged together.
@@ -270,24 +281,29 @@ func (c *Checker) Report() Report {
 	// Sources are read outside the lock: reading a pipeline may run its event observer.
 	for i, src := range srcs {
 		r := &results[i]
-		if is, ok := src.(circuitInfoSource); ok {
-			info := is.CircuitInfo()
-			r.State = info.State
-			if info.State == resilience.CircuitOpen {
-				r.NextProbeIn, r.HasNextProbe = max(info.NextProbeIn, 0), true
+		read(r, src)
+		rs, ok := src.(routeSource)
+		if !ok {
+			continue
+		}
+		routes := rs.Routes()
+		if len(routes) == 0 {
+			continue
+		}
+		// A pipeline that keeps its state per model serves through its routes: each is a check
+		// of its own in the source's group, and can serve only when the pipeline's own circuit
+		// (a refused key, an unreachable host) lets calls through too.
+		if r.Group == "" {
+			r.Group = r.Name
+		}
+		r.Routed = true
+		for key, p := range routes {
+			rr := CheckResult{Name: r.Name + ":" + key, Group: r.Group, Route: key}
+			read(&rr, p)
+			if r.Status.rank() > rr.Status.rank() {
+				rr.Status = r.Status
 			}
-			r.CoolingFor = max(info.CoolingFor, 0)
-		} else {
-			r.State = src.CircuitState()
-		}
-		r.RequestsLeft, r.TokensLeft = -1, -1
-		if hs, ok := src.(headroomSource); ok {
-			h := hs.Headroom()
-			r.RequestsLeft, r.TokensLeft = h.Requests, h.Tokens
-		}
-		r.Status = StatusOf(r.State)
-		if r.CoolingFor > 0 && r.Status == StatusPass {
-			r.Status = StatusWarn // pausing after a rate limit: calls wait or go elsewhere
+			results = append(results, rr)
 		}
 	}
 	slices.SortFunc(results, func(a, b CheckResult) int { return strings.Compare(a.Name, b.Name) })
@@ -302,6 +318,37 @@ func (c *Checker) Report() Report {
 	return Report{Status: status, Time: c.now(), Checks: results, SharedStates: shared, Groups: groups}
 }
 
+// read fills r with what src says now: its state, the time to its next probe, its pause and
+// its budgets, and the status they make.
+func read(r *CheckResult, src CircuitSource) {
+	if is, ok := src.(circuitInfoSource); ok {
+		info := is.CircuitInfo()
+		r.State = info.State
+		if info.State == resilience.CircuitOpen {
+			r.NextProbeIn, r.HasNextProbe = max(info.NextProbeIn, 0), true
+		}
+		r.CoolingFor = max(info.CoolingFor, 0)
+	} else {
+		r.State = src.CircuitState()
+	}
+	r.RequestsLeft, r.TokensLeft = -1, -1
+	if hs, ok := src.(headroomSource); ok {
+		h := hs.Headroom()
+		r.RequestsLeft, r.TokensLeft = h.Requests, h.Tokens
+	}
+	r.Status = StatusOf(r.State)
+	if r.CoolingFor > 0 && r.Status == StatusPass {
+		r.Status = StatusWarn // pausing after a rate limit: calls wait or go elsewhere
+	}
+}
+
+// routeSource is a source that keeps its state per model (*resilience.Pipeline, see
+// resilience.Pipeline.Route): its routes are read on every report, so models it serves later
+// show as they come.
+type routeSource interface {
+	Routes() map[string]*resilience.Pipeline
+}
+
 // group judges the grouped results together: it returns each group's result and the statuses
 // that decide the overall one — one per group, one per source that stands alone.
 func group(results []CheckResult) ([]GroupResult, []Status) {
@@ -312,6 +359,9 @@ func group(results []CheckResult) ([]GroupResult, []Status) {
 		if r.Group == "" {
 			units = append(units, r.Status)
 			continue
+		}
+		if r.Routed {
+			continue // its routes serve, each judged with its own circuit and this one's
 		}
 		i, ok := index[r.Group]
 		if !ok {
@@ -360,7 +410,9 @@ func (c *Checker) Check(ctx context.Context) error {
 	}
 	for _, cr := range r.Checks {
 		// A deployment down while its provider serves through another does not fail readiness.
-		if cr.Status == StatusFail && (cr.Group == "" || failedGroup[cr.Group]) {
+		// A route that fails only because its deployment does is named by the deployment's own
+		// check; a deployment that serves through routes is named only when it fails itself.
+		if cr.Status == StatusFail && (cr.Group == "" || failedGroup[cr.Group]) && StatusOf(cr.State) == StatusFail {
 			e.Failing = append(e.Failing, cr)
 		}
 	}

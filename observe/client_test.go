@@ -120,7 +120,7 @@ func TestClient_ChatSpanMetricsAndLogs(t *testing.T) {
 		t.Errorf("time to first chunk recorded for a call that is no stream: %v", pts)
 	}
 	for _, attempt := range []int{1, 2} {
-		h.value(t, observe.MetricRetries, provider, observe.KeyAttempt.Int(attempt))
+		h.value(t, observe.MetricRetries, provider, observe.KeyModel.String("gpt-4o-mini"), observe.KeyAttempt.Int(attempt))
 	}
 
 	recs := h.records(t)
@@ -128,10 +128,10 @@ func TestClient_ChatSpanMetricsAndLogs(t *testing.T) {
 	if len(retryRecs) != 2 {
 		t.Fatalf("%d retry records", len(retryRecs))
 	}
-	if got, want := retryRecs[0].str("msg"), "attempt 1 of 4 for azure-eu failed (status 429); next attempt in 5ms (server hint)"; got != want {
+	if got, want := retryRecs[0].str("msg"), "attempt 1 of 4 for azure-eu (gpt-4o-mini) failed (status 429); next attempt in 5ms (server hint)"; got != want {
 		t.Errorf("retry message %q, want %q", got, want)
 	}
-	if got, want := retryRecs[1].str("msg"), "attempt 2 of 4 for azure-eu failed (status 503); next attempt in 2ms (backoff)"; got != want {
+	if got, want := retryRecs[1].str("msg"), "attempt 2 of 4 for azure-eu (gpt-4o-mini) failed (status 503); next attempt in 2ms (backoff)"; got != want {
 		t.Errorf("retry message %q, want %q", got, want)
 	}
 	for _, r := range retryRecs {
@@ -263,7 +263,7 @@ func TestClient_FailedCallMarksTheSpanAsAnError(t *testing.T) {
 			levels = append(levels, r.str("level")+" "+r.str("msg"))
 		}
 	}
-	want := []string{"WARN gave up on openai after attempt 2 of 2: retries exhausted",
+	want := []string{"WARN gave up on openai (gpt-4o-mini) after attempt 2 of 2: retries exhausted",
 		"ERROR chat gpt-4o-mini failed after ", ": openai rate_limited"}
 	if len(levels) != 2 || levels[0] != want[0] || !strings.HasPrefix(levels[1], want[1]) || !strings.HasSuffix(levels[1], want[2]) {
 		t.Errorf("records %q, want %q", levels, want)
@@ -322,8 +322,10 @@ func TestClient_RejectionsAndTransitionsLandOnTheCallSpan(t *testing.T) {
 	if got := attr(t, rejected.Attributes(), "steady.attempts").AsInt64(); got != 0 {
 		t.Errorf("attempts %d", got)
 	}
-	h.value(t, observe.MetricCircuitRejected, observe.KeyProvider.String("openai"), observe.KeyState.String("open"))
-	h.value(t, observe.MetricCircuitBreaker, observe.KeyProvider.String("openai"), observe.KeyState.String("open"))
+	// The model's circuit opened: the events name the model (the state is per model).
+	gpt := observe.KeyModel.String("gpt-4o-mini")
+	h.value(t, observe.MetricCircuitRejected, observe.KeyProvider.String("openai"), gpt, observe.KeyState.String("open"))
+	h.value(t, observe.MetricCircuitBreaker, observe.KeyProvider.String("openai"), gpt, observe.KeyState.String("open"))
 	h.value(t, observe.MetricCallDuration, observe.KeyProvider.String("openai"), observe.KeyOutcome.String("circuit_open"))
 }
 
@@ -340,7 +342,7 @@ func TestClient_ObserverAndTelemetryBothReceiveEvents(t *testing.T) {
 	if len(seen) == 0 {
 		t.Error("the observer saw nothing")
 	}
-	h.value(t, observe.MetricRetries, observe.KeyProvider.String("openai"), observe.KeyAttempt.Int(1))
+	h.value(t, observe.MetricRetries, observe.KeyProvider.String("openai"), observe.KeyModel.String("gpt-4o-mini"), observe.KeyAttempt.Int(1))
 }
 
 func TestClient_CanceledCallIsRecorded(t *testing.T) {

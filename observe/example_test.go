@@ -68,10 +68,10 @@ func Example() {
 		}
 	}
 	// Output:
-	// span "chat gpt-4o-mini", event cooldown: steady.delay_ms=10,steady.provider=openai,steady.server_hint=true
-	// span "chat gpt-4o-mini", event retry: http.response.status_code=429,steady.attempt=1,steady.delay_ms=10,steady.max_attempts=4,steady.provider=openai,steady.reason=status 429,steady.server_hint=true
-	// llm_resilience_retry_total{attempt=1,provider=openai} 1
-	// llm_resilience_cooldown_total{provider=openai} 1
+	// span "chat gpt-4o-mini", event cooldown: steady.delay_ms=10,steady.provider=openai,steady.route=gpt-4o-mini,steady.server_hint=true
+	// span "chat gpt-4o-mini", event retry: http.response.status_code=429,steady.attempt=1,steady.delay_ms=10,steady.max_attempts=4,steady.provider=openai,steady.reason=status 429,steady.route=gpt-4o-mini,steady.server_hint=true
+	// llm_resilience_retry_total{attempt=1,model=gpt-4o-mini,provider=openai} 1
+	// llm_resilience_cooldown_total{model=gpt-4o-mini,provider=openai} 1
 }
 
 // Logs alone, for a bare pipeline: the observer is the pipeline's OnEvent.

@@ -65,9 +65,12 @@ func (in *instruments) event(ctx context.Context, e resilience.Event) {
 		return
 	}
 	key, str, n := d.label(e)
-	k := optionKey{layout: layoutEvent + uint8(e.Type), a: e.Pipeline, b: str, n: n}
+	k := optionKey{layout: layoutEvent + uint8(e.Type), a: e.Pipeline, b: str, n: n, c: e.Route}
 	d.counter(in).Add(ctx, 1, in.options.get(k, func() []attribute.KeyValue {
 		attrs := []attribute.KeyValue{KeyProvider.String(e.Pipeline)}
+		if e.Route != "" {
+			attrs = append(attrs, KeyModel.String(e.Route))
+		}
 		switch {
 		case key == "":
 		case str == "":

@@ -53,11 +53,14 @@ const (
 // spans and span events (namespaced steady.*).
 const (
 	KeyProvider = attribute.Key("provider") // the pipeline's (provider's) name
-	KeyAttempt  = attribute.Key("attempt")  // the attempt that failed
-	KeyState    = attribute.Key("state")    // closed, half-open, open, isolated
-	KeyTimeout  = attribute.Key("timeout")  // total, attempt, stream-idle
-	KeyReason   = attribute.Key("reason")   // why the retry layer gave up
-	KeyOutcome  = attribute.Key("outcome")  // success, closed, or a providers.ErrorKind
+	// KeyModel is the route of an event of a pipeline that keeps its state per model
+	// (resilience.Event.Route): the model, bounded per deployment by resilience.MaxRoutes.
+	KeyModel   = attribute.Key("model")
+	KeyAttempt = attribute.Key("attempt") // the attempt that failed
+	KeyState   = attribute.Key("state")   // closed, half-open, open, isolated
+	KeyTimeout = attribute.Key("timeout") // total, attempt, stream-idle
+	KeyReason  = attribute.Key("reason")  // why the retry layer gave up
+	KeyOutcome = attribute.Key("outcome") // success, closed, or a providers.ErrorKind
 
 	KeySpanProvider  = attribute.Key("steady.provider")  // the provider that served (or last failed)
 	KeySpanAttempts  = attribute.Key("steady.attempts")  // HTTP attempts, over every provider tried
@@ -67,6 +70,9 @@ const (
 	KeySpanPolicy    = attribute.Key("steady.policy")    // the named policy of the call (client.WithPolicy)
 	// KeySpanDeployment is the deployment that served (or last failed), "<provider>/<name>".
 	KeySpanDeployment = attribute.Key("steady.deployment")
+	// KeySpanRoute is the route (the model) a pipeline event is about, when the pipeline keeps
+	// its state per model.
+	KeySpanRoute = attribute.Key("steady.route")
 	// KeySpanRequestID is the call's own ID (client.WithRequestID).
 	KeySpanRequestID = attribute.Key("steady.client_request_id")
 )

@@ -81,8 +81,12 @@ func logEvent(logger *slog.Logger, e resilience.Event) {
 		return
 	}
 	fs := d.collect(e)
-	attrs := make([]slog.Attr, 0, fs.n+3)
+	attrs := make([]slog.Attr, 0, fs.n+4)
 	attrs = append(attrs, slog.String(LogProvider, e.Pipeline), slog.String(LogEvent, e.Type.String()))
+	if e.Route != "" {
+		attrs = append(attrs, slog.String(LogModel, e.Route))
+		e.Pipeline += " (" + e.Route + ")" // the message names the model too: "gave up on openai (gpt-4o)…"
+	}
 	for _, v := range fs.list[:fs.n] {
 		switch v.kind {
 		case 'i':

@@ -38,8 +38,11 @@ func spanEvent(e resilience.Event) {
 		return
 	}
 	fs := d.collect(e)
-	attrs := make([]attribute.KeyValue, 0, fs.n+1)
+	attrs := make([]attribute.KeyValue, 0, fs.n+2)
 	attrs = append(attrs, KeySpanProvider.String(e.Pipeline))
+	if e.Route != "" {
+		attrs = append(attrs, KeySpanRoute.String(e.Route))
+	}
 	for _, v := range fs.list[:fs.n] {
 		if v.f.span == "" {
 			continue

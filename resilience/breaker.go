@@ -14,12 +14,12 @@ import (
 // breaker is the circuit breaker layer's view of the circuit: it admits calls, reports their
 // outcomes and emits the events of both. The state itself lives in the circuit alone.
 type breaker struct {
-	c     *circuit
-	ev    *emitter
+	c  *circuit
+	ev *emitter
 	// parent is the breaker of the pipeline a route belongs to (nil for a pipeline that is no
 	// route): consulted before the route's own, and told whether the host was reachable.
 	parent *breaker
-	share func(Advice) // tells the other instances the circuit opened or closed (WithSharedState)
+	share  func(Advice) // tells the other instances the circuit opened or closed (WithSharedState)
 
 	// With a ProbeElection (WithSharedState): the store, how long a probe may hold its
 	// election, until when (circuit time) another instance holds it, and whether this one does.

@@ -117,8 +117,11 @@ func (g GaveUp) Description() string {
 // so it is safe to log or export as it is.
 type Event struct {
 	Type     EventType
-	Pipeline string    // the pipeline's name (WithName)
-	Time     time.Time // from the pipeline's clock
+	Pipeline string // the pipeline's name (WithName); for a route, its deployment's
+	// Route is the route the event is about — the model, for a pipeline that keeps its state
+	// per model (see Pipeline.Route) — "" for the pipeline's own state.
+	Route string
+	Time  time.Time // from the pipeline's clock
 
 	// Attempt is the 1-based number of the attempt the event is about (attempt events,
 	// EventRetryScheduled: the attempt that failed, EventGaveUp: the last attempt).
@@ -174,6 +177,7 @@ type Observer func(Event)
 // emitter: it is how a layer tells the world what it did, and all it knows of the pipeline.
 type emitter struct {
 	name        string
+	route       string // the route of a route pipeline, "" otherwise
 	clock       Clock
 	observer    Observer
 	maxAttempts int
@@ -205,7 +209,7 @@ func (m *emitter) emit(e Event) {
 
 // deliver completes e with what every event carries and hands it to the observer.
 func (m *emitter) deliver(e Event) {
-	e.Pipeline = m.name
+	e.Pipeline, e.Route = m.name, m.route
 	if e.Time.IsZero() { // the layer may have read the clock already
 		e.Time = m.clock.Now()
 	}

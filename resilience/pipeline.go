@@ -36,6 +36,7 @@ type Pipeline struct {
 	// parent is the pipeline a route belongs to (nil for one that is no route); routes are a
 	// pipeline's routes, by key (see route.go).
 	parent *Pipeline
+	route  string
 	routes routes
 }
 
@@ -85,6 +86,8 @@ func (p *Pipeline) init(opts Options) {
 	p.ev = emitter{name: p.name, clock: p.clock, observer: p.observer, maxAttempts: opts.RetryCount + 1,
 		epoch: p.clock.Now(), wall: wall}
 	if p.parent != nil {
+		// A route's events and errors name its deployment, and the route (Event.Route).
+		p.ev.name, p.ev.route = p.parent.name, p.route
 		p.bh = p.parent.bh // a route's calls hold its deployment's slots
 	} else {
 		p.bulkhead.init(opts, &p.ev)

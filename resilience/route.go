@@ -96,12 +96,20 @@ func (p *Pipeline) Routes() map[string]*Pipeline {
 // Parent returns the pipeline a route belongs to, nil for a pipeline that is no route.
 func (p *Pipeline) Parent() *Pipeline { return p.parent }
 
+// RouteKey returns the route a route pipeline keeps (its model), "" for a pipeline that is no
+// route. Its events name its deployment (Event.Pipeline) and this route (Event.Route); its Name
+// is "<deployment>:<route>", under which it shares state.
+func (p *Pipeline) RouteKey() string { return p.route }
+
 // child makes the route pipeline of key. The options were validated by New already.
 func (p *Pipeline) child(key string) *Pipeline {
-	c := &Pipeline{name: p.name + ":" + key, clock: p.clock, observer: p.observer, shared: p.shared, parent: p}
+	c := &Pipeline{name: p.name + ":" + key, clock: p.clock, observer: p.observer, parent: p, route: key}
+	if p.shared != nil && !p.sh.left.Load() {
+		c.shared = p.shared // a route of a pipeline that stopped sharing shares nothing
+	}
 	c.init(p.opts)
-	if p.shared != nil {
-		c.SetSharedScope(p.sharedScope())
+	if c.shared != nil {
+		c.setSharedScope(p.sharedScope(), false) // made on a call's path: never wait on the store
 	}
 	return c
 }

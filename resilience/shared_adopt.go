@@ -82,7 +82,11 @@ func (p *Pipeline) initShared() {
 // The scope must be set before the pipeline's first call and first read of its circuit,
 // which fix the name: SetSharedScope then reports false and changes nothing, as it does for a
 // pipeline that shares nothing. An empty scope keeps the pipeline's name and joins the store.
-func (p *Pipeline) SetSharedScope(scope string) bool {
+func (p *Pipeline) SetSharedScope(scope string) bool { return p.setSharedScope(scope, true) }
+
+// setSharedScope is SetSharedScope; wait says whether to wait for the store's join (a route
+// made on a call's path does not).
+func (p *Pipeline) setSharedScope(scope string, wait bool) bool {
 	if p.shared == nil {
 		return false
 	}
@@ -94,7 +98,7 @@ func (p *Pipeline) SetSharedScope(scope string) bool {
 	}
 	sh.scope = scope
 	sh.mu.Unlock()
-	p.settle(true) // the client's start: the fleet's view is read before the first call
+	p.settle(wait) // the client's start: the fleet's view is read before the first call
 	return true
 }
 
@@ -115,11 +119,14 @@ func (p *Pipeline) SharedName() string {
 	return p.sh.name
 }
 
-// StopSharing ends the pipeline's sharing: it leaves the store (SharedStateJoiner), which then
+// StopSharing ends the pipeline's sharing, and its routes': it leaves the store (SharedStateJoiner), which then
 // stops refreshing what it shared, and from now on neither adopts nor sends advice, nor asks
 // the store for probes or budgets; it goes on with its own state. A closed client
 // (client.Client.Close) stops the sharing of its pipelines. Calling it again does nothing.
 func (p *Pipeline) StopSharing() {
+	for _, r := range p.Routes() {
+		r.StopSharing()
+	}
 	if p.shared == nil || !p.sh.left.CompareAndSwap(false, true) {
 		return
 	}

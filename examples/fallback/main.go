@@ -62,8 +62,10 @@ func run(ctx context.Context, out io.Writer) error {
 		if errors.As(err, &pe) {
 			return fmt.Errorf("call %d: %w", i, err)
 		}
+		// Circuits are per model (resilience.Pipeline.Route): the primary's for gpt-4o.
 		fmt.Fprintf(out, "call %d: %q from %s (model %s); primary saw %d requests, its circuit is %s\n",
-			i, resp.Message.Content, resp.Provider, resp.Model, primary.Journal().Len()-before, c.Pipeline("primary").CircuitState())
+			i, resp.Message.Content, resp.Provider, resp.Model, primary.Journal().Len()-before,
+			c.Pipeline("primary").Route("gpt-4o").CircuitState())
 	}
 	return nil
 }

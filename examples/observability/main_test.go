@@ -16,8 +16,8 @@ func TestObservability_ShowsLogsMetricsAndTrace(t *testing.T) {
 	for _, want := range []string{
 		`answer from openai: "Hello from the fake LLM server!"`,
 		"llm_resilience_retry_total\n",
-		"1  attempt=1 provider=openai",
-		"1  attempt=2 provider=openai",
+		"1  attempt=1 model=gpt-4o-mini provider=openai",
+		"1  attempt=2 model=gpt-4o-mini provider=openai",
 		"llm_resilience_call_duration\n",
 		"outcome=success provider=openai",
 		"gen_ai.client.operation.duration\n",
@@ -40,8 +40,8 @@ func TestObservability_ShowsLogsMetricsAndTrace(t *testing.T) {
 	}
 	log := logs.String()
 	for _, want := range []string{
-		`level=WARN msg="attempt 1 of 4 for openai failed (status 429); next attempt in 200ms (server hint)"`,
-		`level=WARN msg="attempt 2 of 4 for openai failed (status 503); next attempt in `,
+		`level=WARN msg="attempt 1 of 4 for openai (gpt-4o-mini) failed (status 429); next attempt in 200ms (server hint)"`,
+		`level=WARN msg="attempt 2 of 4 for openai (gpt-4o-mini) failed (status 503); next attempt in `,
 		"(backoff)",
 	} {
 		if !strings.Contains(log, want) {
