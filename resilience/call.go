@@ -42,6 +42,10 @@ type call struct {
 	cancel context.CancelCauseFunc // nil when the call has no time limits
 	idle   Timer
 	own    Timer // the total deadline of a call whose policy's limit differs from the pipeline's
+	// first is the call's first-token limit (Call.AwaitFirstToken), nil when none; firstDone
+	// says its first content arrived.
+	first     Timer
+	firstDone atomic.Bool
 	// For an event stream: whether a Read is waiting, and since when.
 	reading atomic.Bool
 	// How the idle timer learns the silence of the wire (see wire.go): tracing is set when the
@@ -154,6 +158,9 @@ func (c *call) end() {
 		c.stopTotal()
 		if c.idle != nil {
 			c.idle.Stop()
+		}
+		if c.first != nil {
+			c.first.Stop()
 		}
 		c.release()
 		if c.slot != nil {

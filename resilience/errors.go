@@ -149,6 +149,7 @@ const (
 	TimeoutTotal      TimeLimit = "total"       // TimeoutSeconds
 	TimeoutAttempt    TimeLimit = "attempt"     // AttemptTimeoutSeconds
 	TimeoutStreamIdle TimeLimit = "stream-idle" // StreamIdleTimeoutSeconds
+	TimeoutFirstToken TimeLimit = "first-token" // FirstTokenTimeoutSeconds (Call.AwaitFirstToken)
 )
 
 // TimeoutError is returned when one of the pipeline's own time limits runs out.

@@ -7,6 +7,13 @@ import (
 	"time"
 )
 
+// Rescue modes accepted in [Options.StreamRescue].
+const (
+	RescueOff     = "off"     // a stream that fails after content ends in an error with its partial text
+	RescueRestart = "restart" // the next route answers again, after a delta marked Restart
+	RescueBuffer  = "buffer"  // nothing is delivered until the answer is complete
+)
+
 // Backoff names accepted in [Options.RetryBackoff].
 const (
 	BackoffConstant    = "constant"    // every retry waits RetryBaseDelaySeconds
@@ -79,6 +86,22 @@ type Options struct {
 	// StreamIdleTimeoutSeconds bounds each wait for more bytes of an event stream
 	// (Content-Type text/event-stream). 0 disables it. Allowed: 0..86400.
 	StreamIdleTimeoutSeconds float64 `json:"StreamIdleTimeoutSeconds"`
+	// FirstTokenTimeoutSeconds bounds, for a streamed call (Call.AwaitFirstToken: the client's
+	// ChatStream), the time from sending to the first content — not to the headers, which a
+	// provider sends before it has produced anything. When it runs out the attempt is
+	// abandoned (its connection closed) with a timeout, never retried on the same pipeline, so
+	// the client moves to the next route at once with the rest of the deadline. The default,
+	// 10 s, turns a provider that answers its first token after 20 s — or never — into an
+	// answer from the fallback within about 10 s plus the fallback's own time. 0 disables it.
+	// Allowed: 0..86400.
+	FirstTokenTimeoutSeconds float64 `json:"FirstTokenTimeoutSeconds"`
+	// StreamRescue says what a stream that fails after content has reached the caller does:
+	// "off" (the default) ends it with an error carrying the partial text; "restart" asks the
+	// next route for the whole answer again and delivers it after a delta marked Restart
+	// (discard what you have); "buffer" delivers nothing until the answer is complete
+	// (all-or-nothing, for JSON), so a failure at any point can move to the next route
+	// unseen. See client.ChatStream.
+	StreamRescue string `json:"StreamRescue"`
 
 	// BulkheadMaxConcurrency is the number of exchanges in flight at once; an exchange holds
 	// its slot until its response body is closed or read to the end. Allowed: 1..100000.
@@ -149,6 +172,8 @@ func DefaultOptions() Options {
 		TimeoutSeconds:                    30,
 		AttemptTimeoutSeconds:             0,
 		StreamIdleTimeoutSeconds:          60,
+		FirstTokenTimeoutSeconds:          10,
+		StreamRescue:                      RescueOff,
 		BulkheadMaxConcurrency:            10,
 		BulkheadMaxQueue:                  100,
 		BulkheadQueueTimeoutSeconds:       30,
@@ -241,6 +266,12 @@ func (o Options) Validate() error {
 			fmt.Sprintf("must be below TimeoutSeconds (%g), or 0 to disable", o.TimeoutSeconds))
 	}
 	v.secRange("StreamIdleTimeoutSeconds", o.StreamIdleTimeoutSeconds, 0, 86400)
+	v.secRange("FirstTokenTimeoutSeconds", o.FirstTokenTimeoutSeconds, 0, 86400)
+	switch o.StreamRescue {
+	case RescueOff, RescueRestart, RescueBuffer:
+	default:
+		v.add("StreamRescue", fmt.Sprintf("%q", o.StreamRescue), `must be "off", "restart" or "buffer"`)
+	}
 
 	v.intRange("BulkheadMaxConcurrency", o.BulkheadMaxConcurrency, 1, 100000)
 	v.intRange("BulkheadMaxQueue", o.BulkheadMaxQueue, 0, 1000000)

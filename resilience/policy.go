@@ -27,6 +27,9 @@ type Policy struct {
 	attempt   time.Duration // AttemptTimeoutSeconds, 0 for none
 	total     time.Duration // TimeoutSeconds, 0 for none
 	idle      time.Duration // StreamIdleTimeoutSeconds, 0 for none
+	// firstToken is FirstTokenTimeoutSeconds, 0 for none; rescue is StreamRescue.
+	firstToken time.Duration
+	rescue     string
 }
 
 // NewPolicy validates o (all of it, as New does: a named policy of the configuration is a
@@ -50,6 +53,9 @@ func newPolicy(name string, o Options) *Policy {
 		attempt: seconds(o.AttemptTimeoutSeconds),
 		total:   seconds(o.TimeoutSeconds),
 		idle:    seconds(o.StreamIdleTimeoutSeconds),
+
+		firstToken: seconds(o.FirstTokenTimeoutSeconds),
+		rescue:     o.StreamRescue,
 	}
 	for _, c := range o.RetryableStatusCodes {
 		p.retryable.add(c)
@@ -76,6 +82,26 @@ func (p *Policy) WithTimeout(d time.Duration) *Policy {
 		cp.attempt = 0
 	}
 	return &cp
+}
+
+// FirstTokenTimeout returns the policy's first-token limit (FirstTokenTimeoutSeconds), 0 for
+// none.
+func (p *Policy) FirstTokenTimeout() time.Duration { return p.firstToken }
+
+// WithFirstTokenTimeout returns a copy of p whose first-token limit is d (0 for none), for a
+// call that needs another.
+func (p *Policy) WithFirstTokenTimeout(d time.Duration) *Policy {
+	cp := *p
+	cp.firstToken = max(d, 0)
+	return &cp
+}
+
+// Rescue returns the policy's StreamRescue mode: "" (or "off"), "restart" or "buffer".
+func (p *Policy) Rescue() string {
+	if p.rescue == RescueOff {
+		return ""
+	}
+	return p.rescue
 }
 
 // WithoutRetries returns a copy of p that makes one attempt: for a call whose retry is left to

@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -46,6 +47,10 @@ type Call struct {
 
 	reportFailures bool
 	failure        failureReport
+	// firstToken: the call awaits a first token (AwaitFirstToken); rec is the pipeline's
+	// record of the call, set when its first-token limit is armed, for FirstToken to stop it.
+	firstToken bool
+	rec        atomic.Pointer[call]
 }
 
 // Init makes c a Call over ctx. With reportFailures, the circuit breaker settles the call's
@@ -72,11 +77,35 @@ func (c *Call) Value(key any) any {
 	return c.Context.Value(key)
 }
 
+// AwaitFirstToken tells the pipeline that the call waits for a first token — a streamed
+// answer's first content, which only the reader of its body can recognise — so that its
+// FirstTokenTimeoutSeconds (the call's policy's) runs from the moment it is sent until the
+// reader calls FirstToken: the headers of an event stream do not end it, the first content
+// does. When the limit runs out first, the call ends with a *TimeoutError (Limit
+// TimeoutFirstToken, kind timeout), counted against the circuit and never retried on the same
+// pipeline, whether the headers had come or not. Set it before the call starts; a call
+// without it, or a policy without the limit, waits as before.
+func (c *Call) AwaitFirstToken() { c.firstToken = true }
+
+// FirstToken tells the pipeline that the call's first content arrived: its first-token limit
+// (AwaitFirstToken) no longer applies. Calling it again, or for a call that awaits none, does
+// nothing.
+func (c *Call) FirstToken() {
+	if r := c.rec.Load(); r != nil {
+		r.firstArrived()
+	}
+}
+
 // callers finds, in one walk up ctx, the CallInfo the pipeline fills in (the innermost Call's),
 // the failure report it honours (that of the innermost Call made to report failures) and the
 // policy that governs the call (the innermost Call's that has one).
 func callers(ctx context.Context) (info *CallInfo, report *failureReport, pol *Policy) {
 	c, _ := ctx.Value(callKey{}).(*Call)
+	return callersOf(c)
+}
+
+// callersOf is callers from the innermost Call c (nil for none).
+func callersOf(c *Call) (info *CallInfo, report *failureReport, pol *Policy) {
 	if c == nil {
 		return nil, nil, nil
 	}

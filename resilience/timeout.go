@@ -56,14 +56,20 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	parent := req.Context()
 	c := &call{Context: parent, parent: parent, t: t}
-	c.info, c.report, c.pol = callers(parent)
+	rc, _ := parent.Value(callKey{}).(*Call)
+	c.info, c.report, c.pol = callersOf(rc)
 	if c.pol == nil {
 		c.pol = t.pol
 	}
 	pol := c.pol
 	c.totalOff.Store(true)
-	if pol.total > 0 || pol.idle > 0 {
+	first := rc != nil && rc.firstToken && pol.firstToken > 0
+	if pol.total > 0 || pol.idle > 0 || first {
 		c.Context, c.cancel = context.WithCancelCause(parent)
+		if first {
+			c.first = t.ev.clock.AfterFunc(pol.firstToken, c.expireFirst)
+			rc.rec.Store(c)
+		}
 		if pol.total > 0 {
 			c.now() // the deadline is TimeoutSeconds after the start
 			c.totalOff.Store(false)
@@ -113,6 +119,22 @@ func (c *call) expireTotal() {
 		c.cancel(c.t.totalErr)
 	} else {
 		c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: TimeoutTotal, After: c.pol.total})
+	}
+}
+
+// expireFirst runs when the call's first-token limit ran out before its first content (see
+// Call.AwaitFirstToken): it ends the call, headers or not.
+func (c *call) expireFirst() {
+	if c.firstDone.Load() || c.done.Load() {
+		return
+	}
+	c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: TimeoutFirstToken, After: c.pol.firstToken})
+}
+
+// firstArrived ends the call's first-token limit: its first content arrived.
+func (c *call) firstArrived() {
+	if c.firstDone.CompareAndSwap(false, true) && c.first != nil {
+		c.first.Stop()
 	}
 }
 
