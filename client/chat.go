@@ -43,7 +43,7 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
-	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(false),
+	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens),
 		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
@@ -55,8 +55,9 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 			}
 			return resp, &call.Info, err
 		},
-		func(resp *providers.ChatResponse, d *deployment, model string, res *TryResult, _ time.Time) bool {
+		func(resp *providers.ChatResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
 			resp.Provider, resp.Deployment = d.owner, d.name
+			resp.FailedAttempts, resp.AbandonedUsage = acct.FailedAttempts, acct.AbandonedUsage
 			if resp.Model == "" {
 				resp.Model = model
 			}
@@ -95,7 +96,7 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
 	tokens := embedTokens(req)
-	return walkChain(c, ctx, tr, pl, req.Model, providers.CapEmbeddings,
+	return walkChain(c.newWalk(ctx, tr, pl, req.Model, providers.CapEmbeddings, 0),
 		func(ctx context.Context, t try) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
@@ -113,8 +114,9 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 			}
 			return resp, &call.Info, err
 		},
-		func(resp *providers.EmbedResponse, d *deployment, model string, res *TryResult, _ time.Time) bool {
+		func(resp *providers.EmbedResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
 			resp.Provider, resp.Deployment = d.owner, d.name
+			resp.FailedAttempts = acct.FailedAttempts
 			if resp.Model == "" {
 				resp.Model = model
 			}
@@ -160,95 +162,6 @@ func (c *Client) begin(ctx context.Context, o *callOptions, pl plan, op Operatio
 		return ctx, nil
 	}
 	return c.startCall(ctx, o, pl, op, stream, model, maxTokens, temperature, topP)
-}
-
-// walkChain asks the providers of the plan's chain in order, each for its own model, until one
-// answers or a failure must not fall back; within a provider of several deployments, the
-// deployments in the order its strategy routes them, moving to the next deployment on a
-// failure that falls back. Providers that lack a capability of need are skipped. call makes
-// one try and returns, with its outcome, the CallInfo in which the pipeline counted its
-// attempts. served completes the answer of provider name and, when telemetry is on (res !=
-// nil), what the tracker learns about the try that began at start; it returns true when the
-// call goes on after walkChain returns (a stream), which then reports its own end. served gets
-// the deployment and the model it was asked for (the provider's own default when the call
-// named none). tr may be
-// nil.
-func walkChain[R any](c *Client, ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities,
-	call func(ctx context.Context, t try) (R, *resilience.CallInfo, error),
-	served func(resp R, d *deployment, model string, res *TryResult, start time.Time) (open bool)) (R, error) {
-	var zero R
-	var failures []*providers.Error
-	var skipped []string
-	first := true
-	for i, name := range pl.chain {
-		e := c.entries[name]
-		if missing := e.caps.Missing(need); missing != 0 {
-			skipped = append(skipped, name+" (no "+missing.String()+")")
-			continue
-		}
-		m := c.modelFor(e, model, first)
-		first = false
-		routeModel := e.telemetryModel(m)
-		deps := e.deps
-		if len(deps) > 1 {
-			deps = e.route(pl.sticky, routeModel)
-		}
-		later := c.maxWait(pl.chain, i, model, need) // the wait allowed when a later provider can serve
-		for k, d := range deps {
-			dm := d.modelFor(m)
-			// The next place the call can go at once: another deployment, else a later provider.
-			wait := later
-			if k+1 < len(deps) && wait == 0 && deps[k+1].available(deps[k+1].modelFor(routeModel)) {
-				wait = c.failoverWait()
-			}
-			var start time.Time
-			if tr != nil {
-				start = time.Now()
-			}
-			resp, info, err := call(ctx, try{d: d, model: dm, route: d.modelFor(routeModel), maxWait: wait})
-			if err == nil {
-				if d.outs.Load() != 0 {
-					d.outs.Store(0) // back in service: the next take-out starts from the first break
-				}
-				if tr == nil {
-					served(resp, d, e.telemetryModel(dm), nil, start)
-					return resp, nil
-				}
-				res := tryResult(e, d, dm, start, info, nil)
-				if !served(resp, d, e.telemetryModel(dm), &res, start) {
-					tr.TryDone(res)
-					tr.End(nil)
-				}
-				return resp, nil
-			}
-			perr := classify(ctx, d.name, err, info)
-			if len(e.deps) > 1 {
-				perr.Provider = d.name // which deployment failed
-			}
-			failures = append(failures, perr)
-			c.takeOut(e, d, perr)
-			next := canFallBack(ctx, perr)
-			if tr != nil {
-				res := tryResult(e, d, dm, start, info, perr)
-				if next {
-					if k+1 < len(deps) {
-						res.Next = deps[k+1].name
-					} else {
-						res.Next = c.nextAfter(pl.chain, i, need)
-					}
-				}
-				tr.TryDone(res)
-			}
-			if !next {
-				return zero, endCall(tr, chainError(failures, skipped, true))
-			}
-		}
-	}
-	if len(failures) == 0 {
-		return zero, endCall(tr, &providers.Error{Kind: providers.KindBadRequest,
-			Message: "no provider of the chain can serve this call: " + strings.Join(skipped, ", ")})
-	}
-	return zero, endCall(tr, chainError(failures, skipped, false))
 }
 
 // maxWait is how long the try of the i-th provider of chain may wait on that provider (a

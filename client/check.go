@@ -9,6 +9,7 @@ import (
 	"github.com/steadyllm/steady/internal/headers"
 	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
 )
 
 // MaxRequestIDBytes bounds a call's own ID (WithRequestID): it travels as a header on every
@@ -27,6 +28,14 @@ const maxShownID = 128
 func (c *Client) checkOptions(o *callOptions) error {
 	if o.hasTO && o.timeout <= 0 {
 		return badCall("WithTimeout(%s): must be above 0; a call may shorten or lengthen its time limit, never turn it off", o.timeout)
+	}
+	if o.firstToken != nil && *o.firstToken <= 0 {
+		return badCall("WithFirstTokenTimeout(%s): must be above 0; a call never turns the policy's limit off", *o.firstToken)
+	}
+	switch o.rescue {
+	case "", resilience.RescueOff, resilience.RescueRestart, resilience.RescueBuffer:
+	default:
+		return badCall("WithRescue(\"%s\"): must be \"off\", \"restart\" or \"buffer\"", redact.Safe(o.rescue, 64))
 	}
 	if o.deferred && o.attempt < 1 {
 		return badCall("Deferred(%d): the job's attempt number starts at 1", o.attempt)

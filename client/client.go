@@ -34,6 +34,10 @@ type Client struct {
 	// refused key or a spent quota (WithTakeOutBreaks).
 	outFirst, outMax time.Duration
 	closeOnce        sync.Once // Close
+	// windows are the context windows providers declare (WithContextWindow); fallbackOn the
+	// chains of the kinds that have one (WithFallbackOn).
+	windows    map[string]contextWindow
+	fallbackOn map[providers.ErrorKind][]string
 }
 
 // The default take-out breaks (WithTakeOutBreaks).
@@ -324,6 +328,7 @@ func New(opts ...Option) (*Client, error) {
 			errs = append(errs, fmt.Errorf("client: fallback names unknown provider %q", name))
 		}
 	}
+	errs = append(errs, c.checkFallbackOn()...)
 	if err := errors.Join(errs...); err != nil {
 		for _, e := range c.entries {
 			for _, d := range e.deps {

@@ -41,6 +41,26 @@ type callOptions struct {
 	sticky    string
 	deferred  bool
 	attempt   int // the job's attempt number, with deferred
+	// firstToken is the call's first-token limit (WithFirstTokenTimeout), nil for the policy's;
+	// rescue its StreamRescue (WithRescue), "" for the policy's.
+	firstToken *time.Duration
+	rescue     string
+}
+
+// WithFirstTokenTimeout sets, for a stream, the first-token limit of each route's try (the
+// policy's FirstTokenTimeoutSeconds): the time from sending to the first content, after which
+// the call moves to the next route. d must be above 0 (a call never turns the policy's limit
+// off; give a long one instead). A stream that asks for reasoning (ChatRequest.Reasoning) has
+// no first-token limit but this one, since a model that streams no reasoning may think for
+// minutes before its first token.
+func WithFirstTokenTimeout(d time.Duration) CallOption {
+	return func(o *callOptions) { o.firstToken = &d }
+}
+
+// WithRescue sets what a stream that fails after content does (the policy's StreamRescue):
+// "off", "restart" or "buffer" (see ChatStream). Another value is a bad_request.
+func WithRescue(mode string) CallOption {
+	return func(o *callOptions) { o.rescue = mode }
 }
 
 // Deferred runs the call in deferred mode, for a background job whose queue will retry it:

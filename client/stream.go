@@ -6,6 +6,7 @@ import (
 	"io"
 	"iter"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,10 +17,22 @@ import (
 // ChatStream starts a streamed answer along the fallback chain. It waits for the first
 // content (text, reasoning, a tool call, or the end of the stream) before returning, so that every
 // failure before that point — an error status, an error event inside the 200 stream, a
-// stream that ends early, no content within the provider's TimeoutSeconds — can still be
-// retried by the pipeline or answered by the next provider. Once content has reached the
-// caller there is no going back: a later failure is a *providers.Error that carries the
-// text received so far in Partial.
+// stream that ends early, no first token within FirstTokenTimeoutSeconds (headers or not) —
+// can still be retried by the pipeline or answered by the next route. A route whose first token
+// did not come in time is not tried again when another route can serve.
+//
+// What a failure after content does is the call's StreamRescue (its policy's, or WithRescue):
+//   - "off" (the default): the failure is a *providers.Error that carries the text received so
+//     far in Partial;
+//   - "restart": the next route (another deployment, else the next provider, as for a failure
+//     before content) is asked for the whole answer, which the stream then delivers after a
+//     delta marked Restart — discard what you have; a failure of the rescue too ends the stream
+//     with the first failure;
+//   - "buffer": ChatStream returns only once the whole answer has arrived, and delivers it from
+//     memory: a failure at any point moves to the next route unseen (all-or-nothing, for JSON).
+//
+// No route continues another's partial answer (by assistant prefill or otherwise): a rescue
+// always asks for the whole answer again.
 //
 // An overload or a break inside a stream is reported to that provider's circuit breaker as
 // a failure, although the stream began with 200. Always Close the stream.
@@ -44,19 +57,41 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 		return nil, err
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	tokens := EstimateTokens(req)
-	return walkChain(c, ctx, tr, pl, req.Model, req.Needs(true),
+	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req))
+	return c.streamWalk(w, req, o)
+}
+
+// streamWalk walks w's chain for a stream of req; a rescue walks the rest of it.
+func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions) (*Stream, error) {
+	return walkChain(w,
 		func(ctx context.Context, t try) (*Stream, *resilience.CallInfo, error) {
 			d := t.d
 			s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
 			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
-			s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), tokens
+			s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), w.tokens
 			s.call.OutcomeReported, s.call.Route = true, t.route
 			s.pipe = d.pipeline.Route(t.route)
-			firstContent := d.firstContent
-			if pol := pl.policyFor(d, o); pol != nil {
+			pol := w.pl.policyFor(d, o)
+			if pol != nil {
 				s.call.Policy = pol
-				firstContent = pol.Timeout()
+			} else {
+				pol = d.pipeline.Policy()
+			}
+			if o != nil && o.firstToken != nil {
+				pol = pol.WithFirstTokenTimeout(*o.firstToken)
+				s.call.Policy = pol
+			}
+			limit := d.firstContent // without a first-token limit: the total timeout bounds the wait
+			// A request that asks for reasoning may think for minutes before its first token on
+			// models that stream no reasoning (OpenAI's): it waits as without a limit, unless the
+			// call set one itself.
+			if pol.FirstTokenTimeout() > 0 && (req.Reasoning == nil || (o != nil && o.firstToken != nil)) {
+				s.call.AwaitFirstToken()
+				limit = 0 // the pipeline bounds it, from the moment the call is sent
+			}
+			mode := pol.Rescue()
+			if o != nil && o.rescue != "" {
+				mode = o.rescue
 			}
 			inner, err := d.provider.ChatStream(&s.call, withModel(req, t.model))
 			if err != nil {
@@ -67,24 +102,35 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 				s.text = new(strings.Builder) // a third-party stream: keep the text here
 			}
 			s.pending = s.first[:0]
-			if perr := s.awaitContent(firstContent); perr != nil {
+			if perr := s.awaitContent(limit, mode == resilience.RescueBuffer); perr != nil {
 				return nil, &s.call.Info, perr
+			}
+			if mode == resilience.RescueRestart {
+				s.rescue = &rescuer{c: c, w: w, req: req, o: o}
 			}
 			return s, &s.call.Info, nil
 		},
-		func(s *Stream, _ *deployment, model string, res *TryResult, start time.Time) bool {
-			s.model = model
+		func(s *Stream, _ *deployment, model string, res *TryResult, acct Accounting) bool {
+			s.model, s.acct = model, acct
 			if res == nil {
 				return false
 			}
 			res.TimeToFirstChunk = res.Duration
-			s.tel = &streamTelemetry{tracker: tr, result: *res, start: start}
+			s.tel = &streamTelemetry{tracker: w.tr, result: *res, start: time.Now().Add(-res.Duration)}
 			return true // the stream reports its end when it ends
 		})
 }
 
-// Stream is a streamed answer from one provider. Read it with Recv or range over Deltas.
-// It is not safe for concurrent use, except Close.
+// rescuer restarts a stream that failed after content on the rest of its chain.
+type rescuer struct {
+	c   *Client
+	w   *walk
+	req *providers.ChatRequest
+	o   *callOptions
+}
+
+// Stream is a streamed answer. Read it with Recv or range over Deltas. It is not safe for
+// concurrent use, except Close.
 type Stream struct {
 	ctx      context.Context // the caller's, for telling its cancellation from a failure
 	call     resilience.Call // the provider's context: CallInfo, and failures for the breaker
@@ -101,11 +147,32 @@ type Stream struct {
 	tel      *streamTelemetry // nil without telemetry
 	rl       *providers.RateLimit
 	pipe     *resilience.Pipeline // settles the token estimate when the usage arrives
+	acct     Accounting
+
+	// rescue, when the call's StreamRescue is "restart", restarts the call on the rest of its
+	// chain after a failure; next is the stream that took over, to which everything defers.
+	rescue *rescuer
+	mu     sync.Mutex // guards next against Close from another goroutine
+	next   *Stream
+}
+
+// current returns the stream that serves now: s, or the one that took over after a rescue.
+func (s *Stream) current() *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.next != nil {
+		return s.next.current()
+	}
+	return s
 }
 
 // RateLimit returns what the provider's rate-limit headers said when the stream began, nil
 // when it sent none.
-func (s *Stream) RateLimit() *providers.RateLimit { return s.rl }
+func (s *Stream) RateLimit() *providers.RateLimit { return s.current().rl }
+
+// Accounting returns what the call cost beyond its answer: the HTTP attempts that failed
+// before the one that serves now, and the usage servers reported for abandoned attempts.
+func (s *Stream) Accounting() Accounting { return s.current().acct }
 
 // streamTelemetry reports the end of a stream's call, once: at the Done delta, at a failure
 // or at Close, whichever comes first.
@@ -119,35 +186,44 @@ type streamTelemetry struct {
 // end reports the stream's try and call as ended with perr (nil for success); closed marks a
 // stream the caller closed before its end.
 func (t *streamTelemetry) end(perr *providers.Error, last providers.Delta, closed bool) {
+	if t.tryDone(perr, last, closed) {
+		var err error // not perr itself: a nil *providers.Error is a non-nil error
+		if perr != nil {
+			err = perr
+		}
+		t.tracker.End(err)
+	}
+}
+
+// tryDone reports the stream's try as ended, once, and whether this call reported it.
+func (t *streamTelemetry) tryDone(perr *providers.Error, last providers.Delta, closed bool) bool {
 	if t == nil || !t.ended.CompareAndSwap(false, true) {
-		return
+		return false
 	}
 	r := t.result
 	r.Duration = time.Since(t.start)
 	r.Err, r.Closed = perr, closed
 	r.FinishReason, r.Usage = last.FinishReason, last.Usage
 	t.tracker.TryDone(r)
-	var err error // not perr itself: a nil *providers.Error is a non-nil error
-	if perr != nil {
-		err = perr
-	}
-	t.tracker.End(err)
+	return true
 }
 
 // Provider returns the name of the provider that serves the stream.
-func (s *Stream) Provider() string { return s.served }
+func (s *Stream) Provider() string { return s.current().served }
 
 // Deployment returns the deployment that serves the stream, "<provider>/<deployment>", or the
 // provider's name for a provider of one.
-func (s *Stream) Deployment() string { return s.provider }
+func (s *Stream) Deployment() string { return s.current().provider }
 
 // Model returns the model the serving provider was asked for (after the client's model
 // mapping for a fallback, or the provider's own default when the call named none); "" when
 // nobody named one.
-func (s *Stream) Model() string { return s.model }
+func (s *Stream) Model() string { return s.current().model }
 
-// Text returns the text received so far.
+// Text returns the text received so far (after a restart, of the answer that replaced the
+// first).
 func (s *Stream) Text() string {
+	s = s.current()
 	if s.text != nil {
 		return s.text.String()
 	}
@@ -157,9 +233,11 @@ func (s *Stream) Text() string {
 	return ""
 }
 
-// awaitContent reads until the first delta that carries content or ends the stream, within
-// limit (0 = no limit). On failure it closes the stream and returns the classified error.
-func (s *Stream) awaitContent(limit time.Duration) *providers.Error {
+// awaitContent reads until the first delta that carries content or ends the stream — with
+// whole, until the stream ends — within limit (0 = no limit of its own: the pipeline's
+// first-token limit, or none). The first content ends the pipeline's first-token limit. On
+// failure it closes the stream and returns the classified error.
+func (s *Stream) awaitContent(limit time.Duration, whole bool) *providers.Error {
 	var expired atomic.Bool
 	var timer *time.Timer
 	if limit > 0 {
@@ -168,12 +246,17 @@ func (s *Stream) awaitContent(limit time.Duration) *providers.Error {
 			_ = s.inner.Close() // unblocks Recv
 		})
 	}
+	content := false
 	for {
 		d, err := s.inner.Recv()
 		if err == nil && d.RateLimit != nil {
 			s.rl = d.RateLimit // known as soon as ChatStream returns
 		}
-		if err == nil && d.Text == "" && d.Reasoning == "" && len(d.ToolCalls) == 0 && !d.Done {
+		if err == nil && !content && (d.Text != "" || d.Reasoning != "" || len(d.ToolCalls) > 0 || d.Done) {
+			content = true
+			s.call.FirstToken()
+		}
+		if err == nil && (!content || (whole && !d.Done)) {
 			s.pending = append(s.pending, d)
 			continue
 		}
@@ -206,7 +289,12 @@ var errFirstContent = errors.New("first content arrived after the limit")
 // Recv returns the next delta. After the delta with Done set it returns io.EOF. Any failure
 // is a *providers.Error (KindStreamTruncated when the stream ended without its terminal
 // event) with Partial holding the text received before it; the error repeats on later calls.
+// With StreamRescue "restart", a failure after content is followed, when another route
+// answers, by a delta marked Restart and the whole new answer instead.
 func (s *Stream) Recv() (providers.Delta, error) {
+	if n := s.taken(); n != nil {
+		return n.Recv()
+	}
 	if s.err != nil {
 		return providers.Delta{}, s.err
 	}
@@ -225,10 +313,62 @@ func (s *Stream) Recv() (providers.Delta, error) {
 			err = &providers.Error{Provider: s.provider, Kind: providers.KindStreamTruncated,
 				Message: "stream ended without its final event"}
 		}
-		return providers.Delta{}, s.fail(err)
+		perr := s.fail(err)
+		if n := s.restart(perr); n != nil {
+			d, err := n.Recv()
+			if err == nil {
+				d.Restart = true
+			}
+			return d, err
+		}
+		return providers.Delta{}, perr
 	}
 	s.accept(d)
 	return d, nil
+}
+
+// taken returns the stream that took over after a rescue, nil when none did.
+func (s *Stream) taken() *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
+// restart rescues the call after perr, a failure after content, when its StreamRescue is
+// "restart" and the failure may go on (as before content: ErrorKind.FallsBack, or the kind's
+// FallbackOn): it asks the rest of the chain for the whole answer and returns the stream that
+// takes over, nil when there is none (the rescue's own failures are in the walk). The
+// telemetry of the call ends with the rescue.
+func (s *Stream) restart(perr *providers.Error) *Stream {
+	r := s.rescue
+	if r == nil || s.closed.Load() {
+		s.tel.end(perr, providers.Delta{}, false)
+		return nil
+	}
+	s.rescue = nil
+	r.w.failures = append(r.w.failures, perr)
+	r.w.acct.FailedAttempts++ // the attempt that served, then failed
+	if perr.Usage != nil {
+		r.w.acct.AbandonedUsage = r.w.acct.AbandonedUsage.Add(*perr.Usage)
+	}
+	if next, _ := r.w.next(perr, r.c.windowOf(s.served, s.model)); !next {
+		s.tel.end(perr, providers.Delta{}, false)
+		return nil
+	}
+	s.tel.tryDone(perr, providers.Delta{}, false) // the call goes on: the rescue ends it
+	_ = s.inner.Close()
+	n, err := r.c.streamWalk(r.w, r.req, r.o)
+	if err != nil {
+		return nil // the walk ended the call's telemetry with its error
+	}
+	s.mu.Lock()
+	s.next = n
+	closed := s.closed.Load()
+	s.mu.Unlock()
+	if closed {
+		_ = n.Close()
+	}
+	return n
 }
 
 func (s *Stream) accept(d providers.Delta) {
@@ -254,7 +394,9 @@ func (s *Stream) fail(err error) *providers.Error {
 		s.call.ReportFailure(perr)
 	}
 	s.err = perr
-	s.tel.end(perr, providers.Delta{}, false)
+	if s.rescue == nil {
+		s.tel.end(perr, providers.Delta{}, false)
+	}
 	return perr
 }
 
@@ -273,10 +415,18 @@ func (s *Stream) Deltas() iter.Seq2[providers.Delta, error] {
 	}
 }
 
-// Close releases the stream's connection and its bulkhead slot. It is safe to call more
-// than once, and from another goroutine to abort a Recv.
+// Close releases the stream's connection and its bulkhead slot (and those of the stream that
+// took over after a rescue). It is safe to call more than once, and from another goroutine to
+// abort a Recv.
 func (s *Stream) Close() error {
-	if s.closed.Swap(true) {
+	s.mu.Lock()
+	n := s.next
+	already := s.closed.Swap(true)
+	s.mu.Unlock()
+	if n != nil {
+		_ = n.Close()
+	}
+	if already {
 		return nil
 	}
 	s.tel.end(nil, providers.Delta{}, true)

@@ -133,22 +133,29 @@ func TestChatStream_RetriesAnErrorStatusBeforeTheStream(t *testing.T) {
 	}
 }
 
+// No first token in time is a timeout that falls back: within FirstTokenTimeoutSeconds, or,
+// with that limit off, within TimeoutSeconds.
 func TestChatStream_NoContentInTimeIsATimeoutAndFallsBack(t *testing.T) {
-	primary := mocks.NewServer(mocks.WithScript(mocks.SlowStream(2_000_000_000).Always())) // 2 s before each event
-	defer primary.Close()
-	secondary := mocks.NewServer(mocks.WithReply("fast"))
-	defer secondary.Close()
-	o := policy()
-	o.TimeoutSeconds = 0.1
-	c := newClient(t, openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, policy()),
-		client.WithFallback("primary", "secondary"))
-	st, err := c.ChatStream(context.Background(), hello())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if text, _, err := collect(t, st); err != nil || text != "fast" {
-		t.Fatalf("%q %v", text, err)
+	for name, set := range map[string]func(*resilience.Options){
+		"first-token limit":       func(o *resilience.Options) { o.FirstTokenTimeoutSeconds = 0.1 },
+		"total timeout, no limit": func(o *resilience.Options) { o.FirstTokenTimeoutSeconds, o.TimeoutSeconds = 0, 0.1 },
+	} {
+		primary := mocks.NewServer(mocks.WithScript(mocks.SlowStream(2_000_000_000).Always())) // 2 s before each event
+		defer primary.Close()
+		secondary := mocks.NewServer(mocks.WithReply("fast"))
+		defer secondary.Close()
+		o := policy()
+		set(&o)
+		c := newClient(t, openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, policy()),
+			client.WithFallback("primary", "secondary"))
+		st, err := c.ChatStream(context.Background(), hello())
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if text, _, err := collect(t, st); err != nil || text != "fast" {
+			t.Fatalf("%s: %q %v", name, text, err)
+		}
+		_ = st.Close()
 	}
 }
 

@@ -33,6 +33,13 @@ type Error struct {
 	RateLimit *RateLimit
 	// Partial is what a stream delivered before it failed.
 	Partial string
+	// Usage is what the server reported the failed attempt used before it failed (a stream cut
+	// after its usage arrived), which it may bill; nil when it reported none.
+	Usage *Usage
+	// ContextWindow and RequestedTokens, for KindContextTooLong, are the model's context
+	// window and the tokens the call needed, when the server said (or the client estimated
+	// them before sending); 0 when unknown.
+	ContextWindow, RequestedTokens int
 	Err     error
 }
 

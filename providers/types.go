@@ -197,6 +197,14 @@ type Usage struct {
 // Total returns input plus output tokens.
 func (u Usage) Total() int { return u.InputTokens + u.OutputTokens }
 
+// Add returns the sum of u and v, field by field.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CachedInputTokens:     u.CachedInputTokens + v.CachedInputTokens,
+		CacheWriteInputTokens: u.CacheWriteInputTokens + v.CacheWriteInputTokens,
+		ReasoningTokens:       u.ReasoningTokens + v.ReasoningTokens}
+}
+
 // ChatResponse is a provider-neutral chat answer.
 type ChatResponse struct {
 	// Provider is the name of the provider that served the call (set by the client, which
@@ -226,6 +234,13 @@ type ChatResponse struct {
 	// RateLimit is what the provider's rate-limit headers said of this answer; nil when it
 	// sent none.
 	RateLimit *RateLimit
+	// FailedAttempts is the number of HTTP attempts that failed before the one that served:
+	// retries of the serving route and every attempt of the routes tried before it (set by the
+	// client).
+	FailedAttempts int
+	// AbandonedUsage is the usage servers reported for attempts the call abandoned — a stream
+	// cut after its usage was known — which they may bill (set by the client).
+	AbandonedUsage Usage
 }
 
 // DecodeJSON decodes the structured answer into v: an error when the answer is no JSON.
@@ -256,7 +271,11 @@ type RateBudget struct {
 
 // Delta is one increment of a streamed answer.
 type Delta struct {
-	Text string
+	// Restart is set on the first delta of an answer that replaces everything the stream
+	// delivered before it: the client rescued a stream that failed after content on another
+	// route (StreamRescue "restart"). Discard what you have received and start again.
+	Restart bool
+	Text    string
 	// Reasoning is a fragment of the model's reasoning text (Anthropic's thinking deltas,
 	// the reasoning_content of OpenAI-compatible servers).
 	Reasoning string
@@ -319,6 +338,9 @@ type EmbedResponse struct {
 	RateLimit  *RateLimit
 	// ClientRequestID is the call's own ID, as the caller gave it (client.WithRequestID).
 	ClientRequestID string
+	// FailedAttempts is the number of HTTP attempts that failed before the one that served
+	// (set by the client).
+	FailedAttempts int
 }
 
 // Provider turns neutral requests into calls to one LLM API. It is the contract between

@@ -1,0 +1,258 @@
+package client
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// walk is one call's way along its chain of routes — each deployment of each provider of the
+// plan's chain, for the model the provider is asked for — and what it learnt on the way.
+type walk struct {
+	c     *Client
+	ctx   context.Context
+	tr    CallTracker
+	pl    plan
+	model string // the model asked of the chain
+	need  providers.Capabilities
+	// tokens is the call's estimate (prompt and the most it may answer), checked against the
+	// routes' declared context windows.
+	tokens int
+	// tried holds the routes tried so far, which a rescue does not try again.
+	tried map[*deployment]bool
+	// minWindow, once a route answered that the prompt exceeds its context window, is that
+	// window: only routes that declare a larger one are tried after it.
+	minWindow int
+
+	failures []*providers.Error
+	skipped  []string
+	acct     Accounting
+}
+
+// Accounting is what a call cost beyond the answer it returns: the HTTP attempts that failed
+// before the one that served (retries of the serving route included), and the usage the
+// servers reported for attempts that were abandoned (a stream cut after its usage was known),
+// which they may bill.
+type Accounting struct {
+	FailedAttempts int
+	AbandonedUsage providers.Usage
+}
+
+// newWalk starts the walk of a call made with ctx (the context its providers see) along pl.
+func (c *Client) newWalk(ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities, tokens int) *walk {
+	return &walk{c: c, ctx: ctx, tr: tr, pl: pl, model: model, need: need, tokens: tokens}
+}
+
+// walkChain asks the routes of w's chain in order until one answers or a failure must not go
+// on: the providers of the chain, each for its own model, and within a provider of several
+// deployments the deployments in the order its strategy routes them. A failure that falls back
+// (ErrorKind.FallsBack) moves to the next route; one the client's FallbackOn names moves to the
+// providers it lists; a prompt too long moves to the routes that declare a larger context
+// window; anything else stops the call. Providers that lack a capability of w.need, routes
+// already tried (w.tried) and routes whose declared context window cannot hold the call are
+// skipped. call makes one try; served completes an answer (res is nil without telemetry) and
+// returns true when the call goes on after walkChain returns (a stream), which then reports its
+// own end.
+func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resilience.CallInfo, error),
+	served func(resp R, d *deployment, model string, res *TryResult, acct Accounting) (open bool)) (R, error) {
+	var zero R
+	c, ctx, tr := w.c, w.ctx, w.tr
+	if err := w.preflight(); err != nil {
+		return zero, endCall(tr, err)
+	}
+	chain := w.pl.chain
+	first := true
+	for i := 0; i < len(chain); i++ {
+		name := chain[i]
+		e := c.entries[name]
+		if missing := e.caps.Missing(w.need); missing != 0 {
+			w.skipped = append(w.skipped, name+" (no "+missing.String()+")")
+			continue
+		}
+		m := c.modelFor(e, w.model, first)
+		first = false
+		routeModel := e.telemetryModel(m)
+		deps := e.deps
+		if len(deps) > 1 {
+			deps = e.route(w.pl.sticky, routeModel)
+		}
+		later := c.maxWait(chain, i, w.model, w.need) // the wait allowed when a later provider can serve
+	deployments:
+		for k, d := range deps {
+			if w.tried[d] {
+				continue
+			}
+			dm, route := d.modelFor(m), d.modelFor(routeModel)
+			if window := c.windowOf(e.name, route); (window > 0 && w.tokens > window) || (w.minWindow > 0 && window <= w.minWindow) {
+				w.skipped = append(w.skipped, d.name+" ("+windowReason(window, w.tokens, w.minWindow)+")")
+				continue
+			}
+			// The next place the call can go at once: another deployment, else a later provider.
+			wait := later
+			if k+1 < len(deps) && wait == 0 && deps[k+1].available(deps[k+1].modelFor(routeModel)) {
+				wait = c.failoverWait()
+			}
+			if w.tried == nil {
+				w.tried = map[*deployment]bool{}
+			}
+			w.tried[d] = true
+			var start time.Time
+			if tr != nil {
+				start = time.Now()
+			}
+			resp, info, err := call(ctx, try{d: d, model: dm, route: route, maxWait: wait})
+			if err == nil {
+				if d.outs.Load() != 0 {
+					d.outs.Store(0) // back in service: the next take-out starts from the first break
+				}
+				if info != nil {
+					w.acct.FailedAttempts += max(info.Attempts-1, 0)
+				}
+				if tr == nil {
+					served(resp, d, route, nil, w.acct)
+					return resp, nil
+				}
+				res := tryResult(e, d, dm, start, info, nil)
+				if !served(resp, d, route, &res, w.acct) {
+					tr.TryDone(res)
+					tr.End(nil)
+				}
+				return resp, nil
+			}
+			perr := w.failed(e, d, err, info)
+			next, redirect := w.next(perr, c.windowOf(e.name, route))
+			if tr != nil {
+				res := tryResult(e, d, dm, start, info, perr)
+				if next {
+					switch {
+					case redirect != nil:
+						res.Next = c.firstServing(redirect, w.need)
+					case k+1 < len(deps):
+						res.Next = deps[k+1].name
+					default:
+						res.Next = c.nextAfter(chain, i, w.need)
+					}
+				}
+				tr.TryDone(res)
+			}
+			if !next {
+				return zero, endCall(tr, chainError(w.failures, w.skipped, true))
+			}
+			if redirect != nil {
+				// The kind's own chain (FallbackOn) replaces what was left of this one.
+				chain = append(slices.Clone(chain[:i+1]), redirect...)
+				break deployments
+			}
+		}
+	}
+	if len(w.failures) == 0 {
+		return zero, endCall(tr, &providers.Error{Kind: providers.KindBadRequest,
+			Message: "no provider of the chain can serve this call: " + strings.Join(w.skipped, ", ")})
+	}
+	return zero, endCall(tr, chainError(w.failures, w.skipped, false))
+}
+
+// failed records the failure err of the try of deployment d of provider e.
+func (w *walk) failed(e *entry, d *deployment, err error, info *resilience.CallInfo) *providers.Error {
+	perr := classify(w.ctx, d.name, err, info)
+	if len(e.deps) > 1 {
+		perr.Provider = d.name // which deployment failed
+	}
+	w.failures = append(w.failures, perr)
+	if info != nil {
+		w.acct.FailedAttempts += info.Attempts
+	}
+	if perr.Usage != nil {
+		w.acct.AbandonedUsage = w.acct.AbandonedUsage.Add(*perr.Usage)
+	}
+	w.c.takeOut(e, d, perr)
+	return perr
+}
+
+// next decides whether the call goes on after perr, the failure of a route whose declared
+// context window is window (0: unknown): at all (next), and, when the client's FallbackOn
+// names perr's kind, to which providers (redirect, those not tried yet).
+func (w *walk) next(perr *providers.Error, window int) (next bool, redirect []string) {
+	if w.ctx.Err() != nil {
+		return false, nil
+	}
+	if to, ok := w.c.fallbackOn[perr.Kind]; ok {
+		for _, name := range to {
+			if !w.triedProvider(name) {
+				redirect = append(redirect, name)
+			}
+		}
+		return len(redirect) > 0, redirect
+	}
+	if perr.Kind == providers.KindContextTooLong {
+		// Only a route that declares a larger window can hold it.
+		w.minWindow = max(w.minWindow, window, perr.ContextWindow, 1)
+		return true, nil
+	}
+	return perr.Kind.FallsBack(), nil
+}
+
+// triedProvider reports whether every deployment of provider name was tried.
+func (w *walk) triedProvider(name string) bool {
+	e := w.c.entries[name]
+	for _, d := range e.deps {
+		if !w.tried[d] {
+			return false
+		}
+	}
+	return true
+}
+
+// preflight refuses, before anything is sent, a call that no route of the chain can hold: every
+// provider that could serve it declares a context window for its model, and the call's
+// estimate exceeds them all.
+func (w *walk) preflight() *providers.Error {
+	largest, first := 0, true
+	for _, name := range w.pl.chain {
+		e := w.c.entries[name]
+		if !e.caps.Has(w.need) {
+			continue
+		}
+		model := e.telemetryModel(w.c.modelFor(e, w.model, first))
+		first = false
+		for _, d := range e.deps {
+			window := w.c.windowOf(name, d.modelFor(model))
+			if window == 0 {
+				return nil // a route whose window nobody declared may hold it
+			}
+			largest = max(largest, window)
+		}
+	}
+	if largest == 0 || w.tokens <= largest {
+		return nil
+	}
+	return &providers.Error{Kind: providers.KindContextTooLong, ContextWindow: largest, RequestedTokens: w.tokens,
+		Message: fmt.Sprintf("the call needs about %d tokens (prompt and max_tokens), more than the largest context window of the chain (%d): not sent",
+			w.tokens, largest)}
+}
+
+// windowReason says why a route was skipped for its context window.
+func windowReason(window, tokens, minWindow int) string {
+	switch {
+	case window == 0:
+		return "no context window declared, and a smaller one was too small"
+	case minWindow > 0 && window <= minWindow:
+		return fmt.Sprintf("context window %d, not above the %d that was too small", window, minWindow)
+	}
+	return fmt.Sprintf("context window %d, below the call's estimate of %d tokens", window, tokens)
+}
+
+// firstServing returns the first provider of names that can serve need, "" for none.
+func (c *Client) firstServing(names []string, need providers.Capabilities) string {
+	for _, n := range names {
+		if c.entries[n].caps.Has(need) {
+			return n
+		}
+	}
+	return ""
+}
