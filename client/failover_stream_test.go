@@ -1,0 +1,240 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// words returns n words, w1 … wn.
+func words(prefix string, n int) string {
+	ws := make([]string, n)
+	for i := range ws {
+		ws[i] = fmt.Sprintf("%s%d", prefix, i+1)
+	}
+	return strings.Join(ws, " ")
+}
+
+// deltas reads a whole stream: the text it delivered, the text after the last Restart delta,
+// how many Restart deltas came, the last delta and the error that ended it.
+type read struct {
+	all, after string
+	restarts   int
+	last       providers.Delta
+	err        error
+}
+
+func readAll(st *client.Stream) read {
+	var r read
+	var all, after strings.Builder
+	for d, err := range st.Deltas() {
+		if err != nil {
+			r.err = err
+			break
+		}
+		if d.Restart {
+			r.restarts++
+			after.Reset()
+		}
+		all.WriteString(d.Text)
+		after.WriteString(d.Text)
+		r.last = d
+	}
+	r.all, r.after = all.String(), after.String()
+	return r
+}
+
+// recorder collects a client's pipeline events.
+type recorder struct {
+	mu sync.Mutex
+	ev []resilience.Event
+}
+
+func (r *recorder) observe(e resilience.Event) {
+	r.mu.Lock()
+	r.ev = append(r.ev, e)
+	r.mu.Unlock()
+}
+
+func (r *recorder) timeouts(limit resilience.TimeLimit) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.ev {
+		if e.Type == resilience.EventTimeout && e.Timeout == limit {
+			n++
+		}
+	}
+	return n
+}
+
+// A provider that never answers, or whose first token comes after 20 s, is abandoned at the
+// first-token limit (10 s by default) with one attempt, and the fallback answers: the stream is
+// served within about 10 s plus the fallback's own time.
+func TestChatStream_ASilentOrSlowFirstTokenFailsOverAtTheFirstTokenLimit(t *testing.T) {
+	for name, step := range map[string]mocks.Step{
+		"silent (no headers)":    mocks.Stall(),
+		"first token after 20 s": mocks.SlowFirstToken(20 * time.Second),
+	} {
+		t.Run(name, func(t *testing.T) {
+			primary := mocks.NewServer(mocks.WithScript(step.Always()))
+			defer primary.Close()
+			secondary := mocks.NewServer(mocks.WithReply("from the fallback"))
+			defer secondary.Close()
+			clock := backend.NewManualClock()
+			var rec recorder
+			o := policy()
+			o.TimeoutSeconds = 30
+			c := newClient(t, client.WithClock(clock), client.WithObserver(rec.observe),
+				openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, o),
+				client.WithFallback("primary", "secondary"))
+			type result struct {
+				r   read
+				err error
+				st  *client.Stream
+			}
+			done := make(chan result, 1)
+			go func() {
+				st, err := c.ChatStream(context.Background(), hello())
+				if err != nil {
+					done <- result{err: err}
+					return
+				}
+				done <- result{r: readAll(st), st: st}
+			}()
+			waitFor(t, "the call to reach the primary", func() bool { return primary.Journal().Len() == 1 })
+			clock.Advance(10 * time.Second) // the default first-token limit
+			res := <-done
+			if res.err != nil || res.r.err != nil || res.r.all != "from the fallback" || res.st.Provider() != "secondary" {
+				t.Fatalf("%v %v %q", res.err, res.r.err, res.r.all)
+			}
+			_ = res.st.Close()
+			if n := primary.Journal().Len(); n != 1 {
+				t.Fatalf("the primary saw %d attempts, want one", n)
+			}
+			if n := rec.timeouts(resilience.TimeoutFirstToken); n != 1 {
+				t.Fatalf("%d first-token timeouts reported, want one", n)
+			}
+			if acct := res.st.Accounting(); acct.FailedAttempts != 1 {
+				t.Fatalf("accounting %+v, want the primary's one failed attempt", acct)
+			}
+		})
+	}
+}
+
+// waitFor polls cond until it holds or a generous deadline passes.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// A stream cut after 40 of its 60 tokens: without rescue, a clean error carrying the 40 tokens;
+// with rescue "restart", a delta marked Restart and the fallback's whole answer; with "buffer",
+// only the fallback's whole answer, the primary's part never seen. The fallback rejects
+// assistant prefill, which the rescue never uses.
+func TestChatStream_ACutAfterContentIsRescuedOnRequest(t *testing.T) {
+	answer := words("p", 60)
+	cut := mocks.Reply(answer)
+	cut.Cut, cut.CutAfter, cut.CountContent = mocks.CutAbort, 40, true
+	start := func(t *testing.T, opts ...client.CallOption) (read, *client.Stream, *mocks.Server) {
+		primary := mocks.NewServer(mocks.WithScript(cut.Always()))
+		t.Cleanup(primary.Close)
+		secondary := mocks.NewServer(mocks.WithReply(words("s", 60)), mocks.WithRejectPrefill())
+		t.Cleanup(secondary.Close)
+		c := newClient(t, openAIProvider("primary", primary, policy()), anthropicProvider("secondary", secondary, policy()),
+			client.WithFallback("primary", "secondary"))
+		st, err := c.ChatStream(context.Background(), hello(), opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = st.Close() })
+		return readAll(st), st, secondary
+	}
+	t.Run("off", func(t *testing.T) {
+		r, _, secondary := start(t)
+		var pe *providers.Error
+		if !errors.As(r.err, &pe) || pe.Partial != words("p", 40) || r.restarts != 0 || secondary.Journal().Len() != 0 {
+			t.Fatalf("err %v (partial %q), restarts %d, fallback asked %d times", r.err, partialOf(r.err), r.restarts,
+				secondary.Journal().Len())
+		}
+	})
+	t.Run("restart", func(t *testing.T) {
+		r, st, _ := start(t, client.WithRescue(resilience.RescueRestart))
+		if r.err != nil || r.restarts != 1 || r.after != words("s", 60) || !r.last.Done || st.Provider() != "secondary" {
+			t.Fatalf("err %v, restarts %d, after the restart %q, last %+v", r.err, r.restarts, r.after, r.last)
+		}
+		if acct := st.Accounting(); acct.FailedAttempts != 1 {
+			t.Fatalf("accounting %+v, want the abandoned attempt counted", acct)
+		}
+	})
+	t.Run("buffer", func(t *testing.T) {
+		r, st, _ := start(t, client.WithRescue(resilience.RescueBuffer))
+		if r.err != nil || r.restarts != 0 || r.all != words("s", 60) || st.Provider() != "secondary" {
+			t.Fatalf("err %v, restarts %d, text %q", r.err, r.restarts, r.all)
+		}
+	})
+}
+
+func partialOf(err error) string {
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return pe.Partial
+	}
+	return ""
+}
+
+// A stream that goes silent for 30 s after content is cut at the idle limit; with rescue, the
+// fallback answers it whole.
+func TestChatStream_AStallAfterContentIsRescued(t *testing.T) {
+	stall := mocks.Reply(words("p", 60))
+	stall.StallAfter, stall.StallFor = 40, 30*time.Second
+	primary := mocks.NewServer(mocks.WithScript(stall.Always()))
+	defer primary.Close()
+	secondary := mocks.NewServer(mocks.WithReply(words("s", 60)))
+	defer secondary.Close()
+	clock := backend.NewManualClock()
+	o := policy()
+	o.StreamIdleTimeoutSeconds = 5
+	c := newClient(t, client.WithClock(clock), openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, o),
+		client.WithFallback("primary", "secondary"))
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueRestart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	done := make(chan read, 1)
+	go func() { done <- readAll(st) }()
+	waitFor(t, "the call to reach the primary", func() bool { return primary.Journal().Len() == 1 })
+	// The stall: the idle timer, on the client's clock, runs out. (Time on this clock moves only
+	// here, so the words before the stall may still be arriving: the cut then comes earlier,
+	// which changes nothing for the rescue.)
+	for range 50 {
+		clock.Advance(5 * time.Second)
+		select {
+		case r := <-done:
+			if r.err != nil || r.restarts != 1 || r.after != words("s", 60) {
+				t.Fatalf("err %v, restarts %d, after %q", r.err, r.restarts, r.after)
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	r := <-done
+	t.Fatalf("the stall was not rescued: %+v", r)
+}
