@@ -94,7 +94,7 @@ func TestChatStream_ASilentOrSlowFirstTokenFailsOverAtTheFirstTokenLimit(t *test
 			clock := backend.NewManualClock()
 			var rec recorder
 			o := policy()
-			o.TimeoutSeconds = 30
+			o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 30, 60 // only the first-token limit (10 s) falls due
 			c := newClient(t, client.WithClock(clock), client.WithObserver(rec.observe),
 				openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, o),
 				client.WithFallback("primary", "secondary"))
@@ -237,4 +237,31 @@ func TestChatStream_AStallAfterContentIsRescued(t *testing.T) {
 	}
 	r := <-done
 	t.Fatalf("the stall was not rescued: %+v", r)
+}
+
+// A route abandoned at its first-token limit is asked once more when no other route can serve
+// (silent routes go to the next route first, a same-route retry only when there is none).
+func TestChatStream_TheOnlyRouteIsRetriedOnceAfterItsFirstTokenLimit(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("second time lucky"), mocks.WithScript(mocks.SlowFirstToken(time.Hour)))
+	defer s.Close()
+	clock := backend.NewManualClock()
+	o := policy()
+	o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 30, 60
+	c := newClient(t, client.WithClock(clock), openAIProvider("only", s, o))
+	done := make(chan read, 1)
+	go func() {
+		st, err := c.ChatStream(context.Background(), hello())
+		if err != nil {
+			done <- read{err: err}
+			return
+		}
+		defer st.Close()
+		done <- readAll(st)
+	}()
+	waitFor(t, "the first try", func() bool { return s.Journal().Len() == 1 })
+	clock.Advance(10 * time.Second)
+	r := <-done
+	if r.err != nil || r.all != "second time lucky" || s.Journal().Len() != 2 {
+		t.Fatalf("%q %v after %d requests", r.all, r.err, s.Journal().Len())
+	}
 }

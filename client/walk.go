@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -23,8 +24,9 @@ type walk struct {
 	// tokens is the call's estimate (prompt and the most it may answer), checked against the
 	// routes' declared context windows.
 	tokens int
-	// tried holds the routes tried so far, which a rescue does not try again.
-	tried map[*deployment]bool
+	// tried holds the routes tried so far, which a rescue does not try again; retried those
+	// asked a second time after a first-token timeout.
+	tried, retried map[*deployment]bool
 	// minWindow, once a route answered that the prompt exceeds its context window, is that
 	// window: only routes that declare a larger one are tried after it.
 	minWindow int
@@ -82,11 +84,14 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 			deps = e.route(w.pl.sticky, routeModel)
 		}
 		later := c.maxWait(chain, i, w.model, w.need) // the wait allowed when a later provider can serve
+		again := false                                // a route abandoned at its first-token limit is asked once more when it is the last
 	deployments:
-		for k, d := range deps {
-			if w.tried[d] {
+		for k := 0; k < len(deps); k++ {
+			d := deps[k]
+			if w.tried[d] && !again {
 				continue
 			}
+			again = false
 			dm, route := d.modelFor(m), d.modelFor(routeModel)
 			if window := c.windowOf(e.name, route); (window > 0 && w.tokens > window) || (w.minWindow > 0 && window <= w.minWindow) {
 				w.skipped = append(w.skipped, d.name+" ("+windowReason(window, w.tokens, w.minWindow)+")")
@@ -147,6 +152,15 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 				// The kind's own chain (FallbackOn) replaces what was left of this one.
 				chain = append(slices.Clone(chain[:i+1]), redirect...)
 				break deployments
+			}
+			if firstTokenTimeout(perr) && !w.retried[d] && k+1 == len(deps) && c.nextAfter(chain, i, w.need) == "" {
+				// Silent routes go to the next route first; a same-route retry only when no other
+				// route can serve (once: a route silent twice is down).
+				if w.retried == nil {
+					w.retried = map[*deployment]bool{}
+				}
+				w.retried[d], again = true, true
+				k--
 			}
 		}
 	}
@@ -234,6 +248,12 @@ func (w *walk) preflight() *providers.Error {
 	return &providers.Error{Kind: providers.KindContextTooLong, ContextWindow: largest, RequestedTokens: w.tokens,
 		Message: fmt.Sprintf("the call needs about %d tokens (prompt and max_tokens), more than the largest context window of the chain (%d): not sent",
 			w.tokens, largest)}
+}
+
+// firstTokenTimeout reports whether perr is a route's first-token limit running out.
+func firstTokenTimeout(perr *providers.Error) bool {
+	var te *resilience.TimeoutError
+	return perr.Kind == providers.KindTimeout && errors.As(perr, &te) && te.Limit == resilience.TimeoutFirstToken
 }
 
 // windowReason says why a route was skipped for its context window.
