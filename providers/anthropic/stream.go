@@ -31,8 +31,6 @@ type streamEvent struct {
 		Thinking    string `json:"thinking"`
 		Signature   string `json:"signature"`
 		StopReason  string `json:"stop_reason"`
-		// StopDetails says more of the stop reason (a refusal's category and explanation).
-		StopDetails *wireStopDetails `json:"stop_details"`
 	} `json:"delta"` // content_block_delta, message_delta
 	Usage *wireUsage `json:"usage"` // message_delta (cumulative)
 }
@@ -211,7 +209,10 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 		}
 	case "message_delta":
 		if e.Delta != nil && e.Delta.StopReason != "" {
-			s.stop, s.details = e.Delta.StopReason, e.Delta.StopDetails
+			s.stop = e.Delta.StopReason
+			if s.stop == stopRefusal {
+				s.details = stopDetails(ev.Data)
+			}
 		}
 		if u := e.Usage; u != nil {
 			s.billed = true
@@ -251,6 +252,19 @@ func (s *stream) finish() (providers.Delta, *providers.Error) {
 		finish = providers.FinishStop // the forced "tool call" was the answer
 	}
 	return providers.Delta{Done: true, FinishReason: finish, Usage: s.usage, Thinking: s.thinking}, nil
+}
+
+// stopDetails reads the stop_details of a message_delta event's data, nil when it has none. It
+// is read apart, for a refusal only, so that the struct every event of a stream is decoded
+// into stays as small as the text deltas need.
+func stopDetails(data []byte) *wireStopDetails {
+	var ev struct {
+		Delta struct {
+			StopDetails *wireStopDetails `json:"stop_details"`
+		} `json:"delta"`
+	}
+	_ = json.Unmarshal(data, &ev) // the event was decoded once already: it is valid JSON
+	return ev.Delta.StopDetails
 }
 
 // isObject reports whether data is a JSON object, as every event's data must be: json.Unmarshal

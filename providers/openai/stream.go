@@ -153,7 +153,9 @@ func (s *stream) end(err error) (providers.Delta, error) {
 		e = s.p.errs.Refused(s.refusal.String(), "")
 	default:
 		s.err = io.EOF
-		_, _ = io.Copy(io.Discard, io.LimitReader(s.guard, drainLimit))
+		if s.guard != nil && s.guard.Done() { // a body that ended or broke has nothing to drain
+			_, _ = io.Copy(io.Discard, io.LimitReader(s.guard, drainLimit))
+		}
 		_ = s.Close()
 		d := providers.Delta{Done: true, FinishReason: s.finish, Usage: s.usage}
 		if d.FinishReason == "" {
