@@ -436,7 +436,8 @@ func reasoningText(msg providers.Message) string {
 	return b.String()
 }
 
-// finishReason maps Anthropic's stop_reason.
+// finishReason maps Anthropic's stop_reason. A refusal never gets here: it is an error
+// (stopRefusal).
 func finishReason(stop string) providers.FinishReason {
 	switch stop {
 	case "end_turn", "stop_sequence":
@@ -445,8 +446,6 @@ func finishReason(stop string) providers.FinishReason {
 		return providers.FinishLength
 	case "tool_use":
 		return providers.FinishToolCalls
-	case "refusal":
-		return providers.FinishContentFilter
 	}
 	return providers.FinishOther
 }
