@@ -230,3 +230,31 @@ func TestPrefillRejected_IsMarked(t *testing.T) {
 		t.Fatalf("%#v", e)
 	}
 }
+
+func TestChatStream_CallersCancelAfterStopReasonIsStillCanceled(t *testing.T) {
+	// The server sends the stop_reason and then holds the stream open.
+	body := handHead + event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = io.WriteString(w, body)
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := newProviderVia(t, srv.URL, srv.Client().Transport).ChatStream(ctx, userRequest("Hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for range 2 {
+		if _, err := st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	_, err = st.Recv()
+	if e := asError(t, err); e.Kind != providers.KindCanceled || e.Partial != "one two" || e.Usage == nil || e.Usage.OutputTokens != 2 {
+		t.Fatalf("%#v", e)
+	}
+}
