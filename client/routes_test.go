@@ -127,7 +127,7 @@ func TestContextWindow_FallsBackToALargerWindowOrIsRefusedBeforeSending(t *testi
 	before := primary.Journal().Len() + large.Journal().Len()
 	_, err = small.Chat(context.Background(), long)
 	var pe *providers.Error
-	if !errors.As(err, &pe) || pe.Kind != providers.KindContextTooLong || pe.ContextWindow != 200 {
+	if !errors.As(err, &pe) || pe.Kind != providers.KindContextTooLong || pe.Overflow == nil || pe.Overflow.Window != 200 {
 		t.Fatalf("a call no route can hold: %v", err)
 	}
 	if n := primary.Journal().Len() + large.Journal().Len(); n != before {

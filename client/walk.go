@@ -205,7 +205,11 @@ func (w *walk) next(perr *providers.Error, window int) (next bool, redirect []st
 	}
 	if perr.Kind == providers.KindContextTooLong {
 		// Only a route that declares a larger window can hold it.
-		w.minWindow = max(w.minWindow, window, perr.ContextWindow, 1)
+		stated := 0
+		if perr.Overflow != nil {
+			stated = perr.Overflow.Window
+		}
+		w.minWindow = max(w.minWindow, window, stated, 1)
 		return true, nil
 	}
 	return perr.Kind.FallsBack(), nil
@@ -245,7 +249,8 @@ func (w *walk) preflight() *providers.Error {
 	if largest == 0 || w.tokens <= largest {
 		return nil
 	}
-	return &providers.Error{Kind: providers.KindContextTooLong, ContextWindow: largest, RequestedTokens: w.tokens,
+	return &providers.Error{Kind: providers.KindContextTooLong,
+		Overflow: &providers.ContextOverflow{Window: largest, Requested: w.tokens},
 		Message: fmt.Sprintf("the call needs about %d tokens (prompt and max_tokens), more than the largest context window of the chain (%d): not sent",
 			w.tokens, largest)}
 }

@@ -16,10 +16,18 @@ import (
 type Error struct {
 	Provider   string
 	Kind       ErrorKind
-	StatusCode int           // HTTP status, 0 when no response arrived
-	Type       string        // the provider's error type, e.g. "overloaded_error"
-	Code       string        // the provider's error code, e.g. "insufficient_quota"
-	Message    string        // the provider's message
+	StatusCode int    // HTTP status, 0 when no response arrived
+	Type       string // the provider's error type, e.g. "overloaded_error"
+	// Code is the provider's error code, e.g. "insufficient_quota"; for KindRefused, the
+	// refusal's category when the provider names one (Anthropic's stop_details.category:
+	// "cyber", "bio"…; "" when null or for OpenAI). steady sets CodePrefillUnsupported in place
+	// of the provider's generic code when the message says the model refuses a prefill.
+	Code string
+	// Message is the provider's message: for KindRefused the refusal's text (OpenAI's refusal,
+	// Anthropic's stop_details.explanation) or, when the provider gave none, steady's words
+	// saying so. Like every field copied from a server, it is scrubbed of the API key and
+	// bounded.
+	Message    string
 	RetryAfter time.Duration // the server's hint (or the time until the circuit's next probe)
 	Attempts   int           // attempts made, retries included; 0 when unknown or none was sent
 	// GaveUp is why the resilience pipeline stopped retrying: one of its resilience.GaveUp
@@ -31,16 +39,50 @@ type Error struct {
 	ClientRequestID string
 	// RateLimit is what the provider's rate-limit headers said, nil when none came.
 	RateLimit *RateLimit
-	// Partial is what a stream delivered before it failed.
+	// Partial is the text a stream delivered before it failed, or the text a whole answer held
+	// before a refusal or a content filter ended it ("" when none).
 	Partial string
-	// Usage is what the server reported the failed attempt used before it failed (a stream cut
-	// after its usage arrived), which it may bill; nil when it reported none.
+	// Usage is what the provider reported the failed exchange used, so far as it said: the
+	// input tokens of a stream's opening event, the output tokens of its last count, the usage
+	// of a refused or filtered answer. It is what an abandoned attempt was billed, to the
+	// provider's knowledge. nil when the provider reported none before the failure (and for
+	// every error that came with an error status).
 	Usage *Usage
-	// ContextWindow and RequestedTokens, for KindContextTooLong, are the model's context
-	// window and the tokens the call needed, when the server said (or the client estimated
-	// them before sending); 0 when unknown.
-	ContextWindow, RequestedTokens int
-	Err     error
+	// Overflow, for KindContextTooLong, holds the sizes the server's message stated (the
+	// model's context window, what the request needed); nil when it stated none.
+	Overflow *ContextOverflow
+	Err      error
+}
+
+// ContextOverflow is what a context_too_long error said of the sizes involved, in tokens, so
+// that a caller can pick a model with a larger window or ask for fewer output tokens. A field
+// the server did not state is 0.
+type ContextOverflow struct {
+	// Window is the model's context window (prompt and output together).
+	Window int
+	// Requested is what the request needed: the prompt plus the output tokens asked for when
+	// the server counted both (OpenAI's "you requested", Anthropic's "A + B"), else the prompt.
+	Requested int
+	// Input is the prompt's size, when the server stated it apart.
+	Input int
+	// Output is the output tokens the request asked for (max_tokens), when stated apart.
+	Output int
+}
+
+// CodePrefillUnsupported is the Code of a bad_request whose message says the model does not
+// accept an assistant message at the end of the conversation (a prefill), as newer Anthropic
+// models and some OpenAI-compatible servers say. Continuing a cut answer by prefill there
+// cannot work; another route may. errors.Is(err, ErrPrefillUnsupported) finds it too.
+const CodePrefillUnsupported = "prefill_unsupported"
+
+// ErrPrefillUnsupported matches, with errors.Is, an *Error whose Code is
+// CodePrefillUnsupported. It is never returned by itself.
+var ErrPrefillUnsupported = errors.New("the model does not support assistant message prefill")
+
+// Is reports whether e is the condition target names: ErrPrefillUnsupported for an error with
+// CodePrefillUnsupported. Everything else is matched through Unwrap, as usual.
+func (e *Error) Is(target error) bool {
+	return target == ErrPrefillUnsupported && e.Code == CodePrefillUnsupported
 }
 
 func (e *Error) Error() string {
@@ -113,10 +155,18 @@ func (e *Error) GoString() string {
 	if e.Err != nil {
 		cause = fmt.Sprintf("%T", e.Err)
 	}
+	usage, overflow := "nil", "nil"
+	if e.Usage != nil {
+		usage = fmt.Sprintf("%+v", *e.Usage)
+	}
+	if e.Overflow != nil {
+		overflow = fmt.Sprintf("%+v", *e.Overflow)
+	}
 	return fmt.Sprintf("&providers.Error{Provider:%q, Kind:%q, StatusCode:%d, Type:%q, Code:%q, Message:%q, "+
-		"RetryAfter:%d, Attempts:%d, GaveUp:%q, RequestID:%q, ClientRequestID:%q, Partial:<%d bytes>, Err:%s}",
+		"RetryAfter:%d, Attempts:%d, GaveUp:%q, RequestID:%q, ClientRequestID:%q, Partial:<%d bytes>, "+
+		"Usage:%s, Overflow:%s, Err:%s}",
 		e.Provider, e.Kind, e.StatusCode, e.Type, e.Code, e.Message, e.RetryAfter, e.Attempts, e.GaveUp, e.RequestID,
-		redact.Clip(e.ClientRequestID, maxRequestIDText), len(e.Partial), cause)
+		redact.Clip(e.ClientRequestID, maxRequestIDText), len(e.Partial), usage, overflow, cause)
 }
 
 // Unwrap returns the underlying cause.

@@ -19,8 +19,9 @@ const (
 	KindRedirected      ErrorKind = "redirected"       // the server redirected; steady never follows (check BaseURL)
 	KindBadRequest      ErrorKind = "bad_request"      // 400, 422…: the request itself is wrong
 	KindContextTooLong  ErrorKind = "context_too_long" // the prompt exceeds the model's context window
-	KindContentFiltered ErrorKind = "content_filtered" // a safety filter refused the prompt or the output
-	KindStreamTruncated ErrorKind = "stream_truncated" // the stream ended without its terminal event
+	KindContentFiltered ErrorKind = "content_filtered" // a safety filter refused the prompt or cut the output
+	KindRefused         ErrorKind = "refused"          // the model declined to answer (its refusal is the outcome)
+	KindStreamTruncated ErrorKind = "stream_truncated" // the stream ended before its finish reason
 	KindCanceled        ErrorKind = "canceled"         // the caller's context ended
 	KindUnknown         ErrorKind = "unknown"
 )
@@ -42,6 +43,10 @@ var kindTraits = map[ErrorKind]struct {
 	KindAuth:            {fallsBack: true},
 	KindNotFound:        {fallsBack: true},
 	KindRedirected:      {fallsBack: true},
+	// A refusal is the model's answer, not ill health, and another provider's model would most
+	// likely refuse too: no trait. A caller's policy may still fall back on it (the client
+	// lets one).
+	KindRefused: {},
 }
 
 // Temporary reports whether the same request may succeed later at the same provider: rate
@@ -52,11 +57,14 @@ func (k ErrorKind) Temporary() bool { return kindTraits[k].temporary }
 // FallsBack reports whether the failure is the provider's rather than the request's, so that
 // a fallback chain moves on to the next provider: everything Temporary, an exhausted quota, a
 // rejected key or account (auth), a model the provider does not serve (not_found), a redirect.
-// A malformed request, a prompt past the context window, a content filter and the caller's
-// own cancellation stop the chain: the next provider would fail the same way.
+// A malformed request, a prompt past the context window, a content filter, a refusal and the
+// caller's own cancellation stop the chain: the next provider would fail the same way (a
+// refusal or a filter may be a policy's reason to try another model all the same; that is the
+// caller's choice, not the kind's).
 func (k ErrorKind) FallsBack() bool { return kindTraits[k].fallsBack }
 
 // Unwell reports whether a failure met while reading a 200 stream counts against the
 // provider's circuit breaker: overload, a broken connection or a limit, a timeout, a stream cut
-// short. (Failures that come with an HTTP status are judged by the pipeline itself.)
+// short. A refusal or a content filter is an answer, never ill health. (Failures that come
+// with an HTTP status are judged by the pipeline itself.)
 func (k ErrorKind) Unwell() bool { return kindTraits[k].unwell }

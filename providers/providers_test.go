@@ -30,7 +30,7 @@ func TestError_MessageKindsAndMatching(t *testing.T) {
 		providers.KindTimeout: true, providers.KindCircuitOpen: true, providers.KindBulkheadFull: true,
 		providers.KindStreamTruncated: true, providers.KindQuotaExhausted: false, providers.KindAuth: false,
 		providers.KindBadRequest: false, providers.KindContextTooLong: false, providers.KindContentFiltered: false,
-		providers.KindCanceled: false, providers.KindUnknown: false,
+		providers.KindCanceled: false, providers.KindUnknown: false, providers.KindRefused: false,
 	}
 	for k, want := range temporary {
 		if got := (&providers.Error{Kind: k}).Temporary(); got != want {
@@ -39,5 +39,28 @@ func TestError_MessageKindsAndMatching(t *testing.T) {
 	}
 	if (providers.Usage{InputTokens: 3, OutputTokens: 4}).Total() != 7 {
 		t.Fatal("Usage.Total")
+	}
+}
+
+func TestError_PrefillSentinelMatchesOnlyItsCode(t *testing.T) {
+	e := &providers.Error{Kind: providers.KindBadRequest, Code: providers.CodePrefillUnsupported}
+	if !errors.Is(fmt.Errorf("calling: %w", e), providers.ErrPrefillUnsupported) {
+		t.Fatal("a wrapped prefill error does not match")
+	}
+	other := &providers.Error{Kind: providers.KindBadRequest, Code: "invalid_request_body", Err: errors.New("x")}
+	if errors.Is(other, providers.ErrPrefillUnsupported) {
+		t.Fatal("another bad request matches")
+	}
+}
+
+func TestError_GoStringShowsUsageAndOverflow(t *testing.T) {
+	e := &providers.Error{Kind: providers.KindContextTooLong, Usage: &providers.Usage{InputTokens: 3},
+		Overflow: &providers.ContextOverflow{Window: 10, Requested: 12}}
+	s := e.GoString()
+	if !strings.Contains(s, "Usage:{InputTokens:3") || !strings.Contains(s, "Overflow:{Window:10 Requested:12") {
+		t.Fatal(s)
+	}
+	if s := (&providers.Error{}).GoString(); !strings.Contains(s, "Usage:nil, Overflow:nil") {
+		t.Fatal(s)
 	}
 }

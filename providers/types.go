@@ -281,7 +281,8 @@ type Delta struct {
 	Reasoning string
 	ToolCalls []ToolCallDelta
 	// Done is set on the last delta of a complete stream, which carries FinishReason and
-	// Usage (Usage may be zero when the provider reports none).
+	// Usage (Usage may be zero when the provider reports none, or when the stream ended after
+	// its finish reason but before its usage: see Stream).
 	Done         bool
 	FinishReason FinishReason
 	Usage        Usage
@@ -302,11 +303,31 @@ type ToolCallDelta struct {
 }
 
 // Stream reads a streamed answer. Recv returns deltas in order; after the delta with Done set
-// it returns io.EOF. A stream that ends without its terminal event returns a *Error of kind
-// KindStreamTruncated instead, never io.EOF. A failing Recv leaves the connection open, so that
-// the caller can report the failure to the resilience pipeline (resilience.WithFailureReporter)
-// before it closes; a stream may release its connection by itself after the Done delta.
-// Close releases the connection; it is safe to call more than once and must be called.
+// it returns io.EOF. A failing Recv leaves the connection open, so that the caller can report
+// the failure to the resilience pipeline (resilience.WithFailureReporter) before it closes; a
+// stream may release its connection by itself after the Done delta. Close releases the
+// connection; it is safe to call more than once and must be called.
+//
+// How a stream ends, on every wire:
+//
+//   - Complete means complete: once the provider sent its finish reason (OpenAI: a choice's
+//     finish_reason; Anthropic: message_delta's stop_reason), the answer is whole. The stream
+//     then gives its Done delta, with the finish reason and the usage reported, whether the
+//     body goes on to its terminal event ("data: [DONE]", message_stop) or ends without it:
+//     cleanly, before OpenAI's usage chunk (Usage is then zero), or broken (a reset, an
+//     unexpected EOF, the pipeline's timeout, a limit). Only the caller's own cancellation or
+//     Close, and what the server says after it (an error event, a malformed event), still fail.
+//   - A stream that ends before its finish reason is KindStreamTruncated when the body ended
+//     cleanly, KindUnavailable (or the pipeline's KindTimeout) when it broke; never io.EOF.
+//   - An event whose data is not a JSON object is never skipped: the stream fails with
+//     KindUnavailable, saying which event (counting from 1) it was.
+//   - A whole stream that is not the answer asked for fails: a refusal (OpenAI's
+//     delta.refusal, Anthropic's stop_reason "refusal") with KindRefused, OpenAI's
+//     finish_reason "content_filter" with KindContentFiltered. Refusal text is never
+//     delivered as Text; it is the error's Message.
+//   - Every failure carries the text delivered so far in Error.Partial, and the usage the
+//     provider reported so far (Anthropic's message_start and message_delta, an OpenAI usage
+//     chunk) in Error.Usage, nil when none came: what an abandoned attempt was billed.
 type Stream interface {
 	Recv() (Delta, error)
 	Close() error
@@ -357,18 +378,21 @@ type EmbedResponse struct {
 //   - Bodies: it closes every response body it receives, on every path, and reads each within
 //     its Limits (a LimitError past them).
 //   - Errors: a failure the API reported (an error status, an error envelope, a 200 that is
-//     not an answer) is a *Error with the kind that fits (ErrorKind), the HTTP status, the
-//     server's hint and request ID, and no secret in any field. Any other failure — a network
+//     not an answer, a refusal, an answer cut by a content filter) is a *Error with the kind
+//     that fits (ErrorKind), the HTTP status, the server's hint and request ID, and no secret
+//     in any field. Any other failure — a network
 //     error, the pipeline's rejection (circuit open, bulkhead full, timeout, redirect), the
 //     caller's cancellation — is either mapped to its kind (KindCanceled when ctx has ended)
 //     or returned as the http.Client gave it, and the client maps it.
 //   - Streams: ChatStream returns once the response headers arrived (an error status is
 //     returned there, never as a stream). The Stream's Recv yields deltas in order, then a
-//     last delta with Done, FinishReason and Usage, then io.EOF; a stream that ends without its
-//     terminal event is KindStreamTruncated, never io.EOF; every failure carries the text
-//     delivered so far in Error.Partial. A failing Recv leaves the connection open so the
-//     caller can report the failure to the pipeline before it calls Close; Close releases the
-//     connection, may be called more than once and from another goroutine, and must be called.
+//     last delta with Done, FinishReason and Usage, then io.EOF; a stream that ends before its
+//     finish reason is KindStreamTruncated, never io.EOF, and one that ends after it is
+//     complete (see Stream for every rule); every failure carries the text delivered so far in
+//     Error.Partial and the usage reported so far in Error.Usage. A failing Recv leaves the
+//     connection open so the caller can report the failure to the pipeline before it calls
+//     Close; Close releases the connection, may be called more than once and from another
+//     goroutine, and must be called.
 //   - Capabilities: it says what it can do through Describer (Description.Capabilities); a
 //     provider that says nothing is tried for everything.
 type Provider interface {

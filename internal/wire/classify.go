@@ -11,25 +11,17 @@ import (
 
 // Classify maps an HTTP error status and the provider's error type, code and message to a
 // kind. It is shared by the provider implementations so that every wire format lands on the
-// same vocabulary.
+// same vocabulary; the phrases it looks for are in markers.go.
 func Classify(status int, errType, code, message string) providers.ErrorKind {
 	t, c, m := strings.ToLower(errType), strings.ToLower(code), strings.ToLower(message)
-	has := func(s ...string) bool {
-		for _, x := range s {
-			if strings.Contains(t, x) || strings.Contains(c, x) || strings.Contains(m, x) {
-				return true
-			}
-		}
-		return false
-	}
 	switch {
 	case signals.MentionsQuota(t) || signals.MentionsQuota(c) || signals.MentionsQuota(m):
 		return providers.KindQuotaExhausted
-	case has("context_length_exceeded", "string_above_max_length", "prompt is too long", "maximum context length", "context window", "request_too_large"):
+	case mentions(contextPhrases, t, c, m):
 		return providers.KindContextTooLong
-	case has("content_filter", "content_policy", "responsibleaipolicyviolation", "safety"):
+	case mentions(filterPhrases, t, c, m):
 		return providers.KindContentFiltered
-	case status == 529 || has("overloaded"):
+	case status == 529 || mentions(overloadPhrases, t, c, m):
 		return providers.KindOverloaded
 	}
 	switch {

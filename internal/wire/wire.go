@@ -87,12 +87,15 @@ func NewErrors(name, key string) Errors {
 	return Errors{Provider: name, scrub: redact.New(key)}
 }
 
-// Finish fills in the provider's name and scrubs and bounds every field of e that may hold
-// text from a server, in place. It returns e.
+// Finish fills in the provider's name, the details its message states that its kind does not
+// (a refused prefill's CodePrefillUnsupported, a context overflow's sizes: see markers.go), and
+// scrubs and bounds every field of e that may hold text from a server, in place. It returns e.
+// Finishing an error twice changes nothing more.
 func (x Errors) Finish(e *providers.Error) *providers.Error {
 	if e.Provider == "" {
 		e.Provider = x.Provider
 	}
+	recognize(e)
 	e.Message = x.scrub.Text(e.Message, maxMessage)
 	e.Type = x.Field(e.Type)
 	e.Code = x.Field(e.Code)

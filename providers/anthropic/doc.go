@@ -39,8 +39,10 @@
 //     to answer with a single JSON object to the system prompt. It is best effort: validate
 //     the answer.
 //   - stop_reason: end_turn and stop_sequence are FinishStop, max_tokens (and
-//     model_context_window_exceeded) FinishLength, tool_use FinishToolCalls, refusal
-//     FinishContentFilter, anything else FinishOther.
+//     model_context_window_exceeded) FinishLength, tool_use FinishToolCalls, anything else
+//     FinishOther. A refusal is no finish: it is a KindRefused error, with stop_details'
+//     category in Code and its explanation in Message, the text before it in Partial and the
+//     usage in Usage (JSON answers and streams alike).
 //   - Usage.InputTokens counts the whole prompt: input_tokens plus the tokens written to and
 //     read from the prompt cache, which Anthropic reports apart.
 //   - Embed always fails with KindBadRequest: Anthropic has no embeddings API.
@@ -55,14 +57,18 @@
 // Every failure is a *providers.Error: the error envelope's type and message, a Kind from
 // the status rules every provider shares (429 rate_limit_error is KindRateLimited with the
 // retry-after hint; a spend limit, billing_error or "credit balance is too low" is KindQuotaExhausted; 529
-// overloaded_error is KindOverloaded; "prompt is too long" is KindContextTooLong), the HTTP
-// status and the request-id header. An error body that is not an envelope becomes a short
+// overloaded_error is KindOverloaded; "prompt is too long" and "input length and `max_tokens`
+// exceed context limit" are KindContextTooLong, with the sizes they state in Error.Overflow; a
+// model that refuses a prefill is KindBadRequest with Code providers.CodePrefillUnsupported),
+// the HTTP status and the request-id header. An error body that is not an envelope becomes a short
 // one-line message; an HTML page is never shown. Neither errors nor a printed Config ever hold
 // the API key.
 //
-// A stream reports an "error" event inside a 200 response as a *providers.Error classified by
-// its type, so an overloaded_error counts as an overload; a body that ends without
-// message_stop as KindStreamTruncated, never as success; the resilience pipeline's stream-idle
-// or total timeout as KindTimeout; a broken connection as KindUnavailable. Each of these
-// carries the text delivered so far in Partial.
+// A stream is complete once message_delta brought its stop_reason, whether message_stop
+// follows or the body ends or breaks without it. It reports an "error" event inside a 200
+// response as a *providers.Error classified by its type, so an overloaded_error counts as an
+// overload; an event that is not a JSON object as KindUnavailable, naming it; a body that ends
+// before the stop_reason as KindStreamTruncated, never as success; the resilience pipeline's
+// stream-idle or total timeout as KindTimeout; a broken connection as KindUnavailable. Each of
+// these carries the text delivered so far in Partial and the usage reported so far in Usage.
 package anthropic

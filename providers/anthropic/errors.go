@@ -25,6 +25,28 @@ type wireError struct {
 	RequestID string `json:"request_id"`
 }
 
+// stopRefusal is the stop_reason of an answer the model declined to give (or that a
+// streaming classifier ended part way): an error of kind refused, not a success.
+const stopRefusal = "refusal"
+
+// wireStopDetails is stop_details, which says more of a stop reason: for a refusal its
+// category ("cyber", "bio"…, null for none) and a human-readable explanation (null for none).
+// The answer and message_delta carry it; servers that predate it send nothing, or null.
+type wireStopDetails struct {
+	Type        string `json:"type"`
+	Category    string `json:"category"`
+	Explanation string `json:"explanation"`
+}
+
+// refusal is the error of an answer whose stop_reason is "refusal", with what its
+// stop_details say (d may be nil).
+func (p *Provider) refusal(d *wireStopDetails) *providers.Error {
+	if d == nil {
+		d = &wireStopDetails{}
+	}
+	return p.errs.Refused(d.Explanation, d.Category)
+}
+
 // httpError reads (at most Limits.MaxErrorBodyBytes of) a non-2xx response and turns it into
 // a *providers.Error. It does not close the body; the caller does.
 func (p *Provider) httpError(resp *http.Response) *providers.Error {

@@ -98,7 +98,9 @@ func (p *Provider) HTTPClient() *http.Client { return p.given }
 
 // Chat sends a message and waits for the whole answer. The answer's text blocks are joined
 // into Message.Content and its tool_use blocks become Message.ToolCalls; Usage.InputTokens
-// counts the whole prompt, cached parts included.
+// counts the whole prompt, cached parts included. An answer whose stop_reason is "refusal" is
+// a *providers.Error of KindRefused (stop_details' category in Code, its explanation in
+// Message), with the text that came before the refusal in Partial and the usage in Usage.
 func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
 	if ctx == nil {
 		return nil, p.badRequest(providers.NilContext)
@@ -128,6 +130,14 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 		forced = schemaTool(req.Schema)
 	}
 	msg := fromResponse(&w, forced)
+	if w.StopReason == stopRefusal {
+		// Declined, at once or part way: an outcome with its kind, never a success. Its usage
+		// was billed all the same.
+		e := p.refusal(w.StopDetails)
+		u := w.Usage.neutral()
+		e.StatusCode, e.RequestID, e.Partial, e.Usage = resp.StatusCode, p.errs.Field(wire.RequestID(resp.Header)), msg.Content, &u
+		return nil, e
+	}
 	finish := finishReason(w.StopReason)
 	if forced != "" && finish == providers.FinishToolCalls && len(msg.ToolCalls) == 0 {
 		finish = providers.FinishStop // the "tool call" was the answer

@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,18 +39,21 @@ type streamEvent struct {
 // goroutine at a time; Close may be called from any goroutine, also while Recv blocks, to
 // abort it.
 type stream struct {
-	ctx    context.Context
-	p      *Provider
-	body   io.ReadCloser
-	events *wire.SSEReader
-	reqID  string
+	ctx   context.Context
+	p     *Provider
+	body  io.ReadCloser
+	sse   *wire.SSEReader
+	reqID string
 
 	partial strings.Builder // the text delivered so far, for the error of a failed stream
 	usage   providers.Usage
-	stop    string      // the last stop_reason seen
-	tools   map[int]int // content block index → neutral tool call index
-	done    bool        // the Done delta was returned
-	err     error       // the terminal error, returned again by every later Recv
+	billed  bool             // the server reported usage (message_start, message_delta)
+	stop    string           // the last stop_reason seen: the answer is whole once it came
+	details *wireStopDetails // the stop_details that came with it
+	events  int              // the events read so far, to name a malformed one
+	tools   map[int]int      // content block index → neutral tool call index
+	done    bool             // the Done delta was returned
+	err     error            // the terminal error, returned again by every later Recv
 
 	rl       *providers.RateLimit // for the first delta; nil once it went out or none came
 	forced   string               // the tool of forced tool use whose input is the answer (SchemaByTool)
@@ -67,7 +71,7 @@ func newStream(ctx context.Context, p *Provider, resp *http.Response, forced str
 		ctx:      ctx,
 		p:        p,
 		body:     resp.Body,
-		events:   wire.NewSSEReader(resp.Body, p.limits.MaxEventBytes),
+		sse:      wire.NewSSEReader(resp.Body, p.limits.MaxEventBytes),
 		reqID:    p.errs.Field(wire.RequestID(resp.Header)),
 		tools:    make(map[int]int),
 		rl:       providers.ParseRateLimit(resp.Header, time.Now()),
@@ -81,12 +85,19 @@ func newStream(ctx context.Context, p *Provider, resp *http.Response, forced str
 // calls of the answer from 0). The last delta has Done, FinishReason and Usage (input tokens
 // from message_start, output tokens from the last message_delta); Recv then returns io.EOF.
 //
-// Every failure is a *providers.Error carrying the text received so far in Partial: an error
-// event inside the stream is classified by its type (overloaded_error is KindOverloaded); a
-// body that ends before message_stop is KindStreamTruncated; the pipeline's timeout is
-// KindTimeout; a broken connection is KindUnavailable wrapping the read error (KindCanceled
-// when the context ended); a Recv after Close is KindCanceled. Once Recv has failed it returns
-// the same error again.
+// The answer is whole once message_delta brought its stop_reason: a body that ends after it
+// without message_stop — cleanly, or broken (a dropped connection, the pipeline's timeout, a
+// limit) — still gives the Done delta. Only the caller's own cancellation or Close, an error
+// event and a malformed event fail a stream after its stop_reason.
+//
+// Every failure is a *providers.Error carrying the text received so far in Partial and the
+// usage reported so far in Usage: a stop_reason "refusal" is KindRefused (stop_details'
+// category in Code, its explanation in Message); an error event inside the stream is
+// classified by its type (overloaded_error is KindOverloaded); an event that is not a JSON
+// object is KindUnavailable naming it; a body that ends before the stop_reason is
+// KindStreamTruncated; the pipeline's timeout is KindTimeout; a broken connection is
+// KindUnavailable wrapping the read error (KindCanceled when the context ended); a Recv after
+// Close is KindCanceled. Once Recv has failed it returns the same error again.
 func (s *stream) Recv() (providers.Delta, error) {
 	if s.err != nil {
 		return providers.Delta{}, s.err
@@ -95,11 +106,22 @@ func (s *stream) Recv() (providers.Delta, error) {
 		return providers.Delta{}, io.EOF
 	}
 	for {
-		ev, err := s.events.Next()
-		if err != nil {
-			return providers.Delta{}, s.fail(s.readError(err))
+		var (
+			d  providers.Delta
+			ok bool
+			e  *providers.Error
+		)
+		ev, err := s.sse.Next()
+		switch {
+		case err != nil && s.stop != "" && !s.closed.Load() && s.ctx.Err() == nil:
+			d, e = s.finish() // the answer came whole; only its end was lost
+			ok = e == nil
+		case err != nil:
+			e = s.readError(err)
+		default:
+			s.events++
+			d, ok, e = s.handle(ev)
 		}
-		d, ok, e := s.handle(ev)
 		if e != nil {
 			return providers.Delta{}, s.fail(e)
 		}
@@ -120,9 +142,8 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 		return providers.Delta{}, false, s.p.streamError(ev.Data, s.reqID)
 	}
 	var e streamEvent
-	if err := json.Unmarshal(ev.Data, &e); err != nil {
-		return providers.Delta{}, false, &providers.Error{Kind: providers.KindUnavailable,
-			Message: "the stream sent an event that is not valid JSON: " + err.Error(), Err: err}
+	if err := json.Unmarshal(ev.Data, &e); err != nil || !isObject(ev.Data) {
+		return providers.Delta{}, false, s.p.errs.Malformed(s.events, err)
 	}
 	kind := ev.Name
 	if kind == "" {
@@ -131,7 +152,7 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 	switch kind {
 	case "message_start":
 		if e.Message != nil {
-			s.usage = e.Message.Usage.neutral()
+			s.usage, s.billed = e.Message.Usage.neutral(), true
 		}
 	case "content_block_start":
 		if b := e.ContentBlock; b != nil {
@@ -189,8 +210,12 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 	case "message_delta":
 		if e.Delta != nil && e.Delta.StopReason != "" {
 			s.stop = e.Delta.StopReason
+			if s.stop == stopRefusal {
+				s.details = stopDetails(ev.Data)
+			}
 		}
 		if u := e.Usage; u != nil {
+			s.billed = true
 			if u.OutputTokens > 0 {
 				s.usage.OutputTokens = u.OutputTokens
 			}
@@ -206,16 +231,47 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 	case "error": // an error event without an event name
 		return providers.Delta{}, false, s.p.streamError(ev.Data, s.reqID)
 	case "message_stop":
-		s.done = true
-		finish := finishReason(s.stop)
-		if s.answerAt >= 0 && finish == providers.FinishToolCalls && len(s.tools) == 0 {
-			finish = providers.FinishStop // the forced "tool call" was the answer
-		}
-		return providers.Delta{Done: true, FinishReason: finish, Usage: s.usage, Thinking: s.thinking}, true, nil
+		d, e := s.finish()
+		return d, e == nil, e
 	}
 	// ping, content_block_stop, thinking and citation deltas, and events added to the API
 	// later carry nothing the neutral stream has a place for.
 	return providers.Delta{}, false, nil
+}
+
+// finish ends a stream whose answer came whole (message_stop, or the body's end after the
+// stop_reason): the Done delta, or the error of a refusal. Without a stop_reason the finish
+// reason is FinishOther.
+func (s *stream) finish() (providers.Delta, *providers.Error) {
+	s.done = true
+	if s.stop == stopRefusal {
+		return providers.Delta{}, s.p.refusal(s.details)
+	}
+	finish := finishReason(s.stop)
+	if s.answerAt >= 0 && finish == providers.FinishToolCalls && len(s.tools) == 0 {
+		finish = providers.FinishStop // the forced "tool call" was the answer
+	}
+	return providers.Delta{Done: true, FinishReason: finish, Usage: s.usage, Thinking: s.thinking}, nil
+}
+
+// stopDetails reads the stop_details of a message_delta event's data, nil when it has none. It
+// is read apart, for a refusal only, so that the struct every event of a stream is decoded
+// into stays as small as the text deltas need.
+func stopDetails(data []byte) *wireStopDetails {
+	var ev struct {
+		Delta struct {
+			StopDetails *wireStopDetails `json:"stop_details"`
+		} `json:"delta"`
+	}
+	_ = json.Unmarshal(data, &ev) // the event was decoded once already: it is valid JSON
+	return ev.Delta.StopDetails
+}
+
+// isObject reports whether data is a JSON object, as every event's data must be: json.Unmarshal
+// takes null into a struct without a word.
+func isObject(data []byte) bool {
+	data = bytes.TrimLeft(data, " \t\r\n")
+	return len(data) > 0 && data[0] == '{'
 }
 
 // readError turns the error that ended reading the body into the stream's error.
@@ -225,7 +281,7 @@ func (s *stream) readError(err error) *providers.Error {
 		return &providers.Error{Kind: providers.KindCanceled, Message: "the stream was closed", Err: err}
 	case s.ctx.Err() == nil && errors.Is(err, io.EOF):
 		return &providers.Error{Kind: providers.KindStreamTruncated,
-			Message: "the stream ended before message_stop"}
+			Message: "the stream ended before its stop_reason (message_delta)"}
 	}
 	// The caller's cancellation, the pipeline's idle or total timeout, a dropped connection,
 	// a limit: classified where every wire classifies them.
@@ -241,6 +297,10 @@ func (s *stream) fail(e *providers.Error) error {
 		e.RequestID = s.reqID
 	}
 	e.Partial = s.partial.String()
+	if s.billed && e.Usage == nil {
+		u := s.usage
+		e.Usage = &u
+	}
 	s.err = s.p.errs.Finish(e)
 	return e
 }

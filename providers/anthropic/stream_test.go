@@ -273,7 +273,7 @@ const handWritten = ": a comment\r\n" +
 	"event: some_future_event\n" +
 	`data: {"type":"some_future_event"}` + "\n\n" +
 	"event: message_delta\n" +
-	`data: {"type":"message_delta","delta":{"stop_reason":"refusal"},"usage":{"output_tokens":7}}` + "\n\n" +
+	`data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":7}}` + "\n\n" +
 	"event: message_stop\n" +
 	`data: {"type":"message_stop"}` // the body ends without the final blank line
 
@@ -298,7 +298,7 @@ func TestChatStream_ReadsTheWireFormatsCorners(t *testing.T) {
 		{ToolCalls: []providers.ToolCallDelta{{Index: 0, ID: "t1", Name: "a"}}},
 		{ToolCalls: []providers.ToolCallDelta{{Index: 0, Arguments: "{}"}}},
 		{ToolCalls: []providers.ToolCallDelta{{Index: 1, ID: "t2", Name: "b"}}},
-		{Done: true, FinishReason: providers.FinishContentFilter,
+		{Done: true, FinishReason: providers.FinishToolCalls,
 			Usage:    providers.Usage{InputTokens: 35, OutputTokens: 7, CachedInputTokens: 20, CacheWriteInputTokens: 5},
 			Thinking: []providers.ThinkingBlock{{Text: "hmm"}}},
 	}
@@ -308,8 +308,9 @@ func TestChatStream_ReadsTheWireFormatsCorners(t *testing.T) {
 }
 
 func TestChatStream_CutMidLineIsNotAnEvent(t *testing.T) {
-	// The body ends inside the message_stop line: that event must not count.
-	cut := handWritten[:len(handWritten)-5]
+	// The body ends inside the message_delta line: that event, and its stop_reason, must not
+	// count.
+	cut := handWritten[:strings.Index(handWritten, `"stop_reason"`)+5]
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		_, _ = io.WriteString(w, cut)

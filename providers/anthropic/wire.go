@@ -124,12 +124,13 @@ type wireTool struct {
 // wireResponse is a message: the body of a non-streamed answer and the "message" of a
 // message_start event.
 type wireResponse struct {
-	Type       string      `json:"type"`
-	ID         string      `json:"id"`
-	Model      string      `json:"model"`
-	Content    []respBlock `json:"content"`
-	StopReason string      `json:"stop_reason"`
-	Usage      wireUsage   `json:"usage"`
+	Type        string           `json:"type"`
+	ID          string           `json:"id"`
+	Model       string           `json:"model"`
+	Content     []respBlock      `json:"content"`
+	StopReason  string           `json:"stop_reason"`
+	StopDetails *wireStopDetails `json:"stop_details"`
+	Usage       wireUsage        `json:"usage"`
 }
 
 // isAnswer reports whether r is a message: its type says so, or (for servers that leave the
@@ -435,7 +436,8 @@ func reasoningText(msg providers.Message) string {
 	return b.String()
 }
 
-// finishReason maps Anthropic's stop_reason.
+// finishReason maps Anthropic's stop_reason. A refusal never gets here: it is an error
+// (stopRefusal).
 func finishReason(stop string) providers.FinishReason {
 	switch stop {
 	case "end_turn", "stop_sequence":
@@ -444,8 +446,6 @@ func finishReason(stop string) providers.FinishReason {
 		return providers.FinishLength
 	case "tool_use":
 		return providers.FinishToolCalls
-	case "refusal":
-		return providers.FinishContentFilter
 	}
 	return providers.FinishOther
 }

@@ -177,13 +177,10 @@ func toMessage(m providers.Message) goopenai.ChatCompletionMessage {
 	return out
 }
 
-// fromMessage maps the assistant's answer. A refusal stands in for empty content; a legacy
-// function_call becomes a tool call without an ID.
+// fromMessage maps the assistant's answer (never a refusal: Chat makes that an error); a
+// legacy function_call becomes a tool call without an ID.
 func fromMessage(m goopenai.ChatCompletionMessage) providers.Message {
 	out := providers.Message{Role: providers.RoleAssistant, Content: m.Content}
-	if out.Content == "" {
-		out.Content = m.Refusal
-	}
 	if m.ReasoningContent != "" {
 		out.Thinking = []providers.ThinkingBlock{{Text: m.ReasoningContent}}
 	}

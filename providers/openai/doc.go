@@ -28,11 +28,19 @@
 //     error or in a printed Config.
 //   - Error response bodies are always closed, including on the stream path where go-openai
 //     reads them but never closes them.
-//   - A stream is complete only when the server sent data: [DONE]; a body that ends without
-//     it is a KindStreamTruncated error, never io.EOF (go-openai returns io.EOF for both).
-//     An error event inside a 200 stream is classified like an HTTP error (an overloaded
-//     error is KindOverloaded). The last delta has Done set, with the finish reason and the
-//     usage of the stream_options.include_usage chunk.
+//   - A stream is complete once a choice brought its finish_reason: the last delta has Done
+//     set, with the finish reason and the usage of the stream_options.include_usage chunk
+//     (zero when the body ended before it), whether data: [DONE] follows or the body ends or
+//     breaks without it. A body that ends before any finish_reason is a KindStreamTruncated
+//     error, never io.EOF (go-openai returns io.EOF for both). An error event inside a 200
+//     stream is classified like an HTTP error (an overloaded error is KindOverloaded); a chunk
+//     that is not valid JSON ends the stream with KindUnavailable, naming it.
+//   - A refusal (the message's refusal field, or delta.refusal pieces, which are never
+//     delivered as text) is a KindRefused error whose Message is the refusal; finish_reason
+//     "content_filter" is a KindContentFiltered error: the answer was cut. Both carry the
+//     content that came before in Partial, and the usage in Usage.
+//   - "context_length_exceeded" is KindContextTooLong, with the window and the tokens
+//     requested in Error.Overflow when the message states them.
 //   - go-openai's limit of 300 consecutive non-data stream lines, which gateways' keep-alive
 //     comments can reach, is raised to 10000.
 package openai

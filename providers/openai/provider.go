@@ -114,7 +114,10 @@ var shapeFields = []string{"stream", "stream_options", "n", "encoding_format", "
 // Its errors are go-openai's own, not *providers.Error.
 func (p *Provider) Client() *goopenai.Client { return p.client }
 
-// Chat sends a chat completion and waits for the whole answer.
+// Chat sends a chat completion and waits for the whole answer. An answer that is not the one
+// asked for is a *providers.Error, with what content it held in Partial and its usage in
+// Usage: a finish_reason "content_filter" is KindContentFiltered (the answer was cut), a
+// message whose refusal field is set is KindRefused with the refusal as Message.
 func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
 	if ctx == nil {
 		return nil, p.badRequest(providers.NilContext)
@@ -136,6 +139,11 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 		return nil, p.noAnswer(x, "no choices")
 	}
 	c := resp.Choices[0]
+	if e := p.notTheAnswer(c, x); e != nil {
+		u := usage(&resp.Usage)
+		e.Usage = &u
+		return nil, e
+	}
 	return &providers.ChatResponse{
 		Provider:     p.name,
 		Model:        p.errs.Field(resp.Model),
@@ -200,6 +208,22 @@ func (p *Provider) Embed(ctx context.Context, req *providers.EmbedRequest) (*pro
 		}
 	}
 	return out, nil
+}
+
+// notTheAnswer returns the error of a choice that holds no answer although the exchange went
+// well (see Chat), nil for an answer. x is the call's exchange.
+func (p *Provider) notTheAnswer(c goopenai.ChatCompletionChoice, x *exchange) *providers.Error {
+	var e *providers.Error
+	switch {
+	case c.FinishReason == goopenai.FinishReasonContentFilter:
+		e = p.errs.Filtered(c.Message.Refusal)
+	case c.Message.Refusal != "":
+		e = p.errs.Refused(c.Message.Refusal, "")
+	default:
+		return nil
+	}
+	e.StatusCode, e.RequestID, e.Partial = x.status, p.errs.Field(wire.RequestID(x.header)), c.Message.Content
+	return e
 }
 
 // refuse finishes the error of a request's Validate as this provider's.

@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"strings"
@@ -53,10 +54,19 @@ var includeUsage = &goopenai.StreamOptions{IncludeUsage: true}
 // Recv skips chunks that carry nothing for the caller (the role-only first chunk, the
 // finish chunk, the usage chunk) and remembers their finish reason and usage for the final
 // Done delta, which it returns when go-openai reports io.EOF and the body watcher saw
-// [DONE]. io.EOF without [DONE] is a truncated stream. Every failure carries the text
-// delivered so far in Partial, as the Anthropic provider's do. Once Recv has returned the Done
-// delta or an error, the body is released (drained a little and closed) and later calls return
-// io.EOF or the same error again.
+// [DONE]. The answer is whole once a choice brought its finish_reason: a body that ends after
+// it without [DONE] — cleanly, even before the usage chunk (the Done delta's Usage is then
+// zero), or broken (a dropped connection, the pipeline's timeout, a limit) — still gives the
+// Done delta. A body that ends before any finish_reason is a truncated stream.
+//
+// Not every whole stream is an answer: refusal pieces (delta.refusal) are never delivered as
+// text but kept, and make the stream's end a KindRefused error with the refusal as its
+// message; a finish_reason "content_filter" makes it a KindContentFiltered error (the answer
+// is cut, though the stream is whole). A chunk that is not valid JSON ends the stream with a
+// KindUnavailable error naming it. Every failure carries the text delivered so far in Partial
+// and the usage reported so far in Usage, as the Anthropic provider's do. Once Recv has
+// returned the Done delta or an error, later calls return io.EOF or the same error again; the
+// Done delta also releases the body (drained a little and closed).
 //
 // Recv must be called from one goroutine at a time; Close may be called from any goroutine,
 // any number of times, to abort the stream.
@@ -66,8 +76,14 @@ type stream struct {
 	st       *goopenai.ChatCompletionStream
 	finish   providers.FinishReason
 	usage    providers.Usage
+	billed   bool  // a usage chunk came
+	events   int   // the chunks read so far, to name a malformed one
 	err      error // sticky: io.EOF after the Done delta, or the failure
 	sent     bool  // a delta went out: the rate-limit snapshot rode on the first
+	// refusal is the refusal text streamed so far (at most wire.KeepText bytes of it), and
+	// refused whether any came: the stream's end is then the refusal's error.
+	refusal strings.Builder
+	refused bool
 	// reasoning is the reasoning_content delivered so far (OpenAI-compatible servers).
 	reasoning strings.Builder
 
@@ -88,8 +104,9 @@ func (s *stream) Recv() (providers.Delta, error) {
 		if err != nil {
 			return s.end(err)
 		}
+		s.events++
 		if chunk.Usage != nil {
-			s.usage = usage(chunk.Usage)
+			s.usage, s.billed = usage(chunk.Usage), true
 		}
 		if len(chunk.Choices) == 0 {
 			continue
@@ -98,10 +115,14 @@ func (s *stream) Recv() (providers.Delta, error) {
 		if f := finishReason(c.FinishReason); f != "" {
 			s.finish = f
 		}
-		d := providers.Delta{Text: c.Delta.Content, ToolCalls: toolCallDeltas(c.Delta), Reasoning: c.Delta.ReasoningContent}
-		if d.Text == "" {
-			d.Text = c.Delta.Refusal
+		if r := c.Delta.Refusal; r != "" {
+			// Kept for the error the stream's end becomes, never shown as the answer.
+			s.refused = true
+			if room := wire.KeepText - s.refusal.Len(); room > 0 {
+				s.refusal.WriteString(r[:min(len(r), room)])
+			}
 		}
+		d := providers.Delta{Text: c.Delta.Content, ToolCalls: toolCallDeltas(c.Delta), Reasoning: c.Delta.ReasoningContent}
 		if d.Text != "" || len(d.ToolCalls) > 0 || d.Reasoning != "" {
 			s.partial.WriteString(d.Text)
 			s.reasoning.WriteString(d.Reasoning)
@@ -114,18 +135,32 @@ func (s *stream) Recv() (providers.Delta, error) {
 	}
 }
 
-// end turns go-openai's final error into the Done delta (releasing the body at once) or the
-// stream's failure.
+// end turns go-openai's final error into the stream's end: the Done delta of a whole answer
+// (releasing the body at once), the error of a whole stream that is not an answer (a refusal,
+// a content filter), or the stream's failure.
 func (s *stream) end(err error) (providers.Delta, error) {
-	if err == io.EOF && s.guard != nil && s.guard.Done() {
+	done := err == io.EOF && s.guard != nil && s.guard.Done()
+	if !done && (s.finish != "" || s.refused) && s.bodyEnded(err) {
+		done = true // the answer (or the refusal) came; only the stream's end was lost
+	}
+	var e *providers.Error
+	switch {
+	case !done:
+		e = s.failure(err)
+	case s.finish == providers.FinishContentFilter:
+		e = s.p.errs.Filtered(s.refusal.String())
+	case s.refused:
+		e = s.p.errs.Refused(s.refusal.String(), "")
+	default:
 		s.err = io.EOF
-		_, _ = io.Copy(io.Discard, io.LimitReader(s.guard, drainLimit))
-		_ = s.Close()
-		finish := s.finish
-		if finish == "" {
-			finish = providers.FinishOther
+		if s.guard != nil && s.guard.Done() { // a body that ended or broke has nothing to drain
+			_, _ = io.Copy(io.Discard, io.LimitReader(s.guard, drainLimit))
 		}
-		d := providers.Delta{Done: true, FinishReason: finish, Usage: s.usage}
+		_ = s.Close()
+		d := providers.Delta{Done: true, FinishReason: s.finish, Usage: s.usage}
+		if d.FinishReason == "" {
+			d.FinishReason = providers.FinishOther
+		}
 		if s.reasoning.Len() > 0 {
 			d.Thinking = []providers.ThinkingBlock{{Text: s.reasoning.String()}}
 		}
@@ -133,10 +168,28 @@ func (s *stream) end(err error) (providers.Delta, error) {
 	}
 	// On failure the body stays open until the caller's Close: the caller may first report
 	// the failure to the resilience pipeline (see providers.Stream).
-	e := s.failure(err)
+	e.StatusCode = s.status
+	if e.RequestID == "" {
+		e.RequestID = wire.RequestID(s.header)
+	}
 	e.Partial = s.partial.String()
-	s.err = e
+	if s.billed {
+		u := s.usage
+		e.Usage = &u
+	}
+	s.err = s.p.errs.Finish(e)
 	return providers.Delta{}, s.err
+}
+
+// bodyEnded reports whether err is the body's own end, clean or broken — the end of the data,
+// a dropped connection, the pipeline's timeout, a limit — rather than something the server
+// said (an error event, a chunk that is not JSON) or the caller's cancellation or Close.
+func (s *stream) bodyEnded(err error) bool {
+	if s.closed.Load() || s.Context.Err() != nil {
+		return false
+	}
+	var limit *providers.LimitError
+	return err == io.EOF || s.readErr() != nil || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &limit)
 }
 
 // failure maps an error from go-openai's Recv.
@@ -159,16 +212,24 @@ func (s *stream) failure(err error) *providers.Error {
 		e = s.p.errs.Canceled(s.Context, err)
 	case err == io.EOF:
 		e = &providers.Error{Kind: providers.KindStreamTruncated,
-			Message: "the stream ended without its terminal [DONE] event", Err: io.ErrUnexpectedEOF}
+			Message: "the stream ended before its finish_reason", Err: io.ErrUnexpectedEOF}
 	case errors.Is(err, goopenai.ErrTooManyEmptyStreamMessages):
 		e = &providers.Error{Kind: providers.KindUnavailable,
 			Message: "the stream sent too many lines without data", Err: err}
-	default: // a limit, a chunk that is not JSON
+	case isSyntax(err):
+		e = s.p.errs.Malformed(s.events+1, err) // the chunk after the last one read
+	default: // a limit
 		e = s.p.errs.Failure(s.Context, "reading the stream", err)
 	}
-	e.StatusCode = s.status
-	e.RequestID = wire.RequestID(s.header)
-	return s.p.errs.Finish(e)
+	return e
+}
+
+// isSyntax reports whether err is the JSON decoder's verdict on a chunk: not JSON at all, or
+// JSON of the wrong shape.
+func isSyntax(err error) bool {
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	return errors.As(err, &se) || errors.As(err, &te)
 }
 
 // Close releases the connection. It is safe to call more than once (the calls after the first
