@@ -265,3 +265,72 @@ func TestChatStream_TheOnlyRouteIsRetriedOnceAfterItsFirstTokenLimit(t *testing.
 		t.Fatalf("%q %v after %d requests", r.all, r.err, s.Journal().Len())
 	}
 }
+
+// A malformed event in the middle of a stream is never skipped: without rescue a clean error
+// carrying what came before; with rescue "restart", the fallback's whole answer.
+func TestChatStream_AMalformedEventIsAnErrorOrRescued(t *testing.T) {
+	bad := mocks.Reply(words("p", 20))
+	bad.MalformedAt = 10
+	for _, mode := range []string{resilience.RescueOff, resilience.RescueRestart} {
+		primary := mocks.NewServer(mocks.WithScript(bad.Always()))
+		secondary := mocks.NewServer(mocks.WithReply(words("s", 20)))
+		c := newClient(t, openAIProvider("primary", primary, policy()), openAIProvider("secondary", secondary, policy()),
+			client.WithFallback("primary", "secondary"))
+		st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(mode))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := readAll(st)
+		_ = st.Close()
+		primary.Close()
+		secondary.Close()
+		switch mode {
+		case resilience.RescueOff:
+			if providers.KindOf(r.err) != providers.KindUnavailable || partialOf(r.err) != words("p", 9) {
+				t.Fatalf("off: %v (partial %q)", r.err, partialOf(r.err))
+			}
+		default:
+			if r.err != nil || r.restarts != 1 || r.after != words("s", 20) || !r.last.Done {
+				t.Fatalf("restart: %v, %d restarts, after %q", r.err, r.restarts, r.after)
+			}
+		}
+	}
+}
+
+// A stream that sent its finish reason and usage and then ended without [DONE] is complete.
+func TestChatStream_NoDoneAfterTheFinishReasonIsComplete(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("all of it"), mocks.WithScript(mocks.OmitTerminal().Always()))
+	defer s.Close()
+	c := newClient(t, openAIProvider("openai", s, policy()))
+	st, err := c.ChatStream(context.Background(), hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := readAll(st)
+	if r.err != nil || r.all != "all of it" || !r.last.Done || r.last.Usage.OutputTokens == 0 {
+		t.Fatalf("%q %v, last %+v", r.all, r.err, r.last)
+	}
+}
+
+// A refusal stops the chain by default; a kind's own chain (FallbackOn) sends it on.
+func TestFallbackOn_ARefusalGoesWhereTheKindsChainSays(t *testing.T) {
+	primary := mocks.NewServer(mocks.WithScript(mocks.Refusal("I can't help with that.").Always()))
+	defer primary.Close()
+	other := mocks.NewServer(mocks.WithReply("here you go"))
+	defer other.Close()
+	chain := []client.Option{openAIProvider("primary", primary, policy()), openAIProvider("other", other, policy()),
+		client.WithFallback("primary", "other")}
+	c := newClient(t, chain...)
+	if _, err := c.Chat(context.Background(), hello()); providers.KindOf(err) != providers.KindRefused || other.Journal().Len() != 0 {
+		t.Fatalf("by default: %v, the other asked %d times", err, other.Journal().Len())
+	}
+	c = newClient(t, append(chain, client.WithFallbackOn(providers.KindRefused, "other"))...)
+	resp, err := c.Chat(context.Background(), hello())
+	if err != nil || resp.Provider != "other" || resp.FailedAttempts != 1 {
+		t.Fatalf("with FallbackOn: %v %v", resp, err)
+	}
+	if _, err := client.New(append(chain, client.WithFallbackOn(providers.KindRefused, "nobody"))...); err == nil {
+		t.Fatal("a FallbackOn naming an unknown provider was accepted")
+	}
+}
