@@ -106,7 +106,9 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 				return nil, &s.call.Info, perr
 			}
 			if mode == resilience.RescueRestart {
-				s.rescue = &rescuer{c: c, w: w, req: req, o: o}
+				// The walk as it stands (this route tried), for the rest of the chain; a copy, so
+				// that a call without rescue keeps its walk on the stack.
+				s.rescue = &rescuer{c: c, w: *w, req: req, o: o}
 			}
 			return s, &s.call.Info, nil
 		},
@@ -124,7 +126,7 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 // rescuer restarts a stream that failed after content on the rest of its chain.
 type rescuer struct {
 	c   *Client
-	w   *walk
+	w   walk
 	req *providers.ChatRequest
 	o   *callOptions
 }
@@ -346,18 +348,19 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 		return nil
 	}
 	s.rescue = nil
-	r.w.failures = append(r.w.failures, perr)
-	r.w.acct.FailedAttempts++ // the attempt that served, then failed
+	w := &r.w
+	w.failures = append(w.failures, perr)
+	w.acct.FailedAttempts++ // the attempt that served, then failed
 	if perr.Usage != nil {
-		r.w.acct.AbandonedUsage = r.w.acct.AbandonedUsage.Add(*perr.Usage)
+		w.acct.AbandonedUsage = w.acct.AbandonedUsage.Add(*perr.Usage)
 	}
-	if next, _ := r.w.next(perr, r.c.windowOf(s.served, s.model)); !next {
+	if next, _ := w.next(perr, r.c.windowOf(s.served, s.model)); !next {
 		s.tel.end(perr, providers.Delta{}, false)
 		return nil
 	}
 	s.tel.tryDone(perr, providers.Delta{}, false) // the call goes on: the rescue ends it
 	_ = s.inner.Close()
-	n, err := r.c.streamWalk(r.w, r.req, r.o)
+	n, err := r.c.streamWalk(w, r.req, r.o)
 	if err != nil {
 		return nil // the walk ended the call's telemetry with its error
 	}

@@ -24,9 +24,13 @@ type walk struct {
 	// tokens is the call's estimate (prompt and the most it may answer), checked against the
 	// routes' declared context windows.
 	tokens int
-	// tried holds the routes tried so far, which a rescue does not try again; retried those
-	// asked a second time after a first-token timeout.
-	tried, retried map[*deployment]bool
+	// tried holds the routes tried so far, which a rescue does not try again (the first
+	// ntried, then triedMore: a call that does not fail allocates nothing for it); retried
+	// those asked a second time after a first-token timeout.
+	tried     [4]*deployment
+	ntried    int
+	triedMore []*deployment
+	retried   []*deployment
 	// minWindow, once a route answered that the prompt exceeds its context window, is that
 	// window: only routes that declare a larger one are tried after it.
 	minWindow int
@@ -88,7 +92,7 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 	deployments:
 		for k := 0; k < len(deps); k++ {
 			d := deps[k]
-			if w.tried[d] && !again {
+			if w.isTried(d) && !again {
 				continue
 			}
 			again = false
@@ -102,10 +106,7 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 			if k+1 < len(deps) && wait == 0 && deps[k+1].available(deps[k+1].modelFor(routeModel)) {
 				wait = c.failoverWait()
 			}
-			if w.tried == nil {
-				w.tried = map[*deployment]bool{}
-			}
-			w.tried[d] = true
+			w.markTried(d)
 			var start time.Time
 			if tr != nil {
 				start = time.Now()
@@ -153,13 +154,10 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 				chain = append(slices.Clone(chain[:i+1]), redirect...)
 				break deployments
 			}
-			if firstTokenTimeout(perr) && !w.retried[d] && k+1 == len(deps) && c.nextAfter(chain, i, w.need) == "" {
+			if firstTokenTimeout(perr) && !slices.Contains(w.retried, d) && k+1 == len(deps) && c.nextAfter(chain, i, w.need) == "" {
 				// Silent routes go to the next route first; a same-route retry only when no other
 				// route can serve (once: a route silent twice is down).
-				if w.retried == nil {
-					w.retried = map[*deployment]bool{}
-				}
-				w.retried[d], again = true, true
+				w.retried, again = append(w.retried, d), true
 				k--
 			}
 		}
@@ -219,11 +217,29 @@ func (w *walk) next(perr *providers.Error, window int) (next bool, redirect []st
 func (w *walk) triedProvider(name string) bool {
 	e := w.c.entries[name]
 	for _, d := range e.deps {
-		if !w.tried[d] {
+		if !w.isTried(d) {
 			return false
 		}
 	}
 	return true
+}
+
+// isTried reports whether route d was tried.
+func (w *walk) isTried(d *deployment) bool {
+	return slices.Contains(w.tried[:w.ntried], d) || slices.Contains(w.triedMore, d)
+}
+
+// markTried records that route d was tried. The first few go in an array of the walk's own
+// (no pointer into itself, so a walk that stays on the stack keeps doing so).
+func (w *walk) markTried(d *deployment) {
+	switch {
+	case w.isTried(d):
+	case w.ntried < len(w.tried):
+		w.tried[w.ntried] = d
+		w.ntried++
+	default:
+		w.triedMore = append(w.triedMore, d)
+	}
 }
 
 // preflight refuses, before anything is sent, a call that no route of the chain can hold: every

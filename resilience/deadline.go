@@ -15,7 +15,14 @@ import (
 // re-arms for the next live call. A call under a per-call policy with another time limit
 // (Call.Policy) has a timer of its own instead.
 type deadlines struct {
-	clock   Clock
+	clock Clock
+	// The limit the queue keeps: how long a call has (the same for every call queued), whether
+	// the call no longer needs it, and what to do when it runs out. The total timeout and the
+	// first-token limit each have a queue.
+	limit  func(c *call) time.Duration
+	off    func(c *call) bool
+	expire func(c *call)
+
 	mu      sync.Mutex
 	queue   []*call
 	head    int
@@ -23,20 +30,20 @@ type deadlines struct {
 	armedAt time.Time // when the timer fires; zero while it is idle
 }
 
-// add enters a call of a pipeline with a total timeout, whose start is set.
+// add enters a call of a pipeline whose start is set.
 func (d *deadlines) add(c *call) {
 	d.mu.Lock()
 	d.dropFinished()
 	d.queue = append(d.queue, c)
 	if d.armedAt.IsZero() {
-		d.arm(c.start.Add(c.pol.total))
+		d.arm(c.start.Add(d.limit(c)))
 	}
 	d.mu.Unlock()
 }
 
 // dropFinished removes finished calls from the front and compacts the queue now and then.
 func (d *deadlines) dropFinished() {
-	for d.head < len(d.queue) && d.queue[d.head].totalOff.Load() {
+	for d.head < len(d.queue) && d.off(d.queue[d.head]) {
 		d.queue[d.head] = nil
 		d.head++
 	}
@@ -67,8 +74,8 @@ func (d *deadlines) fire() {
 	d.mu.Lock()
 	for d.head < len(d.queue) {
 		c := d.queue[d.head]
-		if !c.totalOff.Load() {
-			if c.start.Add(c.pol.total).After(now) {
+		if !d.off(c) {
+			if c.start.Add(d.limit(c)).After(now) {
 				break
 			}
 			expired = append(expired, c)
@@ -79,11 +86,11 @@ func (d *deadlines) fire() {
 	d.armedAt = time.Time{}
 	d.dropFinished()
 	if d.head < len(d.queue) {
-		d.arm(d.queue[d.head].start.Add(d.queue[d.head].pol.total))
+		d.arm(d.queue[d.head].start.Add(d.limit(d.queue[d.head])))
 	}
 	d.mu.Unlock()
 	for _, c := range expired {
-		c.expireTotal()
+		d.expire(c)
 	}
 }
 

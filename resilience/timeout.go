@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"net/http"
+	"time"
 )
 
 // timeoutTransport bounds the whole logical call by TimeoutSeconds, and each read of an
@@ -37,6 +38,8 @@ type timeouts struct {
 	// each call.
 	totalErr  *TimeoutError
 	deadlines deadlines
+	// firsts fires the first-token limits of the calls under the pipeline's own limit.
+	firsts deadlines
 	// kernel: the idle timer may ask the kernel how long a connection has been silent (see
 	// wire.go). Its answer is in real time, so only a pipeline on the wall clock asks.
 	kernel bool
@@ -45,7 +48,10 @@ type timeouts struct {
 func (t *timeouts) init(pol *Policy, ev *emitter) {
 	t.ev, t.pol = ev, pol
 	t.totalErr = &TimeoutError{Pipeline: ev.name, Limit: TimeoutTotal, After: pol.total}
-	t.deadlines.clock = ev.clock
+	t.deadlines = deadlines{clock: ev.clock, limit: func(c *call) time.Duration { return c.pol.total },
+		off: func(c *call) bool { return c.totalOff.Load() }, expire: (*call).expireTotal}
+	t.firsts = deadlines{clock: ev.clock, limit: func(c *call) time.Duration { return c.pol.firstToken },
+		off: func(c *call) bool { return c.firstDone.Load() || c.done.Load() }, expire: (*call).expireFirst}
 	_, t.kernel = ev.clock.(wallClock)
 }
 
@@ -67,7 +73,12 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if pol.total > 0 || pol.idle > 0 || first {
 		c.Context, c.cancel = context.WithCancelCause(parent)
 		if first {
-			c.first = t.ev.clock.AfterFunc(pol.firstToken, c.expireFirst)
+			c.now()
+			if pol.firstToken == t.pol.firstToken {
+				t.firsts.add(c) // in call order, as the total deadlines: one timer for all
+			} else {
+				c.first = t.ev.clock.AfterFunc(pol.firstToken, c.expireFirst)
+			}
 			rc.rec.Store(c)
 		}
 		if pol.total > 0 {
