@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -45,6 +46,7 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 	}
 
 	groups := checkGroups(ps, cfg)
+	checkGroupWindows(ps, cfg, groups)
 	routing, _ := llm[keyRouting].(map[string]string)
 	cfg.Routing = checkRouting(ps, groups, routing)
 	callable := map[string]bool{}
@@ -104,6 +106,8 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	weight, _ := tree[keyWeight].(int)
 	rpm, _ := tree[keyRPM].(int)
 	tpm, _ := tree[keyTPM].(int)
+	window, _ := tree[keyContextWindow].(int)
+	windows, _ := tree[keyContextWindows].(map[string]int)
 	p := Provider{
 		Name:              name,
 		Dialect:           strings.ToLower(strings.TrimSpace(str(keyDialect))),
@@ -124,6 +128,8 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 		TokensPerMinute:   tpm,
 		Limits:            providers.Limits{MaxResponseBytes: limit(keyMaxResponseBytes), MaxEventBytes: limit(keyMaxEventBytes), MaxErrorBodyBytes: limit(keyMaxErrorBodyBytes)},
 		ModelMap:          smap(keyModelMap),
+		ContextWindow:     window,
+		ContextWindows:    maps.Clone(windows),
 	}
 	add := func(key string, value any, allowed string) {
 		ps.add(Problem{Path: path + "." + key, Value: value, Allowed: allowed})
@@ -180,6 +186,9 @@ func checkFieldTypes(add func(key string, value any, allowed string), typ string
 	}
 }
 
+// maxContextWindow bounds a declared context window, as client.WithContextWindow does.
+const maxContextWindow = 100_000_000
+
 // maxLimit bounds each of Limits: a terabyte is past any sensible setting.
 const maxLimit = 1 << 40
 
@@ -191,6 +200,14 @@ func checkProviderValues(add func(key string, value any, allowed string), p Prov
 	for key, v := range map[string]int{keyWeight: p.Weight, keyRPM: p.RequestsPerMinute, keyTPM: p.TokensPerMinute} {
 		if v < 0 || v > 100_000_000 {
 			add(key, v, "must be between 0 and 100000000")
+		}
+	}
+	if p.ContextWindow < 0 || p.ContextWindow > maxContextWindow {
+		add(keyContextWindow, p.ContextWindow, fmt.Sprintf("must be between 0 (none declared) and %d tokens", maxContextWindow))
+	}
+	for _, m := range sortedKeys(p.ContextWindows) {
+		if n := p.ContextWindows[m]; n < 0 || n > maxContextWindow {
+			add(joinPath(keyContextWindows, m), n, fmt.Sprintf("must be between 0 (none declared) and %d tokens", maxContextWindow))
 		}
 	}
 	for i, c := range p.Capabilities {

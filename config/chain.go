@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -62,6 +63,64 @@ func checkRouting(ps *problems, groups map[string][]string, routing map[string]s
 			ps.add(Problem{Path: path, Value: routing[g], Allowed: oneOf(routingStrategies)})
 		}
 		out[g] = v
+	}
+	return out
+}
+
+// checkGroupWindows reports a deployment of a provider (DeploymentOf) whose context windows
+// differ from those of the provider's first deployment, by name: the client keeps the windows
+// per provider and model, so the deployments of a provider cannot differ. Windows are compared
+// as the client reads them, model by model: a model ContextWindows lists with 0 and one it
+// leaves to a ContextWindow of 0 both have none. Deployments that serve different models say
+// so with ContextWindows, the same on each. One difference per deployment is reported.
+func checkGroupWindows(ps *problems, cfg *Config, groups map[string][]string) {
+	for _, g := range sortedKeys(groups) {
+		members := groups[g]
+		first := cfg.Providers[members[0]]
+		for _, m := range members[1:] {
+			p := cfg.Providers[m]
+			differs := func(key string, value any, what string) {
+				ps.add(Problem{Path: joinPath(keyLLM+"."+keyProviders, m) + "." + key, Value: value, Allowed: fmt.Sprintf(
+					"%s, another deployment of %s: the deployments of a provider share its context windows; declare "+
+						"the same %s and %s on each (or none on any), by model in %s when their models differ",
+					what, show(g), keyContextWindow, keyContextWindows, keyContextWindows)})
+			}
+			if p.ContextWindow != first.ContextWindow {
+				differs(keyContextWindow, p.ContextWindow, fmt.Sprintf("differs from the %s of %s (%s)",
+					keyContextWindow, show(first.Name), declared(first.ContextWindow)))
+				continue
+			}
+			for _, model := range sortedKeys(unionKeys(p.ContextWindows, first.ContextWindows)) {
+				if mine, theirs := p.windowOf(model), first.windowOf(model); mine != theirs {
+					var value any
+					if n, ok := p.ContextWindows[model]; ok {
+						value = n
+					}
+					differs(joinPath(keyContextWindows, model), value, fmt.Sprintf("the window for %s (%s) differs from "+
+						"that of %s (%s)", show(model), declared(mine), show(first.Name), declared(theirs)))
+					break
+				}
+			}
+		}
+	}
+}
+
+// declared describes a declared context window for a message: its value, or "none".
+func declared(n int) string {
+	if n == 0 {
+		return "none"
+	}
+	return strconv.Itoa(n)
+}
+
+// unionKeys returns the keys of a and b.
+func unionKeys(a, b map[string]int) map[string]bool {
+	out := make(map[string]bool, len(a)+len(b))
+	for k := range a {
+		out[k] = true
+	}
+	for k := range b {
+		out[k] = true
 	}
 	return out
 }

@@ -135,9 +135,10 @@ func Load(paths ...string) (*Config, error) {
 // LLM__Fallback__0 the first element of a list. List elements merge by index into the list
 // the files set at that same path (a list the files leave out starts empty there, rather than
 // copying an inherited one), and an index past the end must not leave a gap; a variable cannot
-// shorten a list. A map (Deployments, ModelMap, Routing) is set entry by entry, the key as the
-// last segment (LLM__Providers__azure__Deployments__gpt-4o=prod-gpt4o), or by a JSON object of
-// strings in the map's own variable (LLM__Providers__azure__Deployments={"gpt-4o":"prod-gpt4o"}),
+// shorten a list. A map (Deployments, ModelMap, Routing, ContextWindows) is set entry by entry,
+// the key as the last segment (LLM__Providers__azure__Deployments__gpt-4o=prod-gpt4o), or by a
+// JSON object of its values in the map's own variable
+// (LLM__Providers__azure__Deployments={"gpt-4o":"prod-gpt4o"}),
 // which bash can export even when a key holds a hyphen or a dot; either way the entries merge
 // into the files' map one by one, and an entry set both ways is an error. Names are matched to
 // the known keys, and to the policy and provider names the files declare, case-insensitively;

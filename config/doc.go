@@ -22,7 +22,9 @@
 //     the key), Model, Policy (a policy name), Resilience (overrides over the policy, or over
 //     LLM.Resilience) and the settings of its dialect: APIVersion and Deployments (azure),
 //     Organization (openai, openai-compatible), Version, Beta and DefaultMaxTokens (anthropic);
-//     see [Provider] for all of them.
+//     for every dialect, ContextWindow (tokens, 0..100000000; 0 declares none) and
+//     ContextWindows (model → tokens, for the models that differ), the same on every
+//     deployment of a provider; see [Provider] for all of them.
 //   - LLM.Fallback: provider names, in the order to try them.
 //   - LLM.FailoverAfterSeconds, LLM.Routing: see [Config].
 //   - LLM.SharedState: the store the instances of the application share their circuit state,
@@ -44,12 +46,13 @@
 //	LLM__Providers__openai__Dialect=openai
 //	LLM__Fallback__0=anthropic
 //
-// A map (Deployments, ModelMap, Routing) is set entry by entry, the key as the last segment,
-// or as a whole, a JSON object in the map's own variable; either way its entries merge into
-// the files' map one by one:
+// A map (Deployments, ModelMap, Routing, ContextWindows) is set entry by entry, the key as the
+// last segment, or as a whole, a JSON object in the map's own variable; either way its entries
+// merge into the files' map one by one:
 //
 //	LLM__Providers__azure__Deployments__gpt-4o=prod-gpt4o
 //	LLM__Providers__azure__Deployments={"gpt-4o": "prod-gpt4o", "gpt-4.1": "prod-gpt41"}
+//	LLM__Providers__openai__ContextWindows={"gpt-4.1": 1047576}
 //
 // Model names hold hyphens and dots, which bash's export refuses in a variable's name, as do
 // some hosts (AWS Lambda; Azure App Service, for hyphens). The JSON form has a plain name. The

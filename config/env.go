@@ -28,7 +28,7 @@ type envReader struct {
 	base  map[string]any    // the merged tree before the environment
 	seen  map[string]string // target key → the first variable that set it
 	lists map[string]*envList
-	maps  map[string]map[string]string // map entries set one by one, by koanf key
+	maps  map[string]*envMap // map entries set by variables, by koanf key
 }
 
 // envList collects the elements of one list set from the environment.
@@ -44,13 +44,13 @@ type envTarget struct {
 	path   []string // canonical, starting with LLM
 	kind   kind
 	index  int    // list element index, or -1
-	mapKey string // the key of a map entry (kindStringMap), or ""
+	mapKey string // the key of a map entry (a kind that isMap), or ""
 	whole  bool   // the variable names a map itself and holds a JSON object of its entries
 }
 
 func newEnvReader(ps *problems, n *names, base map[string]any) *envReader {
 	return &envReader{ps: ps, names: n, base: base, seen: map[string]string{}, lists: map[string]*envList{},
-		maps: map[string]map[string]string{}}
+		maps: map[string]*envMap{}}
 }
 
 // transform returns the koanf key and normalized value for one variable, or "" to skip it.
@@ -99,12 +99,7 @@ func (r *envReader) transform(name, value string) (string, any) {
 		l.elems[t.index], l.vars[t.index] = v, name
 		return "", nil
 	case t.mapKey != "":
-		m := r.maps[key]
-		if m == nil {
-			m = map[string]string{}
-			r.maps[key] = m
-		}
-		m[t.mapKey], _ = v.(string)
+		r.setEntry(key, t.kind, t.mapKey, v)
 		return "", nil
 	}
 	return key, v
@@ -147,7 +142,7 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 	case keyFailover:
 		return w.leaf(1, kindSeconds)
 	case keyRouting:
-		return w.mapEntry(1)
+		return w.mapEntry(1, kindStringMap)
 	case keySharedState:
 		field, ok := w.match(1, sharedStateKeys)
 		if !ok {
@@ -181,8 +176,8 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		return w.option(3)
 	case k == kindStringList:
 		return w.list(3, k)
-	case k == kindStringMap:
-		return w.mapEntry(3)
+	case k.isMap():
+		return w.mapEntry(3, k)
 	case k == kindLimits:
 		if _, ok := w.match(3, limitKeys); !ok {
 			return envTarget{}, false
