@@ -31,8 +31,9 @@ import (
 // LLM.Providers with its effective resilience policy, every setting of its entry (limits,
 // organization, Azure deployments, Anthropic version, beta features and default max tokens,
 // model map), and its API key read from the variable its APIKeyEnv names in the environment
-// the configuration was loaded with; LLM.Fallback is the chain. Each provider's Model is its
-// default, and the model it is asked for when the chain falls back to it.
+// the configuration was loaded with; LLM.Fallback is the chain, and LLM.FallbackOn the chains
+// of the error kinds it names (client.WithFallbackOn). Each provider's Model is its default,
+// and the model it is asked for when the chain falls back to it.
 //
 // A provider's ContextWindow and ContextWindows become client.WithContextWindow under its name;
 // for a provider made of deployments, under the name of the provider they form (DeploymentOf),
@@ -102,6 +103,14 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 	}
 	if len(cfg.Fallback) > 0 {
 		all = append(all, client.WithFallback(cfg.Fallback...))
+	}
+	kinds := make([]string, 0, len(cfg.FallbackOn))
+	for kind := range cfg.FallbackOn {
+		kinds = append(kinds, kind)
+	}
+	sort.Strings(kinds)
+	for _, kind := range kinds {
+		all = append(all, client.WithFallbackOn(providers.ErrorKind(kind), cfg.FallbackOn[kind]...))
 	}
 	if f := cfg.FailoverAfterSeconds; f != nil {
 		all = append(all, client.WithFailoverAfter(time.Duration(*f*float64(time.Second))))

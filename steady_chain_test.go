@@ -101,3 +101,39 @@ func TestFromConfig_DeploymentsWithDifferentWindowsAreRefused(t *testing.T) {
 		}
 	}
 }
+
+// LLM.FallbackOn reaches the client: a call that fails with a kind it names goes to the
+// providers listed for that kind (here a provider made of deployments, named in another case),
+// past the rest of LLM.Fallback; an empty list, set from the environment, stops the chain on a
+// kind that would fall back; a kind it does not name follows LLM.Fallback.
+func TestFromConfig_FallbackOnFollowsTheKindsChain(t *testing.T) {
+	primary := mocks.NewServer(mocks.WithScript(mocks.Refusal("I can't help with that."), mocks.Status(500), mocks.QuotaExceeded()))
+	defer primary.Close()
+	second := mocks.NewServer(mocks.WithReply("second"))
+	defer second.Close()
+	third := mocks.NewServer(mocks.WithReply("third"))
+	defer third.Close()
+	c := clientFromJSON(t, `{"LLM": {
+		"Resilience": {"RetryCount": 0},
+		"Providers": {
+			"primary": {"Dialect": "openai", "BaseURL": "`+primary.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "gpt-4o-mini"},
+			"second": {"Dialect": "openai", "BaseURL": "`+second.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "gpt-4o-mini"},
+			"third-a": {"Dialect": "openai", "BaseURL": "`+third.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "gpt-4o-mini",
+			            "DeploymentOf": "third"}
+		},
+		"Fallback": ["primary", "second", "third"],
+		"FallbackOn": {"Refused": ["THIRD"]}}}`, []string{"K=" + sentinelKey, `LLM__FallbackOn={"unavailable": []}`})
+	ctx := context.Background()
+
+	resp, err := c.Chat(ctx, hello())
+	if err != nil || resp.Provider != "third" || second.Journal().Len() != 0 {
+		t.Fatalf("refused: %+v %v; second asked %d times, want third to answer and second never asked", resp, err, second.Journal().Len())
+	}
+	_, err = c.Chat(ctx, hello())
+	if providers.KindOf(err) != providers.KindUnavailable || second.Journal().Len() != 0 || third.Journal().Len() != 1 {
+		t.Fatalf("unavailable: %v; second asked %d times, third %d; want the chain stopped", err, second.Journal().Len(), third.Journal().Len())
+	}
+	if resp, err := c.Chat(ctx, hello()); err != nil || resp.Provider != "second" {
+		t.Fatalf("quota_exhausted: %+v %v, want LLM.Fallback followed to second", resp, err)
+	}
+}

@@ -60,6 +60,8 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 	}
 	fallback, _ := llm[keyFallback].([]string)
 	cfg.Fallback = checkFallback(ps, newIndex(callable), fallback)
+	fallbackOn, _ := llm[keyFallbackOn].(map[string]any)
+	cfg.FallbackOn = checkFallbackOn(ps, newIndex(callable), fallbackOn)
 	if f, ok := llm[keyFailover].(float64); ok {
 		if !(f >= 0 && f <= 3600) { // written so that a NaN, had it come in, would fail too
 			ps.add(Problem{Path: keyLLM + "." + keyFailover, Value: f, Allowed: "must be between 0 and 3600 seconds"})

@@ -6,18 +6,26 @@ import (
 	"strings"
 )
 
-// The checks of the chain: the providers LLM.Fallback lists, the providers made of
-// deployments (DeploymentOf) and their LLM.Routing.
+// The checks of the chain: the providers LLM.Fallback and LLM.FallbackOn list (the latter's
+// in fallbackon.go), the providers made of deployments (DeploymentOf), their LLM.Routing and
+// their context windows.
 
-// checkFallback resolves the fallback names to the providers' spelling.
+// checkFallback resolves the names of LLM.Fallback to the providers' spelling.
 func checkFallback(ps *problems, providers index, names []string) []string {
 	if names == nil {
 		return nil
 	}
+	return checkNames(ps, keyLLM+"."+keyFallback, providers, names)
+}
+
+// checkNames resolves the names of the list at path to the providers' spelling: each must
+// name a provider that a call can be sent to (one of LLM.Providers that is not a deployment,
+// or one their DeploymentOf forms), once.
+func checkNames(ps *problems, path string, providers index, names []string) []string {
 	out := make([]string, len(names))
 	seen := map[string]int{}
 	for i, n := range names {
-		path := fmt.Sprintf("%s.%s[%d]", keyLLM, keyFallback, i)
+		path := fmt.Sprintf("%s[%d]", path, i)
 		c, ok := providers.lookup(n)
 		if !ok {
 			ps.add(Problem{Path: path, Value: n, Allowed: "must name a provider of LLM.Providers" + ps.didYouMean(n, providers.sorted)})

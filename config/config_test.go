@@ -140,6 +140,17 @@ func TestLoad_ExampleFile(t *testing.T) {
 			t.Errorf("the example does not show %s", key)
 		}
 	}
+	wantOn := map[string][]string{"context_too_long": {"anthropic"}, "content_filtered": {"anthropic"},
+		"quota_exhausted": {"local"}, "auth": {}}
+	if !reflect.DeepEqual(cfg.FallbackOn, wantOn) {
+		t.Errorf("FallbackOn = %v, want %v", cfg.FallbackOn, wantOn)
+	}
+	for _, key := range llmKeys {
+		// Routing needs a provider made of deployments, SharedState a store: not shown yet.
+		if !strings.Contains(string(raw), `"`+key+`"`) && key != keyRouting && key != keySharedState {
+			t.Errorf("the example does not show LLM.%s", key)
+		}
+	}
 	azure := cfg.Providers["azure"]
 	if azure.Policy != "interactive" || azure.Resilience.TimeoutSeconds != 20 ||
 		azure.Resilience.RetryCount != 1 || azure.Resilience.AttemptTimeoutSeconds != 7.5 {

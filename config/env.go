@@ -28,7 +28,8 @@ type envReader struct {
 	base  map[string]any    // the merged tree before the environment
 	seen  map[string]string // target key → the first variable that set it
 	lists map[string]*envList
-	maps  map[string]*envMap // map entries set by variables, by koanf key
+	maps  map[string]*envMap  // map entries set by variables, by koanf key
+	whole map[string][]string // lists set whole by a JSON object (LLM__FallbackOn), by koanf key
 }
 
 // envTarget is the setting a variable names.
@@ -42,7 +43,7 @@ type envTarget struct {
 
 func newEnvReader(ps *problems, n *names, base map[string]any) *envReader {
 	return &envReader{ps: ps, names: n, base: base, seen: map[string]string{}, lists: map[string]*envList{},
-		maps: map[string]*envMap{}}
+		maps: map[string]*envMap{}, whole: map[string][]string{}}
 }
 
 // transform returns the koanf key and normalized value for one variable, or "" to skip it.
@@ -56,7 +57,11 @@ func (r *envReader) transform(name, value string) (string, any) {
 	}
 	key := strings.Join(t.path, delim)
 	if t.whole {
-		r.wholeMap(name, key, t, value)
+		if t.kind == kindFallbackOn {
+			r.wholeFallbackOn(name, t, value)
+		} else {
+			r.wholeMap(name, key, t, value)
+		}
 		return "", nil
 	}
 	id := key
@@ -66,7 +71,7 @@ func (r *envReader) transform(name, value string) (string, any) {
 	case t.mapKey != "":
 		id += delim + "=" + t.mapKey
 	}
-	if !r.claim(id, name, t.display()) {
+	if !r.claim(id, name, t.display()) || (t.index >= 0 && !r.notWhole(key, name, t.display())) {
 		return "", nil
 	}
 
@@ -133,6 +138,8 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		return w.list(1, kindStringList)
 	case keyFailover:
 		return w.leaf(1, kindSeconds)
+	case keyFallbackOn:
+		return w.fallbackOn(1)
 	case keyRouting:
 		return w.mapEntry(1, kindStringMap)
 	case keySharedState:

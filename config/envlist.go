@@ -6,10 +6,10 @@ import (
 	"strconv"
 )
 
-// Lists (Fallback, RetryableStatusCodes, Beta, Capabilities) are set from the environment
-// element by element, by index, as .NET does: LLM__Fallback__0=openai. koanf replaces whole
-// values, so the elements are collected here and merged with the list of the files by
-// finishLists.
+// Lists (Fallback, a FallbackOn kind's, RetryableStatusCodes, Beta, Capabilities) are set
+// from the environment element by element, by index, as .NET does: LLM__Fallback__0=openai.
+// koanf replaces whole values, so the elements are collected here and merged with the list of
+// the files by finishLists.
 
 // envList collects the elements of one list set from the environment.
 type envList struct {
@@ -22,8 +22,12 @@ type envList struct {
 // list resolves the index of a list element at segment i.
 func (w *envWalk) list(i int, k kind) (envTarget, bool) {
 	if i >= len(w.segs) {
-		w.r.problem(w.name, displayPath(w.path, -1), nil, fmt.Sprintf(
-			"is a list: set its elements by index, as %s, %s, …", showName(w.name+"__0"), showName(w.name+"__1")))
+		msg := fmt.Sprintf("is a list: set its elements by index, as %s, %s, …", showName(w.name+"__0"), showName(w.name+"__1"))
+		if len(w.path) > 1 && w.path[1] == keyFallbackOn {
+			msg += fmt.Sprintf(`, or set kinds' lists whole (an empty one too) as a JSON object in %s, such as {%q: []}`,
+				envPrefix+keyFallbackOn, w.path[len(w.path)-1])
+		}
+		w.r.problem(w.name, displayPath(w.path, -1), nil, msg)
 		return envTarget{}, false
 	}
 	idx, err := strconv.Atoi(w.segs[i])
@@ -88,6 +92,9 @@ func (r *envReader) finishLists() map[string]any {
 			merged[i] = v
 		}
 		out[key] = typedList(l.kind, merged)
+	}
+	for key, list := range r.whole {
+		out[key] = list
 	}
 	r.finishMaps(out)
 	return out

@@ -170,6 +170,10 @@ func (p *jsonParser) llm(path string, v any) map[string]any {
 			sub = p.named(path, v, &p.names.providers, p.provider)
 		case keyFallback:
 			sub = p.leaf(path, kindStringList, v)
+		case keyFallbackOn:
+			if m := p.fallbackOn(path, v); m != nil {
+				sub = m
+			}
 		case keyFailover:
 			sub = p.leaf(path, kindSeconds, v)
 		case keyRouting:

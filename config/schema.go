@@ -22,6 +22,7 @@ const (
 	keyProviders  = "Providers"
 	keyFallback   = "Fallback"
 	keyFailover   = "FailoverAfterSeconds"
+	keyFallbackOn = "FallbackOn"
 
 	keyDialect          = "Dialect"
 	keyTypeAlias        = "Type" // the former spelling of Dialect, still accepted
@@ -54,7 +55,7 @@ const (
 )
 
 var (
-	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFailover, keyRouting, keySharedState}
+	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFallbackOn, keyFailover, keyRouting, keySharedState}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
 		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows}
@@ -115,7 +116,8 @@ var routingStrategies = []string{"priority", "weighted", "round_robin", "least_i
 // kindInt → int, kindNumber and kindSeconds → float64, kindIntList → []int,
 // kindStringList → []string, kindStringMap → map[string]string and kindIntMap →
 // map[string]int (keys as written: model names are case-sensitive); kindLimits is an object of
-// whole numbers (map[string]any with the canonical keys of limitKeys).
+// whole numbers (map[string]any with the canonical keys of limitKeys); kindFallbackOn is an
+// object of error kinds to lists of strings (map[string]any of []string, see fallbackon.go).
 type kind int
 
 const (
@@ -129,6 +131,7 @@ const (
 	kindStringMap
 	kindLimits
 	kindIntMap
+	kindFallbackOn
 )
 
 // allowed describes the values a kind accepts, for messages.
@@ -150,6 +153,8 @@ func (k kind) allowed() string {
 		return `must be an object of strings, such as {"gpt-4o": "my-deployment"}`
 	case kindIntMap:
 		return `must be an object of whole numbers, such as {"gpt-4o": 128000}`
+	case kindFallbackOn:
+		return `must be an object of lists of provider names by error kind, such as {"context_too_long": ["large"]}`
 	case kindLimits:
 		return "must be an object of byte counts: " + strings.Join(limitKeys, ", ")
 	}
