@@ -31,8 +31,14 @@ import (
 // LLM.Providers with its effective resilience policy, every setting of its entry (limits,
 // organization, Azure deployments, Anthropic version, beta features and default max tokens,
 // model map), and its API key read from the variable its APIKeyEnv names in the environment
-// the configuration was loaded with; LLM.Fallback is the chain. Each provider's Model is its
-// default, and the model it is asked for when the chain falls back to it.
+// the configuration was loaded with; LLM.Fallback is the chain, and LLM.FallbackOn the chains
+// of the error kinds it names (client.WithFallbackOn). Each provider's Model is its default,
+// and the model it is asked for when the chain falls back to it.
+//
+// A provider's ContextWindow and ContextWindows become client.WithContextWindow under its name;
+// for a provider made of deployments, under the name of the provider they form (DeploymentOf),
+// whose deployments must declare the same windows (config.Load refuses others; a Config built
+// by hand that mixes them is an error here).
 //
 // With more than one provider, LLM.Fallback must say which to call, in which order. A
 // missing API key is an error that names the variable, never a value. opts are applied
@@ -65,6 +71,11 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 				continue
 			}
 			all = append(all, opt)
+			if p, err := groupWindows(cfg, name, members); err != nil {
+				errs = append(errs, err)
+			} else {
+				all = appendWindow(all, name, p)
+			}
 			continue
 		}
 		p := cfg.Providers[name]
@@ -79,6 +90,7 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 			continue
 		}
 		all = append(all, client.WithProvider(name, p.EffectiveResilience(), factory))
+		all = appendWindow(all, name, p)
 		if p.Model != "" {
 			all = append(all, client.WithDefaultModel(name, p.Model))
 		}
@@ -91,6 +103,14 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 	}
 	if len(cfg.Fallback) > 0 {
 		all = append(all, client.WithFallback(cfg.Fallback...))
+	}
+	kinds := make([]string, 0, len(cfg.FallbackOn))
+	for kind := range cfg.FallbackOn {
+		kinds = append(kinds, kind)
+	}
+	sort.Strings(kinds)
+	for _, kind := range kinds {
+		all = append(all, client.WithFallbackOn(providers.ErrorKind(kind), cfg.FallbackOn[kind]...))
 	}
 	if f := cfg.FailoverAfterSeconds; f != nil {
 		all = append(all, client.WithFailoverAfter(time.Duration(*f*float64(time.Second))))
@@ -223,4 +243,40 @@ func deploymentsOf(cfg *config.Config, name string, members []string) (client.Op
 		strategy = client.Strategy(s)
 	}
 	return client.WithDeployments(name, resilience.DefaultOptions(), strategy, deps...), nil
+}
+
+// appendWindow appends client.WithContextWindow for provider name when p declares a context
+// window.
+func appendWindow(opts []client.Option, name string, p config.Provider) []client.Option {
+	if p.ContextWindow == 0 && len(p.ContextWindows) == 0 {
+		return opts
+	}
+	return append(opts, client.WithContextWindow(name, p.ContextWindow, p.ContextWindows))
+}
+
+// groupWindows returns the deployment whose context windows provider name, made of the
+// entries members, is given: the first, once every other is found to declare the same window
+// for every model (client.WithContextWindow keeps one set per provider).
+func groupWindows(cfg *config.Config, name string, members []string) (config.Provider, error) {
+	first := cfg.Providers[members[0]]
+	windowOf := func(p config.Provider, model string) int {
+		if n, ok := p.ContextWindows[model]; ok {
+			return n
+		}
+		return p.ContextWindow
+	}
+	for _, m := range members[1:] {
+		p := cfg.Providers[m]
+		same := p.ContextWindow == first.ContextWindow
+		for _, ws := range []map[string]int{p.ContextWindows, first.ContextWindows} {
+			for model := range ws {
+				same = same && windowOf(p, model) == windowOf(first, model)
+			}
+		}
+		if !same {
+			return config.Provider{}, fmt.Errorf("steady: provider %q: its deployments %q and %q declare different context "+
+				"windows, and a provider has one set (declare the same ContextWindow and ContextWindows on each)", name, members[0], m)
+		}
+	}
+	return first, nil
 }

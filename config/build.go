@@ -3,7 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
-	"net"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -46,6 +46,7 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 	}
 
 	groups := checkGroups(ps, cfg)
+	checkGroupWindows(ps, cfg, groups)
 	routing, _ := llm[keyRouting].(map[string]string)
 	cfg.Routing = checkRouting(ps, groups, routing)
 	callable := map[string]bool{}
@@ -59,6 +60,8 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 	}
 	fallback, _ := llm[keyFallback].([]string)
 	cfg.Fallback = checkFallback(ps, newIndex(callable), fallback)
+	fallbackOn, _ := llm[keyFallbackOn].(map[string]any)
+	cfg.FallbackOn = checkFallbackOn(ps, newIndex(callable), fallbackOn)
 	if f, ok := llm[keyFailover].(float64); ok {
 		if !(f >= 0 && f <= 3600) { // written so that a NaN, had it come in, would fail too
 			ps.add(Problem{Path: keyLLM + "." + keyFailover, Value: f, Allowed: "must be between 0 and 3600 seconds"})
@@ -69,62 +72,6 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 		cfg.SharedState = buildSharedState(ps, tree, env)
 	}
 	return cfg
-}
-
-// buildSharedState decodes and checks LLM.SharedState.
-func buildSharedState(ps *problems, tree map[string]any, env func(string) (string, bool)) *SharedState {
-	str := func(key string) string { s, _ := tree[key].(string); return strings.TrimSpace(s) }
-	secs := func(key string) float64 { f, _ := tree[key].(float64); return f }
-	db, _ := tree["DB"].(int)
-	tls, _ := tree["TLS"].(bool)
-	closed, _ := tree["FailClosed"].(bool)
-	s := &SharedState{Driver: strings.ToLower(str("Driver")), Address: str("Address"), Prefix: str("Prefix"), DB: db,
-		UsernameEnv: str("UsernameEnv"), PasswordEnv: str("PasswordEnv"), TLS: tls,
-		PollIntervalSeconds: secs("PollIntervalSeconds"), TimeoutSeconds: secs("TimeoutSeconds"), FailClosed: closed, lookup: env}
-	path := keyLLM + "." + keySharedState + "."
-	add := func(key string, value any, allowed string) {
-		ps.add(Problem{Path: path + key, Value: value, Allowed: allowed})
-	}
-	if s.Driver == "" {
-		s.Driver = "redis"
-	}
-	if s.Driver != "redis" {
-		add("Driver", str("Driver"), `must be "redis" (the default)`)
-	}
-	if s.Address == "" {
-		add("Address", nil, `is required: Redis's host:port, such as "127.0.0.1:6379"`)
-	} else if host, port, err := net.SplitHostPort(s.Address); err != nil || host == "" || port == "" || redact.LooksLikeKey(s.Address) {
-		add("Address", nil, `must be host:port, such as "redis.internal:6379", without credentials (use UsernameEnv and PasswordEnv)`)
-	}
-	if s.DB < 0 || s.DB > 1000 {
-		add("DB", s.DB, "must be between 0 and 1000")
-	}
-	// The bounds are written so that a NaN, had it come in, would fail them too.
-	if s.PollIntervalSeconds != 0 && !(s.PollIntervalSeconds >= 0.01 && s.PollIntervalSeconds <= 60) {
-		add("PollIntervalSeconds", s.PollIntervalSeconds, "must be between 0.01 and 60 seconds (0: the default, 0.25)")
-	}
-	if s.TimeoutSeconds != 0 && !(s.TimeoutSeconds >= 0.001 && s.TimeoutSeconds <= 10) {
-		add("TimeoutSeconds", s.TimeoutSeconds, "must be between 0.001 and 10 seconds (0: the default, 0.2)")
-	}
-	// What is written in UsernameEnv or PasswordEnv is never shown: a user who put the password
-	// itself there would find it repeated in logs. A password of any shape can pass for the name
-	// of a variable ("hunter2"), so the shape of the value cannot decide when showing is safe.
-	for _, c := range []struct{ key, what string }{{"UsernameEnv", "username"}, {"PasswordEnv", "password"}} {
-		name := str(c.key)
-		switch {
-		case name == "":
-		case !validEnvName(name):
-			add(c.key, nil, fmt.Sprintf("must be the name of an environment variable (letters, digits and _, "+
-				"not starting with a digit), not the %s itself", c.what))
-		default:
-			if v, ok := env(name); !ok || v == "" {
-				add(c.key, nil, fmt.Sprintf("names an environment variable that is not set (or is empty): set it "+
-					"to the %s; this setting holds the name of the variable, never the %s itself (which is "+
-					"why the name is not repeated here)", c.what, c.what))
-			}
-		}
-	}
-	return s
 }
 
 // index finds names case-insensitively in constant time, so that a load stays linear in the
@@ -161,6 +108,8 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	weight, _ := tree[keyWeight].(int)
 	rpm, _ := tree[keyRPM].(int)
 	tpm, _ := tree[keyTPM].(int)
+	window, _ := tree[keyContextWindow].(int)
+	windows, _ := tree[keyContextWindows].(map[string]int)
 	p := Provider{
 		Name:              name,
 		Dialect:           strings.ToLower(strings.TrimSpace(str(keyDialect))),
@@ -181,6 +130,8 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 		TokensPerMinute:   tpm,
 		Limits:            providers.Limits{MaxResponseBytes: limit(keyMaxResponseBytes), MaxEventBytes: limit(keyMaxEventBytes), MaxErrorBodyBytes: limit(keyMaxErrorBodyBytes)},
 		ModelMap:          smap(keyModelMap),
+		ContextWindow:     window,
+		ContextWindows:    maps.Clone(windows),
 	}
 	add := func(key string, value any, allowed string) {
 		ps.add(Problem{Path: path + "." + key, Value: value, Allowed: allowed})
@@ -237,6 +188,9 @@ func checkFieldTypes(add func(key string, value any, allowed string), typ string
 	}
 }
 
+// maxContextWindow bounds a declared context window, as client.WithContextWindow does.
+const maxContextWindow = 100_000_000
+
 // maxLimit bounds each of Limits: a terabyte is past any sensible setting.
 const maxLimit = 1 << 40
 
@@ -248,6 +202,14 @@ func checkProviderValues(add func(key string, value any, allowed string), p Prov
 	for key, v := range map[string]int{keyWeight: p.Weight, keyRPM: p.RequestsPerMinute, keyTPM: p.TokensPerMinute} {
 		if v < 0 || v > 100_000_000 {
 			add(key, v, "must be between 0 and 100000000")
+		}
+	}
+	if p.ContextWindow < 0 || p.ContextWindow > maxContextWindow {
+		add(keyContextWindow, p.ContextWindow, fmt.Sprintf("must be between 0 (none declared) and %d tokens", maxContextWindow))
+	}
+	for _, m := range sortedKeys(p.ContextWindows) {
+		if n := p.ContextWindows[m]; n < 0 || n > maxContextWindow {
+			add(joinPath(keyContextWindows, m), n, fmt.Sprintf("must be between 0 (none declared) and %d tokens", maxContextWindow))
 		}
 	}
 	for i, c := range p.Capabilities {
@@ -319,29 +281,6 @@ func checkBaseURL(add func(key string, value any, allowed string), typ, raw stri
 	}
 }
 
-// checkFallback resolves the fallback names to the providers' spelling.
-func checkFallback(ps *problems, providers index, names []string) []string {
-	if names == nil {
-		return nil
-	}
-	out := make([]string, len(names))
-	seen := map[string]int{}
-	for i, n := range names {
-		path := fmt.Sprintf("%s.%s[%d]", keyLLM, keyFallback, i)
-		c, ok := providers.lookup(n)
-		if !ok {
-			ps.add(Problem{Path: path, Value: n, Allowed: "must name a provider of LLM.Providers" + ps.didYouMean(n, providers.sorted)})
-			c = n
-		} else if first, dup := seen[c]; dup {
-			ps.add(Problem{Path: path, Value: n, Allowed: fmt.Sprintf("is listed twice: already at index %d", first)})
-		} else {
-			seen[c] = i
-		}
-		out[i] = c
-	}
-	return out
-}
-
 // checkOptions reports what Options.Validate finds, under path. A problem the parent policy
 // already has (same field, same value: inherited, not set here) is reported once, at the
 // parent. It returns the problems found, for the children of this policy.
@@ -398,39 +337,4 @@ func oneOf(list []string) string {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
 	return "must be one of " + strings.Join(quoted, ", ")
-}
-
-// checkGroups reports a DeploymentOf that names a provider of its own, and returns the
-// providers made of deployments, by name.
-func checkGroups(ps *problems, cfg *Config) map[string][]string {
-	groups := cfg.Groups()
-	for g, members := range groups {
-		if _, clash := cfg.Providers[g]; clash {
-			for _, m := range members {
-				ps.add(Problem{Path: joinPath(keyLLM+"."+keyProviders, m) + "." + keyDeploymentOf, Value: g,
-					Allowed: "must name a provider made of deployments, not an entry of LLM.Providers"})
-			}
-		}
-	}
-	return groups
-}
-
-// checkRouting checks LLM.Routing against the providers made of deployments.
-func checkRouting(ps *problems, groups map[string][]string, routing map[string]string) map[string]string {
-	if len(routing) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(routing))
-	for _, g := range sortedKeys(routing) {
-		v := strings.ToLower(strings.TrimSpace(routing[g]))
-		path := joinPath(keyLLM+"."+keyRouting, g)
-		if _, ok := groups[g]; !ok {
-			ps.add(Problem{Path: path, Value: routing[g], Allowed: "names no provider made of deployments (set DeploymentOf on its entries)"})
-		}
-		if indexOf(routingStrategies, v) < 0 {
-			ps.add(Problem{Path: path, Value: routing[g], Allowed: oneOf(routingStrategies)})
-		}
-		out[g] = v
-	}
-	return out
 }

@@ -31,6 +31,14 @@ type Config struct {
 	// Fallback is LLM.Fallback: provider names in the order to try them, each a key of
 	// Providers. Nil when not configured.
 	Fallback []string
+	// FallbackOn is LLM.FallbackOn: for an error kind (providers.ErrorKind, in its canonical
+	// spelling, such as "context_too_long"), the providers a call that fails with that kind
+	// goes to, in order and skipping those it has tried, instead of what is left of Fallback
+	// (client.WithFallbackOn). Each name is a key of Providers that is not a deployment, or a
+	// provider made of deployments (Groups), spelled as declared. An empty list stops the chain
+	// on that kind, even one that would fall back. Any kind of providers.Kinds may be named but
+	// canceled: the caller's own cancellation always ends the call. Nil when not configured.
+	FallbackOn map[string][]string
 	// FailoverAfterSeconds is LLM.FailoverAfterSeconds: how long a call waits on a provider
 	// (a rate-limit pause, a server's hint, a backoff) when another provider of the chain can
 	// serve it at once (client.WithFailoverAfter); nil when not configured (the client's
@@ -135,13 +143,17 @@ func Load(paths ...string) (*Config, error) {
 // LLM__Fallback__0 the first element of a list. List elements merge by index into the list
 // the files set at that same path (a list the files leave out starts empty there, rather than
 // copying an inherited one), and an index past the end must not leave a gap; a variable cannot
-// shorten a list. A map (Deployments, ModelMap, Routing) is set entry by entry, the key as the
-// last segment (LLM__Providers__azure__Deployments__gpt-4o=prod-gpt4o), or by a JSON object of
-// strings in the map's own variable (LLM__Providers__azure__Deployments={"gpt-4o":"prod-gpt4o"}),
-// which bash can export even when a key holds a hyphen or a dot; either way the entries merge
-// into the files' map one by one, and an entry set both ways is an error. Names are matched to
-// the known keys, and to the policy and provider names the files declare, case-insensitively;
-// a variable may also declare a new policy or provider.
+// shorten a list. A map (Deployments, ModelMap, Routing, ContextWindows) is set entry by entry,
+// the key as the last segment (LLM__Providers__azure__Deployments__gpt-4o=prod-gpt4o), or by a
+// JSON object of its values in the map's own variable
+// (LLM__Providers__azure__Deployments={"gpt-4o":"prod-gpt4o"}), which bash can export even
+// when a key holds a hyphen or a dot; either way the entries merge into the files' map one by
+// one, and an entry set both ways is an error. LLM.FallbackOn's lists are set by index
+// (LLM__FallbackOn__context_too_long__0=large), or several at once by a JSON object in
+// LLM__FallbackOn, each replacing the files' list for its kind, an empty one too
+// (LLM__FallbackOn={"unavailable":[]}); a kind's list set both ways is an error. Names are
+// matched to the known keys, and to the policy and provider names the files declare,
+// case-insensitively; a variable may also declare a new policy or provider.
 // Variables starting with LLM__ that match no setting are errors; so are variables whose
 // prefix is a near miss of LLM__ and whose next segment names a setting of the section
 // (LMM__Providers__openai__Model); others are ignored.

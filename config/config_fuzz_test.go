@@ -53,6 +53,17 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("fallback names unknown provider %q", name)
 			}
 		}
+		groups := cfg.Groups()
+		for kind, names := range cfg.FallbackOn {
+			if _, ok := canonical(kind, fallbackKinds); !ok || kind == "canceled" || names == nil {
+				t.Fatalf("FallbackOn has kind %q (%v)", kind, names)
+			}
+			for _, name := range names {
+				if p, ok := cfg.Providers[name]; (!ok || p.DeploymentOf != "") && groups[name] == nil {
+					t.Fatalf("FallbackOn[%q] names %q, which cannot be called", kind, name)
+				}
+			}
+		}
 		again, err := Parse(data)
 		if err != nil || !reflect.DeepEqual(cfg, again) {
 			t.Fatalf("Parse is not deterministic: %v", err)

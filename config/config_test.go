@@ -132,6 +132,25 @@ func TestLoad_ExampleFile(t *testing.T) {
 	if want := []string{"openai", "azure", "anthropic", "local"}; !reflect.DeepEqual(cfg.Fallback, want) {
 		t.Errorf("Fallback = %v, want %v", cfg.Fallback, want)
 	}
+	if o := cfg.Providers["openai"]; o.ContextWindow != 128000 || o.ContextWindows["gpt-4.1-mini"] != 1047576 {
+		t.Errorf("openai ContextWindow %d, ContextWindows %v", o.ContextWindow, o.ContextWindows)
+	}
+	for _, key := range []string{keyContextWindow, keyContextWindows} {
+		if !strings.Contains(string(raw), `"`+key+`"`) {
+			t.Errorf("the example does not show %s", key)
+		}
+	}
+	wantOn := map[string][]string{"context_too_long": {"anthropic"}, "content_filtered": {"anthropic"},
+		"quota_exhausted": {"local"}, "auth": {}}
+	if !reflect.DeepEqual(cfg.FallbackOn, wantOn) {
+		t.Errorf("FallbackOn = %v, want %v", cfg.FallbackOn, wantOn)
+	}
+	for _, key := range llmKeys {
+		// Routing needs a provider made of deployments, SharedState a store: not shown yet.
+		if !strings.Contains(string(raw), `"`+key+`"`) && key != keyRouting && key != keySharedState {
+			t.Errorf("the example does not show LLM.%s", key)
+		}
+	}
 	azure := cfg.Providers["azure"]
 	if azure.Policy != "interactive" || azure.Resilience.TimeoutSeconds != 20 ||
 		azure.Resilience.RetryCount != 1 || azure.Resilience.AttemptTimeoutSeconds != 7.5 {

@@ -22,8 +22,14 @@
 //     the key), Model, Policy (a policy name), Resilience (overrides over the policy, or over
 //     LLM.Resilience) and the settings of its dialect: APIVersion and Deployments (azure),
 //     Organization (openai, openai-compatible), Version, Beta and DefaultMaxTokens (anthropic);
-//     see [Provider] for all of them.
+//     for every dialect, ContextWindow (tokens, 0..100000000; 0 declares none) and
+//     ContextWindows (model → tokens, for the models that differ), the same on every
+//     deployment of a provider; see [Provider] for all of them.
 //   - LLM.Fallback: provider names, in the order to try them.
+//   - LLM.FallbackOn: by error kind (those of providers.Kinds but canceled, in any case:
+//     "context_too_long", "refused", "rate_limited"…), the provider names a call that fails
+//     with it goes to, instead of the rest of LLM.Fallback; an empty list stops the chain on
+//     that kind. See [Config].
 //   - LLM.FailoverAfterSeconds, LLM.Routing: see [Config].
 //   - LLM.SharedState: the store the instances of the application share their circuit state,
 //     pauses and budgets through ([SharedState]: Address, Prefix, DB, UsernameEnv, PasswordEnv,
@@ -43,13 +49,20 @@
 //	LLM__Providers__openai__BaseURL=https://proxy.internal/v1
 //	LLM__Providers__openai__Dialect=openai
 //	LLM__Fallback__0=anthropic
+//	LLM__FallbackOn__context_too_long__0=large
 //
-// A map (Deployments, ModelMap, Routing) is set entry by entry, the key as the last segment,
-// or as a whole, a JSON object in the map's own variable; either way its entries merge into
-// the files' map one by one:
+// A map (Deployments, ModelMap, Routing, ContextWindows) is set entry by entry, the key as the
+// last segment, or as a whole, a JSON object in the map's own variable; either way its entries
+// merge into the files' map one by one:
 //
 //	LLM__Providers__azure__Deployments__gpt-4o=prod-gpt4o
 //	LLM__Providers__azure__Deployments={"gpt-4o": "prod-gpt4o", "gpt-4.1": "prod-gpt41"}
+//	LLM__Providers__openai__ContextWindows={"gpt-4.1": 1047576}
+//
+// LLM.FallbackOn's lists are set by index too, or several kinds' at once, each whole, by a
+// JSON object in LLM__FallbackOn, which can also set an empty list:
+//
+//	LLM__FallbackOn={"refused": ["other"], "unavailable": []}
 //
 // Model names hold hyphens and dots, which bash's export refuses in a variable's name, as do
 // some hosts (AWS Lambda; Azure App Service, for hyphens). The JSON form has a plain name. The

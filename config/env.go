@@ -28,15 +28,8 @@ type envReader struct {
 	base  map[string]any    // the merged tree before the environment
 	seen  map[string]string // target key → the first variable that set it
 	lists map[string]*envList
-	maps  map[string]map[string]string // map entries set one by one, by koanf key
-}
-
-// envList collects the elements of one list set from the environment.
-type envList struct {
-	path  []string // canonical path of the list
-	kind  kind
-	elems map[int]any
-	vars  map[int]string // index → variable, for messages
+	maps  map[string]*envMap  // map entries set by variables, by koanf key
+	whole map[string][]string // lists set whole by a JSON object (LLM__FallbackOn), by koanf key
 }
 
 // envTarget is the setting a variable names.
@@ -44,13 +37,13 @@ type envTarget struct {
 	path   []string // canonical, starting with LLM
 	kind   kind
 	index  int    // list element index, or -1
-	mapKey string // the key of a map entry (kindStringMap), or ""
+	mapKey string // the key of a map entry (a kind that isMap), or ""
 	whole  bool   // the variable names a map itself and holds a JSON object of its entries
 }
 
 func newEnvReader(ps *problems, n *names, base map[string]any) *envReader {
 	return &envReader{ps: ps, names: n, base: base, seen: map[string]string{}, lists: map[string]*envList{},
-		maps: map[string]map[string]string{}}
+		maps: map[string]*envMap{}, whole: map[string][]string{}}
 }
 
 // transform returns the koanf key and normalized value for one variable, or "" to skip it.
@@ -64,7 +57,11 @@ func (r *envReader) transform(name, value string) (string, any) {
 	}
 	key := strings.Join(t.path, delim)
 	if t.whole {
-		r.wholeMap(name, key, t, value)
+		if t.kind == kindFallbackOn {
+			r.wholeFallbackOn(name, t, value)
+		} else {
+			r.wholeMap(name, key, t, value)
+		}
 		return "", nil
 	}
 	id := key
@@ -74,7 +71,7 @@ func (r *envReader) transform(name, value string) (string, any) {
 	case t.mapKey != "":
 		id += delim + "=" + t.mapKey
 	}
-	if !r.claim(id, name, t.display()) {
+	if !r.claim(id, name, t.display()) || (t.index >= 0 && !r.notWhole(key, name, t.display())) {
 		return "", nil
 	}
 
@@ -99,12 +96,7 @@ func (r *envReader) transform(name, value string) (string, any) {
 		l.elems[t.index], l.vars[t.index] = v, name
 		return "", nil
 	case t.mapKey != "":
-		m := r.maps[key]
-		if m == nil {
-			m = map[string]string{}
-			r.maps[key] = m
-		}
-		m[t.mapKey], _ = v.(string)
+		r.setEntry(key, t.kind, t.mapKey, v)
 		return "", nil
 	}
 	return key, v
@@ -146,8 +138,10 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		return w.list(1, kindStringList)
 	case keyFailover:
 		return w.leaf(1, kindSeconds)
+	case keyFallbackOn:
+		return w.fallbackOn(1)
 	case keyRouting:
-		return w.mapEntry(1)
+		return w.mapEntry(1, kindStringMap)
 	case keySharedState:
 		field, ok := w.match(1, sharedStateKeys)
 		if !ok {
@@ -181,8 +175,8 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		return w.option(3)
 	case k == kindStringList:
 		return w.list(3, k)
-	case k == kindStringMap:
-		return w.mapEntry(3)
+	case k.isMap():
+		return w.mapEntry(3, k)
 	case k == kindLimits:
 		if _, ok := w.match(3, limitKeys); !ok {
 			return envTarget{}, false
@@ -288,26 +282,6 @@ func (w *envWalk) option(i int) (envTarget, bool) {
 	return envTarget{path: w.path, kind: f.kind, index: -1}, true
 }
 
-// list resolves the index of a list element at segment i.
-func (w *envWalk) list(i int, k kind) (envTarget, bool) {
-	if i >= len(w.segs) {
-		w.r.problem(w.name, displayPath(w.path, -1), nil, fmt.Sprintf(
-			"is a list: set its elements by index, as %s, %s, …", showName(w.name+"__0"), showName(w.name+"__1")))
-		return envTarget{}, false
-	}
-	idx, err := strconv.Atoi(w.segs[i])
-	if err != nil || idx < 0 || idx > maxEnvIndex || strconv.Itoa(idx) != w.segs[i] {
-		w.fail(i, fmt.Sprintf("must be a list index between 0 and %d", maxEnvIndex))
-		return envTarget{}, false
-	}
-	if len(w.segs) > i+1 {
-		w.r.problem(w.name, joinPath(displayPath(w.path, idx), w.segs[i+1]), nil,
-			"unknown key: a list element has no fields")
-		return envTarget{}, false
-	}
-	return envTarget{path: w.path, kind: k, index: idx}, true
-}
-
 func (t envTarget) display() string {
 	if t.mapKey != "" {
 		return joinPath(displayPath(t.path, -1), t.mapKey)
@@ -325,87 +299,4 @@ func displayPath(path []string, index int) string {
 		s += fmt.Sprintf("[%d]", index)
 	}
 	return s
-}
-
-// finishLists merges the collected list elements into the lists of the files, element by
-// element as .NET does, and returns them as koanf keys. An index past the end of the list must
-// not leave a gap: the values in between would be undefined.
-func (r *envReader) finishLists() map[string]any {
-	out := map[string]any{}
-	keys := make([]string, 0, len(r.lists))
-	for k := range r.lists {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, key := range keys {
-		l := r.lists[key]
-		var base []any
-		switch b := lookup(r.base, l.path).(type) {
-		case []int:
-			for _, v := range b {
-				base = append(base, v)
-			}
-		case []string:
-			for _, v := range b {
-				base = append(base, v)
-			}
-		}
-		top := len(base) - 1
-		for i := range l.elems {
-			top = max(top, i)
-		}
-		merged := make([]any, top+1)
-		copy(merged, base)
-		gap := false
-		for i := len(base); i <= top && !gap; i++ {
-			if _, ok := l.elems[i]; !ok {
-				next := i + 1
-				for l.elems[next] == nil {
-					next++
-				}
-				r.problem(l.vars[next], displayPath(l.path, next), nil, fmt.Sprintf(
-					"leaves %s unset: the list has %d elements before the environment, so its "+
-						"indexes must continue from %d without gaps", displayPath(l.path, i), len(base), len(base)))
-				gap = true
-			}
-		}
-		if gap {
-			continue
-		}
-		for i, v := range l.elems {
-			merged[i] = v
-		}
-		out[key] = typedList(l.kind, merged)
-	}
-	r.finishMaps(out)
-	return out
-}
-
-// typedList converts normalized elements to the list type of kind k.
-func typedList(k kind, elems []any) any {
-	if k == kindIntList {
-		ints := make([]int, len(elems))
-		for i, v := range elems {
-			ints[i], _ = v.(int)
-		}
-		return ints
-	}
-	strs := make([]string, len(elems))
-	for i, v := range elems {
-		strs[i], _ = v.(string)
-	}
-	return strs
-}
-
-// lookup returns the value at a canonical path of a tree, or nil.
-func lookup(tree map[string]any, path []string) any {
-	var cur any = tree
-	for _, p := range path {
-		m, ok := cur.(map[string]any)
-		if !ok {
-			return nil
-		}
-		cur = m[p]
-	}
-	return cur
 }

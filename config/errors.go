@@ -175,7 +175,7 @@ type literal string
 // of a container (its content could be large or secret).
 func describe(v any) any {
 	switch v.(type) {
-	case map[string]any, map[string]string:
+	case map[string]any, map[string]string, map[string]int:
 		return literal("an object")
 	case []any, []string, []int:
 		return literal("a list")

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"unicode"
 
 	koanfjson "github.com/knadh/koanf/parsers/json"
 )
@@ -171,6 +170,10 @@ func (p *jsonParser) llm(path string, v any) map[string]any {
 			sub = p.named(path, v, &p.names.providers, p.provider)
 		case keyFallback:
 			sub = p.leaf(path, kindStringList, v)
+		case keyFallbackOn:
+			if m := p.fallbackOn(path, v); m != nil {
+				sub = m
+			}
 		case keyFailover:
 			sub = p.leaf(path, kindSeconds, v)
 		case keyRouting:
@@ -261,10 +264,8 @@ func (p *jsonParser) provider(path string, v any) map[string]any {
 			if sub := p.options(path, v); sub != nil {
 				nv = sub
 			}
-		case k == kindStringMap:
-			if sub := p.stringMap(path, v); sub != nil {
-				nv = sub
-			}
+		case k.isMap():
+			nv = p.mapOf(path, k, v)
 		case k == kindLimits:
 			if sub := p.limits(path, v); sub != nil {
 				nv = sub
@@ -310,34 +311,6 @@ func (p *jsonParser) dialectAlias(path string, m map[string]any) map[string]any 
 		return out
 	}
 	out[keyDialect] = m[alias]
-	return out
-}
-
-// stringMap normalizes an object of strings (Deployments, ModelMap). Keys are kept as written:
-// they are model names, which are case-sensitive. It returns nil after a problem.
-func (p *jsonParser) stringMap(path string, v any) map[string]string {
-	m, ok := p.object(path, v)
-	if !ok {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	good := true
-	for _, key := range sortedKeys(m) {
-		s, ok := m[key].(string)
-		switch {
-		case key == "" || strings.ContainsFunc(key, unicode.IsControl):
-			p.problem(joinPath(path, key), nil, "a key must be a non-empty name without control characters")
-			good = false
-		case !ok:
-			p.problem(joinPath(path, key), describe(m[key]), kindString.allowed())
-			good = false
-		default:
-			out[key] = s
-		}
-	}
-	if !good {
-		return nil
-	}
 	return out
 }
 

@@ -49,6 +49,7 @@ func numericKeys() []numericKey {
 	for _, k := range limitKeys {
 		add(keyLLM, keyProviders, "p", keyLimits, k)
 	}
+	add(keyLLM, keyProviders, "p", keyContextWindows, "gpt-4o")
 	return keys
 }
 
@@ -70,7 +71,8 @@ func TestNumericKeys_CoverTheSchema(t *testing.T) {
 	}
 	for _, want := range []string{"LLM.FailoverAfterSeconds", "LLM.SharedState.PollIntervalSeconds", "LLM.SharedState.TimeoutSeconds",
 		"LLM.SharedState.DB", "LLM.Providers.p.Weight", "LLM.Providers.p.Limits.MaxEventBytes",
-		"LLM.Providers.p.Resilience.CircuitBreakerSamplingSeconds", "LLM.Policies.p.RetryableStatusCodes[0]"} {
+		"LLM.Providers.p.Resilience.CircuitBreakerSamplingSeconds", "LLM.Policies.p.RetryableStatusCodes[0]",
+		"LLM.Providers.p.ContextWindow", "LLM.Providers.p.ContextWindows.gpt-4o"} {
 		if !seen[want] {
 			t.Errorf("%s is not among the numeric keys", want)
 		}

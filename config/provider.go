@@ -96,9 +96,31 @@ type Provider struct {
 	// RequestsPerMinute and TokensPerMinute are the deployment's limits when known, for
 	// pacing (resilience.Options.PaceRequestsPerMinute); 0 learns them from the answers.
 	RequestsPerMinute, TokensPerMinute int
+	// ContextWindow is the context window, in tokens, of the provider's models
+	// (client.WithContextWindow): a call whose estimate (its prompt and the most it may answer)
+	// exceeds it skips the provider, and after a prompt too long the chain moves only to
+	// providers that declare a larger window. 0 (the default) declares none: the provider is
+	// tried whatever the call's size, and skipped after a prompt too long. Allowed:
+	// 0..100000000.
+	ContextWindow int
+	// ContextWindows is the context window of the models that differ from ContextWindow, by the
+	// model name the provider is asked for (a deployment's Model, or the model a call or the
+	// ModelMap names); a model listed with 0 declares none, even when ContextWindow is set.
+	// Allowed: 0..100000000 each. The deployments of one provider (DeploymentOf) share its
+	// windows: each must declare the same ContextWindow and ContextWindows, or none.
+	ContextWindows map[string]int
 
 	// lookup reads the environment the configuration was loaded with (nil: the process's).
 	lookup func(name string) (string, bool)
+}
+
+// windowOf returns the context window p declares for model, 0 for none, as the client reads
+// it.
+func (p Provider) windowOf(model string) int {
+	if n, ok := p.ContextWindows[model]; ok {
+		return n
+	}
+	return p.ContextWindow
 }
 
 // EffectiveResilience returns the options the provider's pipeline should use: a copy of

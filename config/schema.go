@@ -22,6 +22,7 @@ const (
 	keyProviders  = "Providers"
 	keyFallback   = "Fallback"
 	keyFailover   = "FailoverAfterSeconds"
+	keyFallbackOn = "FallbackOn"
 
 	keyDialect          = "Dialect"
 	keyTypeAlias        = "Type" // the former spelling of Dialect, still accepted
@@ -45,6 +46,8 @@ const (
 	keySharedState      = "SharedState"
 	keyLimits           = "Limits"
 	keyModelMap         = "ModelMap"
+	keyContextWindow    = "ContextWindow"
+	keyContextWindows   = "ContextWindows"
 
 	keyMaxResponseBytes  = "MaxResponseBytes"
 	keyMaxEventBytes     = "MaxEventBytes"
@@ -52,10 +55,10 @@ const (
 )
 
 var (
-	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFailover, keyRouting, keySharedState}
+	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFallbackOn, keyFailover, keyRouting, keySharedState}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
-		keyDeploymentOf, keyWeight, keyRPM, keyTPM}
+		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -86,6 +89,8 @@ var providerFields = map[string]providerField{
 	keyWeight:           {kind: kindInt},
 	keyRPM:              {kind: kindInt},
 	keyTPM:              {kind: kindInt},
+	keyContextWindow:    {kind: kindInt},
+	keyContextWindows:   {kind: kindIntMap},
 }
 
 // sharedStateFields describes every field of LLM.SharedState.
@@ -109,9 +114,10 @@ var routingStrategies = []string{"priority", "weighted", "round_robin", "least_i
 
 // kind is what a leaf accepts. Normalized values: kindString → string, kindBool → bool,
 // kindInt → int, kindNumber and kindSeconds → float64, kindIntList → []int,
-// kindStringList → []string, kindStringMap → map[string]string (keys as written: model names
-// are case-sensitive); kindLimits is an object of whole numbers (map[string]any with the
-// canonical keys of limitKeys).
+// kindStringList → []string, kindStringMap → map[string]string and kindIntMap →
+// map[string]int (keys as written: model names are case-sensitive); kindLimits is an object of
+// whole numbers (map[string]any with the canonical keys of limitKeys); kindFallbackOn is an
+// object of error kinds to lists of strings (map[string]any of []string, see fallbackon.go).
 type kind int
 
 const (
@@ -124,6 +130,8 @@ const (
 	kindStringList
 	kindStringMap
 	kindLimits
+	kindIntMap
+	kindFallbackOn
 )
 
 // allowed describes the values a kind accepts, for messages.
@@ -143,6 +151,10 @@ func (k kind) allowed() string {
 		return "must be a list of strings"
 	case kindStringMap:
 		return `must be an object of strings, such as {"gpt-4o": "my-deployment"}`
+	case kindIntMap:
+		return `must be an object of whole numbers, such as {"gpt-4o": 128000}`
+	case kindFallbackOn:
+		return `must be an object of lists of provider names by error kind, such as {"context_too_long": ["large"]}`
 	case kindLimits:
 		return "must be an object of byte counts: " + strings.Join(limitKeys, ", ")
 	}
@@ -151,13 +163,16 @@ func (k kind) allowed() string {
 
 // elem is the kind of one element of a list kind, or of one value of a map kind.
 func (k kind) elem() kind {
-	if k == kindIntList {
+	if k == kindIntList || k == kindIntMap {
 		return kindInt
 	}
 	return kindString
 }
 
 func (k kind) isList() bool { return k == kindIntList || k == kindStringList }
+
+// isMap reports whether k is an object of user-chosen keys (model names) to values of k.elem().
+func (k kind) isMap() bool { return k == kindStringMap || k == kindIntMap }
 
 // optionField is one field of resilience.Options.
 type optionField struct {

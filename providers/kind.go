@@ -26,12 +26,16 @@ const (
 	KindUnknown         ErrorKind = "unknown"
 )
 
-// kindTraits is what each kind implies. A kind missing from the table has none of the traits.
+// kindTraits is what each kind implies. Every kind is in the table, those with none of the
+// traits too: it is the list Kinds returns.
 var kindTraits = map[ErrorKind]struct {
 	temporary bool // the same request may succeed later at the same provider
 	fallsBack bool // the provider's fault, not the request's: the next provider may serve it
 	unwell    bool // a failure inside a 200 stream that counts against the provider's circuit
 }{
+	// The request's or the caller's: none of the traits.
+	KindBadRequest: {}, KindContextTooLong: {}, KindContentFiltered: {}, KindCanceled: {}, KindUnknown: {},
+
 	KindRateLimited:     {temporary: true, fallsBack: true},
 	KindQuotaExhausted:  {fallsBack: true},
 	KindOverloaded:      {temporary: true, fallsBack: true, unwell: true},
