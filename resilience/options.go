@@ -83,8 +83,11 @@ type Options struct {
 	// AttemptTimeoutSeconds bounds each attempt until its response headers arrive; an attempt
 	// that runs out is retried. 0 disables it. Allowed: 0..86400, below TimeoutSeconds.
 	AttemptTimeoutSeconds float64 `json:"AttemptTimeoutSeconds"`
-	// StreamIdleTimeoutSeconds bounds each wait for more bytes of an event stream
-	// (Content-Type text/event-stream). 0 disables it. Allowed: 0..86400.
+	// StreamIdleTimeoutSeconds bounds each silence on the wire of an event stream
+	// (Content-Type text/event-stream). The default, 20 s, cuts a stream that stalls for 30 s
+	// after content (so a rescue can answer it) while leaving room for providers that pause
+	// between chunks (they send pings meanwhile); raise it for servers that run long tools
+	// in the middle of a stream without a word. 0 disables it. Allowed: 0..86400.
 	StreamIdleTimeoutSeconds float64 `json:"StreamIdleTimeoutSeconds"`
 	// FirstTokenTimeoutSeconds bounds, for a streamed call (Call.AwaitFirstToken: the client's
 	// ChatStream), the time from sending to the first content — not to the headers, which a
@@ -171,7 +174,7 @@ func DefaultOptions() Options {
 		CircuitBreakerHalfOpenMaxRequests: 1,
 		TimeoutSeconds:                    30,
 		AttemptTimeoutSeconds:             0,
-		StreamIdleTimeoutSeconds:          60,
+		StreamIdleTimeoutSeconds:          20,
 		FirstTokenTimeoutSeconds:          10,
 		StreamRescue:                      RescueOff,
 		BulkheadMaxConcurrency:            10,
