@@ -297,7 +297,7 @@ func (cb *circuit) wallOf(t int64) time.Time { return cb.epoch.Add(time.Duration
 // circuit's time line): an open circuit's break is made longer if needed; a closed or
 // half-open circuit that has not been through this opening opens — until until, or, when
 // that has passed already, until its next call, which becomes a probe; an isolated one is
-// left alone.
+// left alone. The adopted break becomes the one a failed probe here doubles (adoptBreak).
 func (cb *circuit) adopt(opened, until int64) change {
 	if opened <= cb.opened.Load() && until <= cb.until.Load() {
 		return change{} // known already: no lock
@@ -312,6 +312,7 @@ func (cb *circuit) adopt(opened, until int64) change {
 		if cb.until.Load() < until {
 			cb.until.Store(until)
 			cb.opened.Store(opened)
+			cb.adoptBreak(opened, until)
 		}
 		return ch
 	}
@@ -321,6 +322,7 @@ func (cb *circuit) adopt(opened, until int64) change {
 	ch = cb.enter(CircuitOpen)
 	cb.until.Store(until)
 	cb.opened.Store(opened)
+	cb.adoptBreak(opened, until)
 	return ch
 }
 
