@@ -146,10 +146,13 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if rej != nil {
 		return nil, b.reject(req, *rej)
 	}
-	if tk.probe && b.elect != nil {
-		if err := b.elected(req, tk); err != nil {
-			return nil, err
+	if tk.probe {
+		if b.elect != nil {
+			if err := b.elected(req, tk); err != nil {
+				return nil, err
+			}
 		}
+		req = asProbe(req, b.ev, tk) // the retry layer makes one attempt
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {

@@ -90,6 +90,13 @@ const (
 	// GaveUpWaitTooLong: the wait exceeds what the caller allows (Call.MaxWait), usually
 	// because another provider can serve the call at once.
 	GaveUpWaitTooLong GaveUp = "wait_too_long"
+	// GaveUpProbe: the call was the half-open probe of the circuit, which makes one attempt
+	// whatever its policy: its failure reopens the circuit at once, for a longer break.
+	GaveUpProbe GaveUp = "probe"
+	// GaveUpSilent: the attempt got nothing back (the attempt timeout, a connection closed or
+	// reset before any response, a dial timeout) and the caller can send the call to another
+	// route at once (Call.Elsewhere), which it should do rather than wait on this one again.
+	GaveUpSilent GaveUp = "silent"
 )
 
 // Description explains the code in a few words.
@@ -109,6 +116,10 @@ func (g GaveUp) Description() string {
 		return "the circuit opened"
 	case GaveUpWaitTooLong:
 		return "the wait exceeds what the caller allows"
+	case GaveUpProbe:
+		return "a half-open probe makes one attempt"
+	case GaveUpSilent:
+		return "the route was silent and another can serve the call"
 	}
 	return string(g)
 }
