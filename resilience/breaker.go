@@ -24,11 +24,14 @@ type breaker struct {
 	hold      time.Duration
 	elsewhere atomic.Int64
 	probing   atomic.Bool
+
+	active *activeProbe // WithActiveProbe; nil without
 }
 
 func (b *breaker) init(o Options, ev *emitter) {
 	b.c = newCircuit(o, ev.clock)
 	b.ev = ev
+	b.active.init(b, o)
 }
 
 // announce emits a state change, if there was one, with the context of the call that made it

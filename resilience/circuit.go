@@ -50,6 +50,10 @@ type circuit struct {
 	// after Reset), when the outage it belongs to began, and when the circuit last closed
 	// after a break.
 	brk, outage, healthy int64
+
+	// opens, when set (WithActiveProbe), is told the break of each opening, under mu: it only
+	// arms a timer. A break made longer later is found when the timer fires.
+	opens func(time.Duration)
 }
 
 const stateBits = 3
@@ -316,8 +320,12 @@ func (cb *circuit) enter(s CircuitState) change {
 	switch s {
 	case CircuitOpen:
 		now := cb.now()
+		brk := cb.nextBreak(from, now)
 		cb.opened.Store(now)
-		cb.until.Store(now + cb.nextBreak(from, now))
+		cb.until.Store(now + brk)
+		if cb.opens != nil {
+			cb.opens(time.Duration(brk))
+		}
 	case CircuitClosed:
 		cb.until.Store(0)
 		if from != CircuitIsolated {

@@ -39,6 +39,10 @@ const (
 	EventSharedStateFailed
 	// EventSharedStateRecovered: the shared state answers again.
 	EventSharedStateRecovered
+	// EventProbeFinished: the active probe (WithActiveProbe) ran for Duration; Err is why it
+	// failed (a *TimeoutError with Limit TimeoutProbe when it ran out of time), nil when the
+	// provider serves again. The circuit's change follows as EventBreakerStateChanged.
+	EventProbeFinished
 )
 
 // String returns a stable snake_case name, suitable as a metric or log attribute.
@@ -70,6 +74,8 @@ func (k EventType) String() string {
 		return "shared_state_failed"
 	case EventSharedStateRecovered:
 		return "shared_state_recovered"
+	case EventProbeFinished:
+		return "probe_finished"
 	}
 	return "unknown"
 }

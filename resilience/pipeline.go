@@ -119,6 +119,7 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 		base = http.DefaultTransport
 	}
 	base = watchTransport(base, p.policy.idle, p.clock)
+	p.breaker.active.use(base) // what an active probe sends through
 	retry := newRetryTransport(&p.retry, base)
 	brk := &breakerTransport{b: &p.breaker, next: retry}
 	tmo := &timeoutTransport{t: &p.timeouts, below: &p.breaker, next: brk}

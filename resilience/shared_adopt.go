@@ -323,6 +323,9 @@ func (cb *circuit) adopt(opened, until int64) change {
 	cb.until.Store(until)
 	cb.opened.Store(opened)
 	cb.adoptBreak(opened, until)
+	if cb.opens != nil {
+		cb.opens(time.Duration(until - cb.now())) // maybe sooner than the break enter armed for
+	}
 	return ch
 }
 
