@@ -51,7 +51,7 @@ func (b *breaker) announce(ctx context.Context, ch change) {
 		if b.elect != nil {
 			b.probeFinished(ch)
 		}
-		b.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Context: ctx})
+		b.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Delay: ch.brk, Context: ctx})
 	}
 }
 

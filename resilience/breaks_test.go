@@ -73,13 +73,14 @@ func TestBreaks_GrowWithTheOutageUpToTheLongest(t *testing.T) {
 	if cb.minFor != defaultMinBreak || cb.openFor != 30*time.Second {
 		t.Fatalf("breaks %v..%v, want the defaults 5s..30s", cb.minFor, cb.openFor)
 	}
+	var opened change
 	fail := func() {
 		t.Helper()
 		tk, rej, _ := cb.admit()
 		if rej != nil {
 			t.Fatalf("rejected %+v", *rej)
 		}
-		cb.report(tk, verdictFailure)
+		opened = cb.report(tk, verdictFailure)
 	}
 	began := clk.Now()
 	fail()
@@ -91,8 +92,8 @@ func TestBreaks_GrowWithTheOutageUpToTheLongest(t *testing.T) {
 		if info.State != CircuitOpen {
 			t.Fatalf("state %v after a failure", info.State)
 		}
-		if adv := cb.opening(); adv.OpenUntil.Sub(clk.Now()) != b {
-			t.Fatalf("advice until %v, break %v", adv.OpenUntil, b)
+		if adv := cb.opening(); adv.OpenUntil.Sub(clk.Now()) != b || opened.to != CircuitOpen || opened.brk != b {
+			t.Fatalf("advice until %v, event's break %v, break %v", adv.OpenUntil, opened.brk, b)
 		}
 		age := clk.Now().Sub(began)
 		switch {
@@ -189,5 +190,32 @@ func TestBreaks_ConstantAndAutomaticMinimum(t *testing.T) {
 			}
 			clk.Advance(want)
 		}
+	}
+}
+
+// An instance that adopts the fleet's long break and then probes, and fails, goes on with the
+// fleet's break rather than restarting at the minimum, so the fleet's escalation does not
+// depend on which instance probes.
+func TestBreaks_AFailedProbeDoublesTheFleetsBreak(t *testing.T) {
+	s := newScript(t, status(503, `down`))
+	shared := &memShared{}
+	clk := newManualClock()
+	o := escalationOptions(1)
+	a, pa := client(t, o, WithName("openai"), WithClock(clk), WithSharedState(shared))
+	b, pb := client(t, o, WithName("openai"), WithClock(clk), WithSharedState(shared))
+	doCall(t, a, s.url())
+	for pa.CircuitInfo().NextProbeIn < 30*time.Second { // a's own outage, long enough for the longest break
+		clk.Advance(pa.CircuitInfo().NextProbeIn)
+		doCall(t, a, s.url())
+	}
+	if info := pb.CircuitInfo(); info.State != CircuitOpen || info.NextProbeIn != 30*time.Second {
+		t.Fatalf("b adopted %+v, want a's 30s break", info)
+	}
+	clk.Advance(30 * time.Second)
+	if _, err := doCall(t, b, s.url()); err != nil { // b's probe fails
+		t.Fatal(err)
+	}
+	if info := pb.CircuitInfo(); info.State != CircuitOpen || info.NextProbeIn != 30*time.Second {
+		t.Fatalf("b after its failed probe: %+v, want the fleet's 30s break", info)
 	}
 }

@@ -89,6 +89,7 @@ const (
 type change struct {
 	from, to CircuitState
 	ok       bool
+	brk      time.Duration // to open: the break it opened for
 }
 
 // rejection says why admission turned a call away.
@@ -271,6 +272,9 @@ func (cb *circuit) openAtLeast(d time.Duration) change {
 	if until := cb.now() + int64(d); until > cb.until.Load() {
 		cb.until.Store(until)
 		cb.brk = until - cb.opened.Load() // the break that a failed probe doubles
+		if ch.to == CircuitOpen {
+			ch.brk = d
+		}
 	}
 	return ch
 }
@@ -317,10 +321,11 @@ func (cb *circuit) enter(s CircuitState) change {
 	cb.failures.Store(0)
 	cb.probes, cb.successes = 0, 0
 	cb.window.clear()
+	var brk int64
 	switch s {
 	case CircuitOpen:
 		now := cb.now()
-		brk := cb.nextBreak(from, now)
+		brk = cb.nextBreak(from, now)
 		cb.opened.Store(now)
 		cb.until.Store(now + brk)
 		if cb.opens != nil {
@@ -335,7 +340,7 @@ func (cb *circuit) enter(s CircuitState) change {
 		cb.until.Store(0)
 	}
 	cb.sg.Store((gen+1)<<stateBits | uint64(s))
-	return change{from: from, to: s, ok: true}
+	return change{from: from, to: s, ok: true, brk: time.Duration(brk)}
 }
 
 // ratioWindow counts calls and failures over a sliding window of ten buckets, for ratio mode.

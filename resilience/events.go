@@ -155,8 +155,9 @@ type Event struct {
 	// GaveUp is why the retry layer stopped (EventGaveUp).
 	GaveUp GaveUp
 	// Delay is the wait before the next attempt (EventRetryScheduled), the rejected server
-	// hint (EventGaveUp), the limit that ran out (EventTimeout) or the time until the next
-	// probe (EventBreakerRejected).
+	// hint (EventGaveUp), the limit that ran out (EventTimeout), the time until the next
+	// probe (EventBreakerRejected) or the break of an opening (EventBreakerStateChanged to
+	// open; for an opening adopted from another instance, what is left of its break).
 	Delay time.Duration
 	// ServerHint reports whether Delay came from the server (Retry-After, retry-after-ms).
 	ServerHint bool

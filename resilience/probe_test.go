@@ -112,6 +112,12 @@ func TestActiveProbe_ClosesTheCircuitWhenTheBreakEndsWithoutACall(t *testing.T) 
 	var path []CircuitState
 	for _, e := range rec.kind(EventBreakerStateChanged) {
 		path = append(path, e.To)
+		if (e.To == CircuitOpen) != (e.Delay > 0) {
+			t.Fatalf("state change %v → %v with Delay %v: an opening tells its break, only an opening", e.From, e.To, e.Delay)
+		}
+	}
+	if first := rec.kind(EventBreakerStateChanged)[0]; first.Delay != brk {
+		t.Fatalf("opening event's break %v, CircuitInfo's %v", first.Delay, brk)
 	}
 	want := []CircuitState{CircuitOpen, CircuitHalfOpen, CircuitOpen, CircuitHalfOpen, CircuitClosed}
 	if fmt.Sprint(path) != fmt.Sprint(want) {

@@ -246,7 +246,8 @@ func (p *Pipeline) adoptShared(ctx context.Context) {
 	// half-open and takes part in the election. Reported without announce, which would share
 	// the opening back.
 	if ch := c.adopt(c.sinceEpoch(time.Unix(0, opened)), c.sinceEpoch(time.Unix(0, until))); ch.ok {
-		p.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Reason: "shared", Context: ctx})
+		p.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Delay: ch.brk, Reason: "shared",
+			Context: ctx})
 	}
 }
 
@@ -323,8 +324,9 @@ func (cb *circuit) adopt(opened, until int64) change {
 	cb.until.Store(until)
 	cb.opened.Store(opened)
 	cb.adoptBreak(opened, until)
+	ch.brk = max(time.Duration(until-cb.now()), 0)
 	if cb.opens != nil {
-		cb.opens(time.Duration(until - cb.now())) // maybe sooner than the break enter armed for
+		cb.opens(ch.brk) // maybe sooner than the break enter armed for
 	}
 	return ch
 }
