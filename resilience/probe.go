@@ -25,8 +25,9 @@ const defaultProbeTimeout = 30 * time.Second
 // probe sends its request through rt, the transport the pipeline sends through (the base of
 // its latest Wrap, http.DefaultTransport before any), and returns nil when the provider
 // serves again, an error when it does not. It runs outside the pipeline's layers — no
-// retries, no bulkhead slot, no rate-limit pause, no retry budget — as the circuit's own
-// half-open probe: while it runs, calls are rejected as during any probe (ErrCircuitOpen,
+// retries, no bulkhead slot, no rate-limit pause, no retry budget: a probe is one request that
+// nothing may delay, and its verdict is the application's (an answer with the wrong content
+// may fail it), not a status — as the circuit's own half-open probe: while it runs, calls are rejected as during any probe (ErrCircuitOpen,
 // state half-open), and its outcome decides for the circuit — nil closes it (shared as a
 // closing with WithSharedState), an error reopens it for the next, longer break. With a
 // ProbeElection store, the fleet elects which instance probes, as for a caller's probe.

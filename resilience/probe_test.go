@@ -241,3 +241,32 @@ func TestActiveProbe_OneForTheFleetAndItsClosingIsShared(t *testing.T) {
 		t.Fatalf("%d probes for the fleet, want 1", n)
 	}
 }
+
+// A break made longer after the timer was armed (OpenFor) is found when the timer fires: the
+// probe waits for the end of the longer break.
+func TestActiveProbe_WaitsForABreakMadeLonger(t *testing.T) {
+	pr := newProvider(t)
+	clk := newManualClock()
+	var rec recorder
+	c, p := activeClient(t, pr, escalationOptions(1), WithClock(clk), OnEvent(rec.observe))
+	pr.down.Store(true)
+	doCall(t, c, pr.s.url())
+	first := p.CircuitInfo().NextProbeIn
+	p.OpenFor(time.Minute)
+	pr.down.Store(false)
+	clk.Advance(first)
+	eventually(t, "the timer to re-arm", func() bool {
+		a := p.breaker.active
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		return a.timer.(*manualTimer).isActive()
+	})
+	if pr.health.Load() != 0 || p.CircuitState() != CircuitOpen {
+		t.Fatalf("probed %d times during the longer break, state %v", pr.health.Load(), p.CircuitState())
+	}
+	clk.Advance(time.Minute - first)
+	probed(t, &rec, 1)
+	if st := p.CircuitState(); st != CircuitClosed || pr.health.Load() != 1 {
+		t.Fatalf("state %v after %d probes", st, pr.health.Load())
+	}
+}
