@@ -48,7 +48,7 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 			call := new(resilience.Call)
 			call.Init(ctx, false)
 			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
-			call.OutcomeReported, call.Route = true, t.route
+			call.OutcomeReported, call.Route, call.Elsewhere = true, t.route, t.elsewhere
 			resp, err := t.d.provider.Chat(call, withModel(req, t.model))
 			if err == nil && resp != nil {
 				t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
@@ -101,7 +101,7 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 			call := new(resilience.Call)
 			call.Init(ctx, false)
 			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
-			call.OutcomeReported, call.Route = true, t.route
+			call.OutcomeReported, call.Route, call.Elsewhere = true, t.route, t.elsewhere
 			r := req
 			if t.model != req.Model {
 				cp := *req
@@ -220,6 +220,9 @@ type try struct {
 	model   string
 	route   string
 	maxWait time.Duration
+	// elsewhere: another route can serve the call at once (resilience.Call.Elsewhere), so a
+	// silent attempt is not retried on this one.
+	elsewhere bool
 }
 
 // endCall reports the failure err of a call to its tracker, if any, and returns err.

@@ -224,6 +224,7 @@ func (c *Client) Close() error {
 		for _, e := range c.entries {
 			for _, d := range e.deps {
 				d.pipeline.StopSharing()
+				_ = d.pipeline.Close() // an active probe's timer, if any
 			}
 		}
 		var errs []error

@@ -69,7 +69,7 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 			s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
 			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
 			s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), w.tokens
-			s.call.OutcomeReported, s.call.Route = true, t.route
+			s.call.OutcomeReported, s.call.Route, s.call.Elsewhere = true, t.route, t.elsewhere
 			s.pipe = d.pipeline.Route(t.route)
 			pol := w.pl.policyFor(d, o)
 			if pol != nil {

@@ -111,7 +111,7 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 			if tr != nil {
 				start = time.Now()
 			}
-			resp, info, err := call(ctx, try{d: d, model: dm, route: route, maxWait: wait})
+			resp, info, err := call(ctx, try{d: d, model: dm, route: route, maxWait: wait, elsewhere: wait != 0})
 			if err == nil {
 				if d.outs.Load() != 0 {
 					d.outs.Store(0) // back in service: the next take-out starts from the first break

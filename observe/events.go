@@ -274,6 +274,21 @@ var descriptors = [...]eventDesc{
 			return fmt.Sprintf("%s: the shared state answers again", e.Pipeline)
 		},
 	},
+	resilience.EventProbeFinished: {
+		level: func(e resilience.Event) slog.Level {
+			if e.Err != nil {
+				return slog.LevelWarn
+			}
+			return slog.LevelInfo
+		},
+		message: func(e resilience.Event) string {
+			if e.Err != nil {
+				return fmt.Sprintf("active probe of %s failed after %s: the circuit stays open", e.Pipeline, ms(e.Duration))
+			}
+			return fmt.Sprintf("active probe of %s succeeded after %s: the circuit closes", e.Pipeline, ms(e.Duration))
+		},
+		fields: func(e resilience.Event, fs *fields) { fs.ms(fDurationMs, e.Duration) },
+	},
 }
 
 // describe returns the descriptor of e's type, or nil for a type this version does not know.

@@ -173,6 +173,7 @@ func BenchmarkPipeline_CircuitOpen(b *testing.B) {
 	})
 	b.Run("tripped", func(b *testing.B) {
 		opts := resilience.DefaultOptions()
+		opts.CircuitBreakerMinDurationSeconds = opts.CircuitBreakerDurationSeconds // 30 s, whatever -benchtime
 		p := newPipeline(b, opts)
 		rt := p.Wrap(memTransport{status: http.StatusInternalServerError}) // 500: a failure, not retried
 		req := benchRequest(b)

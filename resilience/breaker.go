@@ -27,11 +27,14 @@ type breaker struct {
 	hold      time.Duration
 	elsewhere atomic.Int64
 	probing   atomic.Bool
+
+	active *activeProbe // WithActiveProbe; nil without
 }
 
 func (b *breaker) init(o Options, ev *emitter) {
 	b.c = newCircuit(o, ev.clock)
 	b.ev = ev
+	b.active.init(b, o)
 }
 
 // announce emits a state change, if there was one, with the context of the call that made it
@@ -51,7 +54,7 @@ func (b *breaker) announce(ctx context.Context, ch change) {
 		if b.elect != nil {
 			b.probeFinished(ch)
 		}
-		b.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Context: ctx})
+		b.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Delay: ch.brk, Context: ctx})
 	}
 }
 
@@ -157,7 +160,7 @@ func (t *breakerTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 	if rej != nil {
 		return nil, b.reject(req, *rej)
 	}
-	return t.trip(req, tk)
+	return t.trip(req, tk, false)
 }
 
 // routeTrip is RoundTrip for a route: its deployment's circuit (pb) admits the call first and
@@ -175,18 +178,25 @@ func (t *breakerTransport) routeTrip(req *http.Request, pb *breaker) (*http.Resp
 		pb.c.report(ptk, verdictExcluded) // not sent: a probe slot of the deployment is given back
 		return nil, b.reject(req, *rej)
 	}
-	resp, err := t.trip(req, tk)
+	resp, err := t.trip(req, tk, ptk.probe)
 	pb.announce(ctx, pb.c.report(ptk, hostVerdict(ctx, resp, err)))
 	return resp, err
 }
 
 // trip sends the call admitted with tk and reports its outcome, at once or when its body ends.
-func (t *breakerTransport) trip(req *http.Request, tk ticket) (*http.Response, error) {
+// A call that is a half-open probe — of this circuit, or of its deployment's (parentProbe) —
+// makes one attempt.
+func (t *breakerTransport) trip(req *http.Request, tk ticket, parentProbe bool) (*http.Response, error) {
 	b, ctx := t.b, req.Context()
-	if tk.probe && b.elect != nil {
-		if err := b.elected(req, tk); err != nil {
-			return nil, err
+	if tk.probe || parentProbe {
+		if tk.probe && b.elect != nil {
+			if err := b.elected(req, tk); err != nil {
+				return nil, err
+			}
 		}
+		mark := tk
+		mark.probe = true
+		req = asProbe(req, b.ev, mark) // the retry layer makes one attempt
 	}
 	resp, err := t.next.RoundTrip(req)
 	if err != nil {

@@ -14,6 +14,7 @@ func breakerOptions(threshold int, durationSeconds float64) Options {
 	o.RetryCount = 0
 	o.CircuitBreakerThreshold = threshold
 	o.CircuitBreakerDurationSeconds = durationSeconds
+	o.CircuitBreakerMinDurationSeconds = durationSeconds // a constant break, unless a test grows it
 	return o
 }
 

@@ -19,7 +19,8 @@ import (
 //   - the timeout layer: the cancellable context, the total deadline, the idle timer of an
 //     event stream and the connection that carries it;
 //   - the circuit breaker: the ticket of a call whose outcome is settled when its body ends
-//     (set when the breaker finds the record in the request's context);
+//     (set when the breaker finds the record in the request's context; for a half-open probe
+//     already before it is sent, so that the retry layer makes one attempt, see asProbe);
 //   - the bulkhead: the slot the call holds until its body ends (set when the bulkhead finds
 //     the record as the response's body).
 //

@@ -18,11 +18,15 @@ import (
 //
 // Times are durations on the pipeline's clock since the circuit was built (monotonic with the
 // wall clock), so tests can move them and a wall-clock jump cannot stretch a break.
+//
+// Breaks grow while the provider stays down and start short again once it has been well for a
+// while (see nextBreak, in breaks.go): their state is here too, under mu.
 type circuit struct {
 	clock   Clock
 	wall    bool // clock is the wall clock
 	epoch   time.Time
-	openFor time.Duration
+	openFor time.Duration // the longest break (CircuitBreakerDurationSeconds)
+	minFor  time.Duration // the first break (CircuitBreakerMinDurationSeconds, resolved)
 
 	threshold   int     // consecutive failures that open the circuit
 	ratio       float64 // 0: consecutive mode only
@@ -41,6 +45,15 @@ type circuit struct {
 	failures  atomic.Int64 // closed: consecutive failures
 	probes    int          // half-open: probes admitted and not excluded
 	successes int          // half-open: successful probes
+
+	// The breaks' escalation (see nextBreak): the latest break's length (0 before any and
+	// after Reset), when the outage it belongs to began, and when the circuit last closed
+	// after a break.
+	brk, outage, healthy int64
+
+	// opens, when set (WithActiveProbe), is told the break of each opening, under mu: it only
+	// arms a timer. A break made longer later is found when the timer fires.
+	opens func(time.Duration)
 }
 
 const stateBits = 3
@@ -76,6 +89,7 @@ const (
 type change struct {
 	from, to CircuitState
 	ok       bool
+	brk      time.Duration // to open: the break it opened for
 }
 
 // rejection says why admission turned a call away.
@@ -91,6 +105,7 @@ func newCircuit(o Options, c Clock) *circuit {
 		wall:        wall,
 		epoch:       c.Now(),
 		openFor:     seconds(o.CircuitBreakerDurationSeconds),
+		minFor:      minBreak(o),
 		threshold:   o.CircuitBreakerThreshold,
 		ratio:       o.CircuitBreakerFailureRatio,
 		minCalls:    o.CircuitBreakerMinThroughput,
@@ -240,8 +255,9 @@ func (cb *circuit) info() (CircuitInfo, change) {
 }
 
 // openAtLeast opens the circuit now for at least d, whatever its state but isolated: an open
-// circuit's break is made longer if needed, any other state opens with a break of d. Calls in
-// flight belong to the ended generation and are ignored.
+// circuit's break is made longer if needed, any other state opens with the break it would have
+// (see nextBreak), made d if that is longer. The longer break is the one a failed probe then
+// doubles. Calls in flight belong to the ended generation and are ignored.
 func (cb *circuit) openAtLeast(d time.Duration) change {
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
@@ -255,6 +271,10 @@ func (cb *circuit) openAtLeast(d time.Duration) change {
 	}
 	if until := cb.now() + int64(d); until > cb.until.Load() {
 		cb.until.Store(until)
+		cb.brk = until - cb.opened.Load() // the break that a failed probe doubles
+		if ch.to == CircuitOpen {
+			ch.brk = d
+		}
 	}
 	return ch
 }
@@ -266,10 +286,12 @@ func (cb *circuit) isolate() change {
 	return cb.enter(CircuitIsolated)
 }
 
-// reset closes the circuit with fresh counts, whatever its state.
+// reset closes the circuit with fresh counts, whatever its state: the next opening has the
+// first break again.
 func (cb *circuit) reset() change {
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
+	defer cb.forgetBreaks()
 	ch := cb.enter(CircuitClosed)
 	if !ch.ok {
 		// Even a closed circuit forgets the calls in flight and its counts.
@@ -299,15 +321,26 @@ func (cb *circuit) enter(s CircuitState) change {
 	cb.failures.Store(0)
 	cb.probes, cb.successes = 0, 0
 	cb.window.clear()
-	if s == CircuitOpen {
+	var brk int64
+	switch s {
+	case CircuitOpen:
 		now := cb.now()
+		brk = cb.nextBreak(from, now)
 		cb.opened.Store(now)
-		cb.until.Store(now + int64(cb.openFor))
-	} else {
+		cb.until.Store(now + brk)
+		if cb.opens != nil {
+			cb.opens(time.Duration(brk))
+		}
+	case CircuitClosed:
+		cb.until.Store(0)
+		if from != CircuitIsolated {
+			cb.healthy = cb.now()
+		}
+	default:
 		cb.until.Store(0)
 	}
 	cb.sg.Store((gen+1)<<stateBits | uint64(s))
-	return change{from: from, to: s, ok: true}
+	return change{from: from, to: s, ok: true, brk: time.Duration(brk)}
 }
 
 // ratioWindow counts calls and failures over a sliding window of ten buckets, for ratio mode.

@@ -298,3 +298,9 @@ func TestCircuit_CallerCancelBeatsAReportedFailure(t *testing.T) {
 		t.Fatalf("state %v: the caller's cancellation was counted as a failure", st)
 	}
 }
+
+func (t *manualTimer) isActive() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	return t.active
+}

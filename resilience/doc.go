@@ -28,8 +28,13 @@
 //   - Circuit breaker: counts logical calls; 5xx, 529, network errors, our timeouts, reported
 //     in-stream failures and refused credentials (401, 403) are failures; 429 and the other
 //     4xx are not. After
-//     CircuitBreakerThreshold consecutive failures it rejects calls with ErrCircuitOpen for
-//     CircuitBreakerDurationSeconds, then lets probes through. Its state is computed on read.
+//     CircuitBreakerThreshold consecutive failures it rejects calls with ErrCircuitOpen for a
+//     break, then lets a probe through, which makes one attempt. The first break lasts
+//     CircuitBreakerMinDurationSeconds (5 s); each failed probe lengthens it, up to
+//     CircuitBreakerDurationSeconds and to about a tenth of the outage so far, so a provider
+//     back from a short outage is used again within seconds. An active probe (WithActiveProbe)
+//     can test the provider when a break ends instead of a caller's call. Its state is
+//     computed on read.
 //   - Retry (hashicorp/go-retryablehttp as the engine): retries 429, 502, 503, 504, 529 and
 //     network errors with exponential backoff and jitter, honouring retry-after-ms and
 //     Retry-After; a hint beyond RetryMaxDelaySeconds or the deadline returns the response at

@@ -39,6 +39,10 @@ const (
 	EventSharedStateFailed
 	// EventSharedStateRecovered: the shared state answers again.
 	EventSharedStateRecovered
+	// EventProbeFinished: the active probe (WithActiveProbe) ran for Duration; Err is why it
+	// failed (a *TimeoutError with Limit TimeoutProbe when it ran out of time), nil when the
+	// provider serves again. The circuit's change follows as EventBreakerStateChanged.
+	EventProbeFinished
 )
 
 // String returns a stable snake_case name, suitable as a metric or log attribute.
@@ -70,6 +74,8 @@ func (k EventType) String() string {
 		return "shared_state_failed"
 	case EventSharedStateRecovered:
 		return "shared_state_recovered"
+	case EventProbeFinished:
+		return "probe_finished"
 	}
 	return "unknown"
 }
@@ -90,6 +96,13 @@ const (
 	// GaveUpWaitTooLong: the wait exceeds what the caller allows (Call.MaxWait), usually
 	// because another provider can serve the call at once.
 	GaveUpWaitTooLong GaveUp = "wait_too_long"
+	// GaveUpProbe: the call was the half-open probe of the circuit, which makes one attempt
+	// whatever its policy: its failure reopens the circuit at once, for a longer break.
+	GaveUpProbe GaveUp = "probe"
+	// GaveUpSilent: the attempt got nothing back (the attempt timeout, a connection closed or
+	// reset before any response, a dial timeout) and the caller can send the call to another
+	// route at once (Call.Elsewhere), which it should do rather than wait on this one again.
+	GaveUpSilent GaveUp = "silent"
 )
 
 // Description explains the code in a few words.
@@ -109,6 +122,10 @@ func (g GaveUp) Description() string {
 		return "the circuit opened"
 	case GaveUpWaitTooLong:
 		return "the wait exceeds what the caller allows"
+	case GaveUpProbe:
+		return "a half-open probe makes one attempt"
+	case GaveUpSilent:
+		return "the route was silent and another can serve the call"
 	}
 	return string(g)
 }
@@ -141,8 +158,9 @@ type Event struct {
 	// GaveUp is why the retry layer stopped (EventGaveUp).
 	GaveUp GaveUp
 	// Delay is the wait before the next attempt (EventRetryScheduled), the rejected server
-	// hint (EventGaveUp), the limit that ran out (EventTimeout) or the time until the next
-	// probe (EventBreakerRejected).
+	// hint (EventGaveUp), the limit that ran out (EventTimeout), the time until the next
+	// probe (EventBreakerRejected) or the break of an opening (EventBreakerStateChanged to
+	// open; for an opening adopted from another instance, what is left of its break).
 	Delay time.Duration
 	// ServerHint reports whether Delay came from the server (Retry-After, retry-after-ms).
 	ServerHint bool

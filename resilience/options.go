@@ -59,9 +59,23 @@ type Options struct {
 	// CircuitBreakerThreshold is the number of consecutive failed calls that opens the circuit.
 	// Allowed: 1..1000.
 	CircuitBreakerThreshold int `json:"CircuitBreakerThreshold"`
-	// CircuitBreakerDurationSeconds is how long the circuit stays open before it lets probes
-	// through. Allowed: 0.001..86400.
+	// CircuitBreakerDurationSeconds is the longest break: how long the circuit stays open
+	// before it lets a probe through, once the breaks have grown (see
+	// CircuitBreakerMinDurationSeconds). It also bounds an opening adopted from another
+	// instance (WithSharedState). Allowed: 0.001..86400.
 	CircuitBreakerDurationSeconds float64 `json:"CircuitBreakerDurationSeconds"`
+	// CircuitBreakerMinDurationSeconds is the first break: an opening after the circuit has
+	// been healthy lasts this long. Each failed probe doubles the break, up to
+	// CircuitBreakerDurationSeconds, but never beyond a tenth of the time since the outage
+	// began (nor below this minimum), so the wait after an outage ends stays a small share of
+	// the outage: a one-minute outage is probed every few seconds, an hour-long one every
+	// CircuitBreakerDurationSeconds. The breaks start from the minimum again once the circuit
+	// has stayed closed for as long as its last break; a provider that fails again sooner
+	// (one that flaps) goes on where it left off. 0, the default, means 5 seconds, or
+	// CircuitBreakerDurationSeconds when that is shorter; equal to CircuitBreakerDurationSeconds,
+	// every break lasts that long, as before the breaks grew. Allowed: 0, or
+	// 0.001..CircuitBreakerDurationSeconds.
+	CircuitBreakerMinDurationSeconds float64 `json:"CircuitBreakerMinDurationSeconds"`
 	// CircuitBreakerFailureRatio, when above 0, also opens the circuit once this fraction of
 	// the calls in the last CircuitBreakerSamplingSeconds failed, provided at least
 	// CircuitBreakerMinThroughput calls were seen. 0 turns ratio mode off. Allowed: 0..1.
@@ -153,8 +167,9 @@ type Options struct {
 }
 
 // DefaultOptions returns the policy steady uses when nothing is configured: the seed values
-// (3 retries from 1 s up to 30 s, circuit open for 30 s after 5 failures, 30 s timeout, 10
-// concurrent calls with 100 waiting) plus the extensions' defaults.
+// (3 retries from 1 s up to 30 s, circuit open after 5 failures, 30 s timeout, 10 concurrent
+// calls with 100 waiting) plus the extensions' defaults — among them breaks that start at 5 s
+// and grow up to 30 s while the provider stays down.
 func DefaultOptions() Options {
 	return Options{
 		RetryCount:                        3,
@@ -168,6 +183,7 @@ func DefaultOptions() Options {
 		RetryBudgetWindowSeconds:          10,
 		CircuitBreakerThreshold:           5,
 		CircuitBreakerDurationSeconds:     30,
+		CircuitBreakerMinDurationSeconds:  0,
 		CircuitBreakerFailureRatio:        0,
 		CircuitBreakerSamplingSeconds:     60,
 		CircuitBreakerMinThroughput:       10,
@@ -224,7 +240,8 @@ func (e *ValidationError) Error() string {
 
 // Validate reports every invalid field at once as a *[ValidationError], or nil when the
 // options describe a usable policy. It checks ranges, finiteness and the relations between
-// fields (RetryMaxDelaySeconds ≥ RetryBaseDelaySeconds, AttemptTimeoutSeconds < TimeoutSeconds).
+// fields (RetryMaxDelaySeconds ≥ RetryBaseDelaySeconds, AttemptTimeoutSeconds < TimeoutSeconds,
+// CircuitBreakerMinDurationSeconds ≤ CircuitBreakerDurationSeconds).
 func (o Options) Validate() error {
 	v := validator{}
 	v.intRange("RetryCount", o.RetryCount, 0, 20)
@@ -252,7 +269,14 @@ func (o Options) Validate() error {
 	}
 
 	v.intRange("CircuitBreakerThreshold", o.CircuitBreakerThreshold, 1, 1000)
-	v.secRange("CircuitBreakerDurationSeconds", o.CircuitBreakerDurationSeconds, 0.001, 86400)
+	longest := 86400.0
+	if v.secRange("CircuitBreakerDurationSeconds", o.CircuitBreakerDurationSeconds, 0.001, 86400) {
+		longest = o.CircuitBreakerDurationSeconds
+	}
+	if m := o.CircuitBreakerMinDurationSeconds; m != 0 && (!isFinite(m) || m < 0.001 || m > longest) {
+		v.add("CircuitBreakerMinDurationSeconds", m, fmt.Sprintf(
+			"must be 0 (automatic) or a number between 0.001 and CircuitBreakerDurationSeconds (%g)", longest))
+	}
 	v.secRange("CircuitBreakerFailureRatio", o.CircuitBreakerFailureRatio, 0, 1)
 	if o.CircuitBreakerFailureRatio > 0 {
 		v.secRange("CircuitBreakerSamplingSeconds", o.CircuitBreakerSamplingSeconds, 1, 86400)

@@ -73,6 +73,10 @@ func TestValidate_Relations(t *testing.T) {
 		{"attempt not below total", func(o *Options) { o.AttemptTimeoutSeconds = 30 }, "AttemptTimeoutSeconds"},
 		{"ratio without window", func(o *Options) { o.CircuitBreakerFailureRatio = 0.5; o.CircuitBreakerSamplingSeconds = 0 }, "CircuitBreakerSamplingSeconds"},
 		{"ratio without throughput", func(o *Options) { o.CircuitBreakerFailureRatio = 0.5; o.CircuitBreakerMinThroughput = 0 }, "CircuitBreakerMinThroughput"},
+		{"min break above the longest", func(o *Options) { o.CircuitBreakerMinDurationSeconds = 31 }, "CircuitBreakerMinDurationSeconds"},
+		{"min break below a millisecond", func(o *Options) { o.CircuitBreakerMinDurationSeconds = 0.0001 }, "CircuitBreakerMinDurationSeconds"},
+		{"min break negative", func(o *Options) { o.CircuitBreakerMinDurationSeconds = -1 }, "CircuitBreakerMinDurationSeconds"},
+		{"min break NaN", func(o *Options) { o.CircuitBreakerMinDurationSeconds = math.NaN() }, "CircuitBreakerMinDurationSeconds"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			o := DefaultOptions()
@@ -88,6 +92,18 @@ func TestValidate_Relations(t *testing.T) {
 	o.AttemptTimeoutSeconds = 60
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
+	}
+	// A longest break below the automatic minimum (5 s) is fine: the minimum follows it.
+	o = DefaultOptions()
+	o.CircuitBreakerDurationSeconds = 0.02
+	if err := o.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// The message names the range, with the longest break it depends on.
+	o.CircuitBreakerMinDurationSeconds = 1
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(),
+		"CircuitBreakerMinDurationSeconds = 1: must be 0 (automatic) or a number between 0.001 and CircuitBreakerDurationSeconds (0.02)") {
+		t.Fatalf("got %v", err)
 	}
 }
 

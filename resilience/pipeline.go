@@ -142,7 +142,9 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	return p.wrapOver(watchTransport(base, p.policy.idle, p.clock))
+	base = watchTransport(base, p.policy.idle, p.clock)
+	p.breaker.active.use(base) // what an active probe sends through
+	return p.wrapOver(base)
 }
 
 // wrapOver builds the chain over base, which Wrap has prepared (see watchTransport).

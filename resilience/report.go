@@ -35,6 +35,14 @@ type Call struct {
 	// answer), debited from the pipeline's tokens-per-minute budget before it is sent (see
 	// Options.PaceTokensPerMinute). 0 debits none.
 	Tokens int
+	// Elsewhere says the caller can send this call to another route at once (the steady client
+	// sets it when a later deployment or provider of the call's chain can serve it now). An
+	// attempt that got nothing back — the attempt timeout, a connection closed or reset before
+	// any response, a dial timeout — is then not retried on this route: the call gives up at
+	// once (GaveUpSilent), returning the attempt's error, so the caller moves on instead of
+	// waiting on a silent route again. Other failures are retried as usual (within MaxWait),
+	// a refused connection too: it costs no wait.
+	Elsewhere bool
 	// OutcomeReported says the caller reports the outcome of the whole call itself, as the
 	// steady client does (it may fall back to another provider after this pipeline gives up):
 	// the pipeline's events are then steps of a larger call, and Event.InCall tells observers

@@ -310,7 +310,8 @@ func (p *Policy) classify(resp *http.Response, err error) (bool, string) {
 	return p.classifyResponse(resp)
 }
 
-// decide applies the retry policy to a retryable failure of attempt s.attempt: count, server
+// decide applies the retry policy to a retryable failure of attempt s.attempt: count, a
+// half-open probe (one attempt), a silent route the caller can leave (Call.Elsewhere), server
 // hint, deadline, breaker, budget — then sleeps. See checkRetry for the answers.
 func (s *callState) decide(resp *http.Response, err error, reason string) (bool, error) {
 	r, pol := s.r, s.pol
@@ -331,6 +332,12 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	}
 	if s.attempt > pol.count {
 		return giveUp(GaveUpExhausted, 0)
+	}
+	if isProbe(s.Context, r.ev) {
+		return giveUp(GaveUpProbe, 0) // one attempt tells whether the provider is back
+	}
+	if err != nil && silent(err) && elsewhere(s.Context) {
+		return giveUp(GaveUpSilent, 0) // another route can serve the call now: no second wait here
 	}
 	if fromServer && delay > pol.max {
 		return giveUp(GaveUpHintTooLong, delay)

@@ -260,7 +260,8 @@ func (p *Pipeline) adoptShared(ctx context.Context) {
 	// half-open and takes part in the election. Reported without announce, which would share
 	// the opening back.
 	if ch := c.adopt(c.sinceEpoch(time.Unix(0, opened)), c.sinceEpoch(time.Unix(0, until))); ch.ok {
-		p.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Reason: "shared", Context: ctx})
+		p.ev.emit(Event{Type: EventBreakerStateChanged, From: ch.from, To: ch.to, Delay: ch.brk, Reason: "shared",
+			Context: ctx})
 	}
 }
 
@@ -311,7 +312,7 @@ func (cb *circuit) wallOf(t int64) time.Time { return cb.epoch.Add(time.Duration
 // circuit's time line): an open circuit's break is made longer if needed; a closed or
 // half-open circuit that has not been through this opening opens — until until, or, when
 // that has passed already, until its next call, which becomes a probe; an isolated one is
-// left alone.
+// left alone. The adopted break becomes the one a failed probe here doubles (adoptBreak).
 func (cb *circuit) adopt(opened, until int64) change {
 	if opened <= cb.opened.Load() && until <= cb.until.Load() {
 		return change{} // known already: no lock
@@ -326,6 +327,7 @@ func (cb *circuit) adopt(opened, until int64) change {
 		if cb.until.Load() < until {
 			cb.until.Store(until)
 			cb.opened.Store(opened)
+			cb.adoptBreak(opened, until)
 		}
 		return ch
 	}
@@ -335,6 +337,11 @@ func (cb *circuit) adopt(opened, until int64) change {
 	ch = cb.enter(CircuitOpen)
 	cb.until.Store(until)
 	cb.opened.Store(opened)
+	cb.adoptBreak(opened, until)
+	ch.brk = max(time.Duration(until-cb.now()), 0)
+	if cb.opens != nil {
+		cb.opens(ch.brk) // maybe sooner than the break enter armed for
+	}
 	return ch
 }
 

@@ -43,23 +43,30 @@ func (cb *circuit) giveBack(tk ticket) {
 // store again only after the holder's time (at most a second, at least a millisecond: a store
 // that answers 0 does not make the instance ask in a loop) has passed.
 func (b *breaker) elected(req *http.Request, tk ticket) error {
-	ctx := req.Context()
-	if left := b.elsewhere.Load() - b.c.now(); left > 0 {
+	if ok, retry := b.claim(req.Context()); !ok {
 		b.c.giveBack(tk)
-		return b.reject(req, rejection{state: CircuitHalfOpen, retryAfter: time.Duration(left)})
+		return b.reject(req, rejection{state: CircuitHalfOpen, retryAfter: retry})
+	}
+	return nil
+}
+
+// claim asks the fleet for the probe, for a caller's call or the active probe (ctx): it
+// reports whether this instance may probe, else how long until it may ask again.
+func (b *breaker) claim(ctx context.Context) (bool, time.Duration) {
+	if left := b.elsewhere.Load() - b.c.now(); left > 0 {
+		return false, time.Duration(left)
 	}
 	mine, retry, err := b.elect.ClaimProbe(ctx, b.ev.name, b.hold)
 	switch {
 	case err != nil:
-		return nil // the store cannot tell (its watcher reports why): probe on our own
+		return true, 0 // the store cannot tell (its watcher reports why): probe on our own
 	case mine:
 		b.probing.Store(true)
-		return nil
+		return true, 0
 	}
 	retry = min(max(retry, time.Millisecond), storeRetry)
 	b.elsewhere.Store(b.c.now() + int64(retry))
-	b.c.giveBack(tk)
-	return b.reject(req, rejection{state: CircuitHalfOpen, retryAfter: retry})
+	return false, retry
 }
 
 // probeFinished tells the fleet that this instance's probe ended with change ch: a closing
