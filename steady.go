@@ -16,6 +16,7 @@ import (
 	"io"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -76,6 +77,13 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 			} else {
 				all = appendWindow(all, name, p)
 			}
+			p, err := groupProbe(cfg, name, members)
+			if err == nil {
+				all, err = appendProbe(all, name, p)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
 			continue
 		}
 		p := cfg.Providers[name]
@@ -91,6 +99,9 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 		}
 		all = append(all, client.WithProvider(name, p.EffectiveResilience(), factory))
 		all = appendWindow(all, name, p)
+		if all, err = appendProbe(all, name, p); err != nil {
+			errs = append(errs, err)
+		}
 		if p.Model != "" {
 			all = append(all, client.WithDefaultModel(name, p.Model))
 		}
@@ -279,4 +290,39 @@ func groupWindows(cfg *config.Config, name string, members []string) (config.Pro
 		}
 	}
 	return first, nil
+}
+
+// appendProbe appends client.WithActiveProbe for provider name when p sets ActiveProbe.
+func appendProbe(opts []client.Option, name string, p config.Provider) ([]client.Option, error) {
+	switch probeOf(p) {
+	case "":
+		return opts, nil
+	case config.ProbeChat:
+		return append(opts, client.WithActiveProbe(name, client.ChatProbe, 0)), nil
+	}
+	return opts, fmt.Errorf("steady: provider %q: ActiveProbe %q: must be %q, %q or empty", name, p.ActiveProbe,
+		config.ProbeChat, config.ProbeNone)
+}
+
+// groupProbe returns the deployment whose ActiveProbe provider name, made of the entries
+// members, is given: the first, once every other is found to set the same.
+func groupProbe(cfg *config.Config, name string, members []string) (config.Provider, error) {
+	first := cfg.Providers[members[0]]
+	for _, m := range members[1:] {
+		if p := cfg.Providers[m]; probeOf(p) != probeOf(first) {
+			return config.Provider{}, fmt.Errorf("steady: provider %q: its deployments %q and %q set different ActiveProbe "+
+				"values, and a provider's circuits are probed one way", name, members[0], m)
+		}
+	}
+	return first, nil
+}
+
+// probeOf returns p's ActiveProbe as Load keeps it (lower case, "none" as ""), for a Provider
+// built by hand too.
+func probeOf(p config.Provider) string {
+	v := strings.ToLower(strings.TrimSpace(p.ActiveProbe))
+	if v == config.ProbeNone {
+		return ""
+	}
+	return v
 }

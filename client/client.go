@@ -116,13 +116,15 @@ type builder struct {
 }
 
 type providerSpec struct {
-	name        string
-	opts        resilience.Options
-	factory     ProviderFactory
-	model       string
-	models      map[string]string
-	strategy    Strategy     // WithDeployments
-	deployments []Deployment // WithDeployments
+	name         string
+	opts         resilience.Options
+	factory      ProviderFactory
+	model        string
+	models       map[string]string
+	strategy     Strategy      // WithDeployments
+	deployments  []Deployment  // WithDeployments
+	probe        Probe         // WithActiveProbe
+	probeTimeout time.Duration // WithActiveProbe
 }
 
 // WithProvider adds a provider named name with its own resilience options (its pipeline's:
@@ -292,6 +294,7 @@ func New(opts ...Option) (*Client, error) {
 			errs = append(errs, err)
 			for _, d := range deps {
 				d.pipeline.StopSharing() // built, and joined the store, before another failed
+				_ = d.pipeline.Close()   // its active probe, if any
 			}
 			continue
 		}
@@ -334,6 +337,7 @@ func New(opts ...Option) (*Client, error) {
 		for _, e := range c.entries {
 			for _, d := range e.deps {
 				d.pipeline.StopSharing() // a client that is never returned must not stay in the store's polls
+				_ = d.pipeline.Close()
 			}
 		}
 		return nil, err

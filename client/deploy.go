@@ -207,6 +207,9 @@ func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
 		if c.shared != nil {
 			popts = append(popts, resilience.WithSharedState(c.shared))
 		}
+		if s.probe != nil {
+			popts = append(popts, s.activeProbe(ds))
+		}
 		p, err := resilience.New(opts, popts...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("client: provider %q: %w", name, err))

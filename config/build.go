@@ -47,6 +47,7 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 
 	groups := checkGroups(ps, cfg)
 	checkGroupWindows(ps, cfg, groups)
+	checkGroupProbes(ps, cfg, groups)
 	routing, _ := llm[keyRouting].(map[string]string)
 	cfg.Routing = checkRouting(ps, groups, routing)
 	callable := map[string]bool{}
@@ -132,6 +133,10 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 		ModelMap:          smap(keyModelMap),
 		ContextWindow:     window,
 		ContextWindows:    maps.Clone(windows),
+		ActiveProbe:       strings.ToLower(strings.TrimSpace(str(keyActiveProbe))),
+	}
+	if p.ActiveProbe == ProbeNone {
+		p.ActiveProbe = ""
 	}
 	add := func(key string, value any, allowed string) {
 		ps.add(Problem{Path: path + "." + key, Value: value, Allowed: allowed})
@@ -188,6 +193,14 @@ func checkFieldTypes(add func(key string, value any, allowed string), typ string
 	}
 }
 
+// The values of Provider.ActiveProbe.
+const (
+	// ProbeChat tests an open circuit with a one-token chat (client.ChatProbe).
+	ProbeChat = "chat"
+	// ProbeNone, like "", leaves the test of an open circuit to the next caller's call.
+	ProbeNone = "none"
+)
+
 // maxContextWindow bounds a declared context window, as client.WithContextWindow does.
 const maxContextWindow = 100_000_000
 
@@ -203,6 +216,10 @@ func checkProviderValues(add func(key string, value any, allowed string), p Prov
 		if v < 0 || v > 100_000_000 {
 			add(key, v, "must be between 0 and 100000000")
 		}
+	}
+	if p.ActiveProbe != "" && p.ActiveProbe != ProbeChat {
+		add(keyActiveProbe, p.ActiveProbe, fmt.Sprintf("must be %q (a one-token chat to the model whose circuit is open), "+
+			"%q or empty (no active probe)", ProbeChat, ProbeNone))
 	}
 	if p.ContextWindow < 0 || p.ContextWindow > maxContextWindow {
 		add(keyContextWindow, p.ContextWindow, fmt.Sprintf("must be between 0 (none declared) and %d tokens", maxContextWindow))

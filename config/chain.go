@@ -132,3 +132,20 @@ func unionKeys(a, b map[string]int) map[string]bool {
 	}
 	return out
 }
+
+// checkGroupProbes reports a deployment of a provider (DeploymentOf) whose ActiveProbe differs
+// from that of the provider's first deployment: the client probes a provider's circuits one
+// way.
+func checkGroupProbes(ps *problems, cfg *Config, groups map[string][]string) {
+	for _, g := range sortedKeys(groups) {
+		members := groups[g]
+		first := cfg.Providers[members[0]]
+		for _, m := range members[1:] {
+			if p := cfg.Providers[m]; p.ActiveProbe != first.ActiveProbe {
+				ps.add(Problem{Path: joinPath(keyLLM+"."+keyProviders, m) + "." + keyActiveProbe, Value: p.ActiveProbe,
+					Allowed: fmt.Sprintf("must equal the %s of %s (%q), another deployment of %s: a provider's circuits are probed one way",
+						keyActiveProbe, show(first.Name), first.ActiveProbe, show(g))})
+			}
+		}
+	}
+}

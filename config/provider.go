@@ -109,6 +109,12 @@ type Provider struct {
 	// Allowed: 0..100000000 each. The deployments of one provider (DeploymentOf) share its
 	// windows: each must declare the same ContextWindow and ContextWindows, or none.
 	ContextWindows map[string]int
+	// ActiveProbe is how an open circuit of the provider is tested when its break ends
+	// (client.WithActiveProbe): "chat" asks the model whose circuit is open for one token
+	// (client.ChatProbe) instead of letting the next caller's call test it; "" (the default)
+	// or "none" leaves the test to that call. Allowed: "", "none", "chat" (any case). The
+	// deployments of one provider (DeploymentOf) share it: each must set the same.
+	ActiveProbe string
 
 	// lookup reads the environment the configuration was loaded with (nil: the process's).
 	lookup func(name string) (string, bool)

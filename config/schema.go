@@ -48,6 +48,7 @@ const (
 	keyModelMap         = "ModelMap"
 	keyContextWindow    = "ContextWindow"
 	keyContextWindows   = "ContextWindows"
+	keyActiveProbe      = "ActiveProbe"
 
 	keyMaxResponseBytes  = "MaxResponseBytes"
 	keyMaxEventBytes     = "MaxEventBytes"
@@ -58,7 +59,7 @@ var (
 	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFallbackOn, keyFailover, keyRouting, keySharedState}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
-		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows}
+		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -91,6 +92,7 @@ var providerFields = map[string]providerField{
 	keyTPM:              {kind: kindInt},
 	keyContextWindow:    {kind: kindInt},
 	keyContextWindows:   {kind: kindIntMap},
+	keyActiveProbe:      {kind: kindString},
 }
 
 // sharedStateFields describes every field of LLM.SharedState.

@@ -24,7 +24,9 @@ const defaultProbeTimeout = 30 * time.Second
 //
 // probe sends its request through rt, the transport the pipeline sends through (the base of
 // its latest Wrap, http.DefaultTransport before any), and returns nil when the provider
-// serves again, an error when it does not. It runs outside the pipeline's layers — no
+// serves again, an error when it does not. Routes (Pipeline.Route) probe their own circuits
+// with it too: route is the route key under test (the model whose circuit is open), "" for
+// the deployment's own circuit, which opens on failures of the whole host. It runs outside the pipeline's layers — no
 // retries, no bulkhead slot, no rate-limit pause, no retry budget: a probe is one request that
 // nothing may delay, and its verdict is the application's (an answer with the wrong content
 // may fail it), not a status — as the circuit's own half-open probe: while it runs, calls are rejected as during any probe (ErrCircuitOpen,
@@ -39,7 +41,7 @@ const defaultProbeTimeout = 30 * time.Second
 // the break ended), that call's outcome decides, as without an active probe. Close stops the
 // timer and cancels a probe in flight; a pipeline dropped without Close while its provider is
 // down keeps probing it until the circuit closes. A nil probe sets none.
-func WithActiveProbe(probe func(ctx context.Context, rt http.RoundTripper) error, timeout time.Duration) Option {
+func WithActiveProbe(probe ProbeFunc, timeout time.Duration) Option {
 	return func(p *Pipeline) {
 		if probe == nil {
 			p.breaker.active = nil
@@ -49,10 +51,14 @@ func WithActiveProbe(probe func(ctx context.Context, rt http.RoundTripper) error
 	}
 }
 
+// ProbeFunc is an application's active probe (WithActiveProbe): one cheap request through rt
+// that tells whether the route (a model, or "" for the whole deployment) serves again.
+type ProbeFunc func(ctx context.Context, rt http.RoundTripper, route string) error
+
 // activeProbe is the breaker's active probe (WithActiveProbe). It holds no state of the
 // circuit: a timer that fires when the latest break ends, and the probe in flight.
 type activeProbe struct {
-	probe   func(ctx context.Context, rt http.RoundTripper) error
+	probe   ProbeFunc
 	timeout time.Duration
 	p       *Pipeline // for the fleet's advice (WithSharedState)
 	b       *breaker
@@ -173,13 +179,29 @@ func (a *activeProbe) fire() {
 	a.settle(tk, v, err, took)
 }
 
-// send runs the application's probe through the pipeline's base transport.
+// send runs the application's probe through the pipeline's base transport (a route's: its
+// deployment's).
 func (a *activeProbe) send(ctx context.Context) error {
 	rt := http.DefaultTransport
-	if base := a.base.Load(); base != nil {
+	base := a.base.Load()
+	if par := a.p.parent; base == nil && par != nil && par.breaker.active != nil {
+		base = par.breaker.active.base.Load()
+	}
+	if base != nil {
 		rt = *base
 	}
-	return a.probe(ctx, rt)
+	return a.probe(ctx, rt, a.p.route)
+}
+
+// forRoute returns the active probe of route pipeline c, made from a (its deployment's), or
+// nil when a is nil; a route made after its deployment's Close is closed from the start.
+func (a *activeProbe) forRoute(c *Pipeline) *activeProbe {
+	if a == nil {
+		return nil
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return &activeProbe{probe: a.probe, timeout: a.timeout, p: c, closed: a.closed}
 }
 
 // settle reports the probe's verdict v to the circuit and the probe's end to the observer
@@ -197,14 +219,27 @@ func (a *activeProbe) settle(tk ticket, v verdict, err error, took time.Duration
 	}
 }
 
-// Close stops the pipeline's active probe (WithActiveProbe): its timer, and a probe in
-// flight, which is canceled and waited for. The pipeline goes on serving calls; its half-open
-// probes are callers' calls again, as without an active probe. Close is idempotent, safe for
-// concurrent use, and does nothing for a pipeline without an active probe. It returns nil.
+// Close stops the pipeline's active probe (WithActiveProbe), and its routes': their timers,
+// and probes in flight, which are canceled and waited for. The pipeline goes on serving
+// calls; its half-open probes are callers' calls again, as without an active probe. Close is
+// idempotent, safe for concurrent use, and does nothing for a pipeline without an active
+// probe. It returns nil.
 func (p *Pipeline) Close() error {
 	a := p.breaker.active
 	if a == nil {
 		return nil
+	}
+	a.close()
+	for _, r := range p.Routes() {
+		r.breaker.active.close()
+	}
+	return nil
+}
+
+// close stops a's timer and its probe in flight, and waits for that probe. a may be nil.
+func (a *activeProbe) close() {
+	if a == nil {
+		return
 	}
 	a.mu.Lock()
 	a.closed = true
@@ -217,7 +252,6 @@ func (p *Pipeline) Close() error {
 		cancel(errClosed)
 	}
 	a.wg.Wait()
-	return nil
 }
 
 // takeProbe is admission for the active probe: an open circuit whose break is not over

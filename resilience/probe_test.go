@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -44,7 +45,7 @@ func newProvider(t *testing.T) *provider {
 }
 
 // check is the application's active probe: GET /health through the pipeline's transport.
-func (pr *provider) check(ctx context.Context, rt http.RoundTripper) error {
+func (pr *provider) check(ctx context.Context, rt http.RoundTripper, _ string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, pr.s.srv.URL+"/health", nil)
 	if err != nil {
 		return err
@@ -268,5 +269,68 @@ func TestActiveProbe_WaitsForABreakMadeLonger(t *testing.T) {
 	probed(t, &rec, 1)
 	if st := p.CircuitState(); st != CircuitClosed || pr.health.Load() != 1 {
 		t.Fatalf("state %v after %d probes", st, pr.health.Load())
+	}
+}
+
+// A route's circuit is probed by the deployment's active probe, told the route under test:
+// model a's probe asks for model a, closes a's circuit when a serves again, and never touches
+// model b. Close stops the routes' probes too.
+func TestActiveProbe_ProbesEachRoutesCircuitWithItsRoute(t *testing.T) {
+	s := newModelServer(t)
+	s.set("a", http.StatusServiceUnavailable, "")
+	var routes []string
+	var mu sync.Mutex
+	probe := func(ctx context.Context, rt http.RoundTripper, route string) error {
+		mu.Lock()
+		routes = append(routes, route)
+		mu.Unlock()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.srv.URL+"/models", nil)
+		req.Header.Set("X-Model", route)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	clk := newManualClock()
+	var rec recorder
+	c, p := client(t, escalationOptions(1), WithName("openai"), WithClock(clk), OnEvent(rec.observe),
+		WithActiveProbe(probe, 5*time.Second))
+	t.Cleanup(func() { _ = p.Close() })
+	_, _ = callModel(t, c, s.url(), "a", 0)
+	a := p.Route("a")
+	if a.CircuitState() != CircuitOpen || p.CircuitState() != CircuitClosed {
+		t.Fatalf("route a %v, deployment %v", a.CircuitState(), p.CircuitState())
+	}
+	clk.Advance(a.CircuitInfo().NextProbeIn)
+	if e := probed(t, &rec, 1); e.Err == nil || e.Route != "a" {
+		t.Fatalf("probe of a model still down: route %q, err %v", e.Route, e.Err)
+	}
+	s.set("a", http.StatusOK, "")
+	clk.Advance(a.CircuitInfo().NextProbeIn)
+	if e := probed(t, &rec, 2); e.Err != nil {
+		t.Fatalf("probe of a model back up: %v", e.Err)
+	}
+	if a.CircuitState() != CircuitClosed {
+		t.Fatalf("route a is %v after a successful probe", a.CircuitState())
+	}
+	mu.Lock()
+	got := fmt.Sprint(routes)
+	mu.Unlock()
+	if got != "[a a]" || s.count("b") != 0 || s.count("a") != 3 {
+		t.Fatalf("probed routes %s; a saw %d requests, b %d", got, s.count("a"), s.count("b"))
+	}
+
+	// Close reaches the routes: a's next opening arms no probe that runs.
+	s.set("a", http.StatusServiceUnavailable, "")
+	_, _ = callModel(t, c, s.url(), "a", 0)
+	_ = p.Close()
+	clk.Advance(time.Hour)
+	if n := len(rec.kind(EventProbeFinished)); n != 2 || s.count("a") != 4 {
+		t.Fatalf("after Close: %d probes, %d requests to a", n, s.count("a"))
 	}
 }

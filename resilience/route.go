@@ -104,6 +104,7 @@ func (p *Pipeline) RouteKey() string { return p.route }
 // child makes the route pipeline of key. The options were validated by New already.
 func (p *Pipeline) child(key string) *Pipeline {
 	c := &Pipeline{name: p.name + ":" + key, clock: p.clock, observer: p.observer, parent: p, route: key}
+	c.breaker.active = p.breaker.active.forRoute(c) // armed by c's circuit (breaker.init)
 	if p.shared != nil && !p.sh.left.Load() {
 		c.shared = p.shared // a route of a pipeline that stopped sharing shares nothing
 	}

@@ -1,0 +1,89 @@
+package client_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/openai"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// The active probe sends with the deployment's key to the deployment only: a probe answered
+// with a redirect fails, and the place the redirect names receives nothing — neither the key
+// nor the request. The probe's error reaches the observer without the key.
+func TestActiveProbe_NeverFollowsARedirect(t *testing.T) {
+	var elsewhere atomic.Int32
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { elsewhere.Add(1) }))
+	defer other.Close()
+	var calls atomic.Int32
+	primary := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		http.Redirect(w, r, other.URL+"/v1/chat/completions", http.StatusTemporaryRedirect)
+	}))
+	defer primary.Close()
+	o := policy()
+	o.RetryCount, o.CircuitBreakerThreshold = 0, 1
+	clock := backend.NewManualClock()
+	probeErrs := make(chan error, 4)
+	c := newClient(t, client.WithClock(clock),
+		client.WithProvider("primary", o, func(hc *http.Client) (providers.Provider, error) {
+			return openai.New(openai.Config{Name: "primary", BaseURL: primary.URL + "/v1", APIKey: sentinelKey, HTTPClient: hc, Model: "gpt-4o-mini"})
+		}),
+		client.WithActiveProbe("primary", client.ChatProbe, time.Second),
+		client.WithObserver(func(e resilience.Event) {
+			if e.Type == resilience.EventProbeFinished {
+				probeErrs <- e.Err
+			}
+		}))
+	defer c.Close()
+	if _, err := c.Chat(context.Background(), hello()); err == nil {
+		t.Fatal("the 503 succeeded")
+	}
+	route := c.Pipeline("primary").Route("gpt-4o-mini")
+	clock.Advance(route.CircuitInfo().NextProbeIn)
+	var err error
+	select {
+	case err = <-probeErrs:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no probe finished")
+	}
+	if err == nil || elsewhere.Load() != 0 || strings.Contains(err.Error(), sentinelKey) {
+		t.Fatalf("probe answered by a redirect: err %v, %d requests elsewhere", err, elsewhere.Load())
+	}
+	if st := route.CircuitState(); st != resilience.CircuitOpen {
+		t.Fatalf("circuit %v after a failed probe", st)
+	}
+}
+
+// WithActiveProbe checks what it is given.
+func TestWithActiveProbe_RejectsBadArguments(t *testing.T) {
+	s := httptest.NewServer(http.NotFoundHandler())
+	defer s.Close()
+	prov := client.WithProvider("p", policy(), func(hc *http.Client) (providers.Provider, error) {
+		return openai.New(openai.Config{Name: "p", BaseURL: s.URL, APIKey: sentinelKey, HTTPClient: hc})
+	})
+	for _, tt := range []struct {
+		opt  client.Option
+		want string
+	}{
+		{client.WithActiveProbe("nope", client.ChatProbe, 0), `unknown provider "nope"`},
+		{client.WithActiveProbe("p", nil, 0), "nil probe"},
+		{client.WithActiveProbe("p", client.ChatProbe, -time.Second), "must be between 0 and 1h0m0s"},
+		{client.WithActiveProbe("p", client.ChatProbe, 2*time.Hour), "must be between 0 and 1h0m0s"},
+	} {
+		if _, err := client.New(prov, tt.opt); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("got %v, want %q", err, tt.want)
+		}
+	}
+}
