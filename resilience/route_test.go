@@ -201,3 +201,49 @@ func TestRoutes_IsolateResetScopeAndBound(t *testing.T) {
 		t.Fatal("a pipeline of scope deployment made a route")
 	}
 }
+
+// Shared state follows the routes: model a's circuit, opened on one instance, is shared under
+// "<deployment>:a" and holds for model a on another instance, whose model b and deployment
+// stay closed; model a's pause does not pause model b anywhere.
+func TestRoutes_SharedStateIsKeptPerRoute(t *testing.T) {
+	s := newModelServer(t)
+	s.set("a", http.StatusServiceUnavailable, "")
+	shared := &memShared{}
+	o := testOptions()
+	o.RetryCount, o.CircuitBreakerThreshold = 0, 2
+	a, pa := client(t, o, WithName("openai"), WithSharedState(shared))
+	b, pb := client(t, o, WithName("openai"), WithSharedState(shared))
+	for range 2 {
+		_, _ = callModel(t, a, s.url(), "a", 0)
+	}
+	if pa.Route("a").CircuitState() != CircuitOpen || shared.Advice("openai:a").OpenUntil.IsZero() {
+		t.Fatalf("a's route: %v, shared %+v", pa.Route("a").CircuitState(), shared.Advice("openai:a"))
+	}
+	if adv := shared.Advice("openai"); !adv.OpenUntil.IsZero() {
+		t.Fatalf("a model's opening was shared for the whole deployment: %+v", adv)
+	}
+	seen := s.count("a")
+	if _, err := callModel(t, b, s.url(), "a", 0); !errors.Is(err, ErrCircuitOpen) || s.count("a") != seen {
+		t.Fatalf("model a on the other instance: %v, %d requests", err, s.count("a")-seen)
+	}
+	if resp, err := callModel(t, b, s.url(), "b", 0); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("model b on the other instance: %v %v", resp, err)
+	}
+	if pb.CircuitState() != CircuitClosed || pb.Route("b").CircuitState() != CircuitClosed {
+		t.Fatalf("other instance: deployment %v, model b %v", pb.CircuitState(), pb.Route("b").CircuitState())
+	}
+
+	// A 429 on model c pauses model c on both instances, and nothing else.
+	s.set("c", http.StatusTooManyRequests, "30")
+	_, _ = callModel(t, a, s.url(), "c", 0)
+	if shared.Advice("openai:c").CoolUntil.IsZero() || !shared.Advice("openai").CoolUntil.IsZero() {
+		t.Fatalf("shared pause: model c %+v, deployment %+v", shared.Advice("openai:c"), shared.Advice("openai"))
+	}
+	seenC := s.count("c")
+	if _, err := callModel(t, b, s.url(), "c", -1); err == nil || s.count("c") != seenC || pb.Route("c").CoolingFor() <= 0 {
+		t.Fatalf("model c on the other instance during the pause: %v, %d requests", err, s.count("c")-seenC)
+	}
+	if resp, err := callModel(t, b, s.url(), "b", -1); err != nil || resp.StatusCode != http.StatusOK || pb.CoolingFor() != 0 {
+		t.Fatalf("model b during c's pause: %v %v", resp, err)
+	}
+}
