@@ -275,6 +275,13 @@ var descriptors = [...]eventDesc{
 		},
 	},
 	resilience.EventProbeFinished: {
+		counter: func(in *instruments) metric.Int64Counter { return in.probes },
+		label: func(e resilience.Event) (attribute.Key, string, int) {
+			if e.Err != nil {
+				return KeyOutcome, OutcomeFailure, 0
+			}
+			return KeyOutcome, OutcomeSuccess, 0
+		},
 		level: func(e resilience.Event) slog.Level {
 			if e.Err != nil {
 				return slog.LevelWarn

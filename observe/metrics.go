@@ -16,7 +16,7 @@ import (
 // instruments are the metric instruments of one Telemetry.
 type instruments struct {
 	retries, gaveUp, transitions, circuitRejected, timeouts, bulkheadRejected metric.Int64Counter
-	cooldowns, cooldownRejected, sharedFailures                               metric.Int64Counter
+	cooldowns, cooldownRejected, sharedFailures, probes                       metric.Int64Counter
 
 	callDuration, opDuration, firstChunk metric.Float64Histogram
 	tokens                               metric.Int64Histogram
@@ -47,6 +47,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.cooldowns = counter(MetricCooldowns, "{pause}", "Rate-limit pauses started or lengthened by a 429.")
 	in.cooldownRejected = counter(MetricCooldownRejected, "{call}", "Calls refused during a rate-limit pause.")
 	in.sharedFailures = counter(MetricSharedStateFailures, "{failure}", "Times the shared state stopped answering.")
+	in.probes = counter(MetricActiveProbes, "{probe}", "Active probes of open circuits, by outcome.")
 	in.callDuration = seconds(MetricCallDuration, "Duration of a provider's handling of a logical call, retries and waits included.")
 	in.opDuration = seconds(MetricOperationDuration, "GenAI operation duration.")
 	in.firstChunk = seconds(MetricTimeToFirstChunk, "Time to receive the first chunk of a streamed answer.")

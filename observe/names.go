@@ -36,6 +36,10 @@ const (
 	// MetricSharedStateFailures counts the times the shared state (several instances, one
 	// view) stopped answering, by provider; calls go on with each instance's own state.
 	MetricSharedStateFailures = "llm_resilience_shared_state_failures_total"
+	// MetricActiveProbes counts the active probes of open circuits (client.WithActiveProbe)
+	// that told something, by provider, model (for a model's circuit) and outcome: success
+	// (the circuit closed) or failure (it stays open for a longer break).
+	MetricActiveProbes = "llm_resilience_active_probe_total"
 	// MetricCallDuration is the duration in seconds of each provider's handling of a logical
 	// call (every attempt and wait; for a stream, until it ends), by provider and outcome.
 	MetricCallDuration = "llm_resilience_call_duration"
@@ -101,6 +105,7 @@ const (
 const (
 	OutcomeSuccess = "success" // the provider served the call
 	OutcomeClosed  = "closed"  // the caller closed a stream before it ended
+	OutcomeFailure = "failure" // an active probe found the provider still failing
 )
 
 // The GenAI semantic conventions' recommended histogram buckets.

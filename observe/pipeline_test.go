@@ -6,12 +6,14 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/steadyllm/steady/internal/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/observe"
 	"github.com/steadyllm/steady/resilience"
@@ -280,5 +282,49 @@ func TestPipelineTelemetry_SharedStateTrouble(t *testing.T) {
 	}
 	if recs := withEvent(h.records(t), resilience.EventSharedStateRecovered); len(recs) != 1 {
 		t.Fatalf("recovery records: %v", recs)
+	}
+}
+
+// Active probes are counted by outcome, with the model of a model's circuit, and logged: a
+// failure as a warning, a success as information.
+func TestPipelineTelemetry_ActiveProbes(t *testing.T) {
+	h := newHarness(t)
+	clk := backend.NewManualClock()
+	var up atomic.Bool
+	probe := func(ctx context.Context, rt http.RoundTripper, route string) error {
+		if !up.Load() {
+			return errors.New("still down")
+		}
+		return nil
+	}
+	p, err := resilience.New(resilience.DefaultOptions(), resilience.WithName("openai"), resilience.WithClock(clk),
+		resilience.WithActiveProbe(probe, time.Second), h.tel.PipelineOption())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Close()
+	route := p.Route("gpt-4o")
+	probed := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for len(withEvent(h.records(t), resilience.EventProbeFinished)) < n && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	route.OpenFor(time.Second)
+	clk.Advance(route.CircuitInfo().NextProbeIn)
+	probed(1)
+	up.Store(true)
+	clk.Advance(route.CircuitInfo().NextProbeIn)
+	probed(2)
+	for _, outcome := range []string{observe.OutcomeFailure, observe.OutcomeSuccess} {
+		if pt := h.value(t, observe.MetricActiveProbes, observe.KeyProvider.String("openai"), observe.KeyModel.String("gpt-4o"),
+			observe.KeyOutcome.String(outcome)); pt.sum != 1 {
+			t.Fatalf("%s{outcome=%s} = %v", observe.MetricActiveProbes, outcome, pt.sum)
+		}
+	}
+	recs := withEvent(h.records(t), resilience.EventProbeFinished)
+	if len(recs) != 2 || recs[0].str("level") != "WARN" || recs[1].str("level") != "INFO" {
+		t.Fatalf("probe records: %v", recs)
 	}
 }

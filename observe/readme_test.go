@@ -19,16 +19,23 @@ func TestReadme_ListsEveryMetricAndReason(t *testing.T) {
 	readme := string(b)
 	for _, m := range []string{observe.MetricRetries, observe.MetricRetryGaveUp, observe.MetricCircuitBreaker,
 		observe.MetricCircuitRejected, observe.MetricTimeouts, observe.MetricBulkheadRejected, observe.MetricCooldowns,
-		observe.MetricCooldownRejected, observe.MetricSharedStateFailures, observe.MetricCallDuration,
+		observe.MetricCooldownRejected, observe.MetricSharedStateFailures, observe.MetricActiveProbes, observe.MetricCallDuration,
 		observe.MetricOperationDuration, observe.MetricTokenUsage, observe.MetricTimeToFirstChunk} {
 		if !strings.Contains(readme, "| `"+m+"` |") {
 			t.Errorf("the README's metric table has no row for %s", m)
 		}
 	}
 	for _, g := range []resilience.GaveUp{resilience.GaveUpExhausted, resilience.GaveUpBudget, resilience.GaveUpHintTooLong,
-		resilience.GaveUpDeadline, resilience.GaveUpCircuitOpen, resilience.GaveUpWaitTooLong} {
+		resilience.GaveUpDeadline, resilience.GaveUpCircuitOpen, resilience.GaveUpWaitTooLong, resilience.GaveUpProbe,
+		resilience.GaveUpSilent, resilience.GaveUpNotRetryable} {
 		if !strings.Contains(readme, "`"+string(g)+"`") {
 			t.Errorf("the README does not name the give-up reason %s", g)
+		}
+	}
+	for _, l := range []resilience.TimeLimit{resilience.TimeoutTotal, resilience.TimeoutAttempt, resilience.TimeoutStreamIdle,
+		resilience.TimeoutFirstToken, resilience.TimeoutProbe} {
+		if !strings.Contains(readme, "`"+string(l)+"`") {
+			t.Errorf("the README does not name the time limit %s", l)
 		}
 	}
 }
