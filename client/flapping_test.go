@@ -14,20 +14,29 @@ import (
 	"github.com/steadyllm/steady/resilience"
 )
 
+// The flapping primary's outage: from 10 s after its start, for 60 s.
+const down, outage = 10 * time.Second, 60 * time.Second
+
+// flapping returns a manual clock, a primary that is down for the outage on that clock, a
+// secondary that serves, and a policy without retries whose circuit opens after two failures.
+func flapping(t *testing.T) (*backend.ManualClock, *mocks.Server, *mocks.Server, resilience.Options) {
+	clock := backend.NewManualClock()
+	primary := mocks.NewServer(mocks.WithClock(clock.Now), mocks.WithReply("primary"),
+		mocks.WithOutage(mocks.Outage{Start: down, Duration: outage, Step: mocks.Status(503)}))
+	t.Cleanup(primary.Close)
+	secondary := mocks.NewServer(mocks.WithReply("secondary"))
+	t.Cleanup(secondary.Close)
+	o := policy()
+	o.RetryCount = 0
+	o.CircuitBreakerThreshold = 2
+	return clock, primary, secondary, o
+}
+
 // A primary down for 60 s and then healthy, one request every 4 s: every request is served
 // (by the fallback meanwhile), the primary is probed a few times with one attempt each, and
 // it serves again within 5 s of its recovery — breaks start short and grow with the outage.
 func TestFailover_APrimaryThatComesBackServesAgainWithinSeconds(t *testing.T) {
-	clock := backend.NewManualClock()
-	const down, outage = 10 * time.Second, 60 * time.Second
-	primary := mocks.NewServer(mocks.WithClock(clock.Now), mocks.WithReply("primary"),
-		mocks.WithOutage(mocks.Outage{Start: down, Duration: outage, Step: mocks.Status(503)}))
-	defer primary.Close()
-	secondary := mocks.NewServer(mocks.WithReply("secondary"))
-	defer secondary.Close()
-	o := policy()
-	o.RetryCount = 0
-	o.CircuitBreakerThreshold = 2
+	clock, primary, secondary, o := flapping(t)
 	c := newClient(t, client.WithClock(clock), openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, o),
 		client.WithFallback("primary", "secondary"))
 	back := time.Duration(-1)
@@ -52,16 +61,7 @@ func TestFailover_APrimaryThatComesBackServesAgainWithinSeconds(t *testing.T) {
 // ends with the probe, not with a user's request — and the probe brings the primary back
 // within 5 s of its recovery.
 func TestFailover_AnActiveProbeSparesCallersAPrimaryThatIsDown(t *testing.T) {
-	clock := backend.NewManualClock()
-	const down, outage = 10 * time.Second, 60 * time.Second
-	primary := mocks.NewServer(mocks.WithClock(clock.Now), mocks.WithReply("primary"),
-		mocks.WithOutage(mocks.Outage{Start: down, Duration: outage, Step: mocks.Status(503)}))
-	defer primary.Close()
-	secondary := mocks.NewServer(mocks.WithReply("secondary"))
-	defer secondary.Close()
-	o := policy()
-	o.RetryCount = 0
-	o.CircuitBreakerThreshold = 2
+	clock, primary, secondary, o := flapping(t)
 	var probes, finished atomic.Int32
 	probe := func(ctx context.Context, p providers.Provider, model string) error {
 		probes.Add(1)

@@ -82,33 +82,41 @@ func checkRouting(ps *problems, groups map[string][]string, routing map[string]s
 // leaves to a ContextWindow of 0 both have none. Deployments that serve different models say
 // so with ContextWindows, the same on each. One difference per deployment is reported.
 func checkGroupWindows(ps *problems, cfg *Config, groups map[string][]string) {
+	eachLaterDeployment(cfg, groups, func(g string, first Provider, m string, p Provider) {
+		differs := func(key string, value any, what string) {
+			ps.add(Problem{Path: joinPath(keyLLM+"."+keyProviders, m) + "." + key, Value: value, Allowed: fmt.Sprintf(
+				"%s, another deployment of %s: the deployments of a provider share its context windows; declare "+
+					"the same %s and %s on each (or none on any), by model in %s when their models differ",
+				what, show(g), keyContextWindow, keyContextWindows, keyContextWindows)})
+		}
+		if p.ContextWindow != first.ContextWindow {
+			differs(keyContextWindow, p.ContextWindow, fmt.Sprintf("differs from the %s of %s (%s)",
+				keyContextWindow, show(first.Name), declared(first.ContextWindow)))
+			return
+		}
+		for _, model := range sortedKeys(unionKeys(p.ContextWindows, first.ContextWindows)) {
+			if mine, theirs := p.windowOf(model), first.windowOf(model); mine != theirs {
+				var value any
+				if n, ok := p.ContextWindows[model]; ok {
+					value = n
+				}
+				differs(joinPath(keyContextWindows, model), value, fmt.Sprintf("the window for %s (%s) differs from "+
+					"that of %s (%s)", show(model), declared(mine), show(first.Name), declared(theirs)))
+				break
+			}
+		}
+	})
+}
+
+// eachLaterDeployment calls fn for every deployment of every provider made of deployments
+// (groups: provider → its entries, in order) but the first, with the first to compare it with:
+// what a provider keeps once, its deployments must declare alike. Providers in name order.
+func eachLaterDeployment(cfg *Config, groups map[string][]string, fn func(g string, first Provider, m string, p Provider)) {
 	for _, g := range sortedKeys(groups) {
 		members := groups[g]
 		first := cfg.Providers[members[0]]
 		for _, m := range members[1:] {
-			p := cfg.Providers[m]
-			differs := func(key string, value any, what string) {
-				ps.add(Problem{Path: joinPath(keyLLM+"."+keyProviders, m) + "." + key, Value: value, Allowed: fmt.Sprintf(
-					"%s, another deployment of %s: the deployments of a provider share its context windows; declare "+
-						"the same %s and %s on each (or none on any), by model in %s when their models differ",
-					what, show(g), keyContextWindow, keyContextWindows, keyContextWindows)})
-			}
-			if p.ContextWindow != first.ContextWindow {
-				differs(keyContextWindow, p.ContextWindow, fmt.Sprintf("differs from the %s of %s (%s)",
-					keyContextWindow, show(first.Name), declared(first.ContextWindow)))
-				continue
-			}
-			for _, model := range sortedKeys(unionKeys(p.ContextWindows, first.ContextWindows)) {
-				if mine, theirs := p.windowOf(model), first.windowOf(model); mine != theirs {
-					var value any
-					if n, ok := p.ContextWindows[model]; ok {
-						value = n
-					}
-					differs(joinPath(keyContextWindows, model), value, fmt.Sprintf("the window for %s (%s) differs from "+
-						"that of %s (%s)", show(model), declared(mine), show(first.Name), declared(theirs)))
-					break
-				}
-			}
+			fn(g, first, m, cfg.Providers[m])
 		}
 	}
 }
@@ -137,15 +145,11 @@ func unionKeys(a, b map[string]int) map[string]bool {
 // from that of the provider's first deployment: the client probes a provider's circuits one
 // way.
 func checkGroupProbes(ps *problems, cfg *Config, groups map[string][]string) {
-	for _, g := range sortedKeys(groups) {
-		members := groups[g]
-		first := cfg.Providers[members[0]]
-		for _, m := range members[1:] {
-			if p := cfg.Providers[m]; p.ActiveProbe != first.ActiveProbe {
-				ps.add(Problem{Path: joinPath(keyLLM+"."+keyProviders, m) + "." + keyActiveProbe, Value: p.ActiveProbe,
-					Allowed: fmt.Sprintf("must equal the %s of %s (%q), another deployment of %s: a provider's circuits are probed one way",
-						keyActiveProbe, show(first.Name), first.ActiveProbe, show(g))})
-			}
+	eachLaterDeployment(cfg, groups, func(g string, first Provider, m string, p Provider) {
+		if p.ActiveProbe != first.ActiveProbe {
+			ps.add(Problem{Path: joinPath(keyLLM+"."+keyProviders, m) + "." + keyActiveProbe, Value: p.ActiveProbe,
+				Allowed: fmt.Sprintf("must equal the %s of %s (%q), another deployment of %s: a provider's circuits are probed one way",
+					keyActiveProbe, show(first.Name), first.ActiveProbe, show(g))})
 		}
-	}
+	})
 }
