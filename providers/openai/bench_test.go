@@ -1,7 +1,6 @@
 package openai_test
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -9,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/internal/providertest"
 	"github.com/steadyllm/steady/providers/openai"
 )
 
@@ -58,45 +57,10 @@ func benchProvider(b *testing.B) *openai.Provider {
 }
 
 func BenchmarkChat(b *testing.B) {
-	p := benchProvider(b)
-	ctx, req := context.Background(), ask("Hi")
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if _, err := p.Chat(ctx, req); err != nil {
-			b.Fatal(err)
-		}
-	}
+	providertest.BenchChat(b, benchProvider(b), ask("Hi"))
 }
 
-// BenchmarkChatStream reads a whole stream of benchChunks content chunks per iteration.
+// BenchmarkChatStream reads a whole stream of benchChunks content deltas per iteration.
 func BenchmarkChatStream(b *testing.B) {
-	p := benchProvider(b)
-	ctx, req := context.Background(), ask("Hi")
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		st, err := p.ChatStream(ctx, req)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n := 0
-		for {
-			d, err := st.Recv()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				b.Fatal(err)
-			}
-			if d.Done && d.FinishReason != providers.FinishStop {
-				b.Fatalf("finish %q", d.FinishReason)
-			}
-			n++
-		}
-		_ = st.Close()
-		if n != benchChunks+1 {
-			b.Fatalf("%d deltas", n)
-		}
-	}
+	providertest.BenchChatStream(b, benchProvider(b), ask("Hi"), benchChunks)
 }
