@@ -350,6 +350,8 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 	s.rescue = nil
 	w := &r.w
 	w.failures = append(w.failures, perr)
+	// The walk was copied before the route served: its retries of that route are in s.acct.
+	w.acct = s.acct
 	w.acct.FailedAttempts++ // the attempt that served, then failed
 	if perr.Usage != nil {
 		w.acct.AbandonedUsage = w.acct.AbandonedUsage.Add(*perr.Usage)

@@ -1,0 +1,39 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// A route that served after a retry (a 503, then the stream) and was then cut after content
+// and rescued: the stream that took over still counts the retry among the failed attempts, as
+// the stream it replaced did.
+func TestChatStream_ARescueKeepsTheRetriesOfTheRouteItReplaced(t *testing.T) {
+	cut := mocks.Reply(words("p", 60))
+	cut.Cut, cut.CutAfter, cut.CountContent = mocks.CutAbort, 40, true
+	primary := mocks.NewServer(mocks.WithScript(mocks.Status(503), cut.Always()))
+	defer primary.Close()
+	secondary := mocks.NewServer(mocks.WithReply(words("s", 60)))
+	defer secondary.Close()
+	c := newClient(t, openAIProvider("primary", primary, policy()), openAIProvider("secondary", secondary, policy()),
+		client.WithFallback("primary", "secondary"))
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueRestart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if acct := st.Accounting(); acct.FailedAttempts != 1 {
+		t.Fatalf("before the rescue: %+v, want the 503 counted", acct)
+	}
+	r := readAll(st)
+	if r.err != nil || r.restarts != 1 || st.Provider() != "secondary" {
+		t.Fatalf("err %v, restarts %d, served by %s", r.err, r.restarts, st.Provider())
+	}
+	if acct := st.Accounting(); acct.FailedAttempts != 2 {
+		t.Fatalf("after the rescue: %+v, want 2 (the 503 and the cut attempt)", acct)
+	}
+}
