@@ -6,6 +6,7 @@ import (
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
 
@@ -35,5 +36,31 @@ func TestChatStream_ARescueKeepsTheRetriesOfTheRouteItReplaced(t *testing.T) {
 	}
 	if acct := st.Accounting(); acct.FailedAttempts != 2 {
 		t.Fatalf("after the rescue: %+v, want 2 (the 503 and the cut attempt)", acct)
+	}
+}
+
+// A rescue goes where a failure before content would: when the client's FallbackOn names the
+// kind of the failure after content, the providers it lists answer, not the rest of the chain.
+func TestChatStream_ARescueFollowsTheKindsChain(t *testing.T) {
+	cut := mocks.Reply(words("p", 60))
+	cut.Cut, cut.CutAfter, cut.CountContent = mocks.CutAbort, 40, true
+	primary := mocks.NewServer(mocks.WithScript(cut.Always()))
+	defer primary.Close()
+	middle := mocks.NewServer(mocks.WithReply(words("m", 60)))
+	defer middle.Close()
+	target := mocks.NewServer(mocks.WithReply(words("t", 60)))
+	defer target.Close()
+	c := newClient(t, openAIProvider("primary", primary, policy()), openAIProvider("middle", middle, policy()),
+		openAIProvider("target", target, policy()), client.WithFallback("primary", "middle", "target"),
+		client.WithFallbackOn(providers.KindUnavailable, "target"))
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueRestart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := readAll(st)
+	if r.err != nil || r.restarts != 1 || r.after != words("t", 60) || st.Provider() != "target" || middle.Journal().Len() != 0 {
+		t.Fatalf("err %v, restarts %d, served by %s (%q), middle asked %d times", r.err, r.restarts, st.Provider(), r.after,
+			middle.Journal().Len())
 	}
 }

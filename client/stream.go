@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -356,9 +357,25 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 	if perr.Usage != nil {
 		w.acct.AbandonedUsage = w.acct.AbandonedUsage.Add(*perr.Usage)
 	}
-	if next, _ := w.next(perr, r.c.windowOf(s.served, s.model)); !next {
+	next, redirect := w.next(perr, r.c.windowOf(s.served, s.model))
+	if !next {
 		s.tel.end(perr, providers.Delta{}, false)
 		return nil
+	}
+	if redirect != nil {
+		// As before content (walkChain): the kind's own chain replaces what was left of this
+		// one, and the other deployments of the provider that served are not asked.
+		chain := w.pl.chain
+		i := len(chain) - 1
+		for i >= 0 && chain[i] != s.served {
+			i--
+		}
+		w.pl.chain = append(slices.Clone(chain[:i+1]), redirect...)
+		if e := r.c.entries[s.served]; e != nil {
+			for _, d := range e.deps {
+				w.markTried(d)
+			}
+		}
 	}
 	s.tel.tryDone(perr, providers.Delta{}, false) // the call goes on: the rescue ends it
 	_ = s.inner.Close()

@@ -152,6 +152,7 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 			if redirect != nil {
 				// The kind's own chain (FallbackOn) replaces what was left of this one.
 				chain = append(slices.Clone(chain[:i+1]), redirect...)
+				w.pl.chain = chain // for a rescue of the stream that serves later
 				break deployments
 			}
 			if firstTokenTimeout(perr) && !slices.Contains(w.retried, d) && k+1 == len(deps) && c.nextAfter(chain, i, w.need) == "" {
