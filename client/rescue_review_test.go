@@ -3,8 +3,10 @@ package client_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/internal/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
@@ -62,5 +64,29 @@ func TestChatStream_ARescueFollowsTheKindsChain(t *testing.T) {
 	if r.err != nil || r.restarts != 1 || r.after != words("t", 60) || st.Provider() != "target" || middle.Journal().Len() != 0 {
 		t.Fatalf("err %v, restarts %d, served by %s (%q), middle asked %d times", r.err, r.restarts, st.Provider(), r.after,
 			middle.Journal().Len())
+	}
+}
+
+// With rescue "buffer", the wait for the first content (here the total timeout, without a
+// first-token limit) ends at the first content, as without rescue: an answer that takes longer
+// than the limit in all, its words flowing, is delivered whole rather than cut as if no content
+// had come. (The limit runs on the wall clock: 1 s, against a pause of 1.2 s after the first
+// word; the pipeline's own limits are on a manual clock that never moves.)
+func TestChatStream_BufferWaitsForTheWholeAnswerPastTheFirstContentLimit(t *testing.T) {
+	slow := mocks.Reply(words("w", 5))
+	slow.StallAfter, slow.StallFor = 1, 1200*time.Millisecond
+	s := mocks.NewServer(mocks.WithScript(slow.Always()))
+	defer s.Close()
+	o := policy()
+	o.FirstTokenTimeoutSeconds, o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 0, 1, 60
+	c := newClient(t, client.WithClock(backend.NewManualClock()), openAIProvider("only", s, o))
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueBuffer))
+	if err != nil {
+		t.Fatalf("%v (asked %d times)", err, s.Journal().Len())
+	}
+	defer st.Close()
+	r := readAll(st)
+	if r.err != nil || r.all != words("w", 5) || !r.last.Done {
+		t.Fatalf("%q %v", r.all, r.err)
 	}
 }

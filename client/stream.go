@@ -258,14 +258,19 @@ func (s *Stream) awaitContent(limit time.Duration, whole bool) *providers.Error 
 		if err == nil && !content && (d.Text != "" || d.Reasoning != "" || len(d.ToolCalls) > 0 || d.Done) {
 			content = true
 			s.call.FirstToken()
+			if timer != nil && !timer.Stop() {
+				// The limit struck as the content arrived, and closes the stream under it (its
+				// func may not have run yet).
+				expired.Store(true)
+				err = errFirstContent
+			}
+			// The limit is the first content's: the rest of a buffered answer (whole) has the
+			// idle limit, as a stream read by the caller does.
+			timer = nil
 		}
 		if err == nil && (!content || (whole && !d.Done)) {
 			s.pending = append(s.pending, d)
 			continue
-		}
-		if err == nil && timer != nil && !timer.Stop() {
-			// The limit struck as the content arrived, and closed the stream under it.
-			err = errFirstContent
 		}
 		if err != nil {
 			if timer != nil {
