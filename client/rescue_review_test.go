@@ -90,3 +90,35 @@ func TestChatStream_BufferWaitsForTheWholeAnswerPastTheFirstContentLimit(t *test
 		t.Fatalf("%q %v", r.all, r.err)
 	}
 }
+
+// A route abandoned at its first-token limit is asked once more when no other route can serve
+// now: a later provider whose circuit is open cannot, and the call must not end on its
+// circuit_open while the silent route may answer the second time.
+func TestChatStream_TheFirstTokenRetryHappensWhenTheFallbackCannotServe(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("second time lucky"), mocks.WithScript(mocks.SlowFirstToken(time.Hour)))
+	defer s.Close()
+	other := mocks.NewServer(mocks.WithReply("from the fallback"))
+	defer other.Close()
+	clock := backend.NewManualClock()
+	o := policy()
+	o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 30, 60
+	c := newClient(t, client.WithClock(clock), openAIProvider("primary", s, o), openAIProvider("secondary", other, o),
+		client.WithFallback("primary", "secondary"))
+	c.Pipeline("secondary").Isolate()
+	done := make(chan read, 1)
+	go func() {
+		st, err := c.ChatStream(context.Background(), hello())
+		if err != nil {
+			done <- read{err: err}
+			return
+		}
+		defer st.Close()
+		done <- readAll(st)
+	}()
+	waitFor(t, "the first try", func() bool { return s.Journal().Len() == 1 })
+	clock.Advance(10 * time.Second)
+	r := <-done
+	if r.err != nil || r.all != "second time lucky" || s.Journal().Len() != 2 || other.Journal().Len() != 0 {
+		t.Fatalf("%q %v after %d requests to the primary", r.all, r.err, s.Journal().Len())
+	}
+}
