@@ -15,7 +15,8 @@ import (
 // every resilience layer (no retries, no pause, no bulkhead slot: a probe is one request), with
 // the deployment's credentials, and refuses redirects as calls do. model is the model whose
 // circuit is open (per-model circuits, resilience.RouteScopeModel), or, for the deployment's
-// own circuit — which opens when the host is unreachable or refuses the key — the deployment's
+// own circuit — which opens when the host is unreachable or refuses the key — and for the route
+// that the models beyond resilience.MaxRoutes share, the deployment's
 // model, else the default model (WithDefaultModel, else the provider's own), "" for none. Return nil when the answer
 // shows the provider serving; any error keeps the circuit open for its next, longer break.
 type Probe func(ctx context.Context, p providers.Provider, model string) error
@@ -78,7 +79,7 @@ func (s *providerSpec) activeProbe(ds Deployment) resilience.Option {
 			return fmt.Errorf("client: provider %q: its factory returned no provider", s.name)
 		}
 		m := model
-		if route != "" {
+		if route != "" && route != overflowRoute {
 			m = route
 		} else if d, ok := prov.(providers.Describer); ok && m == "" {
 			m = d.Describe().DefaultModel
@@ -86,6 +87,11 @@ func (s *providerSpec) activeProbe(ds Deployment) resilience.Option {
 		return probe(ctx, prov, m)
 	}, s.probeTimeout)
 }
+
+// overflowRoute is the route key the models beyond resilience.MaxRoutes share (see
+// Pipeline.Routes): no model of its own, so its probe asks the deployment's, as the
+// deployment's own circuit's does.
+const overflowRoute = "*"
 
 // noRedirects has an http.Client return a redirect as it is: the provider turns it into a
 // redirected error, and the credentials go nowhere else.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"iter"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -257,14 +258,19 @@ func (s *Stream) awaitContent(limit time.Duration, whole bool) *providers.Error 
 		if err == nil && !content && (d.Text != "" || d.Reasoning != "" || len(d.ToolCalls) > 0 || d.Done) {
 			content = true
 			s.call.FirstToken()
+			if timer != nil && !timer.Stop() {
+				// The limit struck as the content arrived, and closes the stream under it (its
+				// func may not have run yet).
+				expired.Store(true)
+				err = errFirstContent
+			}
+			// The limit is the first content's: the rest of a buffered answer (whole) has the
+			// idle limit, as a stream read by the caller does.
+			timer = nil
 		}
 		if err == nil && (!content || (whole && !d.Done)) {
 			s.pending = append(s.pending, d)
 			continue
-		}
-		if err == nil && timer != nil && !timer.Stop() {
-			// The limit struck as the content arrived, and closed the stream under it.
-			err = errFirstContent
 		}
 		if err != nil {
 			if timer != nil {
@@ -350,13 +356,31 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 	s.rescue = nil
 	w := &r.w
 	w.failures = append(w.failures, perr)
+	// The walk was copied before the route served: its retries of that route are in s.acct.
+	w.acct = s.acct
 	w.acct.FailedAttempts++ // the attempt that served, then failed
 	if perr.Usage != nil {
 		w.acct.AbandonedUsage = w.acct.AbandonedUsage.Add(*perr.Usage)
 	}
-	if next, _ := w.next(perr, r.c.windowOf(s.served, s.model)); !next {
+	next, redirect := w.next(perr, r.c.windowOf(s.served, s.model))
+	if !next {
 		s.tel.end(perr, providers.Delta{}, false)
 		return nil
+	}
+	if redirect != nil {
+		// As before content (walkChain): the kind's own chain replaces what was left of this
+		// one, and the other deployments of the provider that served are not asked.
+		chain := w.pl.chain
+		i := len(chain) - 1
+		for i >= 0 && chain[i] != s.served {
+			i--
+		}
+		w.pl.chain = append(slices.Clone(chain[:i+1]), redirect...)
+		if e := r.c.entries[s.served]; e != nil {
+			for _, d := range e.deps {
+				w.markTried(d)
+			}
+		}
 	}
 	s.tel.tryDone(perr, providers.Delta{}, false) // the call goes on: the rescue ends it
 	_ = s.inner.Close()

@@ -152,11 +152,13 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 			if redirect != nil {
 				// The kind's own chain (FallbackOn) replaces what was left of this one.
 				chain = append(slices.Clone(chain[:i+1]), redirect...)
+				w.pl.chain = chain // for a rescue of the stream that serves later
 				break deployments
 			}
-			if firstTokenTimeout(perr) && !slices.Contains(w.retried, d) && k+1 == len(deps) && c.nextAfter(chain, i, w.need) == "" {
+			if firstTokenTimeout(perr) && !slices.Contains(w.retried, d) && k+1 == len(deps) && later == 0 {
 				// Silent routes go to the next route first; a same-route retry only when no other
-				// route can serve (once: a route silent twice is down).
+				// route can serve now — none later in the chain is capable, closed and not pausing
+				// (once: a route silent twice is down).
 				w.retried, again = append(w.retried, d), true
 				k--
 			}

@@ -1,0 +1,124 @@
+package client_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// A route that served after a retry (a 503, then the stream) and was then cut after content
+// and rescued: the stream that took over still counts the retry among the failed attempts, as
+// the stream it replaced did.
+func TestChatStream_ARescueKeepsTheRetriesOfTheRouteItReplaced(t *testing.T) {
+	cut := mocks.Reply(words("p", 60))
+	cut.Cut, cut.CutAfter, cut.CountContent = mocks.CutAbort, 40, true
+	primary := mocks.NewServer(mocks.WithScript(mocks.Status(503), cut.Always()))
+	defer primary.Close()
+	secondary := mocks.NewServer(mocks.WithReply(words("s", 60)))
+	defer secondary.Close()
+	c := newClient(t, openAIProvider("primary", primary, policy()), openAIProvider("secondary", secondary, policy()),
+		client.WithFallback("primary", "secondary"))
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueRestart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if acct := st.Accounting(); acct.FailedAttempts != 1 {
+		t.Fatalf("before the rescue: %+v, want the 503 counted", acct)
+	}
+	r := readAll(st)
+	if r.err != nil || r.restarts != 1 || st.Provider() != "secondary" {
+		t.Fatalf("err %v, restarts %d, served by %s", r.err, r.restarts, st.Provider())
+	}
+	if acct := st.Accounting(); acct.FailedAttempts != 2 {
+		t.Fatalf("after the rescue: %+v, want 2 (the 503 and the cut attempt)", acct)
+	}
+}
+
+// A rescue goes where a failure before content would: when the client's FallbackOn names the
+// kind of the failure after content, the providers it lists answer, not the rest of the chain.
+func TestChatStream_ARescueFollowsTheKindsChain(t *testing.T) {
+	cut := mocks.Reply(words("p", 60))
+	cut.Cut, cut.CutAfter, cut.CountContent = mocks.CutAbort, 40, true
+	primary := mocks.NewServer(mocks.WithScript(cut.Always()))
+	defer primary.Close()
+	middle := mocks.NewServer(mocks.WithReply(words("m", 60)))
+	defer middle.Close()
+	target := mocks.NewServer(mocks.WithReply(words("t", 60)))
+	defer target.Close()
+	c := newClient(t, openAIProvider("primary", primary, policy()), openAIProvider("middle", middle, policy()),
+		openAIProvider("target", target, policy()), client.WithFallback("primary", "middle", "target"),
+		client.WithFallbackOn(providers.KindUnavailable, "target"))
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueRestart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	r := readAll(st)
+	if r.err != nil || r.restarts != 1 || r.after != words("t", 60) || st.Provider() != "target" || middle.Journal().Len() != 0 {
+		t.Fatalf("err %v, restarts %d, served by %s (%q), middle asked %d times", r.err, r.restarts, st.Provider(), r.after,
+			middle.Journal().Len())
+	}
+}
+
+// With rescue "buffer", the wait for the first content (here the total timeout, without a
+// first-token limit) ends at the first content, as without rescue: an answer that takes longer
+// than the limit in all, its words flowing, is delivered whole rather than cut as if no content
+// had come. (The limit runs on the wall clock: 1 s, against a pause of 1.2 s after the first
+// word; the pipeline's own limits are on a manual clock that never moves.)
+func TestChatStream_BufferWaitsForTheWholeAnswerPastTheFirstContentLimit(t *testing.T) {
+	slow := mocks.Reply(words("w", 5))
+	slow.StallAfter, slow.StallFor = 1, 1200*time.Millisecond
+	s := mocks.NewServer(mocks.WithScript(slow.Always()))
+	defer s.Close()
+	o := policy()
+	o.FirstTokenTimeoutSeconds, o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 0, 1, 60
+	c := newClient(t, client.WithClock(backend.NewManualClock()), openAIProvider("only", s, o))
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueBuffer))
+	if err != nil {
+		t.Fatalf("%v (asked %d times)", err, s.Journal().Len())
+	}
+	defer st.Close()
+	r := readAll(st)
+	if r.err != nil || r.all != words("w", 5) || !r.last.Done {
+		t.Fatalf("%q %v", r.all, r.err)
+	}
+}
+
+// A route abandoned at its first-token limit is asked once more when no other route can serve
+// now: a later provider whose circuit is open cannot, and the call must not end on its
+// circuit_open while the silent route may answer the second time.
+func TestChatStream_TheFirstTokenRetryHappensWhenTheFallbackCannotServe(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("second time lucky"), mocks.WithScript(mocks.SlowFirstToken(time.Hour)))
+	defer s.Close()
+	other := mocks.NewServer(mocks.WithReply("from the fallback"))
+	defer other.Close()
+	clock := backend.NewManualClock()
+	o := policy()
+	o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 30, 60
+	c := newClient(t, client.WithClock(clock), openAIProvider("primary", s, o), openAIProvider("secondary", other, o),
+		client.WithFallback("primary", "secondary"))
+	c.Pipeline("secondary").Isolate()
+	done := make(chan read, 1)
+	go func() {
+		st, err := c.ChatStream(context.Background(), hello())
+		if err != nil {
+			done <- read{err: err}
+			return
+		}
+		defer st.Close()
+		done <- readAll(st)
+	}()
+	waitFor(t, "the first try", func() bool { return s.Journal().Len() == 1 })
+	clock.Advance(10 * time.Second)
+	r := <-done
+	if r.err != nil || r.all != "second time lucky" || s.Journal().Len() != 2 || other.Journal().Len() != 0 {
+		t.Fatalf("%q %v after %d requests to the primary", r.all, r.err, s.Journal().Len())
+	}
+}
