@@ -128,3 +128,30 @@ func TestFirstToken_EndsWithTheFirstContent(t *testing.T) {
 	}
 	_ = resp.Body.Close()
 }
+
+// A call that fails before any answer (a refused connection, retries exhausted) leaves
+// nothing of its first-token limit behind: no entry in the shared queue, which would keep the
+// call alive until the limit ran out.
+func TestFirstToken_AFailedCallLeavesNoLimitBehind(t *testing.T) {
+	s := newScript(t, status(503, `{}`))
+	o := firstTokenOptions()
+	o.RetryCount, o.CircuitBreakerThreshold = 0, 100
+	c, p := client(t, o, WithClock(newManualClock()))
+	for range 3 {
+		req, _ := http.NewRequestWithContext(awaiting(), http.MethodPost, s.url(), nil)
+		if resp, err := c.Do(req); err == nil {
+			_ = resp.Body.Close()
+		}
+	}
+	// 503 answers end through the body; a call that fails in the transport ends here.
+	req, _ := http.NewRequestWithContext(awaiting(), http.MethodPost, "http://127.0.0.1:1/v1/chat/completions", nil)
+	if _, err := c.Do(req); err == nil {
+		t.Fatal("a refused connection succeeded")
+	}
+	p.timeouts.firsts.mu.Lock()
+	p.timeouts.firsts.dropFinished()
+	p.timeouts.firsts.mu.Unlock()
+	if n := p.timeouts.firsts.pending(); n != 0 {
+		t.Fatalf("%d calls still wait on their first-token limit after they ended", n)
+	}
+}

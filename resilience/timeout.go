@@ -98,7 +98,7 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	if err != nil {
 		c.stopTotal()
 		err = c.mapErr(err)
-		c.release()
+		c.end() // its first-token limit too: a failed call leaves no timer nor queue entry behind
 		return nil, err
 	}
 	if isEventStream(resp) {
