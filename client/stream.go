@@ -103,7 +103,7 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 				s.text = new(strings.Builder) // a third-party stream: keep the text here
 			}
 			s.pending = s.first[:0]
-			if perr := s.awaitContent(limit, mode == resilience.RescueBuffer); perr != nil {
+			if perr := s.awaitContent(w.c.clock, limit, mode == resilience.RescueBuffer); perr != nil {
 				return nil, &s.call.Info, perr
 			}
 			if mode == resilience.RescueRestart {
@@ -238,13 +238,18 @@ func (s *Stream) Text() string {
 
 // awaitContent reads until the first delta that carries content or ends the stream — with
 // whole, until the stream ends — within limit (0 = no limit of its own: the pipeline's
-// first-token limit, or none). The first content ends the pipeline's first-token limit. On
-// failure it closes the stream and returns the classified error.
-func (s *Stream) awaitContent(limit time.Duration, whole bool) *providers.Error {
+// first-token limit, or none), on clock (nil: the wall clock), the client's. The first
+// content ends the pipeline's first-token limit. On failure it closes the stream and returns
+// the classified error.
+func (s *Stream) awaitContent(clock resilience.Clock, limit time.Duration, whole bool) *providers.Error {
 	var expired atomic.Bool
-	var timer *time.Timer
+	var timer resilience.Timer
 	if limit > 0 {
-		timer = time.AfterFunc(limit, func() {
+		after := func(d time.Duration, f func()) resilience.Timer { return time.AfterFunc(d, f) }
+		if clock != nil {
+			after = clock.AfterFunc
+		}
+		timer = after(limit, func() {
 			expired.Store(true)
 			_ = s.inner.Close() // unblocks Recv
 		})
