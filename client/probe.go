@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"time"
@@ -21,16 +22,30 @@ import (
 // shows the provider serving; any error keeps the circuit open for its next, longer break.
 type Probe func(ctx context.Context, p providers.Provider, model string) error
 
-// ChatProbe is a Probe that asks model for one token ("ping", MaxTokens 1): a success is any
-// complete answer. It costs one short prompt per probe — once per break of an open circuit,
-// not per call. With model "" (no default model), it fails without sending.
+// ChatProbe is a Probe that asks model for one token ("ping", MaxTokens 1). It judges the
+// answer as the circuit judges a call: the provider serves again when it answers — with the
+// token, or with a rate limit, a spent quota, a refusal or a rejection of the request, none of
+// which counts against a circuit — and is still down when it fails as a provider fails
+// (overloaded, unavailable, timed out, a broken stream), refuses the key, redirects, or cannot be
+// read. It costs one short prompt per probe — once per break of an open circuit, not per call.
+// With model "" (no default model), it fails without sending.
 func ChatProbe(ctx context.Context, p providers.Provider, model string) error {
-	if model == "" {
+	switch {
+	case p == nil:
+		return errors.New("client: ChatProbe: no provider")
+	case model == "":
 		return fmt.Errorf("client: ChatProbe of %s: no model to probe (set a default model)", p.Name())
 	}
 	_, err := p.Chat(ctx, &providers.ChatRequest{Model: model, MaxTokens: 1,
 		Messages: []providers.Message{{Role: providers.RoleUser, Content: "ping"}}})
-	return err
+	if err == nil {
+		return nil
+	}
+	switch k := providers.KindOf(err); {
+	case k.Unwell(), k == providers.KindAuth, k == providers.KindRedirected, k == providers.KindUnknown, k == providers.KindCanceled:
+		return err
+	}
+	return nil // an answer, if not the one asked for: the provider serves
 }
 
 // maxProbeTimeout bounds WithActiveProbe's timeout, as the configuration bounds time limits.

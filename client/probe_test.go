@@ -11,6 +11,7 @@ import (
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/openai"
 	"github.com/steadyllm/steady/resilience"
@@ -85,5 +86,38 @@ func TestWithActiveProbe_RejectsBadArguments(t *testing.T) {
 		if _, err := client.New(prov, tt.opt); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("got %v, want %q", err, tt.want)
 		}
+	}
+}
+
+// ChatProbe judges an answer as the circuit judges a call: a rate limit, a spent quota or a
+// rejected request shows the provider serving; an outage, an overload or a refused key does
+// not.
+func TestChatProbe_JudgesAsTheCircuitDoes(t *testing.T) {
+	for _, tt := range []struct {
+		step   mocks.Step
+		serves bool
+	}{
+		{mocks.OK(), true},
+		{mocks.RateLimited(time.Second), true},
+		{mocks.QuotaExceeded(), true},
+		{mocks.Error(400, "invalid_request_error", "max_tokens is too small"), true},
+		{mocks.Status(503), false},
+		{mocks.Overloaded(), false},
+		{mocks.Status(401), false},
+		{mocks.Malformed(), false},
+	} {
+		s := mocks.NewServer(mocks.WithScript(tt.step))
+		p, err := openai.New(openai.Config{Name: "p", BaseURL: s.OpenAIBaseURL(), APIKey: sentinelKey, HTTPClient: s.Client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = client.ChatProbe(context.Background(), p, "gpt-4o-mini")
+		if (err == nil) != tt.serves {
+			t.Errorf("step %+v: probe error %v, want serving %v", tt.step, err, tt.serves)
+		}
+		s.Close()
+	}
+	if err := client.ChatProbe(context.Background(), nil, ""); err == nil {
+		t.Error("a probe without a model succeeded")
 	}
 }
