@@ -231,18 +231,42 @@ func TestPrefillRejected_IsMarked(t *testing.T) {
 	}
 }
 
-func TestChatStream_CallersCancelAfterStopReasonIsStillCanceled(t *testing.T) {
-	// The server sends the stop_reason and then holds the stream open.
-	body := handHead + event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = io.WriteString(w, body)
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
+// A server that sends its stop_reason and usage (message_delta) and then holds the stream open
+// is not waited for: the answer is whole, and the Done delta comes at once with the usage.
+// The caller's cancellation before the stop_reason is still a cancellation.
+func TestChatStream_HeldOpenAfterStopReasonIsCompleteAtOnce(t *testing.T) {
+	held := func(body string) *httptest.Server {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, body)
+			w.(http.Flusher).Flush()
+			<-r.Context().Done()
+		}))
+		t.Cleanup(srv.Close)
+		return srv
+	}
+	srv := held(handHead + event("message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`))
+	st, err := newProviderVia(t, srv.URL, srv.Client().Transport).ChatStream(context.Background(), userRequest("Hi"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var last providers.Delta
+	for range 3 { // "one", "two", then the Done delta, without waiting for the server
+		if last, err = st.Recv(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !last.Done || last.FinishReason != providers.FinishStop || last.Usage.OutputTokens != 2 {
+		t.Fatalf("last delta %+v", last)
+	}
+	if _, err := st.Recv(); err != io.EOF {
+		t.Fatalf("after Done: %v", err)
+	}
+
+	srv = held(handHead) // the words, then nothing
 	ctx, cancel := context.WithCancel(context.Background())
-	st, err := newProviderVia(t, srv.URL, srv.Client().Transport).ChatStream(ctx, userRequest("Hi"))
+	st, err = newProviderVia(t, srv.URL, srv.Client().Transport).ChatStream(ctx, userRequest("Hi"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +278,7 @@ func TestChatStream_CallersCancelAfterStopReasonIsStillCanceled(t *testing.T) {
 	}
 	cancel()
 	_, err = st.Recv()
-	if e := asError(t, err); e.Kind != providers.KindCanceled || e.Partial != "one two" || e.Usage == nil || e.Usage.OutputTokens != 2 {
+	if e := asError(t, err); e.Kind != providers.KindCanceled || e.Partial != "one two" {
 		t.Fatalf("%#v", e)
 	}
 }

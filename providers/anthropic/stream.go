@@ -85,10 +85,10 @@ func newStream(ctx context.Context, p *Provider, resp *http.Response, forced str
 // calls of the answer from 0). The last delta has Done, FinishReason and Usage (input tokens
 // from message_start, output tokens from the last message_delta); Recv then returns io.EOF.
 //
-// The answer is whole once message_delta brought its stop_reason: a body that ends after it
-// without message_stop — cleanly, or broken (a dropped connection, the pipeline's timeout, a
-// limit) — still gives the Done delta. Only the caller's own cancellation or Close, an error
-// event and a malformed event fail a stream after its stop_reason.
+// The answer is whole once message_delta brought its stop_reason, and Recv returns the Done
+// delta then, without waiting for message_stop or the body's end: what comes after it — or
+// does not (a server that holds the connection open, drops it or sends no message_stop) — does
+// not matter.
 //
 // Every failure is a *providers.Error carrying the text received so far in Partial and the
 // usage reported so far in Usage: a stop_reason "refusal" is KindRefused (stop_details'
@@ -227,6 +227,12 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 			if d := u.OutputTokensDetails; d != nil {
 				s.usage.ReasoningTokens = d.ThinkingTokens
 			}
+		}
+		if s.stop != "" {
+			// The stop_reason and the final usage: nothing but message_stop can follow, so the
+			// answer is whole now, and a server that holds the connection open costs no wait.
+			d, e := s.finish()
+			return d, e == nil, e
 		}
 	case "error": // an error event without an event name
 		return providers.Delta{}, false, s.p.streamError(ev.Data, s.reqID)

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
@@ -120,6 +121,74 @@ func TestChatStream_BrokenAfterFinishIsComplete(t *testing.T) {
 	body := chunk(`{"content":"one two three"}`, "", "") + chunk(`{}`, "stop", "") + usageChunk
 	deltas, err = streamOf(t, handServer(t, body, true), ask("Hi"))
 	wantDone(t, deltas, err, providers.Usage{InputTokens: 7, OutputTokens: 3})
+}
+
+// A server that holds the connection open after its answer — the finish chunk and the usage
+// chunk, without [DONE] — is not waited for: the stream is done at once, with its usage. So is
+// one that sends the finish chunk alone when no usage was asked for.
+func TestChatStream_HeldOpenAfterFinishAndUsageIsCompleteAtOnce(t *testing.T) {
+	held := func(body string, omitUsage bool) *openai.Provider {
+		release := make(chan struct{})
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, body)
+			w.(http.Flusher).Flush()
+			select { // held open until the client leaves or the test ends
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}))
+		t.Cleanup(srv.Close)
+		t.Cleanup(func() { close(release) })
+		p, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: sentinel, Model: "m", HTTPClient: srv.Client(),
+			OmitStreamUsage: omitUsage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	read := func(p *openai.Provider) ([]providers.Delta, error) {
+		type result struct {
+			deltas []providers.Delta
+			err    error
+		}
+		done := make(chan result, 1)
+		go func() {
+			st, err := p.ChatStream(context.Background(), ask("Hi"))
+			if err != nil {
+				done <- result{err: err}
+				return
+			}
+			var ds []providers.Delta
+			for {
+				d, err := st.Recv()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					done <- result{ds, err}
+					return
+				}
+				ds = append(ds, d)
+			}
+			_ = st.Close()
+			done <- result{deltas: ds}
+		}()
+		select {
+		case r := <-done:
+			return r.deltas, r.err
+		case <-time.After(30 * time.Second): // far beyond any scheduling delay: the stream waits on the server
+			t.Fatal("the stream still waits for a server that has sent its whole answer")
+			return nil, nil
+		}
+	}
+	body := chunk(`{"content":"one two three"}`, "", "") + chunk(`{}`, "stop", "") + usageChunk
+	deltas, err := read(held(body, false))
+	wantDone(t, deltas, err, providers.Usage{InputTokens: 7, OutputTokens: 3})
+
+	body = chunk(`{"content":"one two three"}`, "", "") + chunk(`{}`, "stop", "")
+	deltas, err = read(held(body, true))
+	wantDone(t, deltas, err, providers.Usage{})
 }
 
 func TestChatStream_EndBeforeFinishIsTruncatedWithTheUsageSoFar(t *testing.T) {

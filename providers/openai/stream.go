@@ -57,7 +57,10 @@ var includeUsage = &goopenai.StreamOptions{IncludeUsage: true}
 // [DONE]. The answer is whole once a choice brought its finish_reason: a body that ends after
 // it without [DONE] — cleanly, even before the usage chunk (the Done delta's Usage is then
 // zero), or broken (a dropped connection, the pipeline's timeout, a limit) — still gives the
-// Done delta. A body that ends before any finish_reason is a truncated stream.
+// Done delta. A body that ends before any finish_reason is a truncated stream. Nor does Recv
+// wait for the body's end once nothing more can come: after the finish_reason and the usage
+// chunk (or the finish_reason alone, when no usage was asked for), the stream is done at once,
+// so that a server that holds the connection open after its answer costs no idle limit.
 //
 // Not every whole stream is an answer: refusal pieces (delta.refusal) are never delivered as
 // text but kept, and make the stream's end a KindRefused error with the refusal as its
@@ -78,6 +81,7 @@ type stream struct {
 	usage    providers.Usage
 	billed   bool  // a usage chunk came
 	events   int   // the chunks read so far, to name a malformed one
+	complete bool  // the finish_reason and the usage asked for came: the next Recv ends the stream
 	err      error // sticky: io.EOF after the Done delta, or the failure
 	sent     bool  // a delta went out: the rate-limit snapshot rode on the first
 	// refusal is the refusal text streamed so far (at most wire.KeepText bytes of it), and
@@ -100,6 +104,9 @@ func (s *stream) Recv() (providers.Delta, error) {
 		return providers.Delta{}, s.err
 	}
 	for {
+		if s.complete {
+			return s.end(io.EOF) // the answer and its usage came: nothing is left to wait for
+		}
 		chunk, err := s.st.Recv()
 		if err != nil {
 			return s.end(err)
@@ -109,6 +116,7 @@ func (s *stream) Recv() (providers.Delta, error) {
 			s.usage, s.billed = usage(chunk.Usage), true
 		}
 		if len(chunk.Choices) == 0 {
+			s.complete = s.finish != "" && s.billed
 			continue
 		}
 		c := chunk.Choices[0] // one choice asked for (n is never set)
@@ -122,6 +130,7 @@ func (s *stream) Recv() (providers.Delta, error) {
 				s.refusal.WriteString(r[:min(len(r), room)])
 			}
 		}
+		s.complete = s.finish != "" && (s.billed || !s.p.streamUsage)
 		d := providers.Delta{Text: c.Delta.Content, ToolCalls: toolCallDeltas(c.Delta), Reasoning: c.Delta.ReasoningContent}
 		if d.Text != "" || len(d.ToolCalls) > 0 || d.Reasoning != "" {
 			s.partial.WriteString(d.Text)
