@@ -247,3 +247,60 @@ func TestRoutes_SharedStateIsKeptPerRoute(t *testing.T) {
 		t.Fatalf("model b during c's pause: %v %v", resp, err)
 	}
 }
+
+// The route that the models beyond MaxRoutes share names no model, so the active probe, which
+// asks the model of the route under test, cannot test it: a server has no model "*". The
+// overflow route arms no active probe; when its break ends, a caller's call for one of its
+// models is the probe, and closes it.
+func TestRoutes_TheOverflowRouteIsProbedByACallersCall(t *testing.T) {
+	s := newModelServer(t)
+	s.set("*", http.StatusNotFound, "") // like any server: no model is named "*"
+	s.set("late", http.StatusServiceUnavailable, "")
+	clk := newManualClock()
+	var mu sync.Mutex
+	var probedRoutes []string
+	probe := func(ctx context.Context, rt http.RoundTripper, route string) error {
+		mu.Lock()
+		probedRoutes = append(probedRoutes, route)
+		mu.Unlock()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url(), nil)
+		req.Header.Set("X-Model", route) // a one-token chat to the route's model
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode >= 400 {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	c, p := client(t, escalationOptions(1), WithName("openai"), WithClock(clk), WithActiveProbe(probe, 10*time.Second))
+	t.Cleanup(func() { _ = p.Close() })
+	for i := range MaxRoutes {
+		p.Route(fmt.Sprint("m", i))
+	}
+	if resp, err := callModel(t, c, s.url(), "late", 0); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("model late: %v %v", resp, err)
+	}
+	r := p.Route("late")
+	if r.RouteKey() != overflowRoute || r.CircuitState() != CircuitOpen {
+		t.Fatalf("model late runs on %q, circuit %v", r.RouteKey(), r.CircuitState())
+	}
+	if a := r.breaker.active; a != nil && a.timer != nil {
+		t.Fatal("the overflow route armed an active probe, which would ask the server for model \"*\"")
+	}
+	s.set("late", http.StatusOK, "")
+	clk.Advance(r.CircuitInfo().NextProbeIn)
+	if resp, err := callModel(t, c, s.url(), "late", 0); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("model late after the break: %v %v", resp, err)
+	}
+	if st := r.CircuitState(); st != CircuitClosed {
+		t.Fatalf("the overflow route is %v after its probe succeeded", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(probedRoutes) != 0 || s.count("*") != 0 {
+		t.Fatalf("active probes %q, %d requests for model \"*\"", probedRoutes, s.count("*"))
+	}
+}
