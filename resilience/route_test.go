@@ -304,3 +304,50 @@ func TestRoutes_TheOverflowRouteIsProbedByACallersCall(t *testing.T) {
 		t.Fatalf("active probes %q, %d requests for model \"*\"", probedRoutes, s.count("*"))
 	}
 }
+
+// watchedStore is a memShared that reports its trouble (SharedStateWatcher): the stop function
+// of the watcher registered hold-th (counting from 1) waits for release, after saying so on
+// entered.
+type watchedStore struct {
+	memShared
+	mu               sync.Mutex
+	n, hold          int
+	entered, release chan struct{}
+}
+
+func (s *watchedStore) Watch(func(error)) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	if s.n != s.hold {
+		return func() {}
+	}
+	return func() {
+		close(s.entered)
+		<-s.release
+	}
+}
+
+// StopSharing covers every route, also one made while it runs: a route made after its
+// deployment began to stop sharing shares nothing.
+func TestRoutes_StopSharingCoversARouteMadeMeanwhile(t *testing.T) {
+	store := &watchedStore{hold: 2, entered: make(chan struct{}), release: make(chan struct{})}
+	p, err := New(testOptions(), WithName("openai"), WithSharedState(store)) // watcher 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Route("a") // watcher 2: its StopSharing waits for the test
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.StopSharing()
+	}()
+	<-store.entered
+	b := p.Route("b") // made while the deployment stops sharing
+	close(store.release)
+	<-done
+	b.OpenFor(time.Minute)
+	if a := store.Advice(b.Name()); a != (Advice{}) {
+		t.Fatalf("route b, made while its deployment stopped sharing, still shares: advice %+v", a)
+	}
+}
