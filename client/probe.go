@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/steadyllm/steady/providers"
@@ -16,7 +18,8 @@ import (
 // the deployment's credentials, and refuses redirects as calls do. model is the model whose
 // circuit is open (per-model circuits, resilience.RouteScopeModel), or, for the deployment's
 // own circuit — which opens when the host is unreachable or refuses the key — the deployment's
-// model, else the default model (WithDefaultModel, else the provider's own), "" for none. Return nil when the answer
+// model, else the default model (WithDefaultModel, else the provider's own), else a model the
+// deployment has served (the first of its routes by name), "" for none. Return nil when the answer
 // shows the provider serving; any error keeps the circuit open for its next, longer break.
 type Probe func(ctx context.Context, p providers.Provider, model string) error
 
@@ -60,10 +63,10 @@ func WithActiveProbe(name string, probe Probe, timeout time.Duration) Option {
 	}
 }
 
-// activeProbe adapts s's probe to deployment ds's pipeline: each run builds the deployment's
-// provider over the transport the pipeline sends through (rt), so that the request carries the
-// deployment's credentials and nothing of the pipeline's layers.
-func (s *providerSpec) activeProbe(ds Deployment) resilience.Option {
+// activeProbe adapts s's probe to deployment ds's pipeline (pipe, set once it is built): each
+// run builds the deployment's provider over the transport the pipeline sends through (rt), so
+// that the request carries the deployment's credentials and nothing of the pipeline's layers.
+func (s *providerSpec) activeProbe(ds Deployment, pipe *atomic.Pointer[resilience.Pipeline]) resilience.Option {
 	probe, factory := s.probe, ds.Factory
 	model := ds.Model
 	if model == "" {
@@ -83,8 +86,31 @@ func (s *providerSpec) activeProbe(ds Deployment) resilience.Option {
 		} else if d, ok := prov.(providers.Describer); ok && m == "" {
 			m = d.Describe().DefaultModel
 		}
+		if m == "" {
+			// Callers name every call's model: the deployment's circuit (an unreachable host, a
+			// refused key) is tested with one it has served.
+			m = servedModel(pipe.Load())
+		}
 		return probe(ctx, prov, m)
 	}, s.probeTimeout)
+}
+
+// servedModel returns the first by name of the models p keeps routes for (the models beyond
+// resilience.MaxRoutes share one that names none), "" for none.
+func servedModel(p *resilience.Pipeline) string {
+	if p == nil {
+		return ""
+	}
+	var models []string
+	for key := range p.Routes() {
+		if key != "*" {
+			models = append(models, key)
+		}
+	}
+	if len(models) == 0 {
+		return ""
+	}
+	return slices.Min(models)
 }
 
 // noRedirects has an http.Client return a redirect as it is: the provider turns it into a
