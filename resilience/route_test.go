@@ -351,3 +351,33 @@ func TestRoutes_StopSharingCoversARouteMadeMeanwhile(t *testing.T) {
 		t.Fatalf("route b, made while its deployment stopped sharing, still shares: advice %+v", a)
 	}
 }
+
+// What another instance shares about the whole deployment — its host unreachable, its key
+// refused — holds for every model here too: a routed call adopts the deployment's advice
+// before its deployment's circuit admits it, and is turned away without sending.
+func TestRoutes_ADeploymentsSharedOpeningHoldsForRoutedCalls(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := fmt.Sprintf("http://%s/v1/chat/completions", l.Addr())
+	_ = l.Close() // nothing listens: connections are refused
+	s := newModelServer(t)
+	shared := &memShared{}
+	o := testOptions()
+	o.RetryCount, o.CircuitBreakerThreshold = 0, 1
+	a, pa := client(t, o, WithName("openai"), WithSharedState(shared))
+	b, pb := client(t, o, WithName("openai"), WithSharedState(shared))
+	if _, err := callModel(t, a, down, "x", 0); err == nil || errors.Is(err, ErrCircuitOpen) {
+		t.Fatalf("instance a: %v, want a refused connection", err)
+	}
+	if pa.CircuitState() != CircuitOpen || shared.Advice("openai").OpenUntil.IsZero() {
+		t.Fatalf("instance a's deployment %v, shared %+v", pa.CircuitState(), shared.Advice("openai"))
+	}
+	if _, err := callModel(t, b, s.url(), "y", 0); !errors.Is(err, ErrCircuitOpen) || s.count("y") != 0 {
+		t.Fatalf("model y on instance b: %v, %d requests sent; want the deployment's shared opening", err, s.count("y"))
+	}
+	if pb.CircuitState() != CircuitOpen {
+		t.Fatalf("instance b's deployment is %v", pb.CircuitState())
+	}
+}
