@@ -381,3 +381,33 @@ func TestRoutes_ADeploymentsSharedOpeningHoldsForRoutedCalls(t *testing.T) {
 		t.Fatalf("instance b's deployment is %v", pb.CircuitState())
 	}
 }
+
+// A route's retries stop when its deployment's circuit opens meanwhile (another model's
+// calls found the host unreachable, or the client took the deployment out), as they stop when
+// the route's own circuit opens: the retry would be turned away by the next call anyway.
+func TestRoutes_RetriesStopWhenTheDeploymentsCircuitOpens(t *testing.T) {
+	o := testOptions()
+	o.RetryCount, o.CircuitBreakerThreshold = 3, 100
+	var p *Pipeline
+	var hits sync.Map
+	s := newScript(t, func(w http.ResponseWriter, r *http.Request) {
+		if _, seen := hits.LoadOrStore(r.Header.Get("X-Model"), true); !seen {
+			p.OpenFor(time.Minute) // the deployment is taken out while model a's call is out
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	var rec recorder
+	c, pp := client(t, o, WithName("openai"), OnEvent(rec.observe))
+	p = pp
+	resp, err := callModel(t, c, s.url(), "a", 0)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("model a: %v %v", resp, err)
+	}
+	if n := s.hits.Load(); n != 1 {
+		t.Fatalf("model a made %d attempts after its deployment's circuit opened, want 1", n)
+	}
+	gave := rec.kind(EventGaveUp)
+	if len(gave) != 1 || gave[0].GaveUp != GaveUpCircuitOpen {
+		t.Fatalf("gave up: %+v", gave)
+	}
+}
