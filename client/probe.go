@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -20,7 +21,9 @@ import (
 // own circuit — which opens when the host is unreachable or refuses the key — the deployment's
 // model, else the default model (WithDefaultModel, else the provider's own), else a model the
 // deployment has served (the first of its routes by name), "" for none. Return nil when the answer
-// shows the provider serving; any error keeps the circuit open for its next, longer break.
+// shows the provider serving; any error keeps the circuit open for its next, longer break —
+// except, for the deployment's own circuit of per-model circuits, an error status other than
+// 401 or 403, which shows the host reachable and the key accepted, as its circuit judges calls.
 type Probe func(ctx context.Context, p providers.Provider, model string) error
 
 // ChatProbe is a Probe that asks model for one token ("ping", MaxTokens 1): a success is any
@@ -91,8 +94,29 @@ func (s *providerSpec) activeProbe(ds Deployment, pipe *atomic.Pointer[resilienc
 			// refused key) is tested with one it has served.
 			m = servedModel(pipe.Load())
 		}
-		return probe(ctx, prov, m)
+		err = probe(ctx, prov, m)
+		if route == "" && err != nil && perModel(pipe.Load()) && hostAnswered(err) {
+			// With a circuit per model, the deployment's own counts only what concerns every
+			// model — the host unreachable, the key refused — and so does its probe: the
+			// model's own trouble stays with the model's circuit.
+			return nil
+		}
+		return err
 	}, s.probeTimeout)
+}
+
+// perModel reports whether p keeps its circuits per model (resilience.RouteScopeModel).
+func perModel(p *resilience.Pipeline) bool {
+	return p != nil && p.Options().RouteScope == resilience.RouteScopeModel
+}
+
+// hostAnswered reports whether err is the server's answer that shows its host reachable and
+// the key accepted: an error status other than a refusal of the credentials (401, 403), as
+// the deployment's circuit judges the calls of its models.
+func hostAnswered(err error) bool {
+	var perr *providers.Error
+	return errors.As(err, &perr) && perr.StatusCode >= 400 &&
+		perr.StatusCode != http.StatusUnauthorized && perr.StatusCode != http.StatusForbidden
 }
 
 // servedModel returns the first by name of the models p keeps routes for (the models beyond
