@@ -207,14 +207,16 @@ func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
 		if c.shared != nil {
 			popts = append(popts, resilience.WithSharedState(c.shared))
 		}
+		var pipe atomic.Pointer[resilience.Pipeline] // for the active probe
 		if s.probe != nil {
-			popts = append(popts, s.activeProbe(ds))
+			popts = append(popts, s.activeProbe(ds, &pipe))
 		}
 		p, err := resilience.New(opts, popts...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("client: provider %q: %w", name, err))
 			continue
 		}
+		pipe.Store(p)
 		wrapped := p.Wrap(c.base)
 		xt := &extrasTransport{name: s.name, next: wrapped}
 		prov, err := ds.Factory(&http.Client{Transport: xt})

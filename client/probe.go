@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/steadyllm/steady/providers"
@@ -16,10 +18,12 @@ import (
 // every resilience layer (no retries, no pause, no bulkhead slot: a probe is one request), with
 // the deployment's credentials, and refuses redirects as calls do. model is the model whose
 // circuit is open (per-model circuits, resilience.RouteScopeModel), or, for the deployment's
-// own circuit — which opens when the host is unreachable or refuses the key — and for the route
-// that the models beyond resilience.MaxRoutes share, the deployment's
-// model, else the default model (WithDefaultModel, else the provider's own), "" for none. Return nil when the answer
-// shows the provider serving; any error keeps the circuit open for its next, longer break.
+// own circuit — which opens when the host is unreachable or refuses the key — the deployment's
+// model, else the default model (WithDefaultModel, else the provider's own), else a model the
+// deployment has served (the first of its routes by name), "" for none. Return nil when the answer
+// shows the provider serving; any error keeps the circuit open for its next, longer break —
+// except, for the deployment's own circuit of per-model circuits, an error status other than
+// 401 or 403, which shows the host reachable and the key accepted, as its circuit judges calls.
 type Probe func(ctx context.Context, p providers.Provider, model string) error
 
 // ChatProbe is a Probe that asks model for one token ("ping", MaxTokens 1). It judges the
@@ -76,10 +80,10 @@ func WithActiveProbe(name string, probe Probe, timeout time.Duration) Option {
 	}
 }
 
-// activeProbe adapts s's probe to deployment ds's pipeline: each run builds the deployment's
-// provider over the transport the pipeline sends through (rt), so that the request carries the
-// deployment's credentials and nothing of the pipeline's layers.
-func (s *providerSpec) activeProbe(ds Deployment) resilience.Option {
+// activeProbe adapts s's probe to deployment ds's pipeline (pipe, set once it is built): each
+// run builds the deployment's provider over the transport the pipeline sends through (rt), so
+// that the request carries the deployment's credentials and nothing of the pipeline's layers.
+func (s *providerSpec) activeProbe(ds Deployment, pipe *atomic.Pointer[resilience.Pipeline]) resilience.Option {
 	probe, factory := s.probe, ds.Factory
 	model := ds.Model
 	if model == "" {
@@ -94,19 +98,58 @@ func (s *providerSpec) activeProbe(ds Deployment) resilience.Option {
 			return fmt.Errorf("client: provider %q: its factory returned no provider", s.name)
 		}
 		m := model
-		if route != "" && route != overflowRoute {
+		if route != "" {
 			m = route
 		} else if d, ok := prov.(providers.Describer); ok && m == "" {
 			m = d.Describe().DefaultModel
 		}
-		return probe(ctx, prov, m)
+		if m == "" {
+			// Callers name every call's model: the deployment's circuit (an unreachable host, a
+			// refused key) is tested with one it has served.
+			m = servedModel(pipe.Load())
+		}
+		err = probe(ctx, prov, m)
+		if route == "" && err != nil && perModel(pipe.Load()) && hostAnswered(err) {
+			// With a circuit per model, the deployment's own counts only what concerns every
+			// model — the host unreachable, the key refused — and so does its probe: the
+			// model's own trouble stays with the model's circuit.
+			return nil
+		}
+		return err
 	}, s.probeTimeout)
 }
 
-// overflowRoute is the route key the models beyond resilience.MaxRoutes share (see
-// Pipeline.Routes): no model of its own, so its probe asks the deployment's, as the
-// deployment's own circuit's does.
-const overflowRoute = "*"
+// perModel reports whether p keeps its circuits per model (resilience.RouteScopeModel).
+func perModel(p *resilience.Pipeline) bool {
+	return p != nil && p.Options().RouteScope == resilience.RouteScopeModel
+}
+
+// hostAnswered reports whether err is the server's answer that shows its host reachable and
+// the key accepted: an error status other than a refusal of the credentials (401, 403), as
+// the deployment's circuit judges the calls of its models.
+func hostAnswered(err error) bool {
+	var perr *providers.Error
+	return errors.As(err, &perr) && perr.StatusCode >= 400 &&
+		perr.StatusCode != http.StatusUnauthorized && perr.StatusCode != http.StatusForbidden
+}
+
+// servedModel returns the first by name of the models p keeps routes for (the models beyond
+// resilience.MaxRoutes share one that names none), "" for none.
+func servedModel(p *resilience.Pipeline) string {
+	if p == nil {
+		return ""
+	}
+	var models []string
+	for key := range p.Routes() {
+		if key != "*" {
+			models = append(models, key)
+		}
+	}
+	if len(models) == 0 {
+		return ""
+	}
+	return slices.Min(models)
+}
 
 // noRedirects has an http.Client return a redirect as it is: the provider turns it into a
 // redirected error, and the credentials go nowhere else.

@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -119,5 +120,125 @@ func TestChatProbe_JudgesAsTheCircuitDoes(t *testing.T) {
 	}
 	if err := client.ChatProbe(context.Background(), nil, ""); err == nil {
 		t.Error("a probe without a model succeeded")
+	}
+}
+
+// The deployment's own circuit opens when its host cannot be reached; a ChatProbe of it, on a
+// provider with no default model (callers name the model of each call), asks a model the
+// deployment has served, so the deployment comes back when its host does, instead of failing
+// every probe without sending and staying open for good.
+func TestActiveProbe_TheDeploymentsCircuitComesBackWithoutADefaultModel(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens: the host refuses connections
+	o := policy()
+	o.RetryCount, o.CircuitBreakerThreshold = 0, 1
+	clock := backend.NewManualClock()
+	probes := make(chan resilience.Event, 8)
+	c := newClient(t, client.WithClock(clock),
+		client.WithProvider("openai", o, func(hc *http.Client) (providers.Provider, error) {
+			return openai.New(openai.Config{Name: "openai", BaseURL: "http://" + addr + "/v1", APIKey: sentinelKey, HTTPClient: hc})
+		}),
+		client.WithActiveProbe("openai", client.ChatProbe, time.Second),
+		client.WithObserver(func(e resilience.Event) {
+			if e.Type == resilience.EventProbeFinished {
+				probes <- e
+			}
+		}))
+	defer c.Close()
+	if _, err := ask(c, "model-a"); err == nil {
+		t.Fatal("a call to a host that refuses connections succeeded")
+	}
+	p := c.Pipeline("openai")
+	if p.CircuitState() != resilience.CircuitOpen {
+		t.Fatalf("the deployment's circuit is %v after the host refused", p.CircuitState())
+	}
+	l, err = net.Listen("tcp", addr) // the host is back
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", addr, err)
+	}
+	s := mocks.NewServer(mocks.WithListener(l))
+	defer s.Close()
+	clock.Advance(max(p.CircuitInfo().NextProbeIn, p.Route("model-a").CircuitInfo().NextProbeIn))
+	for range 2 { // the deployment's probe and model-a's
+		select {
+		case e := <-probes:
+			if e.Err != nil && e.Route == "" {
+				t.Fatalf("the deployment's probe: %v", e.Err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no probe finished")
+		}
+	}
+	if st := p.CircuitState(); st != resilience.CircuitClosed {
+		t.Fatalf("the deployment's circuit is %v once its host is back", st)
+	}
+	if _, err := ask(c, "model-a"); err != nil {
+		t.Fatalf("a call once the host is back: %v", err)
+	}
+}
+
+// The deployment's own circuit counts only what concerns every model (an unreachable host, a
+// refused key), and so does its active probe: once the host is back, the probe of the
+// deployment's circuit passes even when the model it asks is itself failing, whose own circuit
+// stays open; the deployment's other models serve again.
+func TestActiveProbe_TheDeploymentsProbeIsNotFailedByOneModel(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close() // nothing listens: the host refuses connections
+	o := policy()
+	o.RetryCount, o.CircuitBreakerThreshold = 0, 1
+	clock := backend.NewManualClock()
+	probes := make(chan resilience.Event, 8)
+	c := newClient(t, client.WithClock(clock),
+		client.WithProvider("openai", o, func(hc *http.Client) (providers.Provider, error) {
+			return openai.New(openai.Config{Name: "openai", BaseURL: "http://" + addr + "/v1", APIKey: sentinelKey, HTTPClient: hc,
+				Model: "model-a"})
+		}),
+		client.WithActiveProbe("openai", client.ChatProbe, time.Second),
+		client.WithObserver(func(e resilience.Event) {
+			if e.Type == resilience.EventProbeFinished {
+				probes <- e
+			}
+		}))
+	defer c.Close()
+	if _, err := ask(c, "model-a"); err == nil {
+		t.Fatal("a call to a host that refuses connections succeeded")
+	}
+	p := c.Pipeline("openai")
+	if p.CircuitState() != resilience.CircuitOpen {
+		t.Fatalf("the deployment's circuit is %v after the host refused", p.CircuitState())
+	}
+	l, err = net.Listen("tcp", addr) // the host is back, but model-a is overloaded
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", addr, err)
+	}
+	s := mocks.NewServer(mocks.WithListener(l), mocks.WithModelScript("model-a", mocks.Status(503).Always()))
+	defer s.Close()
+	clock.Advance(max(p.CircuitInfo().NextProbeIn, p.Route("model-a").CircuitInfo().NextProbeIn))
+	for range 2 { // the deployment's probe and model-a's
+		select {
+		case e := <-probes:
+			if (e.Err != nil) != (e.Route != "") {
+				t.Fatalf("probe of route %q: %v", e.Route, e.Err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("no probe finished")
+		}
+	}
+	if st := p.CircuitState(); st != resilience.CircuitClosed {
+		t.Fatalf("the deployment's circuit is %v once its host is back", st)
+	}
+	if st := p.Route("model-a").CircuitState(); st != resilience.CircuitOpen {
+		t.Fatalf("model-a's circuit is %v while model-a fails", st)
+	}
+	if _, err := ask(c, "model-b"); err != nil {
+		t.Fatalf("model-b once the host is back: %v", err)
 	}
 }

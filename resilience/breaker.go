@@ -84,8 +84,12 @@ func (b *breaker) reset() {
 }
 
 // blocked reports whether the circuit now turns calls away (open or isolated), which tells
-// the retry layer that other calls tripped it and retrying is pointless.
+// the retry layer that other calls tripped it and retrying is pointless. A route's is blocked
+// by its deployment's circuit too.
 func (b *breaker) blocked(ctx context.Context) bool {
+	if b.parent != nil && b.parent.blocked(ctx) {
+		return true
+	}
 	s, ch := b.c.read()
 	b.announce(ctx, ch)
 	return s == CircuitOpen || s == CircuitIsolated

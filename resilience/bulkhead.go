@@ -94,6 +94,11 @@ type bulkheadTransport struct {
 }
 
 func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.p != nil && t.p.shared != nil {
+		// The deployment's advice first, also for a routed call: what the fleet knows about
+		// the whole deployment (an unreachable host, a refused key) holds for every model.
+		t.p.adoptShared(req.Context())
+	}
 	if t.p != nil && t.p.parent == nil {
 		if key := routeOf(req.Context()); key != "" {
 			if rt := t.routed(key); rt != nil {
@@ -102,9 +107,6 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		}
 	}
 	b := t.b
-	if t.p != nil && t.p.shared != nil {
-		t.p.adoptShared(req.Context())
-	}
 	if err := t.cool.gate(req); err != nil {
 		closeRequestBody(req)
 		return t.fail(req, err)

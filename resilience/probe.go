@@ -26,7 +26,9 @@ const defaultProbeTimeout = 30 * time.Second
 // its latest Wrap, http.DefaultTransport before any), and returns nil when the provider
 // serves again, an error when it does not. Routes (Pipeline.Route) probe their own circuits
 // with it too: route is the route key under test (the model whose circuit is open), "" for
-// the deployment's own circuit, which opens on failures of the whole host. It runs outside the pipeline's layers — no
+// the deployment's own circuit, which opens on failures of the whole host; the route the
+// models beyond MaxRoutes share ("*") names no model and is not probed (a caller's call is
+// its probe). It runs outside the pipeline's layers — no
 // retries, no bulkhead slot, no rate-limit pause, no retry budget: a probe is one request that
 // nothing may delay, and its verdict is the application's (an answer with the wrong content
 // may fail it), not a status — as the circuit's own half-open probe: while it runs, calls are rejected as during any probe (ErrCircuitOpen,
@@ -194,9 +196,11 @@ func (a *activeProbe) send(ctx context.Context) error {
 }
 
 // forRoute returns the active probe of route pipeline c, made from a (its deployment's), or
-// nil when a is nil; a route made after its deployment's Close is closed from the start.
+// nil when a is nil; a route made after its deployment's Close is closed from the start. The
+// route the models beyond MaxRoutes share gets none: it names no model a probe could ask
+// ("*"), so its half-open probe is a caller's call, as without an active probe.
 func (a *activeProbe) forRoute(c *Pipeline) *activeProbe {
-	if a == nil {
+	if a == nil || c.route == overflowRoute {
 		return nil
 	}
 	a.mu.Lock()

@@ -247,3 +247,167 @@ func TestRoutes_SharedStateIsKeptPerRoute(t *testing.T) {
 		t.Fatalf("model b during c's pause: %v %v", resp, err)
 	}
 }
+
+// The route that the models beyond MaxRoutes share names no model, so the active probe, which
+// asks the model of the route under test, cannot test it: a server has no model "*". The
+// overflow route arms no active probe; when its break ends, a caller's call for one of its
+// models is the probe, and closes it.
+func TestRoutes_TheOverflowRouteIsProbedByACallersCall(t *testing.T) {
+	s := newModelServer(t)
+	s.set("*", http.StatusNotFound, "") // like any server: no model is named "*"
+	s.set("late", http.StatusServiceUnavailable, "")
+	clk := newManualClock()
+	var mu sync.Mutex
+	var probedRoutes []string
+	probe := func(ctx context.Context, rt http.RoundTripper, route string) error {
+		mu.Lock()
+		probedRoutes = append(probedRoutes, route)
+		mu.Unlock()
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url(), nil)
+		req.Header.Set("X-Model", route) // a one-token chat to the route's model
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return err
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode >= 400 {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	c, p := client(t, escalationOptions(1), WithName("openai"), WithClock(clk), WithActiveProbe(probe, 10*time.Second))
+	t.Cleanup(func() { _ = p.Close() })
+	for i := range MaxRoutes {
+		p.Route(fmt.Sprint("m", i))
+	}
+	if resp, err := callModel(t, c, s.url(), "late", 0); err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("model late: %v %v", resp, err)
+	}
+	r := p.Route("late")
+	if r.RouteKey() != overflowRoute || r.CircuitState() != CircuitOpen {
+		t.Fatalf("model late runs on %q, circuit %v", r.RouteKey(), r.CircuitState())
+	}
+	if a := r.breaker.active; a != nil && a.timer != nil {
+		t.Fatal("the overflow route armed an active probe, which would ask the server for model \"*\"")
+	}
+	s.set("late", http.StatusOK, "")
+	clk.Advance(r.CircuitInfo().NextProbeIn)
+	if resp, err := callModel(t, c, s.url(), "late", 0); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("model late after the break: %v %v", resp, err)
+	}
+	if st := r.CircuitState(); st != CircuitClosed {
+		t.Fatalf("the overflow route is %v after its probe succeeded", st)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(probedRoutes) != 0 || s.count("*") != 0 {
+		t.Fatalf("active probes %q, %d requests for model \"*\"", probedRoutes, s.count("*"))
+	}
+}
+
+// watchedStore is a memShared that reports its trouble (SharedStateWatcher): the stop function
+// of the watcher registered hold-th (counting from 1) waits for release, after saying so on
+// entered.
+type watchedStore struct {
+	memShared
+	mu               sync.Mutex
+	n, hold          int
+	entered, release chan struct{}
+}
+
+func (s *watchedStore) Watch(func(error)) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n++
+	if s.n != s.hold {
+		return func() {}
+	}
+	return func() {
+		close(s.entered)
+		<-s.release
+	}
+}
+
+// StopSharing covers every route, also one made while it runs: a route made after its
+// deployment began to stop sharing shares nothing.
+func TestRoutes_StopSharingCoversARouteMadeMeanwhile(t *testing.T) {
+	store := &watchedStore{hold: 2, entered: make(chan struct{}), release: make(chan struct{})}
+	p, err := New(testOptions(), WithName("openai"), WithSharedState(store)) // watcher 1
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Route("a") // watcher 2: its StopSharing waits for the test
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		p.StopSharing()
+	}()
+	<-store.entered
+	b := p.Route("b") // made while the deployment stops sharing
+	close(store.release)
+	<-done
+	b.OpenFor(time.Minute)
+	if a := store.Advice(b.Name()); a != (Advice{}) {
+		t.Fatalf("route b, made while its deployment stopped sharing, still shares: advice %+v", a)
+	}
+}
+
+// What another instance shares about the whole deployment — its host unreachable, its key
+// refused — holds for every model here too: a routed call adopts the deployment's advice
+// before its deployment's circuit admits it, and is turned away without sending.
+func TestRoutes_ADeploymentsSharedOpeningHoldsForRoutedCalls(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := fmt.Sprintf("http://%s/v1/chat/completions", l.Addr())
+	_ = l.Close() // nothing listens: connections are refused
+	s := newModelServer(t)
+	shared := &memShared{}
+	o := testOptions()
+	o.RetryCount, o.CircuitBreakerThreshold = 0, 1
+	a, pa := client(t, o, WithName("openai"), WithSharedState(shared))
+	b, pb := client(t, o, WithName("openai"), WithSharedState(shared))
+	if _, err := callModel(t, a, down, "x", 0); err == nil || errors.Is(err, ErrCircuitOpen) {
+		t.Fatalf("instance a: %v, want a refused connection", err)
+	}
+	if pa.CircuitState() != CircuitOpen || shared.Advice("openai").OpenUntil.IsZero() {
+		t.Fatalf("instance a's deployment %v, shared %+v", pa.CircuitState(), shared.Advice("openai"))
+	}
+	if _, err := callModel(t, b, s.url(), "y", 0); !errors.Is(err, ErrCircuitOpen) || s.count("y") != 0 {
+		t.Fatalf("model y on instance b: %v, %d requests sent; want the deployment's shared opening", err, s.count("y"))
+	}
+	if pb.CircuitState() != CircuitOpen {
+		t.Fatalf("instance b's deployment is %v", pb.CircuitState())
+	}
+}
+
+// A route's retries stop when its deployment's circuit opens meanwhile (another model's
+// calls found the host unreachable, or the client took the deployment out), as they stop when
+// the route's own circuit opens: the retry would be turned away by the next call anyway.
+func TestRoutes_RetriesStopWhenTheDeploymentsCircuitOpens(t *testing.T) {
+	o := testOptions()
+	o.RetryCount, o.CircuitBreakerThreshold = 3, 100
+	var p *Pipeline
+	var hits sync.Map
+	s := newScript(t, func(w http.ResponseWriter, r *http.Request) {
+		if _, seen := hits.LoadOrStore(r.Header.Get("X-Model"), true); !seen {
+			p.OpenFor(time.Minute) // the deployment is taken out while model a's call is out
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	})
+	var rec recorder
+	c, pp := client(t, o, WithName("openai"), OnEvent(rec.observe))
+	p = pp
+	resp, err := callModel(t, c, s.url(), "a", 0)
+	if err != nil || resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("model a: %v %v", resp, err)
+	}
+	if n := s.hits.Load(); n != 1 {
+		t.Fatalf("model a made %d attempts after its deployment's circuit opened, want 1", n)
+	}
+	gave := rec.kind(EventGaveUp)
+	if len(gave) != 1 || gave[0].GaveUp != GaveUpCircuitOpen {
+		t.Fatalf("gave up: %+v", gave)
+	}
+}

@@ -124,12 +124,18 @@ func (p *Pipeline) SharedName() string {
 // the store for probes or budgets; it goes on with its own state. A closed client
 // (client.Client.Close) stops the sharing of its pipelines. Calling it again does nothing.
 func (p *Pipeline) StopSharing() {
+	// The pipeline leaves before its routes are listed: a route made meanwhile either sees it
+	// left (and shares nothing) or is listed (see child).
+	if p.shared != nil && p.sh.left.CompareAndSwap(false, true) {
+		p.leaveShared()
+	}
 	for _, r := range p.Routes() {
 		r.StopSharing()
 	}
-	if p.shared == nil || !p.sh.left.CompareAndSwap(false, true) {
-		return
-	}
+}
+
+// leaveShared is StopSharing's work on p itself, once.
+func (p *Pipeline) leaveShared() {
 	p.settleShared() // a pipeline that never joined does not join now
 	sh := &p.sh
 	sh.joinMu.Lock()
