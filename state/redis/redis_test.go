@@ -15,6 +15,7 @@ import (
 	"time"
 
 	steady "github.com/steadyllm/steady"
+	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/config"
 	"github.com/steadyllm/steady/health"
 	"github.com/steadyllm/steady/internal/backend"
@@ -308,21 +309,40 @@ func TestRedis_FourInstancesShareOneBudget(t *testing.T) {
 
 const childEnv = "STEADYREDIS_TEST_CHILD"
 
-// appConfig is an application's configuration: one OpenAI-compatible provider at url, its
-// state shared through the test's Redis under prefix.
-func appConfig(url, redisAddr, prefix string) (*config.Config, error) {
+// keyEnv holds the API key of appConfig's provider when it has one.
+const keyEnv = "STEADYREDIS_TEST_KEY"
+
+// appConfig is an application's configuration: one OpenAI-compatible provider at url, its key
+// read from keyEnv when withKey (else none), its state shared through the test's Redis under
+// prefix.
+func appConfig(url string, withKey bool, redisAddr, prefix string) (*config.Config, error) {
+	keyed := ""
+	if withKey {
+		keyed = fmt.Sprintf(`"APIKeyEnv": %q, `, keyEnv)
+	}
 	return config.ParseWithEnv([]byte(fmt.Sprintf(`{"LLM": {
 		"Resilience": {"RetryCount": 0, "CircuitBreakerThreshold": 3},
-		"Providers": {"openai": {"Dialect": "openai-compatible", "BaseURL": %q, "Model": "gpt-4o-mini"}},
-		"SharedState": {"Address": %q, "Prefix": %q, "PollIntervalSeconds": 0.05}}}`, url, redisAddr, prefix)), nil)
+		"Providers": {"openai": {"Dialect": "openai-compatible", "BaseURL": %q, %s"Model": "gpt-4o-mini"}},
+		"SharedState": {"Address": %q, "Prefix": %q, "PollIntervalSeconds": 0.05}}}`, url, keyed, redisAddr, prefix)), os.Environ())
 }
 
 var hello = &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: "hi"}}}
 
+// circuitOf is the circuit a failing call opens: the model's route when the server fails the
+// model (per-model circuits), the deployment's own when it refuses the key.
+func circuitOf(c *client.Client, keyRefused bool) *resilience.Pipeline {
+	p := c.Circuits()["openai"]
+	if keyRefused {
+		return p
+	}
+	return p.Route("gpt-4o-mini")
+}
+
 // child is another process of the application: it calls the failing provider until its
 // circuit opens, lets the store write the opening, and exits.
 func child() int {
-	cfg, err := appConfig(os.Getenv(childEnv+"_URL"), os.Getenv(childEnv+"_REDIS"), os.Getenv(childEnv+"_PREFIX"))
+	key := os.Getenv(keyEnv)
+	cfg, err := appConfig(os.Getenv(childEnv+"_URL"), key != "", os.Getenv(childEnv+"_REDIS"), os.Getenv(childEnv+"_PREFIX"))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -335,7 +355,7 @@ func child() int {
 	for range 3 {
 		_, _ = c.Chat(context.Background(), hello)
 	}
-	if c.Circuits()["openai"].CircuitState() != resilience.CircuitOpen {
+	if circuitOf(c, key == "").CircuitState() != resilience.CircuitOpen {
 		fmt.Fprintln(os.Stderr, "the child's circuit did not open")
 		return 1
 	}
@@ -345,40 +365,56 @@ func child() int {
 }
 
 // Two processes built from configuration share one Redis: the circuit one of them opens
-// holds in the other, which sends nothing; the health check shows the store.
+// holds in the other, which sends nothing; the health check shows the store. The server
+// fails either the model (503: the model's circuit opens) or the key (no key, 401: the
+// deployment's circuit opens, and holds for every model).
 func TestRedis_SeparateProcessesFromConfig(t *testing.T) {
-	s := mocks.NewServer(mocks.WithScript(mocks.Status(503).Always()))
-	defer s.Close()
-	cfg, err := appConfig(s.OpenAIBaseURL(), addr(), t.Name())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c, err := steady.FromConfig(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_ = c.Circuits()["openai"].CircuitInfo() // the instance is up before the other process starts
-	_ = c.SharedState().Advice("openai")
+	for _, tc := range []struct {
+		name string
+		key  string
+	}{{"model_fails", "sk-test"}, {"key_refused", ""}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mocks.NewServer(mocks.WithScript(mocks.Status(503).Always()))
+			defer s.Close()
+			t.Setenv(keyEnv, tc.key) // the other process inherits it
+			cfg, err := appConfig(s.OpenAIBaseURL(), tc.key != "", addr(), t.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := steady.FromConfig(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			circuit := circuitOf(c, tc.key == "")
+			_ = circuit.CircuitInfo() // the instance is up before the other process starts
+			name := circuit.SharedName()
 
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), childEnv+"=1", childEnv+"_URL="+s.OpenAIBaseURL(), childEnv+"_REDIS="+addr(), childEnv+"_PREFIX="+t.Name())
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the other process: %v\n%s", err, out)
-	}
-	eventually(t, "the opening to reach this process", func() bool { return !c.SharedState().Advice("openai").OpenUntil.IsZero() })
-	_, err = c.Chat(context.Background(), hello)
-	var perr *providers.Error
-	if !errors.As(err, &perr) || perr.Kind != providers.KindCircuitOpen {
-		t.Fatalf("this process: %v", err)
-	}
-	if n := s.Journal().Len(); n != 3 {
-		t.Fatalf("the server saw %d requests, want the other process's 3", n)
-	}
-	checker := health.NewChecker()
-	checker.AddSet(c)
-	if r := checker.Report(); len(r.SharedStates) != 1 || !r.SharedStates[0].Up {
-		t.Fatalf("health: %+v", r)
+			cmd := exec.Command(os.Args[0], "-test.run=^$")
+			cmd.Env = append(os.Environ(), childEnv+"=1", childEnv+"_URL="+s.OpenAIBaseURL(), childEnv+"_REDIS="+addr(), childEnv+"_PREFIX="+t.Name())
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("the other process: %v\n%s", err, out)
+			}
+			eventually(t, "the opening to reach this process", func() bool { return !c.SharedState().Advice(name).OpenUntil.IsZero() })
+			_, err = c.Chat(context.Background(), hello)
+			var perr *providers.Error
+			if !errors.As(err, &perr) || perr.Kind != providers.KindCircuitOpen {
+				t.Fatalf("this process: %v", err)
+			}
+			if n := s.Journal().Len(); n != 3 {
+				t.Fatalf("the server saw %d requests, want the other process's 3", n)
+			}
+			for _, r := range s.Journal().Requests() {
+				if sent := r.Header.Get("Authorization") != ""; sent != (tc.key != "") {
+					t.Fatalf("a request carried a key: %v, want %v: the test does not fail what it means to", sent, tc.key != "")
+				}
+			}
+			checker := health.NewChecker()
+			checker.AddSet(c)
+			if r := checker.Report(); len(r.SharedStates) != 1 || !r.SharedStates[0].Up {
+				t.Fatalf("health: %+v", r)
+			}
+		})
 	}
 }
 

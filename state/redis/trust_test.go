@@ -190,7 +190,7 @@ func TestRedis_UnrelatedApplicationsDoNotShareInstancesOfOneDo(t *testing.T) {
 	other := mocks.NewServer()
 	defer other.Close()
 	open := func(url string) *client.Client {
-		cfg, err := appConfig(url, addr(), "")
+		cfg, err := appConfig(url, false, addr(), "") // no key: the failing server refuses it (401), which opens the deployment's circuit
 		if err != nil {
 			t.Fatal(err)
 		}
