@@ -176,6 +176,12 @@ func (t *breakerTransport) routeTrip(req *http.Request, pb *breaker) (*http.Resp
 	if rej != nil {
 		return nil, pb.reject(req, *rej)
 	}
+	if ptk.probe && pb.elect != nil {
+		// The deployment's probe is the fleet's, whichever model's call makes it.
+		if err := pb.elected(req, ptk); err != nil {
+			return nil, err
+		}
+	}
 	tk, rej, ch := b.c.admit()
 	b.announce(ctx, ch)
 	if rej != nil {

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -410,4 +411,67 @@ func TestRoutes_RetriesStopWhenTheDeploymentsCircuitOpens(t *testing.T) {
 	if len(gave) != 1 || gave[0].GaveUp != GaveUpCircuitOpen {
 		t.Fatalf("gave up: %+v", gave)
 	}
+}
+
+// The deployment's own circuit is probed once for the fleet when its break ends, whichever
+// model's call would probe: the other instance's routed calls are turned away until the
+// winner's outcome reaches them.
+func TestRoutes_TheDeploymentsProbeIsTheFleets(t *testing.T) {
+	hold, held := make(chan struct{}), make(chan struct{}, 1)
+	var holding, refused atomic.Bool
+	var ys atomic.Int32
+	refused.Store(true)
+	s := newScript(t, func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Model") == "y" {
+			ys.Add(1)
+		}
+		if holding.Load() {
+			held <- struct{}{}
+			<-hold
+		}
+		if refused.Load() {
+			w.WriteHeader(http.StatusUnauthorized)
+		}
+	})
+	var release sync.Once
+	t.Cleanup(func() { release.Do(func() { close(hold) }) }) // a failed test does not hang the server's Close
+	shared := &memShared{}
+	clock := newManualClock()
+	o := testOptions()
+	o.RetryCount, o.CircuitBreakerThreshold, o.CircuitBreakerDurationSeconds = 0, 1, 30
+	a, pa := client(t, o, WithName("openai"), WithClock(clock), WithSharedState(&memFleet{memShared: shared, id: "a"}))
+	b, pb := client(t, o, WithName("openai"), WithClock(clock), WithSharedState(&memFleet{memShared: shared, id: "b"}))
+	if _, err := callModel(t, a, s.url(), "x", 0); err != nil || pa.CircuitState() != CircuitOpen {
+		t.Fatalf("a's refused key: %v, deployment %v", err, pa.CircuitState())
+	}
+	if _, err := callModel(t, b, s.url(), "y", 0); !errors.Is(err, ErrCircuitOpen) {
+		t.Fatalf("b during the break: %v", err)
+	}
+
+	clock.Advance(31 * time.Second)
+	refused.Store(false)
+	holding.Store(true)
+	probe := make(chan error, 1)
+	go func() { _, err := callModel(t, a, s.url(), "x", 0); probe <- err }()
+	<-held
+	holding.Store(false)
+	for range 3 {
+		if _, err := callModel(t, b, s.url(), "y", 0); !errors.Is(err, ErrCircuitOpen) {
+			t.Fatalf("b's model y while a probes the deployment: %v", err)
+		}
+	}
+	if n := ys.Load(); n != 0 {
+		t.Fatalf("b sent %d requests while a probed the deployment, want none", n)
+	}
+	release.Do(func() { close(hold) })
+	if err := <-probe; err != nil {
+		t.Fatal(err)
+	}
+	if pa.CircuitState() != CircuitClosed {
+		t.Fatalf("a's deployment after its probe: %v", pa.CircuitState())
+	}
+	eventually(t, "the closing to reach b", func() bool {
+		_, err := callModel(t, b, s.url(), "y", 0)
+		return err == nil && pb.CircuitState() == CircuitClosed
+	})
 }
