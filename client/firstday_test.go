@@ -42,6 +42,8 @@ func TestBadArguments_AreRefusedBeforeSending(t *testing.T) {
 		"max tokens":          {&providers.ChatRequest{Messages: msgs, MaxTokens: -1}, "MaxTokens = -1"},
 		"tool without its ID": {&providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleTool, Content: "42"}}}, "ToolCallID"},
 		"unknown format":      {&providers.ChatRequest{Messages: msgs, Format: "yaml"}, `Format = "yaml"`},
+		"huge model":          {&providers.ChatRequest{Messages: msgs, Model: strings.Repeat("m", 1<<20)}, "Model is 1048576 bytes: must be at most 256"},
+		"model with newline":  {&providers.ChatRequest{Messages: msgs, Model: "gpt-4o\r\nX-Injected: 1"}, "must not hold control characters"},
 	} {
 		_, err := c.Chat(context.Background(), tc.req)
 		_, serr := c.ChatStream(context.Background(), tc.req)
@@ -53,6 +55,7 @@ func TestBadArguments_AreRefusedBeforeSending(t *testing.T) {
 	}
 	for name, req := range map[string]*providers.EmbedRequest{
 		"nil": nil, "no inputs": {}, "an empty input": {Inputs: []string{"a", ""}},
+		"a huge model": {Model: strings.Repeat("m", 257), Inputs: []string{"a"}},
 	} {
 		if _, err := c.Embed(context.Background(), req); providers.KindOf(err) != providers.KindBadRequest {
 			t.Fatalf("embed %s: %v", name, err)

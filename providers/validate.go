@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode"
 )
 
 // Ranges of the neutral request's parameters. Providers may allow less (Anthropic's
@@ -12,12 +13,29 @@ import (
 const (
 	MaxTemperature = 2.0
 	MaxTopP        = 1.0
+	// MaxModelLen bounds a request's Model in bytes. The model names a route (its circuit,
+	// pause and budgets), a metric label and a key of the shared state: real names are a few
+	// dozen bytes.
+	MaxModelLen = 256
 )
+
+// checkModel reports a Model longer than MaxModelLen or holding a control character (a
+// newline would forge a log line or split a header), or "" when model is usable.
+func checkModel(model string) string {
+	if len(model) > MaxModelLen {
+		return fmt.Sprintf("Model is %d bytes: must be at most %d", len(model), MaxModelLen)
+	}
+	if strings.ContainsFunc(model, unicode.IsControl) {
+		return fmt.Sprintf("Model = %q: must not hold control characters", clip(model))
+	}
+	return ""
+}
 
 // Validate reports what makes r unusable, before anything is sent: a nil request, no
 // messages, an unknown role, a tool result without the ID of its call, a tool without a name
 // or with parameters that are not JSON, an unknown response format, and parameters out of
-// range (Temperature 0 to MaxTemperature, TopP 0 to MaxTopP, MaxTokens 0 or more). The error
+// range (Temperature 0 to MaxTemperature, TopP 0 to MaxTopP, MaxTokens 0 or more), a Model
+// longer than MaxModelLen or with a control character. The error
 // is a *Error of kind KindBadRequest that names every bad field and what is allowed; nil when
 // r is usable.
 func (r *ChatRequest) Validate() error {
@@ -26,6 +44,9 @@ func (r *ChatRequest) Validate() error {
 	}
 	var problems []string
 	add := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	if p := checkModel(r.Model); p != "" {
+		problems = append(problems, p)
+	}
 	if len(r.Messages) == 0 {
 		add("Messages is empty: a chat needs at least one message")
 	}
@@ -142,13 +163,17 @@ func validCache(c CacheTTL) bool {
 }
 
 // Validate reports what makes r unusable, before anything is sent: a nil request, no inputs,
-// an empty input (every API refuses those). The error is a *Error of kind KindBadRequest; nil
+// an empty input (every API refuses those), a Model longer than MaxModelLen or with a control
+// character. The error is a *Error of kind KindBadRequest; nil
 // when r is usable.
 func (r *EmbedRequest) Validate() error {
 	if r == nil {
 		return badRequest([]string{"the embedding request is nil"})
 	}
 	var problems []string
+	if p := checkModel(r.Model); p != "" {
+		problems = append(problems, p)
+	}
 	if len(r.Inputs) == 0 {
 		problems = append(problems, "Inputs is empty: an embedding request needs at least one input")
 	}
