@@ -32,6 +32,8 @@ type Pipeline struct {
 	timeouts timeouts
 	breaker  breaker
 	retry    retrier
+	// lat is what the client measured of the pipeline's calls' speed (latency.go).
+	lat latency
 
 	// parent is the pipeline a route belongs to (nil for one that is no route); routes are a
 	// pipeline's routes, by key (see route.go).

@@ -1,0 +1,148 @@
+package resilience
+
+import (
+	"math"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// LatencyWindow is how many of a pipeline's most recent first-content times its latency
+// quantiles are taken over (Pipeline.LatencyQuantile).
+const LatencyWindow = 64
+
+// MinLatencySamples is how many first-content times a pipeline needs before it states a
+// quantile: fewer say too little about a tail.
+const MinLatencySamples = 10
+
+// latencyAlpha is the weight of a new sample in the moving averages (Latency): a route's
+// estimate moves most of the way to a new level within about eight calls.
+const latencyAlpha = 0.25
+
+// latency keeps what a pipeline measured of its calls' speed: the last LatencyWindow times to
+// first content, and moving averages of that time, of the time per output token of whole
+// answers, and of the share of calls that failed. The client records them (ObserveLatency);
+// the pipeline itself never reads the wall clock for them.
+type latency struct {
+	mu   sync.Mutex
+	ring [LatencyWindow]int64 // nanoseconds, the newest at (n-1) % LatencyWindow
+	n    int64                // samples recorded in all
+	// q caches the last quantile asked for (qAt samples ago): a hedge asks for one per call.
+	q, qAt, qOf int64
+
+	ttft     atomic.Uint64 // float64 bits: moving average of the time to first content, ns
+	perToken atomic.Uint64 // float64 bits: moving average of a whole answer's time per output token, ns
+	errRate  atomic.Uint64 // float64 bits: moving average of failures (1) and successes (0)
+	samples  atomic.Int64
+}
+
+// LatencySample is one call's measured speed, as the client reports it: the time from sending
+// to the first content (a stream's first token, a whole answer's arrival), and for a whole
+// answer the output tokens it held. A call that failed sets Failed and nothing else; a call cut
+// off (a first-token limit, a hedge that lost) reports the time it had waited as FirstContent
+// and sets Censored: the real time was longer.
+type LatencySample struct {
+	FirstContent time.Duration
+	OutputTokens int  // of a whole answer; 0 for a stream
+	Stream       bool // FirstContent is a stream's first token
+	Censored     bool
+	Failed       bool
+}
+
+// ObserveLatency records s for the pipeline (a route: Pipeline.Route), for LatencyQuantile and
+// Latency. It is cheap and takes no allocation.
+func (p *Pipeline) ObserveLatency(s LatencySample) {
+	l := &p.lat
+	if s.Failed {
+		ewma(&l.errRate, 1)
+		return
+	}
+	ewma(&l.errRate, 0)
+	if s.FirstContent <= 0 {
+		return
+	}
+	ns := int64(s.FirstContent)
+	l.mu.Lock()
+	l.ring[l.n%LatencyWindow] = ns
+	l.n++
+	l.mu.Unlock()
+	l.samples.Add(1)
+	if s.Stream || s.Censored {
+		ewma(&l.ttft, float64(ns))
+	}
+	if !s.Stream && !s.Censored && s.OutputTokens > 0 {
+		ewma(&l.perToken, float64(ns)/float64(s.OutputTokens))
+	}
+}
+
+// ewma moves the average in v towards x (the first sample sets it).
+func ewma(v *atomic.Uint64, x float64) {
+	for {
+		old := v.Load()
+		cur := math.Float64frombits(old)
+		next := x
+		if old != 0 {
+			next = cur + latencyAlpha*(x-cur)
+		}
+		if v.CompareAndSwap(old, math.Float64bits(next)) {
+			return
+		}
+	}
+}
+
+// LatencyQuantile returns the q quantile (0 < q < 1) of the pipeline's last LatencyWindow
+// times to first content, and false when it has fewer than MinLatencySamples. A quantile is
+// recomputed at most once every eight samples, so asking on every call is cheap.
+func (p *Pipeline) LatencyQuantile(q float64) (time.Duration, bool) {
+	l := &p.lat
+	if !(q > 0 && q < 1) {
+		return 0, false
+	}
+	qi := int64(math.Float64bits(q))
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.n < MinLatencySamples {
+		return 0, false
+	}
+	if l.qOf == qi && l.n-l.qAt < 8 && l.q > 0 {
+		return time.Duration(l.q), true
+	}
+	var tmp [LatencyWindow]int64
+	k := int(min(l.n, LatencyWindow))
+	copy(tmp[:k], l.ring[:k])
+	s := tmp[:k]
+	slices.Sort(s)
+	v := s[min(int(math.Ceil(q*float64(k)))-1, k-1)]
+	l.q, l.qAt, l.qOf = v, l.n, qi
+	return time.Duration(v), true
+}
+
+// LatencyInfo is what a pipeline measured of its calls' speed (Pipeline.Latency).
+type LatencyInfo struct {
+	// Samples is how many first-content times were recorded.
+	Samples int64
+	// FirstToken is the moving average of the time to a stream's first content (calls cut off
+	// count at the time they waited); 0 before any.
+	FirstToken time.Duration
+	// PerOutputToken is the moving average of a whole answer's time divided by its output
+	// tokens; 0 before any.
+	PerOutputToken time.Duration
+	// P50 and P95 are quantiles of the last LatencyWindow times to first content (streams and
+	// whole answers alike); 0 before MinLatencySamples.
+	P50, P95 time.Duration
+	// ErrorRate is the moving average of the share of calls that failed, 0 to 1.
+	ErrorRate float64
+}
+
+// Latency returns what the pipeline measured of its calls' speed.
+func (p *Pipeline) Latency() LatencyInfo {
+	l := &p.lat
+	info := LatencyInfo{Samples: l.samples.Load(),
+		FirstToken:     time.Duration(math.Float64frombits(l.ttft.Load())),
+		PerOutputToken: time.Duration(math.Float64frombits(l.perToken.Load())),
+		ErrorRate:      math.Float64frombits(l.errRate.Load())}
+	info.P50, _ = p.LatencyQuantile(0.5)
+	info.P95, _ = p.LatencyQuantile(0.95)
+	return info
+}

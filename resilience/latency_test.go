@@ -1,0 +1,87 @@
+package resilience
+
+import (
+	"testing"
+	"time"
+)
+
+// A pipeline states quantiles only once it has enough samples, over its last LatencyWindow,
+// and moving averages that follow a change of level within a few calls.
+func TestLatency_QuantilesAndAverages(t *testing.T) {
+	p, err := New(testOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Route("m")
+	if _, ok := r.LatencyQuantile(0.95); ok {
+		t.Fatal("a quantile before any sample")
+	}
+	for i := range MinLatencySamples - 1 {
+		r.ObserveLatency(LatencySample{FirstContent: time.Duration(i+1) * time.Millisecond, Stream: true})
+	}
+	if _, ok := r.LatencyQuantile(0.5); ok {
+		t.Fatal("a quantile before MinLatencySamples")
+	}
+	// 100 samples: 95 at 100 ms, 5 stragglers at 10 s; the window holds the last 64.
+	for i := range 100 {
+		d := 100 * time.Millisecond
+		if i%20 == 19 {
+			d = 10 * time.Second
+		}
+		r.ObserveLatency(LatencySample{FirstContent: d, Stream: true})
+	}
+	if q, ok := r.LatencyQuantile(0.5); !ok || q != 100*time.Millisecond {
+		t.Fatalf("p50 %v %v", q, ok)
+	}
+	if q, ok := r.LatencyQuantile(0.99); !ok || q != 10*time.Second {
+		t.Fatalf("p99 %v %v", q, ok)
+	}
+	if p.Latency().Samples != 0 {
+		t.Fatal("a route's samples reached its deployment")
+	}
+	// The first-token average follows a tripling within eight calls.
+	for range 8 {
+		r.ObserveLatency(LatencySample{FirstContent: 300 * time.Millisecond, Stream: true})
+	}
+	if ft := r.Latency().FirstToken; ft < 270*time.Millisecond || ft > 330*time.Millisecond+time.Second {
+		t.Fatalf("first token average %v after eight calls at 300 ms", ft)
+	}
+	r.ObserveLatency(LatencySample{FirstContent: 2 * time.Second, OutputTokens: 100})
+	if pt := r.Latency().PerOutputToken; pt != 20*time.Millisecond {
+		t.Fatalf("per output token %v", pt)
+	}
+	for range 20 {
+		r.ObserveLatency(LatencySample{Failed: true})
+	}
+	if e := r.Latency().ErrorRate; e < 0.99 {
+		t.Fatalf("error rate %v after 20 failures", e)
+	}
+	for _, q := range []float64{0, 1, -1, 2} {
+		if _, ok := r.LatencyQuantile(q); ok {
+			t.Fatalf("quantile %v accepted", q)
+		}
+	}
+}
+
+// Recording a sample and asking for a cached quantile take no allocation.
+func TestLatency_NoAllocations(t *testing.T) {
+	p, _ := New(testOptions())
+	for range 20 {
+		p.ObserveLatency(LatencySample{FirstContent: time.Millisecond, Stream: true})
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		p.ObserveLatency(LatencySample{FirstContent: time.Millisecond, Stream: true})
+		_, _ = p.LatencyQuantile(0.95)
+	}); n != 0 {
+		t.Fatalf("%v allocations", n)
+	}
+}
+
+func BenchmarkLatency_ObserveAndQuantile(b *testing.B) {
+	p, _ := New(testOptions())
+	b.ReportAllocs()
+	for i := range b.N {
+		p.ObserveLatency(LatencySample{FirstContent: time.Duration(i%1000) * time.Microsecond, Stream: true})
+		_, _ = p.LatencyQuantile(0.95)
+	}
+}
