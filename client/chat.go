@@ -43,7 +43,7 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
-	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens),
+	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).hedging(o, false),
 		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
@@ -58,6 +58,7 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 		func(resp *providers.ChatResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
 			resp.Provider, resp.Deployment = d.owner, d.name
 			resp.FailedAttempts, resp.AbandonedUsage = acct.FailedAttempts, acct.AbandonedUsage
+			resp.Hedges, resp.HedgeWon = acct.Hedges, acct.HedgeWon
 			if resp.Model == "" {
 				resp.Model = model
 			}

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/steadyllm/steady/internal/headers"
 	"github.com/steadyllm/steady/internal/redact"
@@ -31,6 +32,14 @@ func (c *Client) checkOptions(o *callOptions) error {
 	}
 	if o.firstToken != nil && *o.firstToken <= 0 {
 		return badCall("WithFirstTokenTimeout(%s): must be above 0; a call never turns the policy's limit off", *o.firstToken)
+	}
+	if h := o.hedge; h != nil && h.After != 0 {
+		if h.After < 0 || h.After > 600*time.Second {
+			return badCall("WithHedge(%s, %d): the delay must be above 0 and at most 10m0s", h.After, h.Max)
+		}
+		if h.Max < 1 || h.Max > 3 {
+			return badCall("WithHedge(%s, %d): a call sends 1 to 3 hedges", h.After, h.Max)
+		}
 	}
 	switch o.rescue {
 	case "", resilience.RescueOff, resilience.RescueRestart, resilience.RescueBuffer:

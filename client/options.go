@@ -45,6 +45,9 @@ type callOptions struct {
 	// rescue its StreamRescue (WithRescue), "" for the policy's.
 	firstToken *time.Duration
 	rescue     string
+	// hedge is the call's own hedging (WithHedge; WithoutHedge: After 0), nil for the
+	// policy's.
+	hedge *resilience.Hedge
 }
 
 // WithFirstTokenTimeout sets, for a stream, the first-token limit of each route's try (the

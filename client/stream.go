@@ -58,7 +58,7 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 		return nil, err
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req))
+	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true)
 	return c.streamWalk(w, req, o)
 }
 
@@ -106,15 +106,17 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 			if perr := s.awaitContent(w.c.clock, limit, mode == resilience.RescueBuffer); perr != nil {
 				return nil, &s.call.Info, perr
 			}
-			if mode == resilience.RescueRestart {
-				// The walk as it stands (this route tried), for the rest of the chain; a copy, so
-				// that a call without rescue keeps its walk on the stack.
-				s.rescue = &rescuer{c: c, w: *w, req: req, o: o}
-			}
+			s.restarts = mode == resilience.RescueRestart
 			return s, &s.call.Info, nil
 		},
 		func(s *Stream, _ *deployment, model string, res *TryResult, acct Accounting) bool {
 			s.model, s.acct = model, acct
+			if s.restarts {
+				// The walk as it stands (the routes tried), for the rest of the chain; a copy, so
+				// that a call without rescue keeps its walk on the stack. Taken here, on the
+				// walk's goroutine: a hedged try runs on its own.
+				s.rescue = &rescuer{c: c, w: *w, req: req, o: o}
+			}
 			if res == nil {
 				return false
 			}
@@ -152,11 +154,16 @@ type Stream struct {
 	pipe     *resilience.Pipeline // settles the token estimate when the usage arrives
 	acct     Accounting
 
-	// rescue, when the call's StreamRescue is "restart", restarts the call on the rest of its
-	// chain after a failure; next is the stream that took over, to which everything defers.
-	rescue *rescuer
-	mu     sync.Mutex // guards next against Close from another goroutine
-	next   *Stream
+	// rescue, when the call's StreamRescue is "restart" (restarts), restarts the call on the
+	// rest of its chain after a failure; next is the stream that took over, to which
+	// everything defers.
+	restarts bool
+	rescue   *rescuer
+	// release, for the try of a hedged call that won, ends the context the stream reads
+	// under (see hold).
+	release func()
+	mu      sync.Mutex // guards next against Close from another goroutine
+	next    *Stream
 }
 
 // current returns the stream that serves now: s, or the one that took over after a rescue.
@@ -462,5 +469,13 @@ func (s *Stream) Close() error {
 		return nil
 	}
 	s.tel.end(nil, providers.Delta{}, true)
-	return s.inner.Close()
+	err := s.inner.Close()
+	if s.release != nil {
+		s.release()
+	}
+	return err
 }
+
+// hold gives the stream the release of the context it reads under, which Close calls: the
+// try of a hedged call runs under a context of its own, cancelled for the tries that lose.
+func (s *Stream) hold(release func()) { s.release = release }

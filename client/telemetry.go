@@ -91,6 +91,10 @@ type TryResult struct {
 	TimeToFirstChunk time.Duration
 	// Closed reports a stream that the caller closed before it ended.
 	Closed bool
+	// Hedge reports a try sent as a hedge (resilience.Options.HedgeAfterSeconds); Lost, a try
+	// cancelled because another try of the hedged call delivered first (Err is nil: it did
+	// not fail).
+	Hedge, Lost bool
 	// Next is the provider the chain tries after this failure, "" when it stops here.
 	Next string
 }

@@ -15,12 +15,16 @@ import (
 // walk is one call's way along its chain of routes — each deployment of each provider of the
 // plan's chain, for the model the provider is asked for — and what it learnt on the way.
 type walk struct {
-	c     *Client
-	ctx   context.Context
-	tr    CallTracker
-	pl    plan
-	model string // the model asked of the chain
-	need  providers.Capabilities
+	c      *Client
+	ctx    context.Context
+	tr     CallTracker
+	o      *callOptions // nil for none
+	stream bool         // a ChatStream
+	// hedgeable: a chat call, which may be hedged (embeddings are not).
+	hedgeable bool
+	pl        plan
+	model     string // the model asked of the chain
+	need      providers.Capabilities
 	// tokens is the call's estimate (prompt and the most it may answer), checked against the
 	// routes' declared context windows.
 	tokens int
@@ -47,11 +51,25 @@ type walk struct {
 type Accounting struct {
 	FailedAttempts int
 	AbandonedUsage providers.Usage
+	// Hedges is the number of hedges the call sent (resilience.Options.HedgeAfterSeconds,
+	// WithHedge): tries beyond the first, sent because none had first content after the
+	// hedge delay. HedgeWon reports that a hedge served the answer; HedgesRefused counts the
+	// hedges the retry budget did not allow. A cancelled try may still be billed by its
+	// provider for the prompt it had read; the servers do not say, so AbandonedUsage cannot.
+	Hedges        int
+	HedgeWon      bool
+	HedgesRefused int
 }
 
 // newWalk starts the walk of a call made with ctx (the context its providers see) along pl.
 func (c *Client) newWalk(ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities, tokens int) *walk {
 	return &walk{c: c, ctx: ctx, tr: tr, pl: pl, model: model, need: need, tokens: tokens}
+}
+
+// hedging makes w, a chat call's walk with options o, one that may be hedged (see hedgeOf).
+func (w *walk) hedging(o *callOptions, stream bool) *walk {
+	w.o, w.stream, w.hedgeable = o, stream, true
+	return w
 }
 
 // walkChain asks the routes of w's chain in order until one answers or a failure must not go
@@ -107,33 +125,48 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 				wait = c.failoverWait()
 			}
 			w.markTried(d)
-			var start time.Time
+			t := try{d: d, model: dm, route: route, maxWait: wait, elsewhere: wait != 0}
+			// at is the route whose try ended: this one, or with hedging the one that served (or
+			// failed last).
+			at := hedgeRoute{e: e, d: d, dm: dm, route: route}
 			if tr != nil {
-				start = time.Now()
+				at.start = time.Now()
 			}
-			resp, info, err := call(ctx, try{d: d, model: dm, route: route, maxWait: wait, elsewhere: wait != 0})
+			var (
+				resp R
+				info *resilience.CallInfo
+				err  error
+			)
+			if h := w.hedgeOf(d); h.After > 0 {
+				resp, info, err, at = hedged(w, call, h, at, t,
+					func() (hedgeRoute, try, bool) { return w.nextHedge(chain, i, deps, k, m) })
+			} else {
+				resp, info, err = call(ctx, t)
+			}
 			if err == nil {
-				if d.outs.Load() != 0 {
-					d.outs.Store(0) // back in service: the next take-out starts from the first break
+				if at.d.outs.Load() != 0 {
+					at.d.outs.Store(0) // back in service: the next take-out starts from the first break
 				}
 				if info != nil {
 					w.acct.FailedAttempts += max(info.Attempts-1, 0)
 				}
 				if tr == nil {
-					served(resp, d, route, nil, w.acct)
+					served(resp, at.d, at.route, nil, w.acct)
 					return resp, nil
 				}
-				res := tryResult(e, d, dm, start, info, nil)
-				if !served(resp, d, route, &res, w.acct) {
+				res := tryResult(at.e, at.d, at.dm, at.start, info, nil)
+				res.Hedge = at.hedge
+				if !served(resp, at.d, at.route, &res, w.acct) {
 					tr.TryDone(res)
 					tr.End(nil)
 				}
 				return resp, nil
 			}
-			perr := w.failed(e, d, err, info)
-			next, redirect := w.next(perr, c.windowOf(e.name, route))
+			perr := w.failed(at.e, at.d, err, info)
+			next, redirect := w.next(perr, c.windowOf(at.e.name, at.route))
 			if tr != nil {
-				res := tryResult(e, d, dm, start, info, perr)
+				res := tryResult(at.e, at.d, at.dm, at.start, info, perr)
+				res.Hedge = at.hedge
 				if next {
 					switch {
 					case redirect != nil:
@@ -155,7 +188,7 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 				w.pl.chain = chain // for a rescue of the stream that serves later
 				break deployments
 			}
-			if firstTokenTimeout(perr) && !slices.Contains(w.retried, d) && k+1 == len(deps) && later == 0 {
+			if firstTokenTimeout(perr) && at.d == d && !slices.Contains(w.retried, d) && k+1 == len(deps) && later == 0 {
 				// Silent routes go to the next route first; a same-route retry only when no other
 				// route can serve now — none later in the chain is capable, closed and not pausing
 				// (once: a route silent twice is down).

@@ -101,6 +101,13 @@ type failedTry struct {
 func (c *callTracker) TryDone(r client.TryResult) {
 	c.t.inst.try(c.ctx, c.start.Operation, c.start.Stream, &r)
 	c.attempts += r.Attempts
+	if h := hedgeOutcome(&r); h != "" && c.span.IsRecording() {
+		c.span.AddEvent(SpanEventHedge, trace.WithAttributes(KeySpanProvider.String(r.Provider),
+			KeySpanDeployment.String(deploymentOf(r)), KeyOutcome.String(h)))
+	}
+	if r.Lost {
+		return // cancelled for the try that serves: not the call's last word
+	}
 	c.last = r
 	if r.Err != nil && c.t.logger != nil {
 		c.failed = append(c.failed, failedTry{deployment: deploymentOf(r), kind: r.Err.Kind})
@@ -119,6 +126,15 @@ func (c *callTracker) TryDone(r client.TryResult) {
 		l.LogAttrs(c.ctx, slog.LevelWarn, "falling back from "+deploymentOf(r)+" to "+r.Next+" after "+string(r.Err.Kind),
 			slog.String(LogProvider, r.Provider), slog.String(LogDeployment, deploymentOf(r)), slog.String(LogFallbackTo, r.Next),
 			slog.String(LogErrorKind, string(r.Err.Kind)), slog.Int(LogAttempts, r.Attempts))
+	}
+}
+
+// HedgeRefused counts a hedge of the call the retry budget of provider did not allow
+// (client.HedgeTracker).
+func (c *callTracker) HedgeRefused(provider string) {
+	c.t.inst.hedge(c.ctx, provider, OutcomeRefused)
+	if c.span.IsRecording() {
+		c.span.AddEvent(SpanEventHedge, trace.WithAttributes(KeySpanProvider.String(provider), KeyOutcome.String(OutcomeRefused)))
 	}
 }
 

@@ -404,3 +404,48 @@ func TestClient_CallOptionsReachTheSpanAndTheLog(t *testing.T) {
 		}
 	}
 }
+
+// A hedged call counts its hedges by outcome, marks them on its span, and its span and
+// metrics name the try that served; the loser is no failure.
+func TestClient_HedgesAreRecorded(t *testing.T) {
+	h := newHarness(t)
+	slow := mocks.NewServer(mocks.WithAPIKey(sentinelKey), mocks.WithScript(mocks.Reply("slow").WithDelay(time.Minute).Always()))
+	defer slow.Close()
+	fast := mocks.NewServer(mocks.WithAPIKey(sentinelKey), mocks.WithReply("fast"))
+	defer fast.Close()
+	o := fastPolicy()
+	o.HedgeAfterSeconds = 0.02
+	o.RetryBudgetPercent, o.RetryBudgetFloor = 1, 1 // one hedge in the window, then refusals
+	c := newClient(t, openAIProvider("primary", slow, o), openAIProvider("backup", fast, fastPolicy()),
+		client.WithFallback("primary", "backup"), client.WithTelemetry(h.tel))
+	resp, err := c.Chat(context.Background(), hello())
+	if err != nil || !resp.HedgeWon {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if pt := h.value(t, observe.MetricHedges, observe.KeyProvider.String("backup"), observe.KeyOutcome.String(observe.OutcomeHedgeWon)); pt.sum != 1 {
+		t.Fatalf("hedge_won %v", pt.sum)
+	}
+	if pt := h.value(t, observe.MetricHedges, observe.KeyProvider.String("primary"), observe.KeyOutcome.String(observe.OutcomeFirstLost)); pt.sum != 1 {
+		t.Fatalf("first_lost %v", pt.sum)
+	}
+	span := h.span(t, "chat gpt-4o-mini")
+	if got := attr(t, span.Attributes(), "steady.provider").AsString(); got != "backup" {
+		t.Fatalf("span provider %s", got)
+	}
+	if n := len(events(span, observe.SpanEventHedge)); n != 2 {
+		t.Fatalf("%d hedge events, want the loser's and the winner's", n)
+	}
+	for _, p := range h.points(t, observe.MetricCallDuration) {
+		if v, _ := p.attrs.Value(observe.KeyProvider); v.AsString() == "primary" {
+			t.Fatalf("the cancelled primary has a call duration: %v", p.attrs)
+		}
+	}
+
+	// The budget allows no second hedge: the call waits for the primary, and the refusal counts.
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, _ = c.Chat(ctx, hello())
+	if pt := h.value(t, observe.MetricHedges, observe.KeyProvider.String("primary"), observe.KeyOutcome.String(observe.OutcomeRefused)); pt.sum != 1 {
+		t.Fatalf("refused %v", pt.sum)
+	}
+}

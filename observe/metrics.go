@@ -16,7 +16,7 @@ import (
 // instruments are the metric instruments of one Telemetry.
 type instruments struct {
 	retries, gaveUp, transitions, circuitRejected, timeouts, bulkheadRejected metric.Int64Counter
-	cooldowns, cooldownRejected, sharedFailures, probes                       metric.Int64Counter
+	cooldowns, cooldownRejected, sharedFailures, probes, hedges               metric.Int64Counter
 
 	callDuration, opDuration, firstChunk metric.Float64Histogram
 	tokens                               metric.Int64Histogram
@@ -48,6 +48,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.cooldownRejected = counter(MetricCooldownRejected, "{call}", "Calls refused during a rate-limit pause.")
 	in.sharedFailures = counter(MetricSharedStateFailures, "{failure}", "Times the shared state stopped answering.")
 	in.probes = counter(MetricActiveProbes, "{probe}", "Active probes of open circuits, by outcome.")
+	in.hedges = counter(MetricHedges, "{try}", "Hedged tries of calls, by outcome.")
 	in.callDuration = seconds(MetricCallDuration, "Duration of a provider's handling of a logical call, retries and waits included.")
 	in.opDuration = seconds(MetricOperationDuration, "GenAI operation duration.")
 	in.firstChunk = seconds(MetricTimeToFirstChunk, "Time to receive the first chunk of a streamed answer.")
@@ -86,6 +87,12 @@ func (in *instruments) event(ctx context.Context, e resilience.Event) {
 // try records how one provider handled a logical call: llm_resilience_call_duration and the
 // GenAI client metrics.
 func (in *instruments) try(ctx context.Context, op client.Operation, stream bool, r *client.TryResult) {
+	if h := hedgeOutcome(r); h != "" {
+		in.hedge(ctx, r.Provider, h)
+		if r.Lost {
+			return // cancelled, not served: no duration or usage to tell
+		}
+	}
 	outcome := OutcomeSuccess
 	switch {
 	case r.Err != nil:
@@ -173,6 +180,7 @@ const (
 	layoutGenAI                         // a provider, b operation, c system, d model, e response model, f error type
 	layoutInputTokens                   // as layoutGenAI, plus gen_ai.token.type=input
 	layoutOutputTokens                  // as layoutGenAI, plus gen_ai.token.type=output
+	layoutHedge                         // a provider, b outcome of MetricHedges
 
 	// layoutEvent plus an event type: a provider, and the b or n of the event's label
 	// (see eventDesc).
@@ -198,4 +206,27 @@ func (c *optionCache) get(k optionKey, build func() []attribute.KeyValue) option
 	}
 	c.mu.Unlock()
 	return o
+}
+
+// hedgeOutcome is what try r did for a hedged call (MetricHedges), "" for a try that was no
+// hedge and was not cancelled for one.
+func hedgeOutcome(r *client.TryResult) string {
+	switch {
+	case r.Lost && r.Hedge:
+		return OutcomeHedgeLost
+	case r.Lost:
+		return OutcomeFirstLost
+	case !r.Hedge:
+		return ""
+	case r.Err != nil:
+		return OutcomeHedgeFailed
+	}
+	return OutcomeHedgeWon
+}
+
+// hedge counts one outcome of hedging for provider.
+func (in *instruments) hedge(ctx context.Context, provider, outcome string) {
+	in.hedges.Add(ctx, 1, in.options.get(optionKey{layout: layoutHedge, a: provider, b: outcome}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{KeyProvider.String(provider), KeyOutcome.String(outcome)}
+	}).add...)
 }

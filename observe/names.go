@@ -40,6 +40,12 @@ const (
 	// that told something, by provider, model (for a model's circuit) and outcome: success
 	// (the circuit closed) or failure (it stays open for a longer break).
 	MetricActiveProbes = "llm_resilience_active_probe_total"
+	// MetricHedges counts what hedging did (resilience.Options.HedgeAfterSeconds), by provider
+	// and outcome: hedge_won (a hedge served the call), hedge_failed (a hedge failed),
+	// hedge_lost (a hedge cancelled because another try delivered first), first_lost (the
+	// call's first try cancelled because a hedge delivered first) and refused (the retry
+	// budget allowed no hedge). Hedges sent are hedge_won + hedge_failed + hedge_lost.
+	MetricHedges = "llm_resilience_hedge_total"
 	// MetricCallDuration is the duration in seconds of each provider's handling of a logical
 	// call (every attempt and wait; for a stream, until it ends), by provider and outcome.
 	MetricCallDuration = "llm_resilience_call_duration"
@@ -106,6 +112,13 @@ const (
 	OutcomeSuccess = "success" // the provider served the call
 	OutcomeClosed  = "closed"  // the caller closed a stream before it ended
 	OutcomeFailure = "failure" // an active probe found the provider still failing
+
+	// The outcomes of MetricHedges.
+	OutcomeHedgeWon    = "hedge_won"
+	OutcomeHedgeFailed = "hedge_failed"
+	OutcomeHedgeLost   = "hedge_lost"
+	OutcomeFirstLost   = "first_lost"
+	OutcomeRefused     = "refused"
 )
 
 // The GenAI semantic conventions' recommended histogram buckets.

@@ -19,7 +19,7 @@ func TestReadme_ListsEveryMetricAndReason(t *testing.T) {
 	readme := string(b)
 	for _, m := range []string{observe.MetricRetries, observe.MetricRetryGaveUp, observe.MetricCircuitBreaker,
 		observe.MetricCircuitRejected, observe.MetricTimeouts, observe.MetricBulkheadRejected, observe.MetricCooldowns,
-		observe.MetricCooldownRejected, observe.MetricSharedStateFailures, observe.MetricActiveProbes, observe.MetricCallDuration,
+		observe.MetricCooldownRejected, observe.MetricSharedStateFailures, observe.MetricActiveProbes, observe.MetricHedges, observe.MetricCallDuration,
 		observe.MetricOperationDuration, observe.MetricTokenUsage, observe.MetricTimeToFirstChunk} {
 		if !strings.Contains(readme, "| `"+m+"` |") {
 			t.Errorf("the README's metric table has no row for %s", m)

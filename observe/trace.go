@@ -20,6 +20,9 @@ const (
 	SpanEventCooldownWaited   = "cooldown_waited"   // the call waited for the pause to end
 	SpanEventCooldownRejected = "cooldown_rejected" // the call could not wait: not sent
 	SpanEventSharedState      = "shared_state"      // the shared state failed or recovered
+	// SpanEventHedge marks a try of a hedged call that did not simply serve it: a hedge sent
+	// (and how it ended) or a try cancelled because another delivered first.
+	SpanEventHedge = "hedge"
 )
 
 // spanEvent adds a pipeline event to the span in the event's context, if that span records:

@@ -241,6 +241,11 @@ type ChatResponse struct {
 	// AbandonedUsage is the usage servers reported for attempts the call abandoned — a stream
 	// cut after its usage was known — which they may bill (set by the client).
 	AbandonedUsage Usage
+	// Hedges is the number of hedges the client sent for the call — the same request sent to
+	// another route because the first had no answer after the hedge delay — and HedgeWon
+	// reports that a hedge served the answer (set by the client).
+	Hedges   int
+	HedgeWon bool
 }
 
 // DecodeJSON decodes the structured answer into v: an error when the answer is no JSON.

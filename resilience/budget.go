@@ -64,3 +64,12 @@ func (b *budget) tryRetry() bool {
 	b.slot(epoch).retries++
 	return true
 }
+
+// TryHedge reports whether the pipeline's retry budget (Options.RetryBudgetPercent) has room
+// for one hedge of a call it serves, and if so spends it: retries and hedges share the budget,
+// so a slow route cannot add more than the budget's share of its calls to the others' load.
+// Without a budget (RetryBudgetPercent 0) every hedge is allowed.
+func (p *Pipeline) TryHedge() bool {
+	b := p.retry.budget
+	return b == nil || b.tryRetry()
+}

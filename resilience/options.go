@@ -164,6 +164,29 @@ type Options struct {
 	// model; "deployment" shares them between all the models of the deployment, for a server
 	// that fails as a whole (one self-hosted server behind one URL). See Pipeline.Route.
 	RouteScope string `json:"RouteScope"`
+
+	// HedgeAfterSeconds turns hedging on; 0, the default, leaves it off. A call that has no
+	// first content this long after it was sent is sent again, unchanged, to the next route
+	// that can serve it at once (another deployment of the provider, else the next provider
+	// of the chain: never one whose circuit is open, that pauses after a 429 or that has no
+	// room in its budgets); the first to deliver content serves the call and the others are
+	// cancelled at that moment, their connections closed. A hedge spends the route's retry
+	// budget (RetryBudgetPercent), so retries and hedges together stay within it. With
+	// HedgeQuantile the delay is learnt and this is its ceiling, and the delay until the
+	// route has enough samples. Allowed: 0..600.
+	HedgeAfterSeconds float64 `json:"HedgeAfterSeconds"`
+	// HedgeQuantile, when above 0, learns each route's hedge delay as this quantile of its
+	// recent times to first content (0.95: hedge the slowest twentieth), between
+	// HedgeMinDelaySeconds and HedgeAfterSeconds. 0 keeps the delay fixed at
+	// HedgeAfterSeconds. Allowed: 0, or 0.5..0.999.
+	HedgeQuantile float64 `json:"HedgeQuantile"`
+	// HedgeMinDelaySeconds is the shortest learnt hedge delay (default 0.1), so a route that
+	// answers in milliseconds is not hedged on every jitter; HedgeAfterSeconds caps it too.
+	// Allowed: 0..600.
+	HedgeMinDelaySeconds float64 `json:"HedgeMinDelaySeconds"`
+	// MaxHedges is how many hedges one call may send, each a delay after the last.
+	// Allowed: 1..3.
+	MaxHedges int `json:"MaxHedges"`
 }
 
 // DefaultOptions returns the policy steady uses when nothing is configured: the seed values
@@ -198,6 +221,8 @@ func DefaultOptions() Options {
 		BulkheadQueueTimeoutSeconds:       30,
 		RateLimitCooldown:                 true,
 		RateLimitMaxPauseSeconds:          300,
+		HedgeMinDelaySeconds:              0.1,
+		MaxHedges:                         1,
 		PaceFromHeaders:                   true,
 		RouteScope:                        RouteScopeModel,
 	}
@@ -311,6 +336,16 @@ func (o Options) Validate() error {
 	}
 	v.intRange("PaceRequestsPerMinute", o.PaceRequestsPerMinute, 0, 100_000_000)
 	v.intRange("PaceTokensPerMinute", o.PaceTokensPerMinute, 0, 100_000_000)
+	if v.secRange("HedgeAfterSeconds", o.HedgeAfterSeconds, 0, 600) && o.HedgeAfterSeconds > 0 {
+		if q := o.HedgeQuantile; q != 0 && (!isFinite(q) || q < 0.5 || q > 0.999) {
+			v.add("HedgeQuantile", q, "must be 0 (a fixed delay) or a quantile between 0.5 and 0.999")
+		}
+		v.secRange("HedgeMinDelaySeconds", o.HedgeMinDelaySeconds, 0, 600)
+		v.intRange("MaxHedges", o.MaxHedges, 1, 3)
+	} else {
+		v.finite("HedgeQuantile", o.HedgeQuantile) // unused, but never NaN
+		v.finite("HedgeMinDelaySeconds", o.HedgeMinDelaySeconds)
+	}
 
 	if len(v.problems) == 0 {
 		return nil

@@ -30,6 +30,31 @@ type Policy struct {
 	// firstToken is FirstTokenTimeoutSeconds, 0 for none; rescue is StreamRescue.
 	firstToken time.Duration
 	rescue     string
+	hedge      Hedge
+}
+
+// Hedge is a policy's hedging (Options.HedgeAfterSeconds and the rest): After 0 is off.
+type Hedge struct {
+	// After is the delay after which a call without first content is hedged (with Quantile,
+	// the ceiling of the learnt delay and the delay before a route has enough samples).
+	After time.Duration
+	// Quantile, when above 0, learns the delay as this quantile of the route's recent times
+	// to first content, not below MinDelay.
+	Quantile float64
+	MinDelay time.Duration
+	// Max is how many hedges one call may send.
+	Max int
+}
+
+// Delay returns the hedge delay for a call on route r: After, or with Quantile the route's
+// quantile clamped to [MinDelay, After] once the route has enough samples.
+func (h Hedge) Delay(r *Pipeline) time.Duration {
+	if h.Quantile > 0 && r != nil {
+		if q, ok := r.LatencyQuantile(h.Quantile); ok {
+			return min(max(q, h.MinDelay), h.After)
+		}
+	}
+	return h.After
 }
 
 // NewPolicy validates o (all of it, as New does: a named policy of the configuration is a
@@ -56,11 +81,24 @@ func newPolicy(name string, o Options) *Policy {
 
 		firstToken: seconds(o.FirstTokenTimeoutSeconds),
 		rescue:     o.StreamRescue,
+		hedge: Hedge{After: seconds(o.HedgeAfterSeconds), Quantile: o.HedgeQuantile,
+			MinDelay: seconds(o.HedgeMinDelaySeconds), Max: max(o.MaxHedges, 1)},
 	}
 	for _, c := range o.RetryableStatusCodes {
 		p.retryable.add(c)
 	}
 	return p
+}
+
+// Hedge returns the policy's hedging; its After is 0 when hedging is off.
+func (p *Policy) Hedge() Hedge { return p.hedge }
+
+// WithHedge returns a copy of p that hedges after h.After (0: not at all), for a call with
+// its own hedging (client.WithHedge).
+func (p *Policy) WithHedge(h Hedge) *Policy {
+	cp := *p
+	cp.hedge = h
+	return &cp
 }
 
 // Name returns the name the policy was built with.

@@ -1,0 +1,262 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/steadyllm/steady/resilience"
+)
+
+// Hedging: a call without first content after a delay is sent again, unchanged, to the next
+// route that can serve it at once; the first try to deliver content serves the call and the
+// others are cancelled (see resilience.Options.HedgeAfterSeconds).
+
+// errHedgeLost is the cause with which a hedged try that lost is cancelled. The pipeline reads
+// a cancelled context as the caller's doing, so a loser never counts against its circuit.
+var errHedgeLost = errors.New("client: another try of the hedged call delivered first")
+
+// WithHedge hedges this call after delay: a try without first content by then is sent again
+// to the next route that can serve it at once, up to max hedges (1 to 3), whatever the
+// policy says — also for a call that sends extra body fields, which the client otherwise never
+// hedges (they may turn on tools that act on the world on the provider's side). delay must be
+// above 0 and at most 600 s.
+func WithHedge(delay time.Duration, max int) CallOption {
+	return func(o *callOptions) {
+		o.hedge = &resilience.Hedge{After: delay, Max: max}
+	}
+}
+
+// WithoutHedge never hedges this call, whatever the policy says: for a call that acts on the
+// world when the provider runs it (a server-side tool, a connector), which must not run twice.
+func WithoutHedge() CallOption {
+	return func(o *callOptions) { o.hedge = &resilience.Hedge{} }
+}
+
+// HedgeTracker is a CallTracker that also hears of the hedges the retry budget refused
+// (*observe.Telemetry's trackers are).
+type HedgeTracker interface {
+	HedgeRefused(provider string)
+}
+
+// hedgeOf is the hedging of a call with options o on deployment d: the call's own (WithHedge,
+// WithoutHedge), else its policy's — except for a call that sends extra body fields, which may
+// act on the world and is hedged only when the caller says so.
+func (w *walk) hedgeOf(d *deployment) resilience.Hedge {
+	o := w.o
+	if !w.hedgeable {
+		return resilience.Hedge{}
+	}
+	if o != nil && o.hedge != nil {
+		return *o.hedge
+	}
+	if o != nil && o.fields != nil {
+		return resilience.Hedge{}
+	}
+	pol := w.pl.policyFor(d, o)
+	if pol == nil {
+		pol = d.pipeline.Policy()
+	}
+	return pol.Hedge()
+}
+
+// hedgeRoute is one route a hedged call was sent to.
+type hedgeRoute struct {
+	e      *entry
+	d      *deployment
+	dm     string // the model the deployment is asked for
+	route  string
+	start  time.Time
+	hedge  bool // a hedge, not the call's first try on this step of its walk
+	done   bool // its try has ended
+	cancel context.CancelCauseFunc
+}
+
+// raced is how one try of a hedged call ended.
+type raced[R any] struct {
+	resp R
+	info *resilience.CallInfo
+	err  error
+	n    int // the index of its route
+}
+
+// hedged makes the try t of route first under hedging h: after h's delay without first
+// content it sends the call to the route next returns (at most h.Max times, each a delay after
+// the last, each spending first's retry budget), and returns the first try that succeeds, with
+// its route; the others are cancelled. A try that fails while another is out is recorded as
+// the walk's failure there; the failure it returns, when every try failed, is the last and is
+// not recorded yet (the walk records it, as an unhedged try's).
+func hedged[R any](w *walk, call func(ctx context.Context, t try) (R, *resilience.CallInfo, error),
+	h resilience.Hedge, first hedgeRoute, t try, next func() (hedgeRoute, try, bool)) (R, *resilience.CallInfo, error, hedgeRoute) {
+	source := first.d.pipeline.Route(first.route)
+	results := make(chan raced[R], h.Max+1)
+	routes := make([]hedgeRoute, 0, h.Max+1)
+	launch := func(r hedgeRoute, t try) {
+		ctx, cancel := context.WithCancelCause(w.ctx)
+		r.cancel, r.start = cancel, time.Now()
+		n := len(routes)
+		routes = append(routes, r)
+		go func() {
+			resp, info, err := call(ctx, t)
+			results <- raced[R]{resp: resp, info: info, err: err, n: n}
+		}()
+	}
+	launch(first, t)
+	fire := make(chan struct{}, 1)
+	arm := func() resilience.Timer {
+		return w.c.afterFunc(h.Delay(source), func() { fire <- struct{}{} })
+	}
+	timer := arm()
+	defer timer.Stop()
+	pending := 1
+	for {
+		select {
+		case <-fire:
+			if len(routes) > h.Max {
+				continue
+			}
+			r, rt, ok := next()
+			switch {
+			case !ok:
+				continue // nowhere to hedge to: the tries out go on alone
+			case !source.TryHedge():
+				w.acct.HedgesRefused++
+				if ht, ok := w.tr.(HedgeTracker); ok {
+					ht.HedgeRefused(first.e.name)
+				}
+				continue
+			}
+			w.markTried(r.d)
+			r.hedge = true
+			launch(r, rt)
+			pending++
+			w.acct.Hedges++
+			if len(routes) <= h.Max {
+				timer = arm()
+			}
+		case res := <-results:
+			pending--
+			routes[res.n].done = true
+			r := routes[res.n]
+			if res.err == nil {
+				w.acct.HedgeWon = r.hedge
+				cancelLosers(w, routes, res.n, pending, results)
+				if k, ok := any(res.resp).(interface{ hold(func()) }); ok {
+					k.hold(func() { r.cancel(nil) }) // the stream's reads go on under its context
+				} else {
+					r.cancel(nil)
+				}
+				return res.resp, res.info, nil, r
+			}
+			if pending == 0 {
+				r.cancel(nil)
+				return res.resp, res.info, res.err, r
+			}
+			// Another try is out: this failure is the walk's, and the call waits for the other.
+			perr := w.failed(r.e, r.d, res.err, res.info)
+			if w.tr != nil {
+				tr := tryResult(r.e, r.d, r.dm, r.start, res.info, perr)
+				tr.Hedge = r.hedge
+				w.tr.TryDone(tr)
+			}
+			r.cancel(nil)
+			if !perr.Kind.FallsBack() {
+				// The request's own fault: every other try will meet it too.
+				cancelLosers(w, routes, -1, pending, results)
+				return res.resp, res.info, res.err, r
+			}
+		}
+	}
+}
+
+// cancelLosers cancels every try of routes still out but the one that won (-1: none won),
+// reports each as lost, records on its route the time it had waited (a lower bound of its time
+// to first content: a hedge that wins often still teaches the route its tail), and leaves the
+// pending ends to a goroutine, which closes a try that succeeded meanwhile.
+func cancelLosers[R any](w *walk, routes []hedgeRoute, won, pending int, results <-chan raced[R]) {
+	now := time.Now()
+	for i := range routes {
+		r := &routes[i]
+		if i == won || r.done {
+			continue
+		}
+		r.cancel(errHedgeLost)
+		waited := now.Sub(r.start)
+		r.d.pipeline.Route(r.route).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.stream, Censored: true})
+		if w.tr != nil {
+			tr := tryResult(r.e, r.d, r.dm, r.start, nil, nil)
+			tr.Hedge, tr.Lost = r.hedge, true
+			w.tr.TryDone(tr)
+		}
+	}
+	if pending == 0 {
+		return
+	}
+	go func() {
+		for range pending {
+			if res := <-results; res.err == nil {
+				if c, ok := any(res.resp).(io.Closer); ok {
+					_ = c.Close()
+				}
+			}
+		}
+	}()
+}
+
+// afterFunc runs f after d on the client's clock (WithClock), the wall clock by default.
+func (c *Client) afterFunc(d time.Duration, f func()) resilience.Timer {
+	if c.clock != nil {
+		return c.clock.AfterFunc(d, f)
+	}
+	return time.AfterFunc(d, f)
+}
+
+// nextHedge returns the route a hedge of the try of deps[k] — provider chain[i], asked for
+// model m — goes to: the next of deps, else the first route of a later provider, that can
+// serve the call at once (capable, not tried, its context window large enough, its circuit
+// closed, not pausing, with room in its budgets). A hedge never waits there (MaxWait -1): it
+// must not queue ahead of the route's own calls.
+func (w *walk) nextHedge(chain []string, i int, deps []*deployment, k int, m string) (hedgeRoute, try, bool) {
+	e := w.c.entries[chain[i]]
+	rm := e.telemetryModel(m)
+	for _, d := range deps[k+1:] {
+		if r, t, ok := w.hedgeTo(e, d, m, rm); ok {
+			return r, t, true
+		}
+	}
+	for _, name := range chain[i+1:] {
+		e := w.c.entries[name]
+		if !e.caps.Has(w.need) {
+			continue
+		}
+		m := w.c.modelFor(e, w.model, false)
+		rm := e.telemetryModel(m)
+		deps := e.deps
+		if len(deps) > 1 {
+			deps = e.route(w.pl.sticky, rm)
+		}
+		for _, d := range deps {
+			if r, t, ok := w.hedgeTo(e, d, m, rm); ok {
+				return r, t, true
+			}
+		}
+	}
+	return hedgeRoute{}, try{}, false
+}
+
+// hedgeTo returns the hedge route and try of deployment d of provider e for model m (rm on the
+// route), when it can take a hedge now.
+func (w *walk) hedgeTo(e *entry, d *deployment, m, rm string) (hedgeRoute, try, bool) {
+	if w.isTried(d) {
+		return hedgeRoute{}, try{}, false
+	}
+	dm, route := d.modelFor(m), d.modelFor(rm)
+	if window := w.c.windowOf(e.name, route); (window > 0 && w.tokens > window) || (w.minWindow > 0 && window <= w.minWindow) {
+		return hedgeRoute{}, try{}, false
+	}
+	if !d.available(route) {
+		return hedgeRoute{}, try{}, false
+	}
+	return hedgeRoute{e: e, d: d, dm: dm, route: route}, try{d: d, model: dm, route: route, maxWait: -1, elsewhere: true}, true
+}

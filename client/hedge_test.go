@@ -1,0 +1,214 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// hedgePolicy hedges after delay, with a retry budget that allows every hedge the tests send.
+func hedgePolicy(delay time.Duration) resilience.Options {
+	o := policy()
+	o.HedgeAfterSeconds = delay.Seconds()
+	o.RetryBudgetPercent, o.RetryBudgetFloor = 100, 100
+	return o
+}
+
+// A primary that sits on the call past the hedge delay is hedged to the next provider, whose
+// answer serves the call; the primary's request is cancelled, never counted against its
+// circuit, and the answer says it was hedged.
+func TestHedge_ASlowPrimaryLosesToTheHedge(t *testing.T) {
+	slow := mocks.NewServer(mocks.WithScript(mocks.Reply("slow").WithDelay(time.Minute).Always()))
+	defer slow.Close()
+	fast := mocks.NewServer(mocks.WithReply("fast"))
+	defer fast.Close()
+	o := hedgePolicy(20 * time.Millisecond)
+	o.CircuitBreakerThreshold = 1
+	c := newClient(t, openAIProvider("primary", slow, o), openAIProvider("secondary", fast, policy()),
+		client.WithFallback("primary", "secondary"))
+	for range 3 {
+		resp, err := c.Chat(context.Background(), hello())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if resp.Provider != "secondary" || resp.Message.Content != "fast" || resp.Hedges != 1 || !resp.HedgeWon {
+			t.Fatalf("served by %s (%q), hedges %d, won %v", resp.Provider, resp.Message.Content, resp.Hedges, resp.HedgeWon)
+		}
+	}
+	if st := c.Circuits()["primary"].CircuitState(); st != resilience.CircuitClosed {
+		t.Fatalf("the primary's circuit is %v after losing three hedges: a cancelled loser counted as a failure", st)
+	}
+	eventually(t, "the losers' requests to end at the server", func() bool { return slow.Journal().InFlight() == 0 })
+	if n := slow.Journal().Len(); n != 3 {
+		t.Fatalf("the primary saw %d requests, want 3", n)
+	}
+}
+
+// A primary that answers before the hedge delay is never hedged.
+func TestHedge_AFastPrimaryIsNotHedged(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("hi"))
+	defer s.Close()
+	other := mocks.NewServer()
+	defer other.Close()
+	c := newClient(t, openAIProvider("primary", s, hedgePolicy(time.Minute)), openAIProvider("secondary", other, policy()),
+		client.WithFallback("primary", "secondary"))
+	resp, err := c.Chat(context.Background(), hello())
+	if err != nil || resp.Provider != "primary" || resp.Hedges != 0 || resp.HedgeWon {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if other.Journal().Len() != 0 {
+		t.Fatal("a hedge went out")
+	}
+}
+
+// No hedge goes into an open circuit, past a spent retry budget, or out for a call that sends
+// extra body fields (they may act on the world) unless the call asks for it; WithoutHedge
+// turns a policy's hedging off; the primary then serves, late.
+func TestHedge_OnlyWhereItMaySafelyGo(t *testing.T) {
+	slowly := func() *mocks.Server {
+		return mocks.NewServer(mocks.WithScript(mocks.Reply("slow").WithDelay(150 * time.Millisecond).Always()))
+	}
+	t.Run("open circuit", func(t *testing.T) {
+		slow, fast := slowly(), mocks.NewServer()
+		defer slow.Close()
+		defer fast.Close()
+		c := newClient(t, openAIProvider("primary", slow, hedgePolicy(10*time.Millisecond)), openAIProvider("secondary", fast, policy()),
+			client.WithFallback("primary", "secondary"))
+		c.Circuits()["secondary"].OpenFor(time.Minute)
+		resp, err := c.Chat(context.Background(), hello())
+		if err != nil || resp.Provider != "primary" || resp.Hedges != 0 || fast.Journal().Len() != 0 {
+			t.Fatalf("%+v %v", resp, err)
+		}
+	})
+	t.Run("budget", func(t *testing.T) {
+		slow, fast := slowly(), mocks.NewServer()
+		defer slow.Close()
+		defer fast.Close()
+		o := hedgePolicy(10 * time.Millisecond)
+		o.RetryBudgetPercent, o.RetryBudgetFloor = 1, 0 // 1 % of one call: no room
+		c := newClient(t, openAIProvider("primary", slow, o), openAIProvider("secondary", fast, policy()),
+			client.WithFallback("primary", "secondary"))
+		resp, err := c.Chat(context.Background(), hello())
+		if err != nil || resp.Provider != "primary" || resp.Hedges != 0 || fast.Journal().Len() != 0 {
+			t.Fatalf("%+v %v", resp, err)
+		}
+	})
+	for _, tc := range []struct {
+		name   string
+		opts   []client.CallOption
+		hedges int
+	}{
+		{"extra fields", []client.CallOption{client.WithExtraFields("primary", map[string]any{"store": true})}, 0},
+		{"extra fields, hedge asked for", []client.CallOption{client.WithExtraFields("primary", map[string]any{"store": true}),
+			client.WithHedge(10*time.Millisecond, 1)}, 1},
+		{"without hedge", []client.CallOption{client.WithoutHedge()}, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slow, fast := slowly(), mocks.NewServer()
+			defer slow.Close()
+			defer fast.Close()
+			c := newClient(t, openAIProvider("primary", slow, hedgePolicy(10*time.Millisecond)), openAIProvider("secondary", fast, policy()),
+				client.WithFallback("primary", "secondary"))
+			resp, err := c.Chat(context.Background(), hello(), tc.opts...)
+			if err != nil || resp.Hedges != tc.hedges || fast.Journal().Len() != tc.hedges {
+				t.Fatalf("%+v %v: want %d hedges", resp, err, tc.hedges)
+			}
+		})
+	}
+}
+
+// A stream is hedged on its first token: the hedge's stream serves the whole answer, read to
+// its end after the loser was cancelled.
+func TestHedge_AStreamIsHedgedOnItsFirstToken(t *testing.T) {
+	slow := mocks.NewServer(mocks.WithScript(mocks.SlowFirstToken(time.Minute).Always()))
+	defer slow.Close()
+	fast := mocks.NewServer(mocks.WithReply("a whole answer from the hedge"))
+	defer fast.Close()
+	c := newClient(t, openAIProvider("primary", slow, hedgePolicy(20*time.Millisecond)), openAIProvider("secondary", fast, policy()),
+		client.WithFallback("primary", "secondary"))
+	st, err := c.ChatStream(context.Background(), hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var text strings.Builder
+	for {
+		d, err := st.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.WriteString(d.Text)
+	}
+	if text.String() != "a whole answer from the hedge" || st.Provider() != "secondary" {
+		t.Fatalf("%q from %s", text.String(), st.Provider())
+	}
+	if a := st.Accounting(); a.Hedges != 1 || !a.HedgeWon {
+		t.Fatalf("accounting %+v", a)
+	}
+	eventually(t, "the loser's request to end at the server", func() bool { return slow.Journal().InFlight() == 0 })
+}
+
+// When the hedge fails while the primary is still out, the primary serves; when both fail,
+// the call walks on with both recorded.
+func TestHedge_FailuresOfEitherTry(t *testing.T) {
+	slow := mocks.NewServer(mocks.WithScript(mocks.Reply("late but fine").WithDelay(100 * time.Millisecond).Always()))
+	defer slow.Close()
+	broken := mocks.NewServer(mocks.WithScript(mocks.Status(500).Always()))
+	defer broken.Close()
+	c := newClient(t, openAIProvider("primary", slow, hedgePolicy(10*time.Millisecond)), openAIProvider("secondary", broken, policy()),
+		client.WithFallback("primary", "secondary"))
+	resp, err := c.Chat(context.Background(), hello())
+	if err != nil || resp.Provider != "primary" || resp.Hedges != 1 || resp.HedgeWon {
+		t.Fatalf("%+v %v", resp, err)
+	}
+
+	failing := mocks.NewServer(mocks.WithScript(mocks.Status(500).WithDelay(100 * time.Millisecond).Always()))
+	defer failing.Close()
+	third := mocks.NewServer(mocks.WithReply("third"))
+	defer third.Close()
+	c = newClient(t, openAIProvider("primary", failing, hedgePolicy(10*time.Millisecond)), openAIProvider("secondary", broken, policy()),
+		openAIProvider("third", third, policy()), client.WithFallback("primary", "secondary", "third"))
+	resp, err = c.Chat(context.Background(), hello())
+	if err != nil || resp.Provider != "third" || resp.Hedges != 1 {
+		t.Fatalf("%+v %v", resp, err)
+	}
+}
+
+// Bad hedging options are the caller's mistake, refused before anything is sent.
+func TestHedge_OptionsAreChecked(t *testing.T) {
+	s := mocks.NewServer()
+	defer s.Close()
+	c := newClient(t, openAIProvider("openai", s, policy()))
+	for _, opt := range []client.CallOption{client.WithHedge(-time.Second, 1), client.WithHedge(time.Hour, 1),
+		client.WithHedge(time.Second, 0), client.WithHedge(time.Second, 4)} {
+		if _, err := c.Chat(context.Background(), hello(), opt); providers.KindOf(err) != providers.KindBadRequest {
+			t.Fatalf("%v", err)
+		}
+	}
+	if s.Journal().Len() != 0 {
+		t.Fatal("a request went out")
+	}
+}
+
+// eventually polls cond until it holds or a generous deadline passes.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
