@@ -45,15 +45,12 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	tokens := EstimateTokens(req)
 	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).hedging(o, false),
 		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
-			call := new(resilience.Call)
-			call.Init(ctx, false)
-			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
-			call.OutcomeReported, call.Route, call.Elsewhere = true, t.route, t.elsewhere
-			resp, err := t.d.provider.Chat(call, withModel(req, t.model))
-			if err == nil && resp != nil {
-				t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
+			return chatTry(ctx, t, req, pl, o, tokens)
+		},
+		func() tryFunc[*providers.ChatResponse] {
+			return func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
+				return chatTry(ctx, t, req, pl, o, tokens)
 			}
-			return resp, &call.Info, err
 		},
 		func(resp *providers.ChatResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
 			resp.Provider, resp.Deployment = d.owner, d.name
@@ -71,6 +68,20 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 			}
 			return false
 		})
+}
+
+// chatTry makes the try t of a chat call for req, planned as pl, with options o and token
+// estimate tokens.
+func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o *callOptions, tokens int) (*providers.ChatResponse, *resilience.CallInfo, error) {
+	call := new(resilience.Call)
+	call.Init(ctx, false)
+	call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
+	call.OutcomeReported, call.Route, call.Elsewhere = true, t.route, t.elsewhere
+	resp, err := t.d.provider.Chat(call, withModel(req, t.model))
+	if err == nil && resp != nil {
+		t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
+	}
+	return resp, &call.Info, err
 }
 
 // Embed sends req along the fallback chain, as Chat does, skipping providers without
@@ -114,7 +125,7 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 				t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
 			}
 			return resp, &call.Info, err
-		},
+		}, nil,
 		func(resp *providers.EmbedResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
 			resp.Provider, resp.Deployment = d.owner, d.name
 			resp.FailedAttempts = acct.FailedAttempts

@@ -87,7 +87,7 @@ type raced[R any] struct {
 // its route; the others are cancelled. A try that fails while another is out is recorded as
 // the walk's failure there; the failure it returns, when every try failed, is the last and is
 // not recorded yet (the walk records it, as an unhedged try's).
-func hedged[R any](w *walk, call func(ctx context.Context, t try) (R, *resilience.CallInfo, error),
+func hedged[R any](w *walk, call tryFunc[R],
 	h resilience.Hedge, first hedgeRoute, t try, next func() (hedgeRoute, try, bool)) (R, *resilience.CallInfo, error, hedgeRoute) {
 	source := first.d.pipeline.Route(first.route)
 	results := make(chan raced[R], h.Max+1)

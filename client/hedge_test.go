@@ -212,3 +212,61 @@ func eventually(t *testing.T, what string, cond func() bool) {
 		time.Sleep(5 * time.Millisecond)
 	}
 }
+
+// A provider's hedge goes to its next deployment first; with MaxHedges 2, a second hedge goes
+// out a delay after the first, to the next route after that.
+func TestHedge_DeploymentsFirstThenMoreHedges(t *testing.T) {
+	slow := func() *mocks.Server {
+		s := mocks.NewServer(mocks.WithScript(mocks.Reply("slow").WithDelay(time.Minute).Always()))
+		t.Cleanup(s.Close)
+		return s
+	}
+	d0, d1 := slow(), slow()
+	fast := mocks.NewServer(mocks.WithReply("fast"))
+	defer fast.Close()
+	o := hedgePolicy(20 * time.Millisecond)
+	o.MaxHedges = 2
+	c := newClient(t, client.WithDeployments("p", o, client.RoutePriority, deploymentsOn([]*mocks.Server{d0, d1})...),
+		openAIProvider("backup", fast, policy()), client.WithFallback("p", "backup"))
+	resp, err := c.Chat(context.Background(), hello())
+	if err != nil || resp.Provider != "backup" || resp.Hedges != 2 || !resp.HedgeWon {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	if d0.Journal().Len() != 1 || d1.Journal().Len() != 1 {
+		t.Fatalf("deployments saw %d and %d requests, want one each: the first hedge goes to the next deployment",
+			d0.Journal().Len(), d1.Journal().Len())
+	}
+	eventually(t, "both losers' requests to end", func() bool { return d0.Journal().InFlight()+d1.Journal().InFlight() == 0 })
+}
+
+// A learnt delay follows the route: with HedgeQuantile, a route whose recent first contents
+// took 300 ms hedges at its 95th percentile (clamped to HedgeAfterSeconds), not at once.
+func TestHedge_TheLearntDelayFollowsTheRoute(t *testing.T) {
+	h := resilience.Hedge{After: time.Second, Quantile: 0.95, MinDelay: 10 * time.Millisecond, Max: 1}
+	p, err := resilience.New(policy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Route("m")
+	if d := h.Delay(r); d != time.Second {
+		t.Fatalf("before samples: %v, want the configured delay", d)
+	}
+	for i := range 40 {
+		r.ObserveLatency(resilience.LatencySample{FirstContent: time.Duration(200+i*5) * time.Millisecond, Stream: true})
+	}
+	if d := h.Delay(r); d < 350*time.Millisecond || d > 400*time.Millisecond {
+		t.Fatalf("learnt delay %v, want the 95th percentile of 200–395 ms", d)
+	}
+	for range 64 {
+		r.ObserveLatency(resilience.LatencySample{FirstContent: time.Millisecond, Stream: true})
+	}
+	if d := h.Delay(r); d != 10*time.Millisecond {
+		t.Fatalf("learnt delay %v, want the floor", d)
+	}
+	for range 64 {
+		r.ObserveLatency(resilience.LatencySample{FirstContent: time.Minute, Stream: true})
+	}
+	if d := h.Delay(r); d != time.Second {
+		t.Fatalf("learnt delay %v, want the ceiling", d)
+	}
+}

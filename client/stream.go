@@ -66,48 +66,12 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions) (*Stream, error) {
 	return walkChain(w,
 		func(ctx context.Context, t try) (*Stream, *resilience.CallInfo, error) {
-			d := t.d
-			s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
-			s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
-			s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), w.tokens
-			s.call.OutcomeReported, s.call.Route, s.call.Elsewhere = true, t.route, t.elsewhere
-			s.pipe = d.pipeline.Route(t.route)
-			pol := w.pl.policyFor(d, o)
-			if pol != nil {
-				s.call.Policy = pol
-			} else {
-				pol = d.pipeline.Policy()
+			return c.streamTry(ctx, t, w, req, o)
+		},
+		func() tryFunc[*Stream] {
+			return func(ctx context.Context, t try) (*Stream, *resilience.CallInfo, error) {
+				return c.streamTry(ctx, t, w, req, o)
 			}
-			if o != nil && o.firstToken != nil {
-				pol = pol.WithFirstTokenTimeout(*o.firstToken)
-				s.call.Policy = pol
-			}
-			limit := d.firstContent // without a first-token limit: the total timeout bounds the wait
-			// A request that asks for reasoning may think for minutes before its first token on
-			// models that stream no reasoning (OpenAI's): it waits as without a limit, unless the
-			// call set one itself.
-			if pol.FirstTokenTimeout() > 0 && (req.Reasoning == nil || (o != nil && o.firstToken != nil)) {
-				s.call.AwaitFirstToken()
-				limit = 0 // the pipeline bounds it, from the moment the call is sent
-			}
-			mode := pol.Rescue()
-			if o != nil && o.rescue != "" {
-				mode = o.rescue
-			}
-			inner, err := d.provider.ChatStream(&s.call, withModel(req, t.model))
-			if err != nil {
-				return nil, &s.call.Info, err
-			}
-			s.inner = inner
-			if _, keeps := inner.(providers.TextKeeper); !keeps {
-				s.text = new(strings.Builder) // a third-party stream: keep the text here
-			}
-			s.pending = s.first[:0]
-			if perr := s.awaitContent(w.c.clock, limit, mode == resilience.RescueBuffer); perr != nil {
-				return nil, &s.call.Info, perr
-			}
-			s.restarts = mode == resilience.RescueRestart
-			return s, &s.call.Info, nil
 		},
 		func(s *Stream, _ *deployment, model string, res *TryResult, acct Accounting) bool {
 			s.model, s.acct = model, acct
@@ -124,6 +88,53 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 			s.tel = &streamTelemetry{tracker: w.tr, result: *res, start: time.Now().Add(-res.Duration)}
 			return true // the stream reports its end when it ends
 		})
+}
+
+// streamTry makes the try t of w, a stream of req with options o: it returns once the first
+// content arrived (or, in buffer mode, the whole answer).
+func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.ChatRequest, o *callOptions) (*Stream, *resilience.CallInfo, error) {
+	d := t.d
+	s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
+	s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
+	s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), w.tokens
+	s.call.OutcomeReported, s.call.Route, s.call.Elsewhere = true, t.route, t.elsewhere
+	s.pipe = d.pipeline.Route(t.route)
+	pol := w.pl.policyFor(d, o)
+	if pol != nil {
+		s.call.Policy = pol
+	} else {
+		pol = d.pipeline.Policy()
+	}
+	if o != nil && o.firstToken != nil {
+		pol = pol.WithFirstTokenTimeout(*o.firstToken)
+		s.call.Policy = pol
+	}
+	limit := d.firstContent // without a first-token limit: the total timeout bounds the wait
+	// A request that asks for reasoning may think for minutes before its first token on
+	// models that stream no reasoning (OpenAI's): it waits as without a limit, unless the
+	// call set one itself.
+	if pol.FirstTokenTimeout() > 0 && (req.Reasoning == nil || (o != nil && o.firstToken != nil)) {
+		s.call.AwaitFirstToken()
+		limit = 0 // the pipeline bounds it, from the moment the call is sent
+	}
+	mode := pol.Rescue()
+	if o != nil && o.rescue != "" {
+		mode = o.rescue
+	}
+	inner, err := d.provider.ChatStream(&s.call, withModel(req, t.model))
+	if err != nil {
+		return nil, &s.call.Info, err
+	}
+	s.inner = inner
+	if _, keeps := inner.(providers.TextKeeper); !keeps {
+		s.text = new(strings.Builder) // a third-party stream: keep the text here
+	}
+	s.pending = s.first[:0]
+	if perr := s.awaitContent(w.c.clock, limit, mode == resilience.RescueBuffer); perr != nil {
+		return nil, &s.call.Info, perr
+	}
+	s.restarts = mode == resilience.RescueRestart
+	return s, &s.call.Info, nil
 }
 
 // rescuer restarts a stream that failed after content on the rest of its chain.

@@ -44,6 +44,11 @@ type walk struct {
 	acct     Accounting
 }
 
+// tryFunc makes one try of a call on one route (see try). walkChain runs it on the walk's
+// goroutine; a hedged call runs its tries on goroutines of their own, with the tryFunc its
+// maker returns, so that a call that is not hedged never allocates one on the heap.
+type tryFunc[R any] func(ctx context.Context, t try) (R, *resilience.CallInfo, error)
+
 // Accounting is what a call cost beyond the answer it returns: the HTTP attempts that failed
 // before the one that served (retries of the serving route included), and the usage the
 // servers reported for attempts that were abandoned (a stream cut after its usage was known),
@@ -82,7 +87,7 @@ func (w *walk) hedging(o *callOptions, stream bool) *walk {
 // skipped. call makes one try; served completes an answer (res is nil without telemetry) and
 // returns true when the call goes on after walkChain returns (a stream), which then reports its
 // own end.
-func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resilience.CallInfo, error),
+func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 	served func(resp R, d *deployment, model string, res *TryResult, acct Accounting) (open bool)) (R, error) {
 	var zero R
 	c, ctx, tr := w.c, w.ctx, w.tr
@@ -137,8 +142,8 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 				info *resilience.CallInfo
 				err  error
 			)
-			if h := w.hedgeOf(d); h.After > 0 {
-				resp, info, err, at = hedged(w, call, h, at, t,
+			if h := w.hedgeOf(d); h.After > 0 && async != nil {
+				resp, info, err, at = hedged(w, async(), h, at, t,
 					func() (hedgeRoute, try, bool) { return w.nextHedge(chain, i, deps, k, m) })
 			} else {
 				resp, info, err = call(ctx, t)

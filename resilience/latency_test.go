@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -83,5 +84,35 @@ func BenchmarkLatency_ObserveAndQuantile(b *testing.B) {
 	for i := range b.N {
 		p.ObserveLatency(LatencySample{FirstContent: time.Duration(i%1000) * time.Microsecond, Stream: true})
 		_, _ = p.LatencyQuantile(0.95)
+	}
+}
+
+// Hedging's options are checked only when hedging is on, each naming its range.
+func TestHedge_OptionsAreValidated(t *testing.T) {
+	o := DefaultOptions()
+	o.HedgeQuantile, o.MaxHedges = 7, 9 // unused while HedgeAfterSeconds is 0
+	if err := o.Validate(); err != nil {
+		t.Fatalf("hedging off: %v", err)
+	}
+	o.HedgeAfterSeconds = 1
+	err := o.Validate()
+	for _, want := range []string{"HedgeQuantile = 7: must be 0 (a fixed delay) or a quantile between 0.5 and 0.999",
+		"MaxHedges = 9"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("%v, want %q", err, want)
+		}
+	}
+	o = DefaultOptions()
+	o.HedgeAfterSeconds = 601
+	if err := o.Validate(); err == nil || !strings.Contains(err.Error(), "HedgeAfterSeconds = 601") {
+		t.Fatalf("%v", err)
+	}
+	o.HedgeAfterSeconds, o.HedgeQuantile = 2, 0.95
+	pol, err := NewPolicy("p", o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := pol.Hedge(); h.After != 2*time.Second || h.Quantile != 0.95 || h.MinDelay != 100*time.Millisecond || h.Max != 1 {
+		t.Fatalf("%+v", h)
 	}
 }
