@@ -153,6 +153,13 @@ func hedged[R any](w *walk, call tryFunc[R],
 				r.cancel(nil)
 				return res.resp, res.info, res.err, r
 			}
+			if !classify(w.ctx, r.d.name, res.err, res.info).Kind.FallsBack() {
+				// The request's own fault, or the caller gave up: every other try would end the
+				// same way. The walk records this failure and stops.
+				r.cancel(nil)
+				cancelLosers(w, routes, -1, pending, results)
+				return res.resp, res.info, res.err, r
+			}
 			// Another try is out: this failure is the walk's, and the call waits for the other.
 			perr := w.failed(r.e, r.d, res.err, res.info)
 			if w.tr != nil {
@@ -161,11 +168,6 @@ func hedged[R any](w *walk, call tryFunc[R],
 				w.tr.TryDone(tr)
 			}
 			r.cancel(nil)
-			if !perr.Kind.FallsBack() {
-				// The request's own fault: every other try will meet it too.
-				cancelLosers(w, routes, -1, pending, results)
-				return res.resp, res.info, res.err, r
-			}
 		}
 	}
 }

@@ -270,3 +270,27 @@ func TestHedge_TheLearntDelayFollowsTheRoute(t *testing.T) {
 		t.Fatalf("learnt delay %v, want the ceiling", d)
 	}
 }
+
+// The caller's cancellation ends every try of a hedged call, and the call's error is the
+// caller's own, recorded once.
+func TestHedge_TheCallersCancellationEndsEveryTry(t *testing.T) {
+	slow := mocks.NewServer(mocks.WithScript(mocks.Reply("slow").WithDelay(time.Minute).Always()))
+	defer slow.Close()
+	slow2 := mocks.NewServer(mocks.WithScript(mocks.Reply("slow").WithDelay(time.Minute).Always()))
+	defer slow2.Close()
+	c := newClient(t, openAIProvider("primary", slow, hedgePolicy(10*time.Millisecond)), openAIProvider("secondary", slow2, policy()),
+		client.WithFallback("primary", "secondary"))
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for slow2.Journal().Len() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := c.Chat(ctx, hello())
+	var ce *client.ChainError
+	if providers.KindOf(err) != providers.KindCanceled || errors.As(err, &ce) {
+		t.Fatalf("%v, want the caller's cancellation alone", err)
+	}
+	eventually(t, "both requests to end", func() bool { return slow.Journal().InFlight()+slow2.Journal().InFlight() == 0 })
+}
