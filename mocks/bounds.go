@@ -34,9 +34,11 @@ const (
 	MaxEmbeddingValues = 1 << 21
 
 	// MaxModels bounds each of the per-model settings: the models given a script
-	// ([WithModelScript]), a context window ([WithContextWindows]) or a prefill rejection
-	// ([WithRejectPrefill]), so that the work a request costs to look its model up stays small
-	// whatever the configuration. Beyond it NewServer panics and a scenario file is refused.
+	// ([WithModelScript]), a context window ([WithContextWindows]), a prefill rejection
+	// ([WithRejectPrefill]) or a latency profile ([WithModelLatency]), and likewise the API
+	// keys given a latency profile ([WithKeyLatency]), so that the work a request costs to look
+	// its model up stays small whatever the configuration. Beyond it NewServer panics, a
+	// scenario file is refused and the Server's setters fail.
 	MaxModels = 1024
 
 	// MaxOutages bounds the outages of a server ([WithOutage]): every request checks them in

@@ -59,6 +59,26 @@
 // [RateLimits.Minute] shortens the minute and [WithClock] replaces the clock, so tests of
 // pacing take seconds or no time at all. A [Config] sets them with "limits" and "keyLimits".
 //
+// # Latency profiles
+//
+// For tests and benchmarks of hedged requests and latency-aware routing, a [LatencyProfile]
+// gives requests a time to first token drawn per request (a base delay, a jitter, and a
+// fraction of stragglers that wait longer) and a pace between the words of a stream:
+//
+//	s := mocks.NewServer(
+//		mocks.WithKeyLatency("sk-east", mocks.LatencyProfile{FirstToken: 80 * time.Millisecond,
+//			Straggler: 2 * time.Second, StragglerEvery: 10, HeadersFirst: true}),
+//		mocks.WithKeyLatency("sk-west", mocks.LatencyProfile{FirstToken: 120 * time.Millisecond}))
+//
+// A request takes its API key's profile ([WithKeyLatency]: one key per deployment), else its
+// model's ([WithModelLatency]; an Azure deployment is its model), else every request's
+// ([WithLatency]). [Server.Latency], [Server.ModelLatency] and [Server.KeyLatency] change them
+// for the requests that arrive next; a [Config] sets them with "latency", "modelLatency" and
+// "keyLatency". A seed makes the draws repeatable and StragglerEvery makes the count of
+// stragglers exact; the [Journal] records each request's delay and whether it straggled. The
+// delays run on the server's timers ([WithAfterFunc]: a manual clock makes them cost nothing)
+// and end at once when the client goes away, so a cancelled hedge frees its handler.
+//
 // # The full request
 //
 // The fake answers a JSON Schema (OpenAI response_format json_schema, Anthropic

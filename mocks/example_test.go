@@ -78,3 +78,41 @@ func ExampleWithOutage() {
 	// 1m29s 503 200
 	// 1m30s 200 200
 }
+
+// Two deployments of one model behind one fake, told apart by their API keys: the east one
+// answers its first token in 2ms but every third request straggles for 20ms; the west one
+// answers in 4ms. A benchmark of hedged requests counts the stragglers in the journal.
+func ExampleWithKeyLatency() {
+	s := mocks.NewServer(
+		mocks.WithKeyLatency("sk-east", mocks.LatencyProfile{FirstToken: 2 * time.Millisecond,
+			Straggler: 20 * time.Millisecond, StragglerEvery: 3}),
+		mocks.WithKeyLatency("sk-west", mocks.LatencyProfile{FirstToken: 4 * time.Millisecond}),
+	)
+	defer s.Close()
+
+	call := func(key string) {
+		req, _ := http.NewRequest(http.MethodPost, s.OpenAIBaseURL()+"/chat/completions",
+			strings.NewReader(`{"model":"gpt-4o","messages":[{"role":"user","content":"Hi"}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		if res, err := s.Client().Do(req); err == nil {
+			res.Body.Close()
+		}
+	}
+	for range 6 {
+		call("sk-east")
+	}
+	call("sk-west")
+	for _, r := range s.Journal().Requests() {
+		fmt.Println(r.Seq, r.FirstTokenDelay, r.Straggler)
+	}
+	fmt.Println("stragglers:", s.Journal().Stats().Stragglers)
+	// Output:
+	// 1 2ms false
+	// 2 2ms false
+	// 3 20ms true
+	// 4 2ms false
+	// 5 2ms false
+	// 6 20ms true
+	// 7 4ms false
+	// stragglers: 2
+}

@@ -33,6 +33,8 @@ type call struct {
 	inputs       []string // embeddings
 	dims         int
 	base64       bool
+
+	lat latencyDraw // what the latency profile gave the call (see LatencyProfile)
 }
 
 // serve answers the call as st says.
@@ -47,6 +49,9 @@ func (c *call) serve(st Step) {
 	if st.Reset {
 		c.reset()
 		return
+	}
+	if !c.waitFirstToken() {
+		abort()
 	}
 	c.headers(st)
 	switch {
@@ -70,24 +75,6 @@ func (c *call) serve(st Step) {
 // abort drops the connection without finishing the response; net/http recovers this panic
 // quietly and closes the connection, so a client mid-body sees an unexpected EOF.
 func abort() { panic(http.ErrAbortHandler) }
-
-// wait sleeps d (d < 0: until the end) and reports whether the whole time passed, rather than
-// the client going away or the server closing.
-func (c *call) wait(d time.Duration) bool {
-	var timeout <-chan time.Time
-	if d >= 0 {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		timeout = t.C
-	}
-	select {
-	case <-timeout:
-		return true
-	case <-c.r.Context().Done():
-	case <-c.s.closing:
-	}
-	return false
-}
 
 // reset closes the connection with an RST before any response byte.
 func (c *call) reset() {

@@ -41,6 +41,13 @@ type Request struct {
 	// Step describes how the server answered ("ok", "503", "429 retry-after=150ms", "stall", …);
 	// a request rejected before a step was chosen (auth, bad body) reads like "401 auth".
 	Step string
+	// FirstTokenDelay is the time to first token its latency profile drew for the request
+	// ([LatencyProfile]: FirstToken plus jitter, or Straggler), set before the server began to
+	// wait it; 0 when no profile delayed it. The step's own delays are not in it.
+	FirstTokenDelay time.Duration
+	// Straggler reports that the latency profile made the request a straggler: it waited the
+	// profile's Straggler.
+	Straggler bool
 }
 
 // RetryCount returns the X-Stainless-Retry-Count header that the official SDKs send on every
@@ -123,6 +130,9 @@ type JournalStats struct {
 	TruncatedBodies int
 	// KeptBytes is what the kept requests count toward MaxTotalBytes.
 	KeptBytes int64
+	// Stragglers counts the requests a latency profile made stragglers ([Request].Straggler),
+	// kept or since dropped.
+	Stragglers int
 }
 
 // Journal records the requests a [Server] received, within its [JournalLimits], and how many
@@ -136,6 +146,7 @@ type Journal struct {
 	received  int
 	dropped   int
 	truncated int
+	straggled int
 	inFlight  int
 	peak      int
 	arrived   chan struct{} // closed and replaced on every arrival
@@ -226,6 +237,16 @@ func (j *Journal) setStep(e *Request, scenario, step string) {
 	j.mu.Unlock()
 }
 
+// setLatency notes the first-token delay a latency profile gave e.
+func (j *Journal) setLatency(e *Request, d time.Duration, straggler bool) {
+	j.mu.Lock()
+	e.FirstTokenDelay, e.Straggler = d, straggler
+	if straggler {
+		j.straggled++
+	}
+	j.mu.Unlock()
+}
+
 // copyOf returns a copy of e that shares no memory with it; j.mu must be held.
 func copyOf(e *Request) Request {
 	out := *e
@@ -254,13 +275,13 @@ func (j *Journal) Len() int {
 	return j.received
 }
 
-// Stats returns the journal's counters: requests received, kept and dropped, bodies cut, and
-// the bytes kept.
+// Stats returns the journal's counters: requests received, kept and dropped, bodies cut, the
+// bytes kept and the stragglers.
 func (j *Journal) Stats() JournalStats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return JournalStats{Received: j.received, Kept: len(j.reqs), Dropped: j.dropped,
-		TruncatedBodies: j.truncated, KeptBytes: j.bytes}
+		TruncatedBodies: j.truncated, KeptBytes: j.bytes, Stragglers: j.straggled}
 }
 
 // Last returns the latest request kept, and false when the journal keeps none. It copies
@@ -327,6 +348,6 @@ func (j *Journal) Reset() {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.reqs, j.sizes, j.bytes = nil, nil, 0
-	j.received, j.dropped, j.truncated = 0, 0, 0
+	j.received, j.dropped, j.truncated, j.straggled = 0, 0, 0, 0
 	j.peak = j.inFlight
 }

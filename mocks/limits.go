@@ -50,8 +50,9 @@ func WithRateLimits(l RateLimits) Option { return func(o *options) { o.limits = 
 
 // WithClock gives the server another clock than time.Now for its rate limits (WithRateLimits)
 // and its outages (WithOutage, counted from the clock's reading when NewServer runs), so a test
-// can move time instead of waiting for budgets to refill or outages to end. Latency, stalls and
-// slow streams still take real time.
+// can move time instead of waiting for budgets to refill or outages to end. Delays, stalls and
+// slow streams wait on the server's timers instead: the wall clock's unless [WithAfterFunc]
+// gives the same clock's.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // WithKeyRateLimits enforces l for the API key key, instead of the limits of WithRateLimits.

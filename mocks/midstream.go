@@ -48,6 +48,12 @@ func (sw *sseWriter) atContentCount() bool {
 			abort()
 		}
 	}
+	if lat := sw.c.lat; n == 0 && !sw.latWaited && lat.headersFirst && lat.firstToken > 0 {
+		sw.latWaited = true
+		if !sw.c.wait(lat.firstToken) {
+			abort()
+		}
+	}
 	if st.StallAfter > 0 && n == st.StallAfter && !sw.stalled {
 		sw.stalled = true
 		d := st.StallFor

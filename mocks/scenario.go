@@ -28,7 +28,10 @@ import (
 //	  "limits": {"requestsPerMinute": 60, "tokensPerMinute": 10000, "minuteMs": 60000},
 //	  "keyLimits": { "sk-key": {"requestsPerMinute": 5} },
 //	  "maxBodyBytes": 4194304,
-//	  "journal": {"maxEntries": 10000, "maxBodyBytes": 1048576, "maxTotalBytes": 67108864}
+//	  "journal": {"maxEntries": 10000, "maxBodyBytes": 1048576, "maxTotalBytes": 67108864},
+//	  "latency": profile,
+//	  "modelLatency": { "gpt-4o": profile },
+//	  "keyLatency": { "sk-key": profile }
 //	}
 //
 // "routes" and "models" give a route (one of [Routes]) or a model (Azure: a deployment) a
@@ -42,7 +45,13 @@ import (
 // largest request body the server reads (a longer one is answered 413; default 4 MiB, see
 // [WithMaxBodyBytes]); "journal" bounds what the journal keeps (the oldest requests dropped
 // beyond maxEntries or maxTotalBytes, bodies cut to maxBodyBytes; see [JournalLimits]). Zero
-// or absent values keep the defaults.
+// or absent values keep the defaults. "latency", "modelLatency" and "keyLatency" are latency
+// profiles ([LatencyProfile], [WithLatency]), objects with these optional keys:
+//
+//	firstTokenMs, jitterMs, stragglerRate (0 to 1), stragglerEvery, stragglerMs, chunkDelayMs,
+//	headersFirst, seed
+//
+// durations from 0 to 86400000 (a day), stragglerRate or stragglerEvery but not both.
 //
 // A step is an object with these optional keys (the [Step] fields; durations in milliseconds):
 //
@@ -84,6 +93,11 @@ type Config struct {
 	// RejectPrefill names the models that refuse a conversation ending with an assistant
 	// message: true for every model, or a list (see WithRejectPrefill).
 	RejectPrefill ModelSet `json:"rejectPrefill,omitempty"`
+	// Latency is every request's latency profile, ModelLatency each model's (Azure: each
+	// deployment's) and KeyLatency each API key's (see LatencyProfile, WithLatency).
+	Latency      *LatencyProfile           `json:"latency,omitempty"`
+	ModelLatency map[string]LatencyProfile `json:"modelLatency,omitempty"`
+	KeyLatency   map[string]LatencyProfile `json:"keyLatency,omitempty"`
 }
 
 // ParseConfig reads a scenario file's JSON and validates it.
@@ -150,6 +164,7 @@ func (cfg *Config) validate() error {
 		check("routes."+route, steps)
 	}
 	errs = append(errs, cfg.validateModels(check)...)
+	errs = append(errs, cfg.validateLatency()...)
 	if _, ok := cfg.Scenarios[cfg.Default]; cfg.Default != "" && !ok {
 		if _, builtin := builtins()[cfg.Default]; !builtin {
 			errs = append(errs, fmt.Errorf("default scenario %q is not defined", cfg.Default))

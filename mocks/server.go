@@ -36,6 +36,10 @@ type Server struct {
 	maxBody int64          // the largest body read (see WithMaxBodyBytes)
 	windows map[string]int // context windows by model (see WithContextWindows); read-only
 	prefill ModelSet       // the models that reject a prefill (see WithRejectPrefill)
+
+	after     func(time.Duration, func()) func() bool // the server's timers (see WithAfterFunc)
+	latency   atomic.Pointer[latencyTable]            // the latency profiles in force
+	latencyMu sync.Mutex                              // serialises changes to latency
 }
 
 // Option configures a [Server].
@@ -62,6 +66,11 @@ type options struct {
 	windows      map[string]int
 	prefill      ModelSet
 	outages      []Outage
+
+	after        func(time.Duration, func()) func() bool
+	latency      LatencyProfile
+	modelLatency map[string]LatencyProfile
+	keyLatency   map[string]LatencyProfile
 }
 
 // WithScript sets the default sequence of steps: each call that names no scenario takes the next
@@ -161,6 +170,15 @@ func WithConfig(cfg *Config) Option {
 			WithRejectPrefill(cfg.RejectPrefill.Models...)(o)
 		}
 		WithOutage(cfg.Outages...)(o)
+		if cfg.Latency != nil {
+			o.latency = *cfg.Latency
+		}
+		for model, p := range cfg.ModelLatency {
+			WithModelLatency(model, p)(o)
+		}
+		for key, p := range cfg.KeyLatency {
+			WithKeyLatency(key, p)(o)
+		}
 	}
 }
 
@@ -184,6 +202,10 @@ func NewServer(opts ...Option) *Server {
 		limiter: newLimiter(o.limits, o.keyLimits),
 		now:     o.now,
 		maxBody: o.maxBody,
+		after:   o.after,
+	}
+	if s.after == nil {
+		s.after = wallAfter
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
@@ -221,6 +243,7 @@ func NewServer(opts ...Option) *Server {
 		}
 	}
 	s.script.setChaos(o.seed, o.chaos)
+	s.setLatencies(&o)
 	l := o.listener
 	if l == nil {
 		var err error
@@ -291,6 +314,7 @@ func (s *Server) Close() {
 // ServeHTTP answers one call. It is exported so the server can also be mounted elsewhere.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	arrived := time.Now()
+	latency := s.latency.Load() // the profiles in force when the request arrived
 	s.journal.enter()
 	defer s.journal.leave()
 	body, readErr := readBody(w, r, s.maxBody)
@@ -357,6 +381,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.journal.setStep(entry, scenario, st.String())
+	if c.delayable(st) {
+		if p := latency.pick(c.apiKey(), c.model); p != nil {
+			c.lat = p.draw()
+			s.journal.setLatency(entry, c.lat.firstToken, c.lat.straggler)
+		}
+	}
 	c.serve(st)
 }
 

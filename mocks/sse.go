@@ -16,6 +16,8 @@ type sseWriter struct {
 	content int  // content events written so far
 	waited  bool // the first-token delay is over
 	stalled bool // the mid-stream stall is over
+
+	latWaited bool // the latency profile's first-token delay is over (HeadersFirst)
 }
 
 // eventKind says where an event stands in a stream (see the Step documentation).
@@ -64,6 +66,9 @@ func (sw *sseWriter) emit(kind eventKind, event string, v any) bool {
 		return sw.cut()
 	}
 	if sw.sent > 0 && st.ChunkDelay > 0 && !sw.c.wait(st.ChunkDelay) {
+		abort()
+	}
+	if d := sw.c.lat.chunk; kind == contentEvent && sw.content > 0 && d > 0 && !sw.c.wait(d) {
 		abort()
 	}
 	var data []byte

@@ -218,7 +218,8 @@ func QuotaExceeded() Step { return Step{Status: http.StatusTooManyRequests, Quot
 // Overloaded is Anthropic's 529 overloaded_error (sent with the same status on OpenAI paths).
 func Overloaded() Step { return Step{Status: 529} }
 
-// Latency is a successful reply whose headers are held back for d.
+// Latency is a successful reply whose headers are held back for d. For delays drawn per
+// request, with stragglers, per model or per deployment, see [LatencyProfile].
 func Latency(d time.Duration) Step { return Step{Delay: d} }
 
 // Stall is a call that never answers (see [Step.Stall]).

@@ -16,7 +16,8 @@
 // no-terminal); refusals and content filters; per-model scripts ("models"), outages on a
 // schedule from the server's start ("outages"); context windows (-context-window model=tokens,
 // "contextWindows") and models that refuse an assistant prefill (-reject-prefill,
-// "rejectPrefill").
+// "rejectPrefill"); latency profiles, a time to first token with stragglers for every request,
+// a model or an API key ("latency", "modelLatency", "keyLatency").
 //
 // Left running, it stays bounded: it reads at most -max-body bytes of a request (default
 // 4 MiB; a longer body is answered 413 in the API's own error shape), refuses JSON nested
