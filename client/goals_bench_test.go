@@ -2,7 +2,10 @@ package client_test
 
 import (
 	"context"
+	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,6 +81,91 @@ func BenchmarkStreamFailures(b *testing.B) {
 				c.CloseIdleConnections()
 				primary.Close()
 				secondary.Close()
+			}
+		})
+	}
+}
+
+// BenchmarkHedgeStragglers measures hedging against stragglers (issue 24's goal), on the real
+// clock with time scaled down 50 times: two routes whose first token comes after 9–11 ms
+// (0.5 s scaled back), every 20th request of each after 200 ms (10 s); 4 callers in a closed
+// loop, 1,000 streamed calls, each read to its end. Without hedging, then with the default
+// retry budget and a learnt delay (HedgeQuantile 0.95, at most 100 ms). It reports the
+// time-to-first-token quantiles, the extra requests the hedges cost (% of calls) and the extra
+// output the servers streamed to tries that lost (% of the answers' output).
+// go test ./client -run '^$' -bench HedgeStragglers -benchtime 1x
+func BenchmarkHedgeStragglers(b *testing.B) {
+	const calls, callers, answerWords = 1000, 4, 20
+	profile := mocks.LatencyProfile{FirstToken: 9 * time.Millisecond, Jitter: 2 * time.Millisecond,
+		StragglerEvery: 20, Straggler: 200 * time.Millisecond, HeadersFirst: true}
+	for _, hedge := range []bool{false, true} {
+		name := "off"
+		if hedge {
+			name = "learnt-p95"
+		}
+		b.Run(name, func(b *testing.B) {
+			for range b.N {
+				a := mocks.NewServer(mocks.WithReply(words("a", answerWords)), mocks.WithLatency(profile))
+				bs := mocks.NewServer(mocks.WithReply(words("b", answerWords)), mocks.WithLatency(profile))
+				o := resilience.DefaultOptions()
+				if hedge {
+					o.HedgeAfterSeconds, o.HedgeQuantile, o.HedgeMinDelaySeconds = 0.1, 0.95, 0.002
+				}
+				c, err := client.New(openAIProvider("a", a, o), openAIProvider("b", bs, resilience.DefaultOptions()),
+					client.WithFallback("a", "b"))
+				if err != nil {
+					b.Fatal(err)
+				}
+				ttft := make([]time.Duration, calls)
+				var next atomic.Int64
+				var hedges, won atomic.Int64
+				var wg sync.WaitGroup
+				for range callers {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for {
+							i := next.Add(1) - 1
+							if i >= calls {
+								return
+							}
+							start := time.Now()
+							st, err := c.ChatStream(context.Background(), hello())
+							if err != nil {
+								b.Error(err)
+								return
+							}
+							ttft[i] = time.Since(start)
+							r := readAll(st)
+							_ = st.Close()
+							if r.err != nil || !r.last.Done {
+								b.Errorf("%v", r.err)
+								return
+							}
+							acct := st.Accounting()
+							hedges.Add(int64(acct.Hedges))
+							if acct.HedgeWon {
+								won.Add(1)
+							}
+						}
+					}()
+				}
+				wg.Wait()
+				slices.Sort(ttft)
+				q := func(p float64) time.Duration { return ttft[int(p*float64(calls))-1] }
+				sent := a.Journal().Len() + bs.Journal().Len()
+				content := a.Journal().Stats().ContentEvents + bs.Journal().Stats().ContentEvents
+				b.ReportMetric(float64(q(0.5).Microseconds())/1000, "p50-ms")
+				b.ReportMetric(float64(q(0.95).Microseconds())/1000, "p95-ms")
+				b.ReportMetric(float64(q(0.99).Microseconds())/1000, "p99-ms")
+				b.ReportMetric(float64(q(0.99))/float64(q(0.95)), "p99/p95")
+				b.ReportMetric(100*float64(sent-calls)/calls, "extra-requests-%")
+				b.ReportMetric(100*float64(content-calls*answerWords)/float64(calls*answerWords), "extra-output-%")
+				b.ReportMetric(float64(won.Load()), "hedges-won")
+				b.ReportMetric(float64(hedges.Load()), "hedges")
+				c.CloseIdleConnections()
+				a.Close()
+				bs.Close()
 			}
 		})
 	}

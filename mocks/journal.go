@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -133,6 +134,10 @@ type JournalStats struct {
 	// Stragglers counts the requests a latency profile made stragglers ([Request].Straggler),
 	// kept or since dropped.
 	Stragglers int
+	// ContentEvents counts the content events (a word, a tool call fragment…) the server's
+	// streams wrote, for every request: what a client that cancels streams was sent, and may
+	// be billed for.
+	ContentEvents int64
 }
 
 // Journal records the requests a [Server] received, within its [JournalLimits], and how many
@@ -147,9 +152,11 @@ type Journal struct {
 	dropped   int
 	truncated int
 	straggled int
-	inFlight  int
-	peak      int
-	arrived   chan struct{} // closed and replaced on every arrival
+	// content counts the content events written to streams (Stats.ContentEvents).
+	content  atomic.Int64
+	inFlight int
+	peak     int
+	arrived  chan struct{} // closed and replaced on every arrival
 }
 
 func newJournal(l JournalLimits) *Journal {
@@ -281,7 +288,7 @@ func (j *Journal) Stats() JournalStats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	return JournalStats{Received: j.received, Kept: len(j.reqs), Dropped: j.dropped,
-		TruncatedBodies: j.truncated, KeptBytes: j.bytes, Stragglers: j.straggled}
+		TruncatedBodies: j.truncated, KeptBytes: j.bytes, Stragglers: j.straggled, ContentEvents: j.content.Load()}
 }
 
 // Last returns the latest request kept, and false when the journal keeps none. It copies
@@ -349,5 +356,6 @@ func (j *Journal) Reset() {
 	defer j.mu.Unlock()
 	j.reqs, j.sizes, j.bytes = nil, nil, 0
 	j.received, j.dropped, j.truncated, j.straggled = 0, 0, 0, 0
+	j.content.Store(0)
 	j.peak = j.inFlight
 }

@@ -3,6 +3,7 @@ package mocks_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"runtime"
 	"strings"
@@ -318,5 +319,30 @@ func TestConfig_JournalAndBodyLimitsFromAScenarioFile(t *testing.T) {
 		if _, err := mocks.ParseConfig([]byte(bad)); err == nil {
 			t.Errorf("%s: accepted", bad)
 		}
+	}
+}
+
+// The journal counts the content events the server's streams wrote, for a client that cancels
+// streams to measure what it was sent.
+func TestJournal_CountsContentEvents(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("one two three"))
+	defer s.Close()
+	body := `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodPost, s.OpenAIBaseURL()+"/chat/completions", strings.NewReader(body))
+		req.Header.Set("Authorization", "Bearer sk-test")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+	if n := s.Journal().Stats().ContentEvents; n != 6 {
+		t.Fatalf("%d content events, want 3 words twice", n)
+	}
+	s.Journal().Reset()
+	if n := s.Journal().Stats().ContentEvents; n != 0 {
+		t.Fatalf("%d content events after Reset", n)
 	}
 }

@@ -82,6 +82,7 @@ func (sw *sseWriter) emit(kind eventKind, event string, v any) bool {
 	}
 	if kind == contentEvent {
 		sw.content++
+		sw.c.s.journal.content.Add(1)
 		if sw.content == st.MalformedAt {
 			data = data[:len(data)/2] // an object without its end never parses
 		}
