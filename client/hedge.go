@@ -42,7 +42,7 @@ type HedgeTracker interface {
 
 // hedgeOf is the hedging of a call with options o on deployment d: the call's own (WithHedge,
 // WithoutHedge), else its policy's — except for a call that sends extra body fields, which may
-// act on the world and is hedged only when the caller says so.
+// act on the world and is hedged only when the caller says so, and a stream in buffer mode.
 func (w *walk) hedgeOf(d *deployment) resilience.Hedge {
 	o := w.o
 	if !w.hedgeable {
@@ -57,6 +57,11 @@ func (w *walk) hedgeOf(d *deployment) resilience.Hedge {
 	pol := w.pl.policyFor(d, o)
 	if pol == nil {
 		pol = d.pipeline.Policy()
+	}
+	if w.stream && (o != nil && o.rescue == resilience.RescueBuffer || (o == nil || o.rescue == "") && pol.Rescue() == resilience.RescueBuffer) {
+		// A buffered stream delivers nothing before its whole answer: its "first content"
+		// would be its last, and a hedge would race an answer that is well under way.
+		return resilience.Hedge{}
 	}
 	return pol.Hedge()
 }

@@ -294,3 +294,24 @@ func TestHedge_TheCallersCancellationEndsEveryTry(t *testing.T) {
 	}
 	eventually(t, "both requests to end", func() bool { return slow.Journal().InFlight()+slow2.Journal().InFlight() == 0 })
 }
+
+// A stream in buffer mode is not hedged by its policy: it delivers nothing before its whole
+// answer.
+func TestHedge_NotForBufferedStreams(t *testing.T) {
+	slow := mocks.NewServer(mocks.WithScript(mocks.SlowFirstToken(100 * time.Millisecond).Always()))
+	defer slow.Close()
+	fast := mocks.NewServer()
+	defer fast.Close()
+	o := hedgePolicy(10 * time.Millisecond)
+	o.StreamRescue = resilience.RescueBuffer
+	c := newClient(t, openAIProvider("primary", slow, o), openAIProvider("secondary", fast, policy()),
+		client.WithFallback("primary", "secondary"))
+	st, err := c.ChatStream(context.Background(), hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if a := st.Accounting(); a.Hedges != 0 || st.Provider() != "primary" || fast.Journal().Len() != 0 {
+		t.Fatalf("%+v from %s", a, st.Provider())
+	}
+}
