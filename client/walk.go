@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
@@ -31,6 +30,9 @@ type walk struct {
 	ntried    int
 	triedMore []*deployment
 	retried   []*deployment
+	// order is the room for the order in which a provider's deployments are tried
+	// (entry.route), so that routing allocates nothing for up to this many.
+	order [routeRoom]*deployment
 	// minWindow, once a route answered that the prompt exceeds its context window, is that
 	// window: only routes that declare a larger one are tried after it.
 	minWindow int
@@ -85,7 +87,7 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 		routeModel := e.telemetryModel(m)
 		deps := e.deps
 		if len(deps) > 1 {
-			deps = e.route(w.pl.sticky, routeModel)
+			deps = e.route(w, routeModel)
 		}
 		later := c.maxWait(chain, i, w.model, w.need) // the wait allowed when a later provider can serve
 		again := false                                // a route abandoned at its first-token limit is asked once more when it is the last
@@ -107,11 +109,9 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 				wait = c.failoverWait()
 			}
 			w.markTried(d)
-			var start time.Time
-			if tr != nil {
-				start = time.Now()
-			}
+			start := c.now()
 			resp, info, err := call(ctx, try{d: d, model: dm, route: route, maxWait: wait, elsewhere: wait != 0})
+			took := w.observe(d, route, start, resp, err)
 			if err == nil {
 				if d.outs.Load() != 0 {
 					d.outs.Store(0) // back in service: the next take-out starts from the first break
@@ -123,7 +123,7 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 					served(resp, d, route, nil, w.acct)
 					return resp, nil
 				}
-				res := tryResult(e, d, dm, start, info, nil)
+				res := tryResult(e, d, dm, took, info, nil)
 				if !served(resp, d, route, &res, w.acct) {
 					tr.TryDone(res)
 					tr.End(nil)
@@ -133,7 +133,7 @@ func walkChain[R any](w *walk, call func(ctx context.Context, t try) (R, *resili
 			perr := w.failed(e, d, err, info)
 			next, redirect := w.next(perr, c.windowOf(e.name, route))
 			if tr != nil {
-				res := tryResult(e, d, dm, start, info, perr)
+				res := tryResult(e, d, dm, took, info, perr)
 				if next {
 					switch {
 					case redirect != nil:
