@@ -38,6 +38,9 @@ type Client struct {
 	// chains of the kinds that have one (WithFallbackOn).
 	windows    map[string]contextWindow
 	fallbackOn map[providers.ErrorKind][]string
+	// dice is where the routing strategies draw at random (WithRandomSource); nil: the
+	// runtime's generator.
+	dice *dice
 }
 
 // The default take-out breaks (WithTakeOutBreaks).
@@ -94,6 +97,7 @@ type entry struct {
 	deps     []*deployment
 	strategy Strategy
 	next     atomic.Uint64
+	dice     *dice // the client's
 	// system and providerModel are the provider's own Description, for telemetry.
 	system, providerModel string
 	// caps is what the provider can do (providers.CapabilitiesOf).
@@ -300,7 +304,7 @@ func New(opts ...Option) (*Client, error) {
 		}
 		d0 := deps[0]
 		e := &entry{name: s.name, provider: d0.provider, pipeline: d0.pipeline, model: s.model, models: s.models,
-			deps: deps, strategy: s.strategy}
+			deps: deps, strategy: s.strategy, dice: c.dice}
 		if d, ok := d0.provider.(providers.Describer); ok {
 			desc := d.Describe()
 			e.system, e.providerModel = desc.System, desc.DefaultModel

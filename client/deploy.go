@@ -4,8 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"hash/fnv"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sync"
@@ -62,10 +60,21 @@ const (
 	// budgets (from the answers' rate-limit headers, or the configured limits; a deployment
 	// that knows none counts as full).
 	RouteMostHeadroom Strategy = "most_headroom"
+	// RouteLatency prefers the deployment that has been fastest for the call's model lately,
+	// by what the client measured of its route (RouteInfo.Latency): a deployment scores its
+	// moving average of the time to first token (streams) or per output token (whole answers)
+	// times 1/(1 − its error rate), and up to ten times more as its per-minute budgets fall
+	// below half; one not measured yet scores as the best. The call goes to one drawn with
+	// weight (best score ÷ its score)³, after 3 % of the calls per deployment (30 % at most in
+	// all) are spread evenly, so that one that was slow keeps being measured and wins its
+	// share back when it recovers. A sticky key (WithStickyKey) draws nothing: it stays on its
+	// deployment while that one scores at most twice the best. Weight is ignored; the draws
+	// come from WithRandomSource when set.
+	RouteLatency Strategy = "latency"
 )
 
 // Strategies lists the routing strategies.
-var Strategies = []Strategy{RoutePriority, RouteWeighted, RouteRoundRobin, RouteLeastInFlight, RouteMostHeadroom}
+var Strategies = []Strategy{RoutePriority, RouteWeighted, RouteRoundRobin, RouteLeastInFlight, RouteMostHeadroom, RouteLatency}
 
 // deployment is one deployment of a provider entry.
 type deployment struct {
@@ -90,20 +99,20 @@ type deployment struct {
 // route's let calls through, the route is not pausing after a rate limit and its known budgets
 // have room for a request.
 func (d *deployment) available(model string) bool {
-	if blocked(d.pipeline.CircuitState()) {
-		return false
-	}
-	r := d.pipeline.Route(model)
-	if r != d.pipeline && blocked(r.CircuitState()) {
-		return false
-	}
-	if r.CoolingFor() > 0 {
-		return false
+	ok, _ := d.canTake(d.pipeline.Route(model))
+	return ok
+}
+
+// canTake reports whether d can take a call on its route r now (see available), with the
+// smaller share left of r's known budgets (1 when it knows none), read once.
+func (d *deployment) canTake(r *resilience.Pipeline) (ok bool, headroom float64) {
+	if blocked(d.pipeline.CircuitState()) || (r != d.pipeline && blocked(r.CircuitState())) || r.CoolingFor() > 0 {
+		return false, 0
 	}
 	h := r.Headroom()
 	// Room for one more request (and a token) now; an unknown budget (-1) has room.
 	return (h.Requests < 0 || h.Requests*float64(h.RequestsPerMinute) >= 1) &&
-		(h.Tokens < 0 || h.Tokens*float64(h.TokensPerMinute) >= 1)
+		(h.Tokens < 0 || h.Tokens*float64(h.TokensPerMinute) >= 1), shareLeft(h)
 }
 
 // blocked reports whether a circuit in state s turns calls away.
@@ -114,7 +123,11 @@ func blocked(s resilience.CircuitState) bool {
 // headroomOf is the smaller share left of the known budgets of d's route for model, 1 when it
 // knows none.
 func headroomOf(d *deployment, model string) float64 {
-	h := d.pipeline.Route(model).Headroom()
+	return shareLeft(d.pipeline.Route(model).Headroom())
+}
+
+// shareLeft is the smaller share left of the known budgets of h, 1 when it knows none.
+func shareLeft(h resilience.Headroom) float64 {
 	share := 1.0
 	if h.Requests >= 0 {
 		share = min(share, h.Requests)
@@ -237,73 +250,6 @@ func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
 	return out, errors.Join(errs...)
 }
 
-// route returns the deployments of e in the order to try them for a call asking for model, the
-// ones that can take it now first; sticky, when not "", orders them by rendezvous hashing on
-// it, so the same key lands on the same deployment (its prompt cache stays warm) while it can
-// take calls.
-func (e *entry) route(sticky, model string) []*deployment {
-	order := slices.Clone(e.deps)
-	switch {
-	case sticky != "":
-		score := make(map[*deployment]uint64, len(order))
-		for _, d := range order {
-			h := fnv.New64a()
-			_, _ = h.Write([]byte(sticky))
-			_, _ = h.Write([]byte{0})
-			_, _ = h.Write([]byte(d.name))
-			score[d] = h.Sum64()
-		}
-		slices.SortStableFunc(order, func(a, b *deployment) int { return cmp.Compare(score[b], score[a]) })
-	case e.strategy == RouteWeighted:
-		total := 0
-		for _, d := range order {
-			total += d.weight
-		}
-		// Draw the order without replacement, each pick in proportion to its weight.
-		for i := range order {
-			r := rand.IntN(total)
-			for j := i; j < len(order); j++ {
-				if r < order[j].weight {
-					order[i], order[j] = order[j], order[i]
-					break
-				}
-				r -= order[j].weight
-			}
-			total -= order[i].weight
-		}
-	case e.strategy == RouteRoundRobin:
-		k := int(e.next.Add(1)-1) % len(order)
-		order = append(order[k:], order[:k]...)
-	case e.strategy == RouteLeastInFlight:
-		slices.SortStableFunc(order, func(a, b *deployment) int {
-			return a.pipeline.InFlight() - b.pipeline.InFlight()
-		})
-	case e.strategy == RouteMostHeadroom:
-		slices.SortStableFunc(order, func(a, b *deployment) int {
-			ha, hb := headroomOf(a, a.modelFor(model)), headroomOf(b, b.modelFor(model))
-			switch {
-			case ha > hb:
-				return -1
-			case ha < hb:
-				return 1
-			}
-			return 0
-		})
-	}
-	// The deployments that can take the call now go first, in the strategy's order.
-	slices.SortStableFunc(order, func(a, b *deployment) int {
-		aa, ab := a.available(a.modelFor(model)), b.available(b.modelFor(model))
-		switch {
-		case aa && !ab:
-			return -1
-		case ab && !aa:
-			return 1
-		}
-		return 0
-	})
-	return order
-}
-
 // DeploymentInfo is the state of one deployment, for dashboards and health.
 type DeploymentInfo struct {
 	// Name is "<provider>/<deployment>" (the provider's name for a provider of one).
@@ -315,8 +261,12 @@ type DeploymentInfo struct {
 	Headroom resilience.Headroom
 	// InFlight is the number of its exchanges in flight.
 	InFlight int
+	// Latency is what was measured of the calls that ran on the deployment's pipeline itself
+	// (resilience.Pipeline.Latency): those that named no model, or every call under RouteScope
+	// "deployment". Calls for a model are measured on its route, in Routes.
+	Latency resilience.LatencyInfo
 	// Routes is the state of each model the deployment has served or been asked for, sorted
-	// by model (see resilience.Pipeline.Route): its own circuit, pause and budgets.
+	// by model (see resilience.Pipeline.Route): its own circuit, pause, budgets and speed.
 	Routes []RouteInfo
 }
 
@@ -326,6 +276,10 @@ type RouteInfo struct {
 	Model    string
 	Circuit  resilience.CircuitInfo
 	Headroom resilience.Headroom
+	// Latency is what the client measured of the route's calls — time to first token, time
+	// per output token, their p50 and p95, error rate and samples — which RouteLatency routes
+	// by.
+	Latency resilience.LatencyInfo
 }
 
 // Deployments returns the state of the deployments of provider name, in their configured
@@ -338,9 +292,10 @@ func (c *Client) Deployments(name string) []DeploymentInfo {
 	out := make([]DeploymentInfo, len(e.deps))
 	for i, d := range e.deps {
 		out[i] = DeploymentInfo{Name: d.name, Circuit: d.pipeline.CircuitInfo(), Headroom: d.pipeline.Headroom(),
-			InFlight: d.pipeline.InFlight()}
+			InFlight: d.pipeline.InFlight(), Latency: d.pipeline.Latency()}
 		for model, r := range d.pipeline.Routes() {
-			out[i].Routes = append(out[i].Routes, RouteInfo{Model: model, Circuit: r.CircuitInfo(), Headroom: r.Headroom()})
+			out[i].Routes = append(out[i].Routes, RouteInfo{Model: model, Circuit: r.CircuitInfo(), Headroom: r.Headroom(),
+				Latency: r.Latency()})
 		}
 		slices.SortFunc(out[i].Routes, func(a, b RouteInfo) int { return cmp.Compare(a.Model, b.Model) })
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -221,5 +222,10 @@ func TestDeployments_AreValidated(t *testing.T) {
 		if _, err := client.New(opt); err == nil {
 			t.Error("accepted")
 		}
+	}
+	ss := servers(t, 2)
+	if _, err := client.New(client.WithDeployments("p", policy(), client.RouteLatency, deploymentsOn(ss)...),
+		client.WithRandomSource(nil)); err == nil || !strings.Contains(err.Error(), "WithRandomSource") {
+		t.Errorf("a nil random source: %v", err)
 	}
 }

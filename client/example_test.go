@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net/http"
+	"time"
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/mocks"
@@ -67,4 +69,50 @@ func Example_errors() {
 		fmt.Println(e.Provider, e.Kind, e.StatusCode, "attempts:", e.Attempts, "temporary:", e.Temporary())
 	}
 	// Output: openai quota_exhausted 429 attempts: 1 temporary: false
+}
+
+// Routing by latency: of two deployments, the one whose first token comes late gets only its
+// small exploration share once it has been measured; what each route measured is in
+// Deployments (and in the health check).
+func Example_routeLatency() {
+	slow := mocks.NewServer(mocks.WithScript(mocks.SlowFirstToken(50 * time.Millisecond).Always()))
+	defer slow.Close()
+	fast := mocks.NewServer()
+	defer fast.Close()
+	on := func(s *mocks.Server) client.ProviderFactory {
+		return func(hc *http.Client) (providers.Provider, error) {
+			return openai.New(openai.Config{Name: "openai", BaseURL: s.OpenAIBaseURL(), APIKey: "sk-example", HTTPClient: hc, Model: "gpt-4o-mini"})
+		}
+	}
+	c, err := client.New(
+		client.WithDeployments("openai", resilience.DefaultOptions(), client.RouteLatency,
+			client.Deployment{Name: "slow", Factory: on(slow)}, client.Deployment{Name: "fast", Factory: on(fast)}),
+		client.WithRandomSource(rand.NewPCG(1, 2))) // reproducible draws; leave it out in production
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	served := map[string]int{}
+	for range 40 {
+		st, err := c.ChatStream(context.Background(), &providers.ChatRequest{
+			Messages: []providers.Message{{Role: providers.RoleUser, Content: "Hello"}},
+		})
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		served[st.Deployment()]++
+		for _, err := range st.Deltas() {
+			if err != nil {
+				fmt.Println(err)
+			}
+		}
+		_ = st.Close()
+	}
+	l := c.Deployments("openai")[0].Routes[0].Latency
+	fmt.Println("most calls went to the fast one:", served["openai/fast"] > 30)
+	fmt.Println("the slow one's first token, as measured, took at least 50ms:", l.FirstToken >= 50*time.Millisecond)
+	// Output:
+	// most calls went to the fast one: true
+	// the slow one's first token, as measured, took at least 50ms: true
 }

@@ -99,7 +99,7 @@ func hedged[R any](w *walk, call tryFunc[R],
 	routes := make([]hedgeRoute, 0, h.Max+1)
 	launch := func(r hedgeRoute, t try) {
 		ctx, cancel := context.WithCancelCause(w.ctx)
-		r.cancel, r.start = cancel, time.Now()
+		r.cancel, r.start = cancel, w.c.now()
 		n := len(routes)
 		routes = append(routes, r)
 		go func() {
@@ -166,9 +166,10 @@ func hedged[R any](w *walk, call tryFunc[R],
 				return res.resp, res.info, res.err, r
 			}
 			// Another try is out: this failure is the walk's, and the call waits for the other.
+			took := w.observe(r.d, r.route, r.start, res.resp, res.err)
 			perr := w.failed(r.e, r.d, res.err, res.info)
 			if w.tr != nil {
-				tr := tryResult(r.e, r.d, r.dm, r.start, res.info, perr)
+				tr := tryResult(r.e, r.d, r.dm, took, res.info, perr)
 				tr.Hedge = r.hedge
 				w.tr.TryDone(tr)
 			}
@@ -182,7 +183,7 @@ func hedged[R any](w *walk, call tryFunc[R],
 // to first content: a hedge that wins often still teaches the route its tail), and leaves the
 // pending ends to a goroutine, which closes a try that succeeded meanwhile.
 func cancelLosers[R any](w *walk, routes []hedgeRoute, won, pending int, results <-chan raced[R]) {
-	now := time.Now()
+	now := w.c.now()
 	for i := range routes {
 		r := &routes[i]
 		if i == won || r.done {
@@ -192,7 +193,7 @@ func cancelLosers[R any](w *walk, routes []hedgeRoute, won, pending int, results
 		waited := now.Sub(r.start)
 		r.d.pipeline.Route(r.route).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.stream, Censored: true})
 		if w.tr != nil {
-			tr := tryResult(r.e, r.d, r.dm, r.start, nil, nil)
+			tr := tryResult(r.e, r.d, r.dm, waited, nil, nil)
 			tr.Hedge, tr.Lost = r.hedge, true
 			w.tr.TryDone(tr)
 		}
@@ -241,7 +242,7 @@ func (w *walk) nextHedge(chain []string, i int, deps []*deployment, k int, m str
 		rm := e.telemetryModel(m)
 		deps := e.deps
 		if len(deps) > 1 {
-			deps = e.route(w.pl.sticky, rm)
+			deps = e.routeIn(nil, w, rm) // not into w.order: the walk's own order is in use
 		}
 		for _, d := range deps {
 			if r, t, ok := w.hedgeTo(e, d, m, rm); ok {

@@ -150,11 +150,11 @@ func (e *entry) telemetryModel(model string) string {
 	return model
 }
 
-// tryResult describes the try of deployment d of provider e, asked for model, that started at start and ended
-// with perr (nil for success).
-func tryResult(e *entry, d *deployment, model string, start time.Time, info *resilience.CallInfo, perr *providers.Error) TryResult {
+// tryResult describes the try of deployment d of provider e, asked for model, that took took
+// and ended with perr (nil for success).
+func tryResult(e *entry, d *deployment, model string, took time.Duration, info *resilience.CallInfo, perr *providers.Error) TryResult {
 	r := TryResult{Provider: e.name, Deployment: d.name, System: e.system, Model: e.telemetryModel(model),
-		Err: perr, Duration: time.Since(start)}
+		Err: perr, Duration: took}
 	if info != nil {
 		r.Attempts = info.Attempts
 	}

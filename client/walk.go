@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
@@ -35,6 +34,9 @@ type walk struct {
 	ntried    int
 	triedMore []*deployment
 	retried   []*deployment
+	// order is the room for the order in which a provider's deployments are tried
+	// (entry.route), so that routing allocates nothing for up to this many.
+	order [routeRoom]*deployment
 	// minWindow, once a route answered that the prompt exceeds its context window, is that
 	// window: only routes that declare a larger one are tried after it.
 	minWindow int
@@ -108,7 +110,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 		routeModel := e.telemetryModel(m)
 		deps := e.deps
 		if len(deps) > 1 {
-			deps = e.route(w.pl.sticky, routeModel)
+			deps = e.route(w, routeModel)
 		}
 		later := c.maxWait(chain, i, w.model, w.need) // the wait allowed when a later provider can serve
 		again := false                                // a route abandoned at its first-token limit is asked once more when it is the last
@@ -133,10 +135,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			t := try{d: d, model: dm, route: route, maxWait: wait, elsewhere: wait != 0}
 			// at is the route whose try ended: this one, or with hedging the one that served (or
 			// failed last).
-			at := hedgeRoute{e: e, d: d, dm: dm, route: route}
-			if tr != nil {
-				at.start = time.Now()
-			}
+			at := hedgeRoute{e: e, d: d, dm: dm, route: route, start: c.now()}
 			var (
 				resp R
 				info *resilience.CallInfo
@@ -148,6 +147,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			} else {
 				resp, info, err = call(ctx, t)
 			}
+			took := w.observe(at.d, at.route, at.start, resp, err)
 			if err == nil {
 				if at.d.outs.Load() != 0 {
 					at.d.outs.Store(0) // back in service: the next take-out starts from the first break
@@ -159,7 +159,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 					served(resp, at.d, at.route, nil, w.acct)
 					return resp, nil
 				}
-				res := tryResult(at.e, at.d, at.dm, at.start, info, nil)
+				res := tryResult(at.e, at.d, at.dm, took, info, nil)
 				res.Hedge = at.hedge
 				if !served(resp, at.d, at.route, &res, w.acct) {
 					tr.TryDone(res)
@@ -170,7 +170,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			perr := w.failed(at.e, at.d, err, info)
 			next, redirect := w.next(perr, c.windowOf(at.e.name, at.route))
 			if tr != nil {
-				res := tryResult(at.e, at.d, at.dm, at.start, info, perr)
+				res := tryResult(at.e, at.d, at.dm, took, info, perr)
 				res.Hedge = at.hedge
 				if next {
 					switch {

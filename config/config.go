@@ -46,7 +46,8 @@ type Config struct {
 	FailoverAfterSeconds *float64
 	// Routing is LLM.Routing: for each provider made of deployments (providers whose
 	// DeploymentOf names it), how calls are routed among them: "priority" (the default),
-	// "weighted", "round_robin", "least_in_flight" or "most_headroom" (client.Strategies).
+	// "weighted", "round_robin", "least_in_flight", "most_headroom" or "latency"
+	// (client.Strategies).
 	Routing map[string]string
 	// SharedState is LLM.SharedState: the store through which the application's instances
 	// share circuit state, rate-limit pauses and per-minute budgets; nil when not configured

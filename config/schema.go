@@ -112,7 +112,7 @@ var sharedStateFields = map[string]kind{
 var sharedStateKeys = sortedKeys(sharedStateFields)
 
 // routingStrategies are the values of LLM.Routing (client.Strategies).
-var routingStrategies = []string{"priority", "weighted", "round_robin", "least_in_flight", "most_headroom"}
+var routingStrategies = []string{"priority", "weighted", "round_robin", "least_in_flight", "most_headroom", "latency"}
 
 // kind is what a leaf accepts. Normalized values: kindString → string, kindBool → bool,
 // kindInt → int, kindNumber and kindSeconds → float64, kindIntList → []int,

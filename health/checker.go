@@ -214,6 +214,10 @@ type CheckResult struct {
 	// AddSet), "" for a source that stands alone. A source that keeps its state per model
 	// forms a group with its routes.
 	Group string
+	// Latency is what the client measured of the source's calls (for a source with a method
+	// Latency() resilience.LatencyInfo, as *resilience.Pipeline has): their speed and error
+	// rate. It never changes Status.
+	Latency resilience.LatencyInfo
 	// Route is the model of a route's result ("<source>:<model>", see resilience.Pipeline.Route),
 	// "" for a source's own. Routed marks a source's own result when it serves through routes:
 	// it is shown, and its failures count through its routes' statuses.
@@ -233,6 +237,12 @@ type GroupResult struct {
 // headroomSource is implemented by a source that paces its calls (*resilience.Pipeline).
 type headroomSource interface {
 	Headroom() resilience.Headroom
+}
+
+// latencySource is implemented by a source whose calls' speed is measured
+// (*resilience.Pipeline).
+type latencySource interface {
+	Latency() resilience.LatencyInfo
 }
 
 // Report is the outcome of one check of every source. Its JSON form is the
@@ -335,6 +345,9 @@ func read(r *CheckResult, src CircuitSource) {
 	if hs, ok := src.(headroomSource); ok {
 		h := hs.Headroom()
 		r.RequestsLeft, r.TokensLeft = h.Requests, h.Tokens
+	}
+	if ls, ok := src.(latencySource); ok {
+		r.Latency = ls.Latency()
 	}
 	r.Status = StatusOf(r.State)
 	if r.CoolingFor > 0 && r.Status == StatusPass {

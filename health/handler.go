@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/steadyllm/steady/resilience"
 )
 
 // ContentType is the media type of the health document, from the IETF health-check draft.
@@ -30,6 +32,13 @@ type check struct {
 	CoolingFor    string `json:"coolingFor,omitempty"`
 	RequestsLeft  string `json:"requestsLeft,omitempty"`
 	TokensLeft    string `json:"tokensLeft,omitempty"`
+	// What the client measured of the source's calls (see MarshalJSON).
+	FirstToken     string `json:"firstToken,omitempty"`
+	PerOutputToken string `json:"perOutputToken,omitempty"`
+	LatencyP50     string `json:"latencyP50,omitempty"`
+	LatencyP95     string `json:"latencyP95,omitempty"`
+	ErrorRate      string `json:"errorRate,omitempty"`
+	LatencySamples int64  `json:"latencySamples,omitempty"`
 }
 
 // MarshalJSON encodes the report as an application/health+json document:
@@ -54,7 +63,13 @@ type check struct {
 // next probe as a Go duration string rounded to the millisecond; coolingFor, another
 // extension, is present while the pipeline pauses after a rate limit (the status is then at
 // least warn); requestsLeft and tokensLeft, the share left of the per-minute budgets of a
-// pacing pipeline ("0.40"), are present when the budget is known. A shared-state store
+// pacing pipeline ("0.40"), are present when the budget is known. What the client measured of
+// a source's calls (resilience.Pipeline.Latency, which the client's latency routing reads) adds,
+// once known: firstToken and perOutputToken, the moving averages of a stream's time to first
+// token and of a whole answer's time per output token, latencyP50 and latencyP95 over its
+// last resilience.LatencyWindow times to first content (durations as nextProbeIn), errorRate,
+// the moving share of its calls that failed ("0.05"), and latencySamples, the times measured;
+// they never change a status. A shared-state store
 // (AddSharedState) is the check "<name>:shared-state" of componentType "datastore", observed
 // "up" (pass) or "down" (warn: never fail, since calls go on with local state); its error is
 // not shown. The deployments of one provider (a set with CircuitGroups, see AddSet) add the
@@ -82,6 +97,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		if cr.TokensLeft >= 0 {
 			ck.TokensLeft = strconv.FormatFloat(cr.TokensLeft, 'f', 2, 64)
 		}
+		addLatency(&ck, cr.Latency)
 		doc.Checks[cr.Name+":circuit"] = []check{ck}
 	}
 	for _, g := range r.Groups {
@@ -96,6 +112,32 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		doc.Checks[sr.Name+":shared-state"] = []check{{ComponentType: "datastore", ObservedValue: v, Status: sr.Status, Time: stamp}}
 	}
 	return json.Marshal(doc)
+}
+
+// addLatency adds to ck what is known of l.
+func addLatency(ck *check, l resilience.LatencyInfo) {
+	for _, f := range []struct {
+		to *string
+		d  time.Duration
+	}{{&ck.FirstToken, l.FirstToken}, {&ck.PerOutputToken, l.PerOutputToken}, {&ck.LatencyP50, l.P50}, {&ck.LatencyP95, l.P95}} {
+		if f.d > 0 {
+			*f.to = formatLatency(f.d)
+		}
+	}
+	if l.Samples > 0 || l.ErrorRate > 0 {
+		ck.ErrorRate = strconv.FormatFloat(l.ErrorRate, 'f', 2, 64)
+	}
+	ck.LatencySamples = l.Samples
+}
+
+// formatLatency renders a measured time as a Go duration string, to the millisecond above a
+// second and to the microsecond below ("312.5ms", "1.25s"): a time per output token is a few
+// milliseconds.
+func formatLatency(d time.Duration) string {
+	if d >= time.Second {
+		return d.Round(time.Millisecond).String()
+	}
+	return d.Round(time.Microsecond).String()
 }
 
 // Handler returns the readiness handler: it reads every source on each request and

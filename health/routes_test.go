@@ -5,7 +5,9 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/steadyllm/steady/resilience"
 )
@@ -39,5 +41,45 @@ func TestChecker_ModelsOfAPipelineAreJudgedTogether(t *testing.T) {
 	c.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
 	if rec.Code != http.StatusServiceUnavailable {
 		t.Fatalf("readiness %d", rec.Code)
+	}
+}
+
+// Each route shows what the client measured of its calls — first token, time per output
+// token, p50 and p95, error rate, samples — without changing its status; a route that measured
+// nothing shows none of it.
+func TestChecker_ShowsEachRoutesLatency(t *testing.T) {
+	p, err := resilience.New(resilience.DefaultOptions(), resilience.WithName("openai"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := p.Route("gpt-4o")
+	for range resilience.MinLatencySamples {
+		r.ObserveLatency(resilience.LatencySample{FirstContent: 300 * time.Millisecond, Stream: true})
+	}
+	r.ObserveLatency(resilience.LatencySample{FirstContent: 2 * time.Second, OutputTokens: 400})
+	r.ObserveLatency(resilience.LatencySample{Failed: true})
+	_ = p.Route("gpt-4o-mini")
+	c := NewChecker()
+	c.Add("openai", p)
+	rep := c.Report()
+	var got CheckResult
+	for _, cr := range rep.Checks {
+		if cr.Route == "gpt-4o" {
+			got = cr
+		}
+	}
+	if rep.Status != StatusPass || got.Latency.Samples != 11 || got.Latency.FirstToken != 300*time.Millisecond ||
+		got.Latency.PerOutputToken != 5*time.Millisecond || got.Latency.ErrorRate != 0.25 {
+		t.Fatalf("report %s %+v", rep.Status, got)
+	}
+	b, _ := rep.MarshalJSON()
+	for _, want := range []string{`"firstToken":"300ms"`, `"perOutputToken":"5ms"`, `"latencyP50":"300ms"`, `"latencyP95":"2s"`,
+		`"errorRate":"0.25"`, `"latencySamples":11`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("no %s in %s", want, b)
+		}
+	}
+	if n := strings.Count(string(b), `"latencySamples"`); n != 1 {
+		t.Errorf("%d checks show latency, want the measured route's alone: %s", n, b)
 	}
 }

@@ -234,8 +234,13 @@ func (cb *circuit) opening() Advice {
 	return Advice{OpenedAt: cb.wallOf(cb.opened.Load()), OpenUntil: cb.wallOf(cb.until.Load())}
 }
 
-// read returns the state now, moving an open circuit whose break is over to half-open.
+// read returns the state now, moving an open circuit whose break is over to half-open. Only
+// an open circuit moves with time: any other state is read without the lock (routers read
+// every deployment's on every call).
 func (cb *circuit) read() (CircuitState, change) {
+	if s := cb.st(); s != CircuitOpen {
+		return s, change{}
+	}
 	cb.mu.Lock()
 	defer cb.mu.Unlock()
 	ch := cb.advance()

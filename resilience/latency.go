@@ -41,7 +41,9 @@ type latency struct {
 // to the first content (a stream's first token, a whole answer's arrival), and for a whole
 // answer the output tokens it held. A call that failed sets Failed and nothing else; a call cut
 // off (a first-token limit, a hedge that lost) reports the time it had waited as FirstContent
-// and sets Censored: the real time was longer.
+// and sets Censored: the real time was longer. A cut that is the route's failure (its
+// first-token limit ran out) sets both: the wait counts among the times, so the tail shows it,
+// and the call among the failures; a hedge that lost sets Censored alone.
 type LatencySample struct {
 	FirstContent time.Duration
 	OutputTokens int  // of a whole answer; 0 for a stream
@@ -55,11 +57,11 @@ type LatencySample struct {
 func (p *Pipeline) ObserveLatency(s LatencySample) {
 	l := &p.lat
 	if s.Failed {
-		ewma(&l.errRate, 1)
-		return
+		share(&l.errRate, 1)
+	} else {
+		share(&l.errRate, 0)
 	}
-	ewma(&l.errRate, 0)
-	if s.FirstContent <= 0 {
+	if (s.Failed && !s.Censored) || s.FirstContent <= 0 {
 		return
 	}
 	ns := int64(s.FirstContent)
@@ -86,6 +88,19 @@ func ewma(v *atomic.Uint64, x float64) {
 			next = cur + latencyAlpha*(x-cur)
 		}
 		if v.CompareAndSwap(old, math.Float64bits(next)) {
+			return
+		}
+	}
+}
+
+// share moves the share in v towards x (1 for a failure, 0 for a success). Unlike a time, a
+// share has a prior: before any call, none failed; so the first failure after a run of
+// successes moves it by latencyAlpha, not to 1.
+func share(v *atomic.Uint64, x float64) {
+	for {
+		old := v.Load()
+		cur := math.Float64frombits(old)
+		if v.CompareAndSwap(old, math.Float64bits(cur+latencyAlpha*(x-cur))) {
 			return
 		}
 	}
@@ -131,18 +146,26 @@ type LatencyInfo struct {
 	// P50 and P95 are quantiles of the last LatencyWindow times to first content (streams and
 	// whole answers alike); 0 before MinLatencySamples.
 	P50, P95 time.Duration
-	// ErrorRate is the moving average of the share of calls that failed, 0 to 1.
+	// ErrorRate is the moving average of the share of calls that failed, 0 to 1: 0 before any
+	// failure, and a failure moves it a quarter of the way to 1.
 	ErrorRate float64
 }
 
 // Latency returns what the pipeline measured of its calls' speed.
 func (p *Pipeline) Latency() LatencyInfo {
-	l := &p.lat
-	info := LatencyInfo{Samples: l.samples.Load(),
-		FirstToken:     time.Duration(math.Float64frombits(l.ttft.Load())),
-		PerOutputToken: time.Duration(math.Float64frombits(l.perToken.Load())),
-		ErrorRate:      math.Float64frombits(l.errRate.Load())}
+	info := p.LatencyAverages()
 	info.P50, _ = p.LatencyQuantile(0.5)
 	info.P95, _ = p.LatencyQuantile(0.95)
 	return info
+}
+
+// LatencyAverages returns Latency without its quantiles (P50 and P95 are 0): the moving
+// averages and the count of samples, read from atomics without a lock, for a router that
+// asks on every call.
+func (p *Pipeline) LatencyAverages() LatencyInfo {
+	l := &p.lat
+	return LatencyInfo{Samples: l.samples.Load(),
+		FirstToken:     time.Duration(math.Float64frombits(l.ttft.Load())),
+		PerOutputToken: time.Duration(math.Float64frombits(l.perToken.Load())),
+		ErrorRate:      math.Float64frombits(l.errRate.Load())}
 }

@@ -64,6 +64,32 @@ func TestLatency_QuantilesAndAverages(t *testing.T) {
 	}
 }
 
+// The error rate starts from none: one failure after a run of successes moves it a quarter of
+// the way, not to 1. A first-token limit that ran out counts both as a time (the wait, so the
+// tail shows it) and as a failure; a hedge that lost (censored alone) as a time only.
+func TestLatency_FailuresAndCutOffs(t *testing.T) {
+	p, _ := New(testOptions())
+	for range 10 {
+		p.ObserveLatency(LatencySample{FirstContent: 100 * time.Millisecond, Stream: true})
+	}
+	p.ObserveLatency(LatencySample{Failed: true})
+	if e := p.LatencyAverages().ErrorRate; e != 0.25 {
+		t.Fatalf("error rate %v after one failure among successes, want 0.25", e)
+	}
+	p.ObserveLatency(LatencySample{FirstContent: 10 * time.Second, Stream: true, Censored: true, Failed: true})
+	l := p.LatencyAverages()
+	if l.Samples != 11 || l.FirstToken <= 100*time.Millisecond || l.ErrorRate <= 0.25 {
+		t.Fatalf("after a first-token limit: %+v", l)
+	}
+	p.ObserveLatency(LatencySample{FirstContent: 10 * time.Second, Stream: true, Censored: true})
+	if l2 := p.LatencyAverages(); l2.Samples != 12 || l2.ErrorRate >= l.ErrorRate {
+		t.Fatalf("after a lost hedge: %+v", l2)
+	}
+	if q, _ := p.LatencyQuantile(0.95); q != 10*time.Second {
+		t.Fatalf("p95 %v: the cut-offs do not show in the tail", q)
+	}
+}
+
 // Recording a sample and asking for a cached quantile take no allocation.
 func TestLatency_NoAllocations(t *testing.T) {
 	p, _ := New(testOptions())

@@ -225,12 +225,18 @@ func (p *pacer) align(slot *atomic.Pointer[rate.Limiter], b signals.Budget, ceil
 	}
 }
 
-// headroom returns the share of a budget left now (0..1), -1 when the budget is not known.
-func headroom(lim *rate.Limiter, now time.Time) float64 {
-	if lim == nil || lim.Burst() <= 0 {
-		return -1
+// headroom returns the share of a budget left now (0..1), -1 when the budget is not known,
+// and the budget (lim's burst, 0 without one). Each read of a limiter takes its lock: routers
+// ask on every call, so it reads the burst once.
+func headroom(lim *rate.Limiter, now time.Time) (share float64, burst int) {
+	if lim == nil {
+		return -1, 0
 	}
-	return math.Max(0, math.Min(1, lim.TokensAt(now)/float64(lim.Burst())))
+	burst = lim.Burst()
+	if burst <= 0 {
+		return -1, burst
+	}
+	return math.Max(0, math.Min(1, lim.TokensAt(now)/float64(burst))), burst
 }
 
 // takeCredit spends up to n tokens of credit and returns how many it spent.

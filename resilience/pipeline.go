@@ -221,15 +221,14 @@ type Headroom struct {
 
 // Headroom returns what is left of the pipeline's per-minute budgets now.
 func (p *Pipeline) Headroom() Headroom {
-	now := p.pace.monotonic()
 	req, tok := p.pace.req.Load(), p.pace.tok.Load()
-	h := Headroom{Requests: headroom(req, now), Tokens: headroom(tok, now)}
-	if req != nil {
-		h.RequestsPerMinute = req.Burst()
+	if req == nil && tok == nil {
+		return Headroom{Requests: -1, Tokens: -1} // no budget: no need of the clock
 	}
-	if tok != nil {
-		h.TokensPerMinute = tok.Burst()
-	}
+	now := p.pace.monotonic()
+	var h Headroom
+	h.Requests, h.RequestsPerMinute = headroom(req, now)
+	h.Tokens, h.TokensPerMinute = headroom(tok, now)
 	return h
 }
 
