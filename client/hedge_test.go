@@ -257,13 +257,13 @@ func TestHedge_TheLearntDelayFollowsTheRoute(t *testing.T) {
 	if d := h.Delay(r); d < 350*time.Millisecond || d > 400*time.Millisecond {
 		t.Fatalf("learnt delay %v, want the 95th percentile of 200–395 ms", d)
 	}
-	for range 64 {
+	for range resilience.LatencyWindow {
 		r.ObserveLatency(resilience.LatencySample{FirstContent: time.Millisecond, Stream: true})
 	}
 	if d := h.Delay(r); d != 10*time.Millisecond {
 		t.Fatalf("learnt delay %v, want the floor", d)
 	}
-	for range 64 {
+	for range resilience.LatencyWindow {
 		r.ObserveLatency(resilience.LatencySample{FirstContent: time.Minute, Stream: true})
 	}
 	if d := h.Delay(r); d != time.Second {

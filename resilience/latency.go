@@ -10,7 +10,7 @@ import (
 
 // LatencyWindow is how many of a pipeline's most recent first-content times its latency
 // quantiles are taken over (Pipeline.LatencyQuantile).
-const LatencyWindow = 64
+const LatencyWindow = 128
 
 // MinLatencySamples is how many first-content times a pipeline needs before it states a
 // quantile: fewer say too little about a tail.
@@ -28,14 +28,18 @@ type latency struct {
 	mu   sync.Mutex
 	ring [LatencyWindow]int64 // nanoseconds, the newest at (n-1) % LatencyWindow
 	n    int64                // samples recorded in all
-	// q caches the last quantile asked for (qAt samples ago): a hedge asks for one per call.
-	q, qAt, qOf int64
+	// lower and hedge cache the last quantile of each kind asked for: a hedge asks for one per call.
+	lower, hedge quantileCache
 
 	ttft     atomic.Uint64 // float64 bits: moving average of the time to first content, ns
 	perToken atomic.Uint64 // float64 bits: moving average of a whole answer's time per output token, ns
 	errRate  atomic.Uint64 // float64 bits: moving average of failures (1) and successes (0)
 	samples  atomic.Int64
 }
+
+// quantileCache is the last quantile computed (v), of which quantile (of: its float64 bits),
+// when the pipeline had at samples.
+type quantileCache struct{ v, at, of int64 }
 
 // LatencySample is one call's measured speed, as the client reports it: the time from sending
 // to the first content (a stream's first token, a whole answer's arrival), and for a whole
@@ -66,7 +70,11 @@ func (p *Pipeline) ObserveLatency(s LatencySample) {
 	}
 	ns := int64(s.FirstContent)
 	l.mu.Lock()
-	l.ring[l.n%LatencyWindow] = ns
+	if s.Censored {
+		l.ring[l.n%LatencyWindow] = -ns // see LatencyQuantile
+	} else {
+		l.ring[l.n%LatencyWindow] = ns
+	}
 	l.n++
 	l.mu.Unlock()
 	l.samples.Add(1)
@@ -107,12 +115,32 @@ func share(v *atomic.Uint64, x float64) {
 }
 
 // LatencyQuantile returns the q quantile (0 < q < 1) of the pipeline's last LatencyWindow
-// times to first content, and false when it has fewer than MinLatencySamples. A quantile is
-// recomputed at most once every eight samples, so asking on every call is cheap.
+// times to first content, and false when it has fewer than MinLatencySamples. A call cut off
+// (LatencySample.Censored) counts at the time it had waited, so the quantile is a lower bound
+// of the true one: what a dashboard shows. A quantile is recomputed at most once every eight
+// samples, so asking on every call is cheap.
 func (p *Pipeline) LatencyQuantile(q float64) (time.Duration, bool) {
-	l := &p.lat
+	return p.lat.quantile(q, false)
+}
+
+// HedgeQuantile returns the q quantile (0 < q < 1) of the pipeline's last LatencyWindow times
+// to first content for choosing a hedge delay (resilience.Hedge.Delay), and false when it has
+// fewer than MinLatencySamples. Unlike LatencyQuantile, a call cut off ranks above every
+// complete one whatever the time it had waited: that time is only a lower bound, and one the
+// cut itself chose (a hedge that won after the hedge delay), which must not feed back into the
+// delay. The quantile is the complete time at its rank when one is there, else the longest
+// complete time (the tail beyond it is known only to be slower), else the shortest cut-off.
+func (p *Pipeline) HedgeQuantile(q float64) (time.Duration, bool) {
+	return p.lat.quantile(q, true)
+}
+
+func (l *latency) quantile(q float64, hedge bool) (time.Duration, bool) {
 	if !(q > 0 && q < 1) {
 		return 0, false
+	}
+	c := &l.lower
+	if hedge {
+		c = &l.hedge
 	}
 	qi := int64(math.Float64bits(q))
 	l.mu.Lock()
@@ -120,16 +148,33 @@ func (p *Pipeline) LatencyQuantile(q float64) (time.Duration, bool) {
 	if l.n < MinLatencySamples {
 		return 0, false
 	}
-	if l.qOf == qi && l.n-l.qAt < 8 && l.q > 0 {
-		return time.Duration(l.q), true
+	if c.of == qi && l.n-c.at < 8 && c.v > 0 {
+		return time.Duration(c.v), true
 	}
 	var tmp [LatencyWindow]int64
 	k := int(min(l.n, LatencyWindow))
-	copy(tmp[:k], l.ring[:k])
-	s := tmp[:k]
-	slices.Sort(s)
-	v := s[min(int(math.Ceil(q*float64(k)))-1, k-1)]
-	l.q, l.qAt, l.qOf = v, l.n, qi
+	u, shortestCut := tmp[:0], int64(math.MaxInt64)
+	for _, v := range l.ring[:k] {
+		switch {
+		case v > 0:
+			u = append(u, v)
+		case hedge:
+			shortestCut = min(shortestCut, -v)
+		default:
+			u = append(u, -v)
+		}
+	}
+	slices.Sort(u)
+	var v int64
+	switch r := min(int(math.Ceil(q*float64(k))), k); {
+	case r <= len(u):
+		v = u[r-1]
+	case len(u) > 0:
+		v = u[len(u)-1]
+	default:
+		v = shortestCut
+	}
+	c.v, c.at, c.of = v, l.n, qi
 	return time.Duration(v), true
 }
 

@@ -142,3 +142,32 @@ func TestHedge_OptionsAreValidated(t *testing.T) {
 		t.Fatalf("%+v", h)
 	}
 }
+
+// The hedge quantile ranks a cut-off above every complete time without trusting the time it
+// had waited: with stragglers cut off by hedges, the delay stays at the complete calls' tail
+// instead of ratcheting up with the times the hedges chose.
+func TestLatency_HedgeQuantileIgnoresWhereCutsFell(t *testing.T) {
+	p, _ := New(testOptions())
+	for i := range LatencyWindow {
+		if i%16 == 15 { // one in 16 cut off after 30 ms, later than every complete time
+			p.ObserveLatency(LatencySample{FirstContent: 30 * time.Millisecond, Stream: true, Censored: true})
+			continue
+		}
+		p.ObserveLatency(LatencySample{FirstContent: time.Duration(10+i%5) * time.Millisecond, Stream: true})
+	}
+	if q, _ := p.HedgeQuantile(0.95); q != 14*time.Millisecond {
+		t.Fatalf("hedge p95 %v, want the longest complete time", q)
+	}
+	if q, _ := p.LatencyQuantile(0.95); q != 30*time.Millisecond {
+		t.Fatalf("p95 %v, want the cut-offs at their waits", q)
+	}
+	if q, _ := p.HedgeQuantile(0.5); q != 12*time.Millisecond {
+		t.Fatalf("hedge p50 %v", q)
+	}
+	for range LatencyWindow {
+		p.ObserveLatency(LatencySample{FirstContent: time.Second, Censored: true})
+	}
+	if q, _ := p.HedgeQuantile(0.95); q != time.Second {
+		t.Fatalf("hedge p95 %v with only cut-offs, want the shortest", q)
+	}
+}

@@ -47,10 +47,11 @@ type Hedge struct {
 }
 
 // Delay returns the hedge delay for a call on route r: After, or with Quantile the route's
-// quantile clamped to [MinDelay, After] once the route has enough samples.
+// quantile (Pipeline.HedgeQuantile) clamped to [MinDelay, After] once the route has enough
+// samples.
 func (h Hedge) Delay(r *Pipeline) time.Duration {
 	if h.Quantile > 0 && r != nil {
-		if q, ok := r.LatencyQuantile(h.Quantile); ok {
+		if q, ok := r.HedgeQuantile(h.Quantile); ok {
 			return min(max(q, h.MinDelay), h.After)
 		}
 	}
