@@ -102,8 +102,7 @@ func (c *callTracker) TryDone(r client.TryResult) {
 	c.t.inst.try(c.ctx, c.start.Operation, c.start.Stream, &r)
 	c.attempts += r.Attempts
 	if h := hedgeOutcome(&r); h != "" && c.span.IsRecording() {
-		c.span.AddEvent(SpanEventHedge, trace.WithAttributes(KeySpanProvider.String(r.Provider),
-			KeySpanDeployment.String(deploymentOf(r)), KeyOutcome.String(h)))
+		c.hedgeSpan(r, h)
 	}
 	if r.Lost {
 		return // cancelled for the try that serves: not the call's last word
@@ -127,6 +126,23 @@ func (c *callTracker) TryDone(r client.TryResult) {
 			slog.String(LogProvider, r.Provider), slog.String(LogDeployment, deploymentOf(r)), slog.String(LogFallbackTo, r.Next),
 			slog.String(LogErrorKind, string(r.Err.Kind)), slog.Int(LogAttempts, r.Attempts))
 	}
+}
+
+// hedgeSpan records try r of a hedged call, which did outcome: an event on the call's span,
+// and a span of its own under it ("hedge <deployment>", from the try's start to its end),
+// which the call's span links to, so a trace shows each hedge beside the try that served.
+func (c *callTracker) hedgeSpan(r client.TryResult, outcome string) {
+	attrs := []attribute.KeyValue{KeySpanProvider.String(r.Provider), KeySpanDeployment.String(deploymentOf(r)),
+		KeyOutcome.String(outcome), KeySpanAttempts.Int(r.Attempts)}
+	c.span.AddEvent(SpanEventHedge, trace.WithAttributes(attrs[:3]...))
+	end := time.Now()
+	_, s := c.t.tracer.Start(c.ctx, SpanEventHedge+" "+deploymentOf(r), trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithTimestamp(end.Add(-r.Duration)), trace.WithAttributes(attrs...))
+	if r.Err != nil {
+		s.SetStatus(codes.Error, string(r.Err.Kind))
+	}
+	s.End(trace.WithTimestamp(end))
+	c.span.AddLink(trace.Link{SpanContext: s.SpanContext(), Attributes: attrs[2:3]})
 }
 
 // HedgeRefused counts a hedge of the call the retry budget of provider did not allow

@@ -435,6 +435,16 @@ func TestClient_HedgesAreRecorded(t *testing.T) {
 	if n := len(events(span, observe.SpanEventHedge)); n != 2 {
 		t.Fatalf("%d hedge events, want the loser's and the winner's", n)
 	}
+	linked := map[trace.SpanID]bool{}
+	for _, l := range span.Links() {
+		linked[l.SpanContext.SpanID()] = true
+	}
+	for _, name := range []string{"hedge primary", "hedge backup"} {
+		hs := h.span(t, name)
+		if hs.Parent().SpanID() != span.SpanContext().SpanID() || !linked[hs.SpanContext().SpanID()] {
+			t.Fatalf("%s is not under the call's span, or not linked from it", name)
+		}
+	}
 	for _, p := range h.points(t, observe.MetricCallDuration) {
 		if v, _ := p.attrs.Value(observe.KeyProvider); v.AsString() == "primary" {
 			t.Fatalf("the cancelled primary has a call duration: %v", p.attrs)
