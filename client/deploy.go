@@ -99,17 +99,37 @@ type deployment struct {
 // route's let calls through, the route is not pausing after a rate limit and its known budgets
 // have room for a request.
 func (d *deployment) available(model string) bool {
-	ok, _ := d.canTake(d.pipeline.Route(model))
+	ok, _ := d.canTake(d.pipeline.Route(model), nil)
 	return ok
 }
 
-// canTake reports whether d can take a call on its route r now (see available), with the
-// smaller share left of r's known budgets (1 when it knows none), read once.
-func (d *deployment) canTake(r *resilience.Pipeline) (ok bool, headroom float64) {
+// moment is one reading of a clock, taken the first time it is needed: a router weighing
+// several routes reads the clock once, and not at all when no route has a budget.
+type moment struct {
+	c *Client
+	t time.Time
+}
+
+func (m *moment) now() time.Time {
+	if m.t.IsZero() {
+		m.t = m.c.now()
+	}
+	return m.t
+}
+
+// canTake reports whether d can take a call on its route r now (at m, nil for the route's own
+// clock), with the smaller share left of r's known budgets (1 when it knows none), read once.
+func (d *deployment) canTake(r *resilience.Pipeline, m *moment) (ok bool, headroom float64) {
 	if blocked(d.pipeline.CircuitState()) || (r != d.pipeline && blocked(r.CircuitState())) || r.CoolingFor() > 0 {
 		return false, 0
 	}
-	h := r.Headroom()
+	var h resilience.Headroom
+	switch {
+	case m == nil || !r.Paced():
+		h = r.Headroom()
+	default:
+		h = r.HeadroomAt(m.now())
+	}
 	// Room for one more request (and a token) now; an unknown budget (-1) has room.
 	return (h.Requests < 0 || h.Requests*float64(h.RequestsPerMinute) >= 1) &&
 		(h.Tokens < 0 || h.Tokens*float64(h.TokensPerMinute) >= 1), shareLeft(h)

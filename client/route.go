@@ -22,7 +22,7 @@ func (e *entry) routeIn(buf []*deployment, w *walk, model string) []*deployment 
 	order := append(buf, e.deps...)
 	sticky := w.pl.sticky
 	if e.strategy == RouteLatency {
-		return e.routeLatency(order, sticky, model, w.need.Has(providers.CapStreaming))
+		return e.routeLatency(order, sticky, model, w.need.Has(providers.CapStreaming), &moment{c: w.c})
 	}
 	switch {
 	case sticky != "":

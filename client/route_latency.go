@@ -70,8 +70,8 @@ func (a *candidate) before(b *candidate, sticky bool) bool {
 
 // routeLatency writes into order (a copy of e.deps) the order in which RouteLatency tries the
 // deployments for a call asking for model, a stream or not, with the sticky key sticky ("" for
-// none), and returns it. It allocates nothing for up to routeRoom deployments.
-func (e *entry) routeLatency(order []*deployment, sticky, model string, stream bool) []*deployment {
+// none), at now (the budgets are read at that moment), and returns it. It allocates nothing for up to routeRoom deployments.
+func (e *entry) routeLatency(order []*deployment, sticky, model string, stream bool, now *moment) []*deployment {
 	var room [routeRoom]candidate
 	cs := room[:0]
 	if len(order) > len(room) {
@@ -81,7 +81,7 @@ func (e *entry) routeLatency(order []*deployment, sticky, model string, stream b
 	var least [2]float64
 	for _, d := range order {
 		r := d.pipeline.Route(d.modelFor(model))
-		ok, left := d.canTake(r)
+		ok, left := d.canTake(r, now)
 		l := r.LatencyAverages()
 		c := candidate{d: d, ok: ok, times: [2]float64{float64(l.FirstToken), float64(l.PerOutputToken)},
 			score: penalty(l.ErrorRate, left), rank: 2}

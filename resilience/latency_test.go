@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -169,5 +170,33 @@ func TestLatency_HedgeQuantileIgnoresWhereCutsFell(t *testing.T) {
 	}
 	if q, _ := p.HedgeQuantile(0.95); q != time.Second {
 		t.Fatalf("hedge p95 %v with only cut-offs, want the shortest", q)
+	}
+}
+
+// A reading of the budgets serves routers without a lock, yet never hides a change: a call's
+// debit shows at once, and so does the refill once the reading is older than a millisecond.
+func TestHeadroom_AReadingFollowsEveryChange(t *testing.T) {
+	clock := newManualClock()
+	o := testOptions()
+	o.PaceRequestsPerMinute = 60 // a request a second
+	p, err := New(o, WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := p.HeadroomAt(clock.Now()); h.Requests != 1 || h.RequestsPerMinute != 60 {
+		t.Fatalf("%+v", h)
+	}
+	if err := p.pace.admit(context.Background(), 0, func() time.Duration { return 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if h := p.HeadroomAt(clock.Now()); h.Requests*60 > 59.01 {
+		t.Fatalf("after a debit: %+v, the reading hid it", h)
+	}
+	clock.Advance(30 * time.Second)
+	if h := p.HeadroomAt(clock.Now()); h.Requests != 1 {
+		t.Fatalf("after the refill: %+v", h)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = p.HeadroomAt(clock.Now()) }); n != 0 {
+		t.Fatalf("%v allocations", n)
 	}
 }

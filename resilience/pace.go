@@ -32,6 +32,9 @@ type pacer struct {
 	// time than before moves its own clock back and refills the overlap twice; calls that read
 	// the clock concurrently would do that, so every time passes through monotonic.
 	last atomic.Int64
+	// gen changes after every change to the buckets, so a reading of what they hold left
+	// (Pipeline.HeadroomAt) knows when it is out of date.
+	gen atomic.Uint64
 	// credit is tokens debited for calls that used fewer than their estimate (Settle), spent
 	// by the next calls before the token bucket.
 	credit atomic.Int64
@@ -86,6 +89,7 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 	if !p.known.Load() {
 		return nil
 	}
+	defer p.gen.Add(1)
 	now := p.monotonic()
 	req, tok := p.req.Load(), p.tok.Load()
 	if tokens <= 0 {
@@ -208,6 +212,7 @@ func (p *pacer) observe(h http.Header) {
 // starts a new bucket, and the bucket never holds more than the server says remains. A
 // configured limit ceil (0: none) is a ceiling: a stated limit above it counts as ceil.
 func (p *pacer) align(slot *atomic.Pointer[rate.Limiter], b signals.Budget, ceil int, now time.Time) {
+	defer p.gen.Add(1)
 	lim := slot.Load()
 	limit := b.Limit
 	if ceil > 0 && limit > ceil {
@@ -267,6 +272,7 @@ func (p *pacer) settle(estimated, used int) {
 	if tok == nil || estimated <= 0 || used <= 0 {
 		return
 	}
+	defer p.gen.Add(1)
 	debited := min(estimated, tok.Burst())
 	if used > debited && p.fleet != nil {
 		// The fleet's budget in the store hears no header: it is debited the rest whatever the

@@ -1,7 +1,9 @@
 package resilience
 
 import (
+	"math"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -32,6 +34,8 @@ type Pipeline struct {
 	timeouts timeouts
 	breaker  breaker
 	retry    retrier
+	// hroom is the last reading of the budgets (HeadroomAt).
+	hroom headroomCache
 	// lat is what the client measured of the pipeline's calls' speed (latency.go).
 	lat latency
 
@@ -221,15 +225,60 @@ type Headroom struct {
 
 // Headroom returns what is left of the pipeline's per-minute budgets now.
 func (p *Pipeline) Headroom() Headroom {
-	req, tok := p.pace.req.Load(), p.pace.tok.Load()
-	if req == nil && tok == nil {
+	if p.pace.req.Load() == nil && p.pace.tok.Load() == nil {
 		return Headroom{Requests: -1, Tokens: -1} // no budget: no need of the clock
 	}
-	now := p.pace.monotonic()
+	return p.HeadroomAt(p.pace.monotonic())
+}
+
+// Paced reports whether the pipeline knows a per-minute budget (configured or learnt), that
+// is whether Headroom has anything to say.
+func (p *Pipeline) Paced() bool { return p.pace.req.Load() != nil || p.pace.tok.Load() != nil }
+
+// headroomTTL is how long a reading of the budgets serves HeadroomAt while they do not change:
+// they refill meanwhile by at most a thousandth of a minute's budget per 60 ms.
+const headroomTTL = time.Millisecond
+
+// HeadroomAt returns what is left of the pipeline's per-minute budgets at now, read from the
+// pipeline's clock (see WithClock), for a router that weighs several pipelines at one moment.
+// A reading serves for up to a millisecond while no call or answer changes the budgets, so
+// routers ask without taking the budgets' locks.
+func (p *Pipeline) HeadroomAt(now time.Time) Headroom {
+	req, tok := p.pace.req.Load(), p.pace.tok.Load()
+	if req == nil && tok == nil {
+		return Headroom{Requests: -1, Tokens: -1}
+	}
+	c, n, gen := &p.hroom, now.UnixNano(), p.pace.gen.Load()
+	if s := c.seq.Load(); s&1 == 0 {
+		at := c.at.Load()
+		h := Headroom{Requests: math.Float64frombits(c.req.Load()), Tokens: math.Float64frombits(c.tok.Load()),
+			RequestsPerMinute: int(c.reqPM.Load()), TokensPerMinute: int(c.tokPM.Load())}
+		if c.gen.Load() == gen && n >= at && n-at < int64(headroomTTL) && c.seq.Load() == s {
+			return h
+		}
+	}
 	var h Headroom
 	h.Requests, h.RequestsPerMinute = headroom(req, now)
 	h.Tokens, h.TokensPerMinute = headroom(tok, now)
+	if s := c.seq.Load(); s&1 == 0 && c.seq.CompareAndSwap(s, s+1) {
+		c.gen.Store(gen)
+		c.at.Store(n)
+		c.req.Store(math.Float64bits(h.Requests))
+		c.tok.Store(math.Float64bits(h.Tokens))
+		c.reqPM.Store(int64(h.RequestsPerMinute))
+		c.tokPM.Store(int64(h.TokensPerMinute))
+		c.seq.Store(s + 2)
+	}
 	return h
+}
+
+// headroomCache is the last reading of HeadroomAt, written under a sequence count (odd while
+// it is written) so that readers never take a lock and never see half a reading.
+type headroomCache struct {
+	seq, gen     atomic.Uint64
+	at           atomic.Int64
+	req, tok     atomic.Uint64 // float64 bits
+	reqPM, tokPM atomic.Int64
 }
 
 // Isolate holds the circuit open until Reset, whatever calls or time do: every call fails

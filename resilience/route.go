@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -42,10 +43,12 @@ const MaxRoutes = 32
 // overflowRoute is the key of the route the models beyond MaxRoutes share.
 const overflowRoute = "*"
 
-// routes are a pipeline's child pipelines, by route key.
+// routes are a pipeline's child pipelines, by route key. The map is never changed once
+// published: a new route publishes a copy, under mu, so that Route — on every call's path —
+// reads without a lock.
 type routes struct {
 	mu sync.RWMutex
-	m  map[string]*Pipeline
+	m  atomic.Pointer[map[string]*Pipeline]
 }
 
 // Route returns the pipeline of the route key (a model) of p, making it at its first use: the
@@ -56,38 +59,48 @@ func (p *Pipeline) Route(key string) *Pipeline {
 	if key == "" || p.parent != nil || p.opts.RouteScope == RouteScopeDeployment {
 		return p
 	}
-	p.routes.mu.RLock()
-	r := p.routes.m[key]
-	p.routes.mu.RUnlock()
-	if r != nil {
-		return r
-	}
-	p.routes.mu.Lock()
-	defer p.routes.mu.Unlock()
-	if r = p.routes.m[key]; r != nil {
-		return r
-	}
-	if len(p.routes.m) >= MaxRoutes {
-		key = overflowRoute
-		if r = p.routes.m[key]; r != nil {
+	if m := p.routes.m.Load(); m != nil {
+		if r := (*m)[key]; r != nil {
 			return r
 		}
 	}
-	r = p.child(key)
-	if p.routes.m == nil {
-		p.routes.m = map[string]*Pipeline{}
+	p.routes.mu.Lock()
+	defer p.routes.mu.Unlock()
+	var old map[string]*Pipeline
+	if m := p.routes.m.Load(); m != nil {
+		old = *m
 	}
-	p.routes.m[key] = r
+	if r := old[key]; r != nil {
+		return r
+	}
+	if len(old) >= MaxRoutes {
+		key = overflowRoute
+		if r := old[key]; r != nil {
+			return r
+		}
+	}
+	r := p.child(key)
+	m := make(map[string]*Pipeline, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	m[key] = r
+	p.routes.m.Store(&m)
 	return r
 }
 
 // Routes returns the route pipelines made so far, by route key (a model, or "*" for the models
-// beyond MaxRoutes), for health checks and dashboards.
+// beyond MaxRoutes), for health checks and dashboards. A route being made as it is called is
+// listed once made (it waits for it).
 func (p *Pipeline) Routes() map[string]*Pipeline {
 	p.routes.mu.RLock()
 	defer p.routes.mu.RUnlock()
-	out := make(map[string]*Pipeline, len(p.routes.m))
-	for k, r := range p.routes.m {
+	var cur map[string]*Pipeline
+	if m := p.routes.m.Load(); m != nil {
+		cur = *m
+	}
+	out := make(map[string]*Pipeline, len(cur))
+	for k, r := range cur {
 		out[k] = r
 	}
 	return out
