@@ -34,6 +34,22 @@ type read struct {
 	err        error
 }
 
+// streamInBackground starts a stream of req on c and reads it whole on another goroutine; the
+// channel gets what it read (or the error ChatStream returned).
+func streamInBackground(ctx context.Context, c *client.Client, req *providers.ChatRequest) <-chan read {
+	done := make(chan read, 1)
+	go func() {
+		st, err := c.ChatStream(ctx, req)
+		if err != nil {
+			done <- read{err: err}
+			return
+		}
+		defer st.Close()
+		done <- readAll(st)
+	}()
+	return done
+}
+
 func readAll(st *client.Stream) read {
 	var r read
 	var all, after strings.Builder
@@ -248,16 +264,7 @@ func TestChatStream_TheOnlyRouteIsRetriedOnceAfterItsFirstTokenLimit(t *testing.
 	o := policy()
 	o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 30, 60
 	c := newClient(t, client.WithClock(clock), openAIProvider("only", s, o))
-	done := make(chan read, 1)
-	go func() {
-		st, err := c.ChatStream(context.Background(), hello())
-		if err != nil {
-			done <- read{err: err}
-			return
-		}
-		defer st.Close()
-		done <- readAll(st)
-	}()
+	done := streamInBackground(context.Background(), c, hello())
 	waitFor(t, "the first try", func() bool { return s.Journal().Len() == 1 })
 	clock.Advance(10 * time.Second)
 	r := <-done

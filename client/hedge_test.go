@@ -46,7 +46,7 @@ func TestHedge_ASlowPrimaryLosesToTheHedge(t *testing.T) {
 	if st := c.Circuits()["primary"].CircuitState(); st != resilience.CircuitClosed {
 		t.Fatalf("the primary's circuit is %v after losing three hedges: a cancelled loser counted as a failure", st)
 	}
-	eventually(t, "the losers' requests to end at the server", func() bool { return slow.Journal().InFlight() == 0 })
+	waitFor(t, "the losers' requests to end at the server", func() bool { return slow.Journal().InFlight() == 0 })
 	if n := slow.Journal().Len(); n != 3 {
 		t.Fatalf("the primary saw %d requests, want 3", n)
 	}
@@ -156,7 +156,7 @@ func TestHedge_AStreamIsHedgedOnItsFirstToken(t *testing.T) {
 	if a := st.Accounting(); a.Hedges != 1 || !a.HedgeWon {
 		t.Fatalf("accounting %+v", a)
 	}
-	eventually(t, "the loser's request to end at the server", func() bool { return slow.Journal().InFlight() == 0 })
+	waitFor(t, "the loser's request to end at the server", func() bool { return slow.Journal().InFlight() == 0 })
 }
 
 // When the hedge fails while the primary is still out, the primary serves; when both fail,
@@ -201,18 +201,6 @@ func TestHedge_OptionsAreChecked(t *testing.T) {
 	}
 }
 
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // A provider's hedge goes to its next deployment first; with MaxHedges 2, a second hedge goes
 // out a delay after the first, to the next route after that.
 func TestHedge_DeploymentsFirstThenMoreHedges(t *testing.T) {
@@ -236,7 +224,7 @@ func TestHedge_DeploymentsFirstThenMoreHedges(t *testing.T) {
 		t.Fatalf("deployments saw %d and %d requests, want one each: the first hedge goes to the next deployment",
 			d0.Journal().Len(), d1.Journal().Len())
 	}
-	eventually(t, "both losers' requests to end", func() bool { return d0.Journal().InFlight()+d1.Journal().InFlight() == 0 })
+	waitFor(t, "both losers' requests to end", func() bool { return d0.Journal().InFlight()+d1.Journal().InFlight() == 0 })
 }
 
 // A learnt delay follows the route: with HedgeQuantile, a route whose recent first contents
@@ -292,7 +280,7 @@ func TestHedge_TheCallersCancellationEndsEveryTry(t *testing.T) {
 	if providers.KindOf(err) != providers.KindCanceled || errors.As(err, &ce) {
 		t.Fatalf("%v, want the caller's cancellation alone", err)
 	}
-	eventually(t, "both requests to end", func() bool { return slow.Journal().InFlight()+slow2.Journal().InFlight() == 0 })
+	waitFor(t, "both requests to end", func() bool { return slow.Journal().InFlight()+slow2.Journal().InFlight() == 0 })
 }
 
 // A stream in buffer mode is not hedged by its policy: it delivers nothing before its whole

@@ -97,16 +97,7 @@ func TestLatency_EachTryIsRecordedOnItsRoute(t *testing.T) {
 
 	// The first token never comes: the limit runs out at 10 s, and the route, the only one, is
 	// asked once more (which answers).
-	done := make(chan read, 1)
-	go func() {
-		st, err := c.ChatStream(ctx, hello())
-		if err != nil {
-			done <- read{err: err}
-			return
-		}
-		defer st.Close()
-		done <- readAll(st)
-	}()
+	done := streamInBackground(ctx, c, hello())
 	waitFor(t, "the silent try", func() bool { return s.Journal().Len() == 5 })
 	clock.Advance(10 * time.Second)
 	if r := <-done; r.err != nil {

@@ -106,16 +106,7 @@ func TestChatStream_TheFirstTokenRetryHappensWhenTheFallbackCannotServe(t *testi
 	c := newClient(t, client.WithClock(clock), openAIProvider("primary", s, o), openAIProvider("secondary", other, o),
 		client.WithFallback("primary", "secondary"))
 	c.Pipeline("secondary").Isolate()
-	done := make(chan read, 1)
-	go func() {
-		st, err := c.ChatStream(context.Background(), hello())
-		if err != nil {
-			done <- read{err: err}
-			return
-		}
-		defer st.Close()
-		done <- readAll(st)
-	}()
+	done := streamInBackground(context.Background(), c, hello())
 	waitFor(t, "the first try", func() bool { return s.Journal().Len() == 1 })
 	clock.Advance(10 * time.Second)
 	r := <-done
