@@ -36,6 +36,9 @@ type Server struct {
 	maxBody int64          // the largest body read (see WithMaxBodyBytes)
 	windows map[string]int // context windows by model (see WithContextWindows); read-only
 	prefill ModelSet       // the models that reject a prefill (see WithRejectPrefill)
+
+	// conc counts the calls in flight and holds their limit (see concurrency.go).
+	conc *concurrency
 }
 
 // Option configures a [Server].
@@ -62,6 +65,7 @@ type options struct {
 	windows      map[string]int
 	prefill      ModelSet
 	outages      []Outage
+	concurrency  *ConcurrencyLimit
 }
 
 // WithScript sets the default sequence of steps: each call that names no scenario takes the next
@@ -182,6 +186,7 @@ func NewServer(opts ...Option) *Server {
 		models:  o.models,
 		closing: make(chan struct{}),
 		limiter: newLimiter(o.limits, o.keyLimits),
+		conc:    newConcurrency(o.concurrency),
 		now:     o.now,
 		maxBody: o.maxBody,
 	}
@@ -338,6 +343,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.journal.setStep(entry, "", note)
 		return
 	}
+	if !s.conc.admit(c, entry) {
+		return
+	}
+	defer s.conc.leave(c)
 	if s.limiter != nil && c.endpoint != modelsEndpoint {
 		if b, limited := s.limiter.admit(c.apiKey(), c.cost(), now); limited {
 			c.budget, c.budgetAt = &b, now
