@@ -315,6 +315,9 @@ type DeploymentInfo struct {
 	Headroom resilience.Headroom
 	// InFlight is the number of its exchanges in flight.
 	InFlight int
+	// Concurrency is its bulkhead: the limit in force (the adaptive limit with
+	// resilience.Options.AdaptiveConcurrency), and the calls holding and awaiting its slots.
+	Concurrency resilience.Concurrency
 	// Routes is the state of each model the deployment has served or been asked for, sorted
 	// by model (see resilience.Pipeline.Route): its own circuit, pause and budgets.
 	Routes []RouteInfo
@@ -338,7 +341,7 @@ func (c *Client) Deployments(name string) []DeploymentInfo {
 	out := make([]DeploymentInfo, len(e.deps))
 	for i, d := range e.deps {
 		out[i] = DeploymentInfo{Name: d.name, Circuit: d.pipeline.CircuitInfo(), Headroom: d.pipeline.Headroom(),
-			InFlight: d.pipeline.InFlight()}
+			InFlight: d.pipeline.InFlight(), Concurrency: d.pipeline.Concurrency()}
 		for model, r := range d.pipeline.Routes() {
 			out[i].Routes = append(out[i].Routes, RouteInfo{Model: model, Circuit: r.CircuitInfo(), Headroom: r.Headroom()})
 		}

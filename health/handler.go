@@ -30,6 +30,8 @@ type check struct {
 	CoolingFor    string `json:"coolingFor,omitempty"`
 	RequestsLeft  string `json:"requestsLeft,omitempty"`
 	TokensLeft    string `json:"tokensLeft,omitempty"`
+	// ConcurrencyLimit is the adaptive concurrency limit, when the source has one.
+	ConcurrencyLimit int `json:"concurrencyLimit,omitempty"`
 }
 
 // MarshalJSON encodes the report as an application/health+json document:
@@ -54,7 +56,8 @@ type check struct {
 // next probe as a Go duration string rounded to the millisecond; coolingFor, another
 // extension, is present while the pipeline pauses after a rate limit (the status is then at
 // least warn); requestsLeft and tokensLeft, the share left of the per-minute budgets of a
-// pacing pipeline ("0.40"), are present when the budget is known. A shared-state store
+// pacing pipeline ("0.40"), are present when the budget is known; concurrencyLimit, the
+// limit a pipeline with AdaptiveConcurrency has found, when it has one. A shared-state store
 // (AddSharedState) is the check "<name>:shared-state" of componentType "datastore", observed
 // "up" (pass) or "down" (warn: never fail, since calls go on with local state); its error is
 // not shown. The deployments of one provider (a set with CircuitGroups, see AddSet) add the
@@ -82,6 +85,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		if cr.TokensLeft >= 0 {
 			ck.TokensLeft = strconv.FormatFloat(cr.TokensLeft, 'f', 2, 64)
 		}
+		ck.ConcurrencyLimit = cr.ConcurrencyLimit
 		doc.Checks[cr.Name+":circuit"] = []check{ck}
 	}
 	for _, g := range r.Groups {
