@@ -231,7 +231,7 @@ var descriptors = [...]eventDesc{
 		message: func(e resilience.Event) string {
 			switch {
 			case e.Rejected == resilience.RejectedShed:
-				return fmt.Sprintf("bulkhead for %s: %s call shed from the full queue for a call of a higher class", e.Pipeline,
+				return fmt.Sprintf("bulkhead for %s: %s call shed from the full queue for a call of another class", e.Pipeline,
 					e.Priority)
 			case e.Duration > 0:
 				return fmt.Sprintf("bulkhead for %s: no free slot after waiting %s, call rejected", e.Pipeline, ms(e.Duration))

@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -163,7 +164,7 @@ func (l *limiter) overload(gen uint64, why string) {
 		return
 	}
 	prev := l.limit
-	next := max(int64(float64(prev)*adaptiveBackoff), l.lo)
+	next := max(int64(math.Ceil(float64(prev)*adaptiveBackoff)), l.lo)
 	if next == prev && prev > l.lo {
 		next = prev - 1
 	}

@@ -131,21 +131,36 @@ func (b *bulkhead) remove(w *waiter) {
 }
 
 // shedFor makes room in the full queue for a call of class cls: the newest waiter of the
-// lowest class below cls is shed, with the estimate of when a slot would have been its own. It
-// reports false when every waiter is of class cls or higher.
+// lowest class below cls is shed, with the estimate of when a slot would have been its own.
+// While lower classes are owed a share (PriorityMinSharePercent), each class keeps one place
+// in the queue, where its share is earned: a class's last waiter is not shed for a higher
+// class, and a class with no waiter at all gets a place from the class with the most — else a
+// flood of interactive calls would keep every batch call out of the queue. It reports false
+// when no waiter is shed.
 func (b *bulkhead) shedFor(cls class) bool {
+	victim := classUnknown
 	for c := numClasses - 1; c > cls; c-- {
-		w := b.queues[c].tail
-		if w == nil {
-			continue
+		if n := b.queues[c].n; n > 1 || (n == 1 && b.credit == 0) {
+			victim = c
+			break
 		}
-		w.retry = b.estimate(c) - time.Duration(b.every) // it is counted among the waiters ahead of itself
-		b.remove(w)
-		w.shed = true
-		close(w.ready)
-		return true
 	}
-	return false
+	if victim == classUnknown && b.credit > 0 && b.queues[cls].n == 0 {
+		for c := classInteractive; c < numClasses; c++ {
+			if b.queues[c].n > 1 && (victim == classUnknown || b.queues[c].n > b.queues[victim].n) {
+				victim = c
+			}
+		}
+	}
+	if victim == classUnknown {
+		return false
+	}
+	w := b.queues[victim].tail
+	w.retry = b.estimate(victim) - time.Duration(b.every) // it is counted among the waiters ahead of itself
+	b.remove(w)
+	w.shed = true
+	close(w.ready)
+	return true
 }
 
 // noteFreed notes that a slot was freed while calls waited, for estimate.

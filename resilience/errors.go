@@ -137,7 +137,7 @@ type BulkheadRejectedError struct {
 
 func (e *BulkheadRejectedError) Error() string {
 	if e.Reason == RejectedShed {
-		return fmt.Sprintf("resilience: bulkhead of %q: %s call shed from a full queue for a call of a higher class (%d in flight)",
+		return fmt.Sprintf("resilience: bulkhead of %q: %s call shed from a full queue for a call of another class (%d in flight)",
 			e.Pipeline, e.Priority, e.MaxConcurrency)
 	}
 	if e.Waited > 0 {

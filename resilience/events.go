@@ -131,7 +131,9 @@ const (
 	// RejectedTimeout: the call queued for BulkheadQueueTimeoutSeconds without a slot.
 	RejectedTimeout BulkheadRejection = "timeout"
 	// RejectedShed: the call was waiting when the queue was full and a call of a higher class
-	// arrived: the newest waiter of the lowest class makes room (see Priority).
+	// arrived — the newest waiter of the lowest class makes room — or a call of a class that
+	// had no place in the queue, which the class with the most waiters gives up (see
+	// Priority).
 	RejectedShed BulkheadRejection = "shed"
 )
 

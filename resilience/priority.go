@@ -21,7 +21,9 @@ import (
 //     deferral).
 //
 // No class starves: while calls of a lower class wait, they get at least
-// Options.PriorityMinSharePercent of the slots handed over, whatever the higher classes ask.
+// Options.PriorityMinSharePercent of the slots handed over, whatever the higher classes ask;
+// and a class with no call in a full queue may still queue one, in the place of the newest
+// waiter of the class with the most.
 //
 // A call's class is its own (Call.Priority, WithPriority, client.WithPriority), else its
 // policy's (Options.Priority of a named policy), else the pipeline's. The empty Priority means

@@ -193,6 +193,40 @@ func TestBulkhead_FullQueueShedsTheNewestWaiterOfTheLowestClass(t *testing.T) {
 	}
 }
 
+func TestBulkhead_AClassWithNoWaiterStillGetsAPlaceInAFullQueue(t *testing.T) {
+	var a arrivals
+	s := newScript(t, a.handler)
+	c, p := client(t, priorityOptions(1, 3, 20))
+	held, err := post(t, c, s.url(), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outs := queueInOrder(t, c, p, s.url(), []string{"i1", "i2", "i3"}, classOfTag)
+	b1 := make(chan error, 1)
+	go func() { b1 <- tagged(context.Background(), c, s.url(), "b1", PriorityBatch) }()
+	var be *BulkheadRejectedError
+	if err := <-outs["i3"]; !errors.As(err, &be) || be.Reason != RejectedShed || be.Priority != PriorityInteractive {
+		t.Fatalf("i3: %v, want shed for the batch call", err)
+	}
+	// The batch class has its place now; another batch call finds the queue full, and so does
+	// an interactive one: the batch class keeps its one place, where it earns its share.
+	if err := tagged(context.Background(), c, s.url(), "b2", PriorityBatch); !errors.As(err, &be) || be.Reason != RejectedFull {
+		t.Fatalf("b2: %v, want full", err)
+	}
+	if err := tagged(context.Background(), c, s.url(), "i4", PriorityInteractive); !errors.As(err, &be) || be.Reason != RejectedFull {
+		t.Fatalf("i4: %v, want full", err)
+	}
+	readAll(t, held)
+	for _, ch := range []chan error{outs["i1"], outs["i2"], b1} {
+		if err := <-ch; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := a.order(); got != " i1 i2 b1" {
+		t.Fatalf("served %q", got)
+	}
+}
+
 // gated answers each request when the test releases it, so the test decides when slots free.
 type gated struct{ release chan struct{} }
 
