@@ -77,6 +77,7 @@ func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o 
 	call.Init(ctx, false)
 	call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
 	call.OutcomeReported, call.Route, call.Elsewhere = true, t.route, t.elsewhere
+	call.Priority = o.priorityOf()
 	resp, err := t.d.provider.Chat(call, withModel(req, t.model))
 	if err == nil && resp != nil {
 		t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
@@ -114,6 +115,7 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 			call.Init(ctx, false)
 			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
 			call.OutcomeReported, call.Route, call.Elsewhere = true, t.route, t.elsewhere
+			call.Priority = o.priorityOf()
 			r := req
 			if t.model != req.Model {
 				cp := *req

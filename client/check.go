@@ -46,6 +46,9 @@ func (c *Client) checkOptions(o *callOptions) error {
 	default:
 		return badCall("WithRescue(\"%s\"): must be \"off\", \"restart\" or \"buffer\"", redact.Safe(o.rescue, 64))
 	}
+	if err := checkPriority(o); err != nil {
+		return err
+	}
 	if o.deferred && o.attempt < 1 {
 		return badCall("Deferred(%d): the job's attempt number starts at 1", o.attempt)
 	}

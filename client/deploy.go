@@ -285,6 +285,9 @@ type DeploymentInfo struct {
 	// (resilience.Pipeline.Latency): those that named no model, or every call under RouteScope
 	// "deployment". Calls for a model are measured on its route, in Routes.
 	Latency resilience.LatencyInfo
+	// Concurrency is its bulkhead: the limit in force (the adaptive limit with
+	// resilience.Options.AdaptiveConcurrency), and the calls holding and awaiting its slots.
+	Concurrency resilience.Concurrency
 	// Routes is the state of each model the deployment has served or been asked for, sorted
 	// by model (see resilience.Pipeline.Route): its own circuit, pause, budgets and speed.
 	Routes []RouteInfo
@@ -312,7 +315,8 @@ func (c *Client) Deployments(name string) []DeploymentInfo {
 	out := make([]DeploymentInfo, len(e.deps))
 	for i, d := range e.deps {
 		out[i] = DeploymentInfo{Name: d.name, Circuit: d.pipeline.CircuitInfo(), Headroom: d.pipeline.Headroom(),
-			InFlight: d.pipeline.InFlight(), Latency: d.pipeline.Latency()}
+			InFlight: d.pipeline.InFlight(), Latency: d.pipeline.Latency(),
+			Concurrency: d.pipeline.Concurrency()}
 		for model, r := range d.pipeline.Routes() {
 			out[i].Routes = append(out[i].Routes, RouteInfo{Model: model, Circuit: r.CircuitInfo(), Headroom: r.Headroom(),
 				Latency: r.Latency()})

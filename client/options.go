@@ -48,6 +48,9 @@ type callOptions struct {
 	// hedge is the call's own hedging (WithHedge; WithoutHedge: After 0), nil for the
 	// policy's.
 	hedge *resilience.Hedge
+	// priority is the call's class (WithPriority), "" for its policy's.
+	priority    resilience.Priority
+	hasPriority bool
 }
 
 // WithFirstTokenTimeout sets, for a stream, the first-token limit of each route's try (the

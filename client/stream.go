@@ -98,6 +98,7 @@ func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.C
 	s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
 	s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), w.tokens
 	s.call.OutcomeReported, s.call.Route, s.call.Elsewhere = true, t.route, t.elsewhere
+	s.call.Priority = o.priorityOf()
 	s.pipe = d.pipeline.Route(t.route)
 	pol := w.pl.policyFor(d, o)
 	if pol != nil {
@@ -442,6 +443,9 @@ func (s *Stream) fail(err error) *providers.Error {
 	perr.Partial = s.Text()
 	if perr.Kind.Unwell() {
 		s.call.ReportFailure(perr)
+	}
+	if perr.Kind == providers.KindOverloaded {
+		s.call.ReportOverload() // for an adaptive concurrency limit: no status showed it
 	}
 	s.err = perr
 	if s.rescue == nil {

@@ -61,6 +61,8 @@ type CallStart struct {
 	Temperature, TopP       *float64 // nil when unset
 	// Policy is the named policy the call runs under (WithPolicy), "" for each provider's own.
 	Policy string
+	// Priority is the call's own class (WithPriority), "" for its policy's.
+	Priority resilience.Priority
 	// RequestID is the call's own ID (WithRequestID), "" when none.
 	RequestID string
 	// Attributes are the call's own telemetry attributes (WithAttributes).
@@ -137,6 +139,7 @@ func (c *Client) startCall(ctx context.Context, o *callOptions, pl plan, op Oper
 	}
 	if o != nil {
 		cs.Policy, cs.RequestID, cs.Attributes = o.policy, o.requestID, o.attrs
+		cs.Priority = o.priority
 	}
 	return c.telemetry.StartCall(ctx, cs)
 }

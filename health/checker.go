@@ -223,6 +223,9 @@ type CheckResult struct {
 	// it is shown, and its failures count through its routes' statuses.
 	Route  string
 	Routed bool
+	// ConcurrencyLimit is the adaptive concurrency limit of a source's own bulkhead
+	// (resilience.Options.AdaptiveConcurrency), 0 when its limit is fixed or unknown.
+	ConcurrencyLimit int
 }
 
 // GroupResult is one group of sources (the deployments of one provider) judged together.
@@ -292,6 +295,11 @@ func (c *Checker) Report() Report {
 	for i, src := range srcs {
 		r := &results[i]
 		read(r, src)
+		if cs, ok := src.(interface{ Concurrency() resilience.Concurrency }); ok {
+			if c := cs.Concurrency(); c.Adaptive {
+				r.ConcurrencyLimit = c.Limit
+			}
+		}
 		rs, ok := src.(routeSource)
 		if !ok {
 			continue

@@ -39,6 +39,8 @@ type check struct {
 	LatencyP95     string `json:"latencyP95,omitempty"`
 	ErrorRate      string `json:"errorRate,omitempty"`
 	LatencySamples int64  `json:"latencySamples,omitempty"`
+	// ConcurrencyLimit is the adaptive concurrency limit, when the source has one.
+	ConcurrencyLimit int `json:"concurrencyLimit,omitempty"`
 }
 
 // MarshalJSON encodes the report as an application/health+json document:
@@ -69,7 +71,8 @@ type check struct {
 // token and of a whole answer's time per output token, latencyP50 and latencyP95 over its
 // last resilience.LatencyWindow times to first content (durations as nextProbeIn), errorRate,
 // the moving share of its calls that failed ("0.05"), and latencySamples, the times measured;
-// they never change a status. A shared-state store
+// they never change a status; concurrencyLimit, the limit a pipeline with AdaptiveConcurrency
+// has found, when it has one. A shared-state store
 // (AddSharedState) is the check "<name>:shared-state" of componentType "datastore", observed
 // "up" (pass) or "down" (warn: never fail, since calls go on with local state); its error is
 // not shown. The deployments of one provider (a set with CircuitGroups, see AddSet) add the
@@ -98,6 +101,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 			ck.TokensLeft = strconv.FormatFloat(cr.TokensLeft, 'f', 2, 64)
 		}
 		addLatency(&ck, cr.Latency)
+		ck.ConcurrencyLimit = cr.ConcurrencyLimit
 		doc.Checks[cr.Name+":circuit"] = []check{ck}
 	}
 	for _, g := range r.Groups {

@@ -36,7 +36,8 @@
 // Before any of these, a request the API itself would refuse is refused, consuming no step: a
 // missing key (401), a bad body (400), a prompt beyond its model's context window
 // ([WithContextWindows]), a trailing assistant message to a model that rejects prefill
-// ([WithRejectPrefill]), and, with rate limits, a request over its key's budget (429).
+// ([WithRejectPrefill]), with a concurrency limit a request that finds the server full (529
+// or 503), and, with rate limits, a request over its key's budget (429).
 //
 // Steps cover error statuses in the provider's envelope, 429 with retry-after-ms, Retry-After
 // and rate-limit headers, quota exhaustion, Anthropic's 529, x-should-retry, the silent
@@ -78,6 +79,15 @@
 // stragglers exact; the [Journal] records each request's delay and whether it straggled. The
 // delays run on the server's timers ([WithAfterFunc]: a manual clock makes them cost nothing)
 // and end at once when the client goes away, so a cancelled hedge frees its handler.
+//
+// # Concurrency limit
+//
+// With [WithConcurrencyLimit] the server serves at most a number of calls at once, counting each
+// from its arrival until its answer is written, and refuses the others at once as an
+// overloaded provider does: Anthropic's 529 overloaded_error, OpenAI's 503 "The server is
+// overloaded or not ready yet." (or 529). [Server.SetConcurrencyLimit] changes the limit while
+// the server runs — the provider's capacity halving mid-run — and [Server.Concurrency] says
+// how many were served, refused and in flight at most.
 //
 // # The full request
 //

@@ -40,6 +40,8 @@ type Server struct {
 	after     func(time.Duration, func()) func() bool // the server's timers (see WithAfterFunc)
 	latency   atomic.Pointer[latencyTable]            // the latency profiles in force
 	latencyMu sync.Mutex                              // serialises changes to latency
+	// conc counts the calls in flight and holds their limit (see concurrency.go).
+	conc *concurrency
 }
 
 // Option configures a [Server].
@@ -71,6 +73,7 @@ type options struct {
 	latency      LatencyProfile
 	modelLatency map[string]LatencyProfile
 	keyLatency   map[string]LatencyProfile
+	concurrency  *ConcurrencyLimit
 }
 
 // WithScript sets the default sequence of steps: each call that names no scenario takes the next
@@ -200,6 +203,7 @@ func NewServer(opts ...Option) *Server {
 		models:  o.models,
 		closing: make(chan struct{}),
 		limiter: newLimiter(o.limits, o.keyLimits),
+		conc:    newConcurrency(o.concurrency),
 		now:     o.now,
 		maxBody: o.maxBody,
 		after:   o.after,
@@ -362,6 +366,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.journal.setStep(entry, "", note)
 		return
 	}
+	if !s.conc.admit(c, entry) {
+		return
+	}
+	defer s.conc.leave(c)
 	if s.limiter != nil && c.endpoint != modelsEndpoint {
 		if b, limited := s.limiter.admit(c.apiKey(), c.cost(), now); limited {
 			c.budget, c.budgetAt = &b, now

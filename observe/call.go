@@ -58,6 +58,9 @@ func (t *Telemetry) StartCall(ctx context.Context, c client.CallStart) (context.
 		if c.Policy != "" {
 			attrs = append(attrs, KeySpanPolicy.String(c.Policy))
 		}
+		if c.Priority != "" {
+			attrs = append(attrs, KeySpanPriority.String(string(c.Priority)))
+		}
 		if c.RequestID != "" {
 			attrs = append(attrs, KeySpanRequestID.String(c.RequestID))
 		}

@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"time"
@@ -38,6 +39,9 @@ var (
 	fState       = field{LogTo, keyEvState}
 	fDurationMs  = field{LogDurationMs, ""}
 	fWaitedMs    = field{LogDurationMs, keyEvWaitedMs}
+	fPriority    = field{LogPriority, keyEvPriority}
+	fLimit       = field{LogLimit, keyEvLimit}
+	fPrevLimit   = field{LogPrevLimit, ""}
 )
 
 // value is a field's value: an integer, a string or a boolean.
@@ -76,6 +80,10 @@ type eventDesc struct {
 	// counter's attribute besides provider (its key "" for none) and the cache key's values.
 	counter func(*instruments) metric.Int64Counter
 	label   func(e resilience.Event) (key attribute.Key, s string, n int)
+	// label2, when set, gives the counter a second attribute (omitted when its value is "");
+	// also records what else the event measures, with the counter's attributes o.
+	label2 func(e resilience.Event) (key attribute.Key, s string)
+	also   func(ctx context.Context, in *instruments, e resilience.Event, o options)
 	// span is the name of the span event it becomes ("" for none).
 	span    string
 	level   func(e resilience.Event) slog.Level
@@ -216,16 +224,83 @@ var descriptors = [...]eventDesc{
 	},
 	resilience.EventBulkheadRejected: {
 		counter: func(in *instruments) metric.Int64Counter { return in.bulkheadRejected },
-		label:   func(resilience.Event) (attribute.Key, string, int) { return "", "", 0 },
+		label:   priorityLabel,
+		label2:  func(e resilience.Event) (attribute.Key, string) { return KeyReason, string(e.Rejected) },
 		span:    SpanEventBulkheadRejected,
 		level:   levelOf(slog.LevelWarn),
 		message: func(e resilience.Event) string {
-			if e.Duration > 0 {
+			switch {
+			case e.Rejected == resilience.RejectedShed:
+				return fmt.Sprintf("bulkhead for %s: %s call shed from the full queue for a call of another class", e.Pipeline,
+					e.Priority)
+			case e.Duration > 0:
 				return fmt.Sprintf("bulkhead for %s: no free slot after waiting %s, call rejected", e.Pipeline, ms(e.Duration))
 			}
 			return fmt.Sprintf("bulkhead for %s full: call rejected", e.Pipeline)
 		},
-		fields: func(e resilience.Event, fs *fields) { fs.ms(fWaitedMs, e.Duration) },
+		fields: func(e resilience.Event, fs *fields) {
+			fs.ms(fWaitedMs, e.Duration)
+			priorityFields(e, fs)
+			if e.Rejected != "" {
+				fs.str(fReason, string(e.Rejected))
+			}
+			if e.Delay > 0 {
+				fs.ms(fDelayMs, e.Delay) // when a slot would be free
+			}
+		},
+	},
+	resilience.EventBulkheadAdmitted: {
+		counter: func(in *instruments) metric.Int64Counter { return in.bulkheadAdmitted },
+		label:   priorityLabel,
+		also: func(ctx context.Context, in *instruments, e resilience.Event, o options) {
+			in.queueWait(ctx, e, o)
+		},
+		level: levelOf(slog.LevelDebug),
+		message: func(e resilience.Event) string {
+			return fmt.Sprintf("bulkhead for %s: %s call admitted after %s", e.Pipeline, e.Priority, ms(e.Duration))
+		},
+		fields: func(e resilience.Event, fs *fields) {
+			fs.ms(fWaitedMs, e.Duration)
+			priorityFields(e, fs)
+		},
+	},
+	resilience.EventBulkheadQueued: {
+		counter: func(in *instruments) metric.Int64Counter { return in.bulkheadQueued },
+		label:   priorityLabel,
+		span:    SpanEventBulkheadQueued,
+		level:   levelOf(slog.LevelDebug),
+		message: func(e resilience.Event) string {
+			return fmt.Sprintf("bulkhead for %s: no free slot of %d, %s call queued", e.Pipeline, e.Limit, e.Priority)
+		},
+		fields: priorityFields,
+	},
+	resilience.EventConcurrencyLimitChanged: {
+		counter: func(in *instruments) metric.Int64Counter { return in.limitChanges },
+		label: func(e resilience.Event) (attribute.Key, string, int) {
+			if e.Limit < e.PrevLimit {
+				return KeyDirection, DirectionDecrease, 0
+			}
+			return KeyDirection, DirectionIncrease, 0
+		},
+		also: func(ctx context.Context, in *instruments, e resilience.Event, _ options) { in.limitNow(ctx, e) },
+		level: func(e resilience.Event) slog.Level {
+			if e.Limit < e.PrevLimit {
+				return slog.LevelInfo
+			}
+			return slog.LevelDebug
+		},
+		message: func(e resilience.Event) string {
+			verb := "raised"
+			if e.Limit < e.PrevLimit {
+				verb = "lowered"
+			}
+			return fmt.Sprintf("concurrency limit for %s %s from %d to %d (%s)", e.Pipeline, verb, e.PrevLimit, e.Limit, e.Reason)
+		},
+		fields: func(e resilience.Event, fs *fields) {
+			fs.int(fLimit, int64(e.Limit))
+			fs.int(fPrevLimit, int64(e.PrevLimit))
+			fs.str(fReason, e.Reason)
+		},
 	},
 	resilience.EventCooldownStarted: {
 		counter: func(in *instruments) metric.Int64Counter { return in.cooldowns },
@@ -250,13 +325,19 @@ var descriptors = [...]eventDesc{
 	},
 	resilience.EventCooldownRejected: {
 		counter: func(in *instruments) metric.Int64Counter { return in.cooldownRejected },
-		label:   func(resilience.Event) (attribute.Key, string, int) { return "", "", 0 },
+		label:   priorityLabel,
 		span:    SpanEventCooldownRejected,
 		level:   levelOf(slog.LevelWarn),
 		message: func(e resilience.Event) string {
+			if e.Reason != "" { // a per-minute budget, not a pause
+				return fmt.Sprintf("%s has no room in its %s for %s more: call not sent", e.Pipeline, e.Reason, ms(e.Delay))
+			}
 			return fmt.Sprintf("%s is pausing after a rate limit for %s more: call not sent", e.Pipeline, ms(e.Delay))
 		},
-		fields: func(e resilience.Event, fs *fields) { fs.ms(fDelayMs, e.Delay) },
+		fields: func(e resilience.Event, fs *fields) {
+			fs.ms(fDelayMs, e.Delay)
+			priorityFields(e, fs)
+		},
 	},
 	resilience.EventSharedStateFailed: {
 		counter: func(in *instruments) metric.Int64Counter { return in.sharedFailures },
@@ -296,6 +377,25 @@ var descriptors = [...]eventDesc{
 		},
 		fields: func(e resilience.Event, fs *fields) { fs.ms(fDurationMs, e.Duration) },
 	},
+}
+
+// priorityLabel is the priority attribute of a counter, omitted for an event that does not
+// know the call's class.
+func priorityLabel(e resilience.Event) (attribute.Key, string, int) {
+	if e.Priority == "" {
+		return "", "", 0
+	}
+	return KeyPriority, string(e.Priority), 0
+}
+
+// priorityFields adds the call's class and the bulkhead's limit, when the event has them.
+func priorityFields(e resilience.Event, fs *fields) {
+	if e.Priority != "" {
+		fs.str(fPriority, string(e.Priority))
+	}
+	if e.Limit > 0 {
+		fs.int(fLimit, int64(e.Limit))
+	}
 }
 
 // describe returns the descriptor of e's type, or nil for a type this version does not know.

@@ -72,6 +72,7 @@ func Example() {
 	// span "chat gpt-4o-mini", event retry: http.response.status_code=429,steady.attempt=1,steady.delay_ms=10,steady.max_attempts=4,steady.provider=openai,steady.reason=status 429,steady.route=gpt-4o-mini,steady.server_hint=true
 	// llm_resilience_retry_total{attempt=1,model=gpt-4o-mini,provider=openai} 1
 	// llm_resilience_cooldown_total{model=gpt-4o-mini,provider=openai} 1
+	// llm_resilience_bulkhead_admitted_total{priority=default,provider=openai} 1
 }
 
 // Logs alone, for a bare pipeline: the observer is the pipeline's OnEvent.

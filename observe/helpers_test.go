@@ -93,6 +93,10 @@ func (h *harness) points(t *testing.T, name string) []point {
 				for _, p := range d.DataPoints {
 					out = append(out, point{attrs: p.Attributes, sum: p.Sum, count: p.Count})
 				}
+			case metricdata.Gauge[int64]:
+				for _, p := range d.DataPoints {
+					out = append(out, point{attrs: p.Attributes, sum: float64(p.Value)})
+				}
 			case metricdata.Histogram[int64]:
 				for _, p := range d.DataPoints {
 					out = append(out, point{attrs: p.Attributes, sum: float64(p.Sum), count: p.Count})

@@ -17,6 +17,9 @@ import (
 type instruments struct {
 	retries, gaveUp, transitions, circuitRejected, timeouts, bulkheadRejected metric.Int64Counter
 	cooldowns, cooldownRejected, sharedFailures, probes, hedges               metric.Int64Counter
+	bulkheadAdmitted, bulkheadQueued, limitChanges                            metric.Int64Counter
+	bulkheadWait                                                              metric.Float64Histogram
+	limit                                                                     metric.Int64Gauge
 
 	callDuration, opDuration, firstChunk metric.Float64Histogram
 	tokens                               metric.Int64Histogram
@@ -49,6 +52,16 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.sharedFailures = counter(MetricSharedStateFailures, "{failure}", "Times the shared state stopped answering.")
 	in.probes = counter(MetricActiveProbes, "{probe}", "Active probes of open circuits, by outcome.")
 	in.hedges = counter(MetricHedges, "{try}", "Hedged tries of calls, by outcome.")
+	in.bulkheadAdmitted = counter(MetricBulkheadAdmitted, "{call}", "Calls the bulkhead gave a slot, by class.")
+	in.bulkheadQueued = counter(MetricBulkheadQueued, "{call}", "Calls that queued for a bulkhead slot, by class.")
+	in.limitChanges = counter(MetricConcurrencyLimitChanges, "{change}", "Changes of the adaptive concurrency limit.")
+	var werr, gerr error
+	in.bulkheadWait, werr = m.Float64Histogram(MetricBulkheadWait, metric.WithUnit("s"),
+		metric.WithDescription("Time calls queued for a bulkhead slot, by class."),
+		metric.WithExplicitBucketBoundaries(waitBuckets...))
+	in.limit, gerr = m.Int64Gauge(MetricConcurrencyLimit, metric.WithUnit("{call}"),
+		metric.WithDescription("The adaptive concurrency limit of a provider's bulkhead."))
+	errs = append(errs, werr, gerr)
 	in.callDuration = seconds(MetricCallDuration, "Duration of a provider's handling of a logical call, retries and waits included.")
 	in.opDuration = seconds(MetricOperationDuration, "GenAI operation duration.")
 	in.firstChunk = seconds(MetricTimeToFirstChunk, "Time to receive the first chunk of a streamed answer.")
@@ -67,8 +80,13 @@ func (in *instruments) event(ctx context.Context, e resilience.Event) {
 		return
 	}
 	key, str, n := d.label(e)
-	k := optionKey{layout: layoutEvent + uint8(e.Type), a: e.Pipeline, b: str, n: n, c: e.Route}
-	d.counter(in).Add(ctx, 1, in.options.get(k, func() []attribute.KeyValue {
+	var key2 attribute.Key
+	var str2 string
+	if d.label2 != nil {
+		key2, str2 = d.label2(e)
+	}
+	k := optionKey{layout: layoutEvent + uint8(e.Type), a: e.Pipeline, b: str, n: n, c: e.Route, d: str2}
+	o := in.options.get(k, func() []attribute.KeyValue {
 		attrs := []attribute.KeyValue{KeyProvider.String(e.Pipeline)}
 		if e.Route != "" {
 			attrs = append(attrs, KeyModel.String(e.Route))
@@ -80,8 +98,30 @@ func (in *instruments) event(ctx context.Context, e resilience.Event) {
 		default:
 			attrs = append(attrs, key.String(str))
 		}
+		if key2 != "" && str2 != "" {
+			attrs = append(attrs, key2.String(str2))
+		}
 		return attrs
-	}).add...)
+	})
+	d.counter(in).Add(ctx, 1, o.add...)
+	if d.also != nil {
+		d.also(ctx, in, e, o)
+	}
+}
+
+// waitBuckets are the boundaries of MetricBulkheadWait: from a millisecond to half a minute.
+var waitBuckets = []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
+
+// queueWait records, with the admitted call's attributes o, how long it queued.
+func (in *instruments) queueWait(ctx context.Context, e resilience.Event, o options) {
+	in.bulkheadWait.Record(ctx, e.Duration.Seconds(), o.record...)
+}
+
+// limitNow records the adaptive concurrency limit a change left.
+func (in *instruments) limitNow(ctx context.Context, e resilience.Event) {
+	in.limit.Record(ctx, int64(e.Limit), in.options.get(optionKey{layout: layoutLimit, a: e.Pipeline}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{KeyProvider.String(e.Pipeline)}
+	}).record...)
 }
 
 // try records how one provider handled a logical call: llm_resilience_call_duration and the
@@ -181,6 +221,7 @@ const (
 	layoutInputTokens                   // as layoutGenAI, plus gen_ai.token.type=input
 	layoutOutputTokens                  // as layoutGenAI, plus gen_ai.token.type=output
 	layoutHedge                         // a provider, b outcome of MetricHedges
+	layoutLimit                         // a provider, for MetricConcurrencyLimit
 
 	// layoutEvent plus an event type: a provider, and the b or n of the event's label
 	// (see eventDesc).

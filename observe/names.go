@@ -46,6 +46,21 @@ const (
 	// call's first try cancelled because a hedge delivered first) and refused (the retry
 	// budget allowed no hedge). Hedges sent are hedge_won + hedge_failed + hedge_lost.
 	MetricHedges = "llm_resilience_hedge_total"
+	// MetricBulkheadAdmitted counts the calls the bulkhead gave a slot, by provider and
+	// priority (the call's class: interactive, default, batch).
+	MetricBulkheadAdmitted = "llm_resilience_bulkhead_admitted_total"
+	// MetricBulkheadQueued counts the calls that found no free slot and queued for one, by
+	// provider and priority.
+	MetricBulkheadQueued = "llm_resilience_bulkhead_queued_total"
+	// MetricBulkheadWait is the time in seconds each admitted call queued for its slot (0 when
+	// one was free), by provider and priority.
+	MetricBulkheadWait = "llm_resilience_bulkhead_wait"
+	// MetricConcurrencyLimit is the adaptive concurrency limit of a provider's bulkhead
+	// (resilience.Options.AdaptiveConcurrency), recorded each time it changes.
+	MetricConcurrencyLimit = "llm_resilience_concurrency_limit"
+	// MetricConcurrencyLimitChanges counts the changes of the adaptive concurrency limit, by
+	// provider and direction (increase, decrease).
+	MetricConcurrencyLimitChanges = "llm_resilience_concurrency_limit_changes_total"
 	// MetricCallDuration is the duration in seconds of each provider's handling of a logical
 	// call (every attempt and wait; for a stream, until it ends), by provider and outcome.
 	MetricCallDuration = "llm_resilience_call_duration"
@@ -71,6 +86,10 @@ const (
 	KeyTimeout = attribute.Key("timeout") // total, attempt, stream-idle
 	KeyReason  = attribute.Key("reason")  // why the retry layer gave up
 	KeyOutcome = attribute.Key("outcome") // success, closed, or a providers.ErrorKind
+	// KeyPriority is the class of a call (resilience.Priority): interactive, default, batch.
+	KeyPriority = attribute.Key("priority")
+	// KeyDirection is the way the adaptive concurrency limit moved: increase, decrease.
+	KeyDirection = attribute.Key("direction")
 
 	KeySpanProvider  = attribute.Key("steady.provider")  // the provider that served (or last failed)
 	KeySpanAttempts  = attribute.Key("steady.attempts")  // HTTP attempts, over every provider tried
@@ -78,6 +97,7 @@ const (
 	KeySpanOutcome   = attribute.Key("steady.outcome")   // as the outcome of MetricCallDuration
 	KeySpanStream    = attribute.Key("steady.stream")    // the call is a ChatStream
 	KeySpanPolicy    = attribute.Key("steady.policy")    // the named policy of the call (client.WithPolicy)
+	KeySpanPriority  = attribute.Key("steady.priority")  // the call's own class (client.WithPriority)
 	// KeySpanDeployment is the deployment that served (or last failed), "<provider>/<name>".
 	KeySpanDeployment = attribute.Key("steady.deployment")
 	// KeySpanRoute is the route (the model) a pipeline event is about, when the pipeline keeps
@@ -103,6 +123,8 @@ const (
 	keyEvFrom        = attribute.Key("steady.circuit.from")
 	keyEvTo          = attribute.Key("steady.circuit.to")
 	keyEvWaitedMs    = attribute.Key("steady.waited_ms")
+	keyEvPriority    = attribute.Key("steady.priority")
+	keyEvLimit       = attribute.Key("steady.concurrency_limit")
 	keyEvFallbackTo  = attribute.Key("steady.fallback.to")
 	keyTTFC          = attribute.Key("gen_ai.response.time_to_first_chunk")
 )
@@ -119,6 +141,10 @@ const (
 	OutcomeHedgeLost   = "hedge_lost"
 	OutcomeFirstLost   = "first_lost"
 	OutcomeRefused     = "refused"
+
+	// The directions of MetricConcurrencyLimitChanges.
+	DirectionIncrease = "increase"
+	DirectionDecrease = "decrease"
 )
 
 // The GenAI semantic conventions' recommended histogram buckets.

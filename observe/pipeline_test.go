@@ -209,7 +209,8 @@ func TestPipeline_BulkheadRejectionIsCounted(t *testing.T) {
 	if !errors.Is(err, resilience.ErrBulkheadRejected) {
 		t.Fatalf("err %v, want ErrBulkheadRejected", err)
 	}
-	if p := h.value(t, observe.MetricBulkheadRejected, observe.KeyProvider.String("openai")); p.sum != 1 {
+	if p := h.value(t, observe.MetricBulkheadRejected, observe.KeyProvider.String("openai"),
+		observe.KeyPriority.String("default"), observe.KeyReason.String("full")); p.sum != 1 {
 		t.Errorf("bulkhead rejections = %v", p.sum)
 	}
 	if n := len(events(h.span(t, "turned away"), observe.SpanEventBulkheadRejected)); n != 1 {

@@ -20,6 +20,8 @@ func TestReadme_ListsEveryMetricAndReason(t *testing.T) {
 	for _, m := range []string{observe.MetricRetries, observe.MetricRetryGaveUp, observe.MetricCircuitBreaker,
 		observe.MetricCircuitRejected, observe.MetricTimeouts, observe.MetricBulkheadRejected, observe.MetricCooldowns,
 		observe.MetricCooldownRejected, observe.MetricSharedStateFailures, observe.MetricActiveProbes, observe.MetricHedges, observe.MetricCallDuration,
+		observe.MetricBulkheadAdmitted, observe.MetricBulkheadQueued, observe.MetricBulkheadWait,
+		observe.MetricConcurrencyLimit, observe.MetricConcurrencyLimitChanges,
 		observe.MetricOperationDuration, observe.MetricTokenUsage, observe.MetricTimeToFirstChunk} {
 		if !strings.Contains(readme, "| `"+m+"` |") {
 			t.Errorf("the README's metric table has no row for %s", m)
@@ -30,6 +32,11 @@ func TestReadme_ListsEveryMetricAndReason(t *testing.T) {
 		resilience.GaveUpSilent, resilience.GaveUpNotRetryable} {
 		if !strings.Contains(readme, "`"+string(g)+"`") {
 			t.Errorf("the README does not name the give-up reason %s", g)
+		}
+	}
+	for _, r := range []resilience.BulkheadRejection{resilience.RejectedFull, resilience.RejectedTimeout, resilience.RejectedShed} {
+		if !strings.Contains(readme, "`"+string(r)+"`") {
+			t.Errorf("the README does not name the bulkhead rejection %s", r)
 		}
 	}
 	for _, l := range []resilience.TimeLimit{resilience.TimeoutTotal, resilience.TimeoutAttempt, resilience.TimeoutStreamIdle,

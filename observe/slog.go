@@ -23,6 +23,9 @@ const (
 	LogTo          = "to"           // circuit state after a transition, or when it rejected
 	LogDurationMs  = "duration_ms"  // how long the attempt took, or the caller queued
 	LogError       = "error"        // the error's text, URLs and credentials removed
+	LogPriority    = "priority"     // the class of the call (interactive, default, batch)
+	LogLimit       = "limit"        // the bulkhead's concurrency limit
+	LogPrevLimit   = "prev_limit"   // the concurrency limit before a change
 
 	// Keys of the client's records (Telemetry with WithLogger): a fallback, a call's end.
 	LogFallbackTo   = "fallback_to"       // the provider the chain tries next

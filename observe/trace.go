@@ -14,6 +14,7 @@ const (
 	SpanEventTimeout          = "timeout"
 	SpanEventCircuitRejected  = "circuit_rejected"
 	SpanEventBulkheadRejected = "bulkhead_rejected"
+	SpanEventBulkheadQueued   = "bulkhead_queued" // no slot was free: the call waits for one
 	SpanEventCircuitChanged   = "circuit_state_changed"
 	SpanEventFallback         = "fallback"
 	SpanEventCooldown         = "cooldown"          // a 429 paused the provider

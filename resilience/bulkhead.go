@@ -8,76 +8,231 @@ import (
 	"time"
 )
 
-// bulkhead bounds the exchanges in flight. A slot is a token in a buffered channel; callers
-// that find no free slot block on the channel send, and Go serves blocked senders in arrival
-// order, so the queue is first come, first served, and a freed slot passes straight to the
-// oldest waiter instead of to a newcomer.
+// bulkhead bounds the exchanges in flight. A call that finds a slot free takes it with one
+// compare-and-swap on the count in flight, without a lock; only a call that must wait takes the
+// mutex and joins the queue of its class (see Priority). A freed slot passes straight to the
+// waiter chosen for it — never to a newcomer while calls wait, so nobody barges — chosen by
+// class, first come first served within a class, with a minimum share for the lower classes
+// (see pick). Batch calls may not take the last PriorityReservePercent of the slots; when the
+// queue is full, a call of a higher class takes the place of the newest waiter of the lowest
+// class, which is shed. The limit is BulkheadMaxConcurrency, or the adaptive limit
+// (adaptive.go), which moves while calls run.
 type bulkhead struct {
-	ev           *emitter
-	slots        chan struct{}
-	waiting      atomic.Int64
-	maxQueue     int64
-	queueTimeout time.Duration
+	ev  *emitter
+	pol *Policy // the pipeline's, for the class of calls that name none
+	// inflight is the number of slots taken; limit is the number of slots, and open the number
+	// every class may take (limit less the batch reserve). waiting is the number of calls in
+	// the queues, changed under mu but read without it.
+	inflight, limit, open, waiting atomic.Int64
+	maxQueue                       int64
+	queueTimeout                   time.Duration
+	reserve                        float64 // PriorityReservePercent
+	credit                         float64 // what a waiting lower class earns per turn it misses (shareCredit)
+	// adaptive moves the limit (AdaptiveConcurrency); nil for a fixed limit.
+	adaptive *limiter
+
+	mu     sync.Mutex
+	queues [numClasses]waitList
+	owed   [numClasses]float64 // the credit each waiting class has earned; a turn costs 1
+	// freedAt is when a slot was last freed while calls waited (emitter time, UnixNano; 0 while
+	// none wait), and every the moving average of the time between such frees, in ns: the pace
+	// at which the queue moves, for the RetryAfter of the calls turned away.
+	freedAt int64
+	every   float64
 }
 
-func (b *bulkhead) init(o Options, ev *emitter) {
-	b.ev = ev
-	b.slots = make(chan struct{}, o.BulkheadMaxConcurrency)
+func (b *bulkhead) init(o Options, pol *Policy, ev *emitter) {
+	b.ev, b.pol = ev, pol
 	b.maxQueue = int64(o.BulkheadMaxQueue)
 	b.queueTimeout = seconds(o.BulkheadQueueTimeoutSeconds)
+	b.reserve = o.PriorityReservePercent
+	b.credit = shareCredit(o.PriorityMinSharePercent)
+	limit := o.BulkheadMaxConcurrency
+	if o.AdaptiveConcurrency {
+		b.adaptive = newLimiter(o, b)
+		limit = int(b.adaptive.current())
+	}
+	b.setLimit(int64(limit))
 }
 
-// finish releases a slot; it makes *bulkhead a finisher for doneBody.
-func (b *bulkhead) finish(error) { <-b.slots }
+// setLimit makes the bulkhead n slots wide, and hands the slots a wider limit frees to the
+// calls that wait. A narrower one takes no slot back: the calls in flight above it finish first.
+func (b *bulkhead) setLimit(n int64) {
+	b.limit.Store(n)
+	b.open.Store(n - int64(float64(n)*b.reserve/100))
+	if b.waiting.Load() > 0 {
+		b.mu.Lock()
+		b.dispatch()
+		b.mu.Unlock()
+	}
+}
+
+// finish releases a slot; it makes *bulkhead a finisher for doneBody. When calls wait, the
+// slot goes to the one pick chooses.
+func (b *bulkhead) finish(error) {
+	b.inflight.Add(-1)
+	// A waiter joins the queue before its last look at the count, and this looks at the queue
+	// after freeing the slot, so one of the two always sees the other (atomics are sequentially
+	// consistent in Go): no slot is left free while a call waits for it.
+	if b.waiting.Load() > 0 {
+		b.mu.Lock()
+		b.noteFreed()
+		b.dispatch()
+		b.mu.Unlock()
+	}
+}
+
+// take takes a slot if fewer than below are taken.
+func (b *bulkhead) take(below int64) bool {
+	for {
+		n := b.inflight.Load()
+		if n >= below {
+			return false
+		}
+		if b.inflight.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
 
 // acquire takes a slot, waiting in the queue if there is room. It returns a
-// *BulkheadRejectedError when the queue is full or the queue timeout passes, and the
-// context's error when the caller gives up first.
+// *BulkheadRejectedError when the queue is full, the queue timeout passes or the call is shed
+// for one of a higher class, and the context's error when the caller gives up first.
 func (b *bulkhead) acquire(ctx context.Context) error {
-	select {
-	case b.slots <- struct{}{}:
+	cls := classUnknown
+	if b.waiting.Load() == 0 {
+		if b.take(b.open.Load()) {
+			if b.ev.on() {
+				b.admitted(ctx, cls, 0)
+			}
+			return nil
+		}
+		// Only the reserve is left: the call's class decides.
+		if lim := b.limit.Load(); b.open.Load() < lim {
+			if cls = classOf(ctx, b.pol); cls != classBatch && b.take(lim) {
+				if b.ev.on() {
+					b.admitted(ctx, cls, 0)
+				}
+				return nil
+			}
+		}
+	}
+	if cls == classUnknown {
+		cls = classOf(ctx, b.pol)
+	}
+	return b.queue(ctx, cls)
+}
+
+// queue is acquire's slow path, for a call of class cls that found no free slot, or found
+// calls waiting already.
+func (b *bulkhead) queue(ctx context.Context, cls class) error {
+	b.mu.Lock()
+	b.dispatch() // the calls that wait come first, as far as their class allows
+	if b.take(b.capFor(cls, false)) {
+		b.mu.Unlock()
+		if b.ev.on() {
+			b.admitted(ctx, cls, 0)
+		}
 		return nil
-	default:
 	}
 	if w, set := maxWaitOf(ctx); set && w == 0 {
-		return b.reject(ctx, 0) // a call that never waits does not queue either
+		retry := b.estimate(cls)
+		b.mu.Unlock()
+		return b.reject(ctx, cls, RejectedFull, 0, retry) // a call that never waits does not queue either
 	}
-	if b.waiting.Add(1) > b.maxQueue {
-		b.waiting.Add(-1)
-		return b.reject(ctx, 0)
+	if b.waiting.Load() >= b.maxQueue && !b.shedFor(cls) {
+		retry := b.estimate(cls)
+		b.mu.Unlock()
+		return b.reject(ctx, cls, RejectedFull, 0, retry)
 	}
-	defer b.waiting.Add(-1)
 	if err := ctx.Err(); err != nil {
+		b.mu.Unlock()
 		return err
 	}
+	w := &waiter{class: cls, ready: make(chan struct{}), since: b.ev.now().UnixNano()}
+	b.queues[cls].push(w)
+	b.waiting.Add(1)
+	b.dispatch() // a slot freed since the look above, by a finish that saw no waiter yet
+	granted := w.granted
+	b.mu.Unlock()
+	if granted {
+		if b.ev.on() {
+			b.admitted(ctx, cls, 0)
+		}
+		return nil
+	}
+	b.ev.emit(Event{Type: EventBulkheadQueued, Priority: cls.priority(), Limit: int(b.limit.Load()), Context: ctx})
+	return b.wait(ctx, w)
+}
+
+// wait blocks until w is handed a slot or shed, the queue timeout passes or ctx ends.
+func (b *bulkhead) wait(ctx context.Context, w *waiter) error {
 	var expired chan struct{}
 	if b.queueTimeout > 0 {
 		expired = make(chan struct{})
 		t := b.ev.clock.AfterFunc(b.queueTimeout, func() { close(expired) })
 		defer t.Stop()
 	}
+	var why BulkheadRejection
 	select {
-	case b.slots <- struct{}{}:
-		return nil
+	case <-w.ready:
 	case <-ctx.Done():
-		return ctx.Err()
 	case <-expired:
-		return b.reject(ctx, b.queueTimeout)
+		why = RejectedTimeout
 	}
+	b.mu.Lock()
+	granted, shed, retry := w.granted, w.shed, w.retry
+	if !granted && !shed {
+		b.remove(w)
+		if why == RejectedTimeout {
+			retry = b.estimate(w.class)
+		}
+	}
+	b.mu.Unlock()
+	waited := time.Duration(b.ev.now().UnixNano() - w.since)
+	switch {
+	case granted:
+		// Once handed a slot, the call has it, whatever else happened meanwhile: the layers
+		// below see a cancelled context at once, and the slot is freed as after any failure.
+		if b.ev.on() {
+			b.admitted(ctx, w.class, waited)
+		}
+		return nil
+	case shed:
+		return b.reject(ctx, w.class, RejectedShed, waited, retry)
+	case why == RejectedTimeout:
+		return b.reject(ctx, w.class, RejectedTimeout, b.queueTimeout, retry)
+	}
+	return ctx.Err()
 }
 
-func (b *bulkhead) reject(ctx context.Context, waited time.Duration) error {
-	b.ev.emit(Event{Type: EventBulkheadRejected, Duration: waited, Context: ctx})
+// admitted reports that a call of class cls (classUnknown: not looked up yet) got a slot after
+// waiting waited.
+func (b *bulkhead) admitted(ctx context.Context, cls class, waited time.Duration) {
+	if cls == classUnknown {
+		cls = classOf(ctx, b.pol)
+	}
+	b.ev.emit(Event{Type: EventBulkheadAdmitted, Priority: cls.priority(), Duration: waited, Limit: int(b.limit.Load()),
+		Context: ctx})
+}
+
+func (b *bulkhead) reject(ctx context.Context, cls class, why BulkheadRejection, waited, retry time.Duration) error {
+	limit := int(b.limit.Load())
+	b.ev.emit(Event{Type: EventBulkheadRejected, Duration: waited, Delay: retry, Priority: cls.priority(), Rejected: why,
+		Limit: limit, Context: ctx})
 	return &BulkheadRejectedError{
 		Pipeline:       b.ev.name,
-		MaxConcurrency: cap(b.slots),
+		MaxConcurrency: limit,
 		MaxQueue:       int(b.maxQueue),
 		Waited:         waited,
+		Reason:         why,
+		Priority:       cls.priority(),
+		RetryAfter:     retry,
 	}
 }
 
 // inFlight returns the number of slots taken.
-func (b *bulkhead) inFlight() int { return len(b.slots) }
+func (b *bulkhead) inFlight() int { return int(b.inflight.Load()) }
 
 // bulkheadTransport is the outermost layer. An exchange holds its slot until the response
 // body is read to EOF or closed, or until the round trip fails, so a long stream counts
@@ -115,6 +270,10 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		closeRequestBody(req)
 		return t.fail(req, err)
 	}
+	var gen uint64
+	if b.adaptive != nil {
+		gen = b.adaptive.gen.Load()
+	}
 	resp, err := t.next.RoundTrip(req)
 	if err == nil {
 		err = refuseRedirect(b.ev.name, resp)
@@ -124,7 +283,7 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return t.fail(req, err)
 	}
 	if c, ok := resp.Body.(*call); ok && t.p != nil && c.t == &t.p.timeouts && c.slot == nil {
-		c.slot = b // the call's record frees the slot at the body's end
+		c.slot, c.gen = b, gen // the call's record frees the slot at the body's end
 		return resp, nil
 	}
 	if resp.Body == nil {

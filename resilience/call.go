@@ -69,8 +69,10 @@ type call struct {
 	waitClose bool // settle at Close, not at EOF (the caller reports failures)
 	settled   atomic.Bool
 
-	// The bulkhead's part: the slot to free at the body's end.
+	// The bulkhead's part: the slot to free at the body's end, and the generation of its
+	// adaptive limit when the call got it (see limiter.overload).
 	slot *bulkhead
+	gen  uint64
 
 	rc   io.ReadCloser
 	done atomic.Bool
@@ -140,8 +142,17 @@ func (c *call) Read(b []byte) (int, error) {
 func (c *call) Close() error {
 	err := c.rc.Close()
 	c.settle(nil)
+	c.overloaded() // the reader may have found the overload after the body's EOF
 	c.end()
 	return err
+}
+
+// overloaded tells the adaptive limit of the slot the call held that the reader found an
+// overload inside the answer (Call.ReportOverload), once.
+func (c *call) overloaded() {
+	if c.slot != nil && c.slot.adaptive != nil && c.report != nil && c.report.overloaded.CompareAndSwap(true, false) {
+		c.slot.adaptive.overload(c.gen, reasonStreamError)
+	}
 }
 
 // settle reports the call's outcome to the circuit breaker, once, when the breaker waits for
@@ -165,6 +176,7 @@ func (c *call) end() {
 		}
 		c.release()
 		if c.slot != nil {
+			c.overloaded()
 			c.slot.finish(nil)
 		}
 	}

@@ -19,8 +19,11 @@
 //
 //   - Bulkhead: at most BulkheadMaxConcurrency exchanges in flight, each holding its slot
 //     until its response body is closed or read to EOF, so streams count for as long as they
-//     are open. Up to BulkheadMaxQueue callers wait, first come first served; the next is
-//     rejected at once with ErrBulkheadRejected.
+//     are open. Up to BulkheadMaxQueue callers wait, first come first served within a class
+//     (Priority: interactive, default, batch), higher classes first with a minimum share for
+//     the lower ones; the next is rejected at once with ErrBulkheadRejected, unless it is of a
+//     higher class than a waiter, which is then shed. With AdaptiveConcurrency the limit is
+//     found from the provider's overload signals instead (see Pipeline.Concurrency).
 //   - Timeout: TimeoutSeconds bounds the whole call, backoffs and body included; for an event
 //     stream it ends when the headers arrive and StreamIdleTimeoutSeconds bounds each silence
 //     of the wire (a Read that lasts longer while bytes keep coming is not idle; see Wrap).

@@ -118,15 +118,28 @@ func (e *CircuitOpenError) RetryAfterHint() time.Duration { return e.RetryAfter 
 
 // BulkheadRejectedError is returned when the bulkhead turns a call away.
 type BulkheadRejectedError struct {
-	Pipeline       string
+	Pipeline string
+	// MaxConcurrency is the limit in force (the adaptive limit, with AdaptiveConcurrency).
 	MaxConcurrency int
 	MaxQueue       int
 	// Waited is how long the call queued before it was rejected: 0 when the queue was full,
-	// the queue timeout otherwise.
+	// the queue timeout, or the time it waited before it was shed.
 	Waited time.Duration
+	// Reason is why: a full queue, the queue timeout, or shed for a call of a higher class.
+	Reason BulkheadRejection
+	// Priority is the class of the call.
+	Priority Priority
+	// RetryAfter estimates when a slot would be free for the call: the pace at which slots
+	// were freed while calls waited, times the calls of its class or higher ahead of it. 0
+	// when the bulkhead has not seen calls wait yet, and cannot tell.
+	RetryAfter time.Duration
 }
 
 func (e *BulkheadRejectedError) Error() string {
+	if e.Reason == RejectedShed {
+		return fmt.Sprintf("resilience: bulkhead of %q: %s call shed from a full queue for a call of another class (%d in flight)",
+			e.Pipeline, e.Priority, e.MaxConcurrency)
+	}
 	if e.Waited > 0 {
 		return fmt.Sprintf("resilience: bulkhead of %q: no slot free after waiting %s (%d in flight)",
 			e.Pipeline, e.Waited.Round(time.Millisecond), e.MaxConcurrency)
@@ -140,6 +153,9 @@ func (e *BulkheadRejectedError) Is(target error) bool { return target == ErrBulk
 
 // ErrorKind names the failure in the vocabulary of steady's error kinds.
 func (e *BulkheadRejectedError) ErrorKind() string { return "bulkhead_full" }
+
+// RetryAfterHint is the estimate of when a slot would be free (RetryAfter), 0 when unknown.
+func (e *BulkheadRejectedError) RetryAfterHint() time.Duration { return e.RetryAfter }
 
 // TimeLimit names one of the pipeline's time limits.
 type TimeLimit string

@@ -43,6 +43,14 @@ const (
 	// failed (a *TimeoutError with Limit TimeoutProbe when it ran out of time), nil when the
 	// provider serves again. The circuit's change follows as EventBreakerStateChanged.
 	EventProbeFinished
+	// EventBulkheadAdmitted: the bulkhead gave the call a slot (Priority: its class), after
+	// Duration in the queue (0 when a slot was free at once). Limit is the limit in force.
+	EventBulkheadAdmitted
+	// EventBulkheadQueued: no slot was free for the call (Priority), which waits in the queue.
+	EventBulkheadQueued
+	// EventConcurrencyLimitChanged: the adaptive concurrency limit (AdaptiveConcurrency) moved
+	// from PrevLimit to Limit; Reason says why ("overload: status 529", "a clean round"…).
+	EventConcurrencyLimitChanged
 )
 
 // String returns a stable snake_case name, suitable as a metric or log attribute.
@@ -76,6 +84,12 @@ func (k EventType) String() string {
 		return "shared_state_recovered"
 	case EventProbeFinished:
 		return "probe_finished"
+	case EventBulkheadAdmitted:
+		return "bulkhead_admitted"
+	case EventBulkheadQueued:
+		return "bulkhead_queued"
+	case EventConcurrencyLimitChanged:
+		return "concurrency_limit_changed"
 	}
 	return "unknown"
 }
@@ -103,6 +117,24 @@ const (
 	// reset before any response, a dial timeout) and the caller can send the call to another
 	// route at once (Call.Elsewhere), which it should do rather than wait on this one again.
 	GaveUpSilent GaveUp = "silent"
+)
+
+// BulkheadRejection says why the bulkhead turned a call away: a stable code, fit for a metric
+// label.
+type BulkheadRejection string
+
+// Why the bulkhead turned a call away.
+const (
+	// RejectedFull: no slot was free and the call could not queue (the queue was full of
+	// calls of its class or higher, or the call may not wait: Call.MaxWait).
+	RejectedFull BulkheadRejection = "full"
+	// RejectedTimeout: the call queued for BulkheadQueueTimeoutSeconds without a slot.
+	RejectedTimeout BulkheadRejection = "timeout"
+	// RejectedShed: the call was waiting when the queue was full and a call of a higher class
+	// arrived — the newest waiter of the lowest class makes room — or a call of a class that
+	// had no place in the queue, which the class with the most waiters gives up (see
+	// Priority).
+	RejectedShed BulkheadRejection = "shed"
 )
 
 // Description explains the code in a few words.
@@ -165,8 +197,18 @@ type Event struct {
 	// ServerHint reports whether Delay came from the server (Retry-After, retry-after-ms).
 	ServerHint bool
 	// Duration is how long the attempt took (EventAttemptFinished) or how long the call
-	// queued (EventBulkheadRejected).
+	// queued (EventBulkheadRejected, EventBulkheadAdmitted).
 	Duration time.Duration
+	// Priority is the class of the call (bulkhead events; EventCooldownRejected and
+	// EventCooldownWaited of a batch call held back by the budgets' reserve), "" when the
+	// layer did not need to know it.
+	Priority Priority
+	// Rejected says why the bulkhead turned the call away (EventBulkheadRejected).
+	Rejected BulkheadRejection
+	// Limit is the bulkhead's concurrency limit: the new one (EventConcurrencyLimitChanged), or
+	// the one in force (EventBulkheadAdmitted, EventBulkheadRejected); PrevLimit is the one
+	// before a change.
+	Limit, PrevLimit int
 	// Timeout is the limit that ran out (EventTimeout).
 	Timeout TimeLimit
 	// From and To are the circuit states of EventBreakerStateChanged; To is also set on

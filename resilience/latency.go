@@ -81,6 +81,9 @@ func (p *Pipeline) ObserveLatency(s LatencySample) {
 	if s.Stream || s.Censored {
 		ewma(&l.ttft, float64(ns))
 	}
+	if a := p.bh.adaptive; a != nil && s.Stream && !s.Censored {
+		a.latency(s.FirstContent) // the deployment's limit hears every route's streams
+	}
 	if !s.Stream && !s.Censored && s.OutputTokens > 0 {
 		ewma(&l.perToken, float64(ns)/float64(s.OutputTokens))
 	}

@@ -187,6 +187,40 @@ type Options struct {
 	// MaxHedges is how many hedges one call may send, each a delay after the last.
 	// Allowed: 1..3.
 	MaxHedges int `json:"MaxHedges"`
+
+	// Priority is the class of the calls that name none themselves (client.WithPriority,
+	// Call.Priority): "interactive", "default" (the default; "" means it too) or "batch". Under
+	// LLM.Resilience it is the pipeline's; in a named policy, the class of the calls that run
+	// under it, so a "batch" policy makes its calls batch. See Priority for what a class gets.
+	Priority Priority `json:"Priority"`
+	// PriorityReservePercent is the share of the bulkhead's slots and of each per-minute
+	// budget that batch calls may not take, kept for interactive and default calls: with 10
+	// (the default) and 20 slots, batch calls hold at most 18 at once, and they leave the last
+	// tenth of a requests-per-minute budget to the others. Batch calls that wait long enough
+	// still get their minimum share (PriorityMinSharePercent) of the reserve. 0 reserves
+	// nothing. Allowed: 0..90.
+	PriorityReservePercent float64 `json:"PriorityReservePercent"`
+	// PriorityMinSharePercent is the least share of the freed bulkhead slots (and of the
+	// reserved budget) that calls of a lower class get while they wait, however many calls of
+	// the higher classes wait too, so that no class starves: with 10 (the default) a waiting
+	// batch call gets one slot in ten. 0 serves the classes in strict order. Allowed: 0..50.
+	PriorityMinSharePercent float64 `json:"PriorityMinSharePercent"`
+
+	// AdaptiveConcurrency replaces the fixed bulkhead size by a limit the pipeline finds: it
+	// starts at BulkheadMaxConcurrency (kept between the two bounds below), grows by one slot
+	// after each round of calls that met no overload while the slots were in use (faster,
+	// half again per round, until the first overload), and shrinks by a tenth when the
+	// provider says it is overloaded: a 529, a 503, a 429 that is not a spent quota, an
+	// overloaded error inside a 200 stream (Call.ReportOverload), or a time to first token
+	// that has tripled. Once it has met an overload at some limit, it stays below that limit
+	// for a while before it tries it again, so it settles just under the provider's real
+	// capacity instead of probing it every round. The limit is per deployment (its routes
+	// share it), visible in Pipeline.Concurrency, health and metrics. Off by default.
+	AdaptiveConcurrency bool `json:"AdaptiveConcurrency"`
+	// AdaptiveMinConcurrency and AdaptiveMaxConcurrency bound the adaptive limit. Allowed:
+	// 1..100000, the minimum not above the maximum (checked when AdaptiveConcurrency is on).
+	AdaptiveMinConcurrency int `json:"AdaptiveMinConcurrency"`
+	AdaptiveMaxConcurrency int `json:"AdaptiveMaxConcurrency"`
 }
 
 // DefaultOptions returns the policy steady uses when nothing is configured: the seed values
@@ -225,6 +259,11 @@ func DefaultOptions() Options {
 		MaxHedges:                         1,
 		PaceFromHeaders:                   true,
 		RouteScope:                        RouteScopeModel,
+		Priority:                          PriorityDefault,
+		PriorityReservePercent:            10,
+		PriorityMinSharePercent:           10,
+		AdaptiveMinConcurrency:            1,
+		AdaptiveMaxConcurrency:            100,
 	}
 }
 
@@ -345,6 +384,20 @@ func (o Options) Validate() error {
 	} else {
 		v.finite("HedgeQuantile", o.HedgeQuantile) // unused, but never NaN
 		v.finite("HedgeMinDelaySeconds", o.HedgeMinDelaySeconds)
+	}
+
+	if !o.Priority.Valid() {
+		v.add("Priority", fmt.Sprintf("%q", o.Priority), `must be "interactive", "default" or "batch"`)
+	}
+	v.secRange("PriorityReservePercent", o.PriorityReservePercent, 0, 90)
+	v.secRange("PriorityMinSharePercent", o.PriorityMinSharePercent, 0, 50)
+	if o.AdaptiveConcurrency {
+		minOK := v.intRange("AdaptiveMinConcurrency", o.AdaptiveMinConcurrency, 1, 100000)
+		if v.intRange("AdaptiveMaxConcurrency", o.AdaptiveMaxConcurrency, 1, 100000) && minOK &&
+			o.AdaptiveMinConcurrency > o.AdaptiveMaxConcurrency {
+			v.add("AdaptiveMinConcurrency", o.AdaptiveMinConcurrency,
+				fmt.Sprintf("must not be above AdaptiveMaxConcurrency (%d)", o.AdaptiveMaxConcurrency))
+		}
 	}
 
 	if len(v.problems) == 0 {

@@ -49,6 +49,8 @@ type pacer struct {
 	// fleet, when the pipeline's shared state keeps budgets (SharedBudgets), debits every
 	// call from the fleet's budgets as well, after the instance's own.
 	fleet *fleet
+	// reserve keeps the last of each budget from batch calls (see pace_priority.go).
+	reserve budgetReserve
 }
 
 // monotonic returns the pacer's clock, never earlier than a time it returned before.
@@ -98,6 +100,13 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 	n := 0
 	if tok != nil {
 		n = min(tokens, tok.Burst()) // a call larger than the whole budget waits for all of it
+	}
+	if p.reserve.percent > 0 && p.reserve.short(now, req, tok, n) {
+		// Only the reserve is left: the call's class decides whether it may take from it.
+		if err := p.holdBack(ctx, req, tok, n, limit); err != nil {
+			return err
+		}
+		now = p.monotonic()
 	}
 	if req != nil && !req.AllowN(now, 1) {
 		if err := p.slow(ctx, now, req, tok, n, limit()); err != nil {

@@ -91,22 +91,23 @@ func (p *Pipeline) init(opts Options) {
 	_, wall := p.clock.(wallClock)
 	p.ev = emitter{name: p.name, clock: p.clock, observer: p.observer, maxAttempts: opts.RetryCount + 1,
 		epoch: p.clock.Now(), wall: wall}
+	p.policy = newPolicy("", opts)
 	if p.parent != nil {
 		// A route's events and errors name its deployment, and the route (Event.Route).
 		p.ev.name, p.ev.route = p.parent.name, p.route
 		p.bh = p.parent.bh // a route's calls hold its deployment's slots
 	} else {
-		p.bulkhead.init(opts, &p.ev)
+		p.bulkhead.init(opts, p.policy, &p.ev)
 		p.bh = &p.bulkhead
 	}
-	p.policy = newPolicy("", opts)
 	p.timeouts.init(p.policy, &p.ev)
 	p.cool.init(opts, p.policy, &p.ev)
 	p.pace.init(opts, &p.ev)
+	p.pace.reserve.init(opts, p.policy)
 	p.cool.pace = &p.pace
 	p.breaker.init(opts, &p.ev)
 	p.retry.init(opts, p.policy, &p.ev, &p.breaker)
-	p.retry.cool, p.retry.pace = &p.cool, &p.pace
+	p.retry.cool, p.retry.pace, p.retry.adaptive = &p.cool, &p.pace, p.bh.adaptive
 	if p.parent != nil {
 		p.breaker.parent = &p.parent.breaker
 	}
@@ -212,7 +213,40 @@ func (p *Pipeline) SettleTokens(estimated, used int) { p.pace.settle(estimated, 
 
 // InFlight returns the number of exchanges holding a bulkhead slot now (their bodies not yet
 // closed), queued calls excluded. A route's are its deployment's.
-func (p *Pipeline) InFlight() int { return len(p.bh.slots) }
+func (p *Pipeline) InFlight() int { return p.bh.inFlight() }
+
+// Concurrency is the state of a pipeline's bulkhead (Pipeline.Concurrency).
+type Concurrency struct {
+	// Limit is the number of exchanges that may be in flight now: BulkheadMaxConcurrency, or
+	// the adaptive limit.
+	Limit int
+	// Adaptive says the limit is the one the pipeline finds (AdaptiveConcurrency); Min and
+	// Max are then its bounds, Decreases and Increases how many times it moved each way.
+	Adaptive             bool
+	Min, Max             int
+	Decreases, Increases int64
+	// InFlight is the number of exchanges holding a slot; Waiting the calls queued for one,
+	// by class (indexed as Priorities: interactive, default, batch).
+	InFlight int
+	Waiting  [3]int
+}
+
+// Concurrency returns the state of the pipeline's bulkhead now: its limit, what holds and what
+// waits for its slots. A route's is its deployment's.
+func (p *Pipeline) Concurrency() Concurrency {
+	b := p.bh
+	c := Concurrency{Limit: int(b.limit.Load()), InFlight: b.inFlight()}
+	if a := b.adaptive; a != nil {
+		c.Adaptive, c.Min, c.Max = true, int(a.lo), int(a.hi)
+		c.Decreases, c.Increases = a.decreases.Load(), a.increases.Load()
+	}
+	b.mu.Lock()
+	for i := range c.Waiting {
+		c.Waiting[i] = b.queues[i].n
+	}
+	b.mu.Unlock()
+	return c
+}
 
 // Headroom is what is left of a pipeline's per-minute budgets (see Options.PaceRequestsPerMinute).
 type Headroom struct {

@@ -31,6 +31,8 @@ type Policy struct {
 	firstToken time.Duration
 	rescue     string
 	hedge      Hedge
+	// class is the class of the calls that name none (Options.Priority).
+	class class
 }
 
 // Hedge is a policy's hedging (Options.HedgeAfterSeconds and the rest): After 0 is off.
@@ -84,6 +86,7 @@ func newPolicy(name string, o Options) *Policy {
 		rescue:     o.StreamRescue,
 		hedge: Hedge{After: seconds(o.HedgeAfterSeconds), Quantile: o.HedgeQuantile,
 			MinDelay: seconds(o.HedgeMinDelaySeconds), Max: max(o.MaxHedges, 1)},
+		class: o.Priority.class(),
 	}
 	for _, c := range o.RetryableStatusCodes {
 		p.retryable.add(c)
@@ -101,6 +104,10 @@ func (p *Policy) WithHedge(h Hedge) *Policy {
 	cp.hedge = h
 	return &cp
 }
+
+// Priority returns the class of the calls that run under the policy and name none
+// themselves (Options.Priority).
+func (p *Policy) Priority() Priority { return p.class.priority() }
 
 // Name returns the name the policy was built with.
 func (p *Policy) Name() string { return p.name }

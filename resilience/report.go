@@ -52,6 +52,9 @@ type Call struct {
 	// RouteScope is "model" keeps that model's circuit, pause, budgets and retry budget apart
 	// from the others' (see Pipeline.Route). "" runs the call on the pipeline itself.
 	Route string
+	// Priority, when set, is the call's class (see Priority) instead of its policy's; an inner
+	// Call's wins over an outer one's. Set it before the call starts.
+	Priority Priority
 
 	reportFailures bool
 	failure        failureReport
@@ -73,6 +76,14 @@ func (c *Call) Init(ctx context.Context, reportFailures bool) {
 // too). Report before closing the body, and always close it. The first report wins; reports
 // after Close are ignored.
 func (c *Call) ReportFailure(err error) { c.failure.report(err) }
+
+// ReportOverload tells the pipeline that the provider said it is overloaded inside the call's
+// 200 answer (an overloaded_error event in a stream), which no status code showed: a pipeline
+// with AdaptiveConcurrency counts it as an overload signal when the call's body ends, as it
+// counts a 529. It does not count as a failure for the circuit breaker: report that with
+// ReportFailure. Report before closing the body; as ReportFailure, it has no effect on a Call
+// not made to report failures (Init's reportFailures).
+func (c *Call) ReportOverload() { c.failure.overloaded.Store(true) }
 
 type callKey struct{}
 
@@ -177,6 +188,8 @@ func WithCallInfo(ctx context.Context) (context.Context, *CallInfo) {
 type failureReport struct {
 	mu  sync.Mutex
 	err error
+	// overloaded is set by ReportOverload.
+	overloaded atomic.Bool
 }
 
 func (r *failureReport) report(err error) {

@@ -47,12 +47,15 @@ type retryTransport struct {
 // retrier is the retry layer's state: its policy, its budget, and the one thing it asks of
 // the circuit breaker above it — whether other calls have opened the circuit meanwhile.
 type retrier struct {
-	ev      *emitter
-	pol     *Policy   // the pipeline's own policy, for calls that bring none
-	budget  *budget   // nil when RetryBudgetPercent is 0
-	cool    *cooldown // paused by 429s
-	pace    *pacer    // learns the budgets from the answers' headers
-	circuit interface {
+	ev     *emitter
+	pol    *Policy   // the pipeline's own policy, for calls that bring none
+	budget *budget   // nil when RetryBudgetPercent is 0
+	cool   *cooldown // paused by 429s
+	pace   *pacer    // learns the budgets from the answers' headers
+	// adaptive is the deployment's adaptive concurrency limit, which hears every answer; nil
+	// when the limit is fixed.
+	adaptive *limiter
+	circuit  interface {
 		blocked(ctx context.Context) bool
 	}
 }
@@ -234,6 +237,10 @@ func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Re
 	}
 	var resp *http.Response
 	var err error
+	var gen uint64
+	if r.adaptive != nil {
+		gen = r.adaptive.gen.Load()
+	}
 	if pol.attempt > 0 {
 		resp, err = t.timedAttempt(req, pol.attempt)
 	} else {
@@ -241,6 +248,9 @@ func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Re
 	}
 	if resp != nil && r.pace != nil {
 		r.pace.observe(resp.Header)
+	}
+	if r.adaptive != nil {
+		r.adaptive.observe(resp, err, gen)
 	}
 	if r.cool != nil && r.cool.capped.Load() {
 		r.cool.answered(resp, err)

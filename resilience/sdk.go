@@ -67,6 +67,10 @@ func answerForSDK(req *http.Request, err error) *http.Response {
 		}
 	case errors.Is(err, ErrBulkheadRejected):
 		status, code = http.StatusServiceUnavailable, "bulkhead_full"
+		var be *BulkheadRejectedError
+		if errors.As(err, &be) && be.RetryAfter > 0 {
+			h.Set("Retry-After-Ms", strconv.FormatInt(max(be.RetryAfter.Milliseconds(), 1), 10))
+		}
 	case errors.Is(err, ErrTimeout):
 		status, code = http.StatusGatewayTimeout, "timeout"
 	case errors.Is(err, ErrRedirect):

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 )
 
 // A request from a Stainless SDK gets the pipeline's failure as an answer it will not retry;
@@ -52,5 +53,25 @@ func TestSDK_RejectionsAnswerStainlessRequests(t *testing.T) {
 	}
 	if Rejection(nil) != nil || Rejection(&http.Response{}) != nil {
 		t.Fatal("Rejection of an ordinary response")
+	}
+}
+
+// A Stainless SDK's answer for a full bulkhead carries the bulkhead's estimate of when a slot
+// would be free, as the hint its own retry logic reads.
+func TestSDK_BulkheadAnswerCarriesTheRetryAfterEstimate(t *testing.T) {
+	req, _ := http.NewRequest(http.MethodPost, "http://127.0.0.1:1/v1/chat/completions", strings.NewReader(`{}`))
+	req.Header.Set("X-Stainless-Lang", "go")
+	resp := answerForSDK(req, &BulkheadRejectedError{Pipeline: "openai", Reason: RejectedShed, RetryAfter: 1500 * time.Millisecond})
+	if resp == nil {
+		t.Fatal("no answer")
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 503 || resp.Header.Get("Retry-After-Ms") != "1500" {
+		t.Fatalf("status %d, headers %v", resp.StatusCode, resp.Header)
+	}
+	resp2 := answerForSDK(req, &BulkheadRejectedError{Pipeline: "openai"})
+	defer resp2.Body.Close()
+	if resp2.Header.Get("Retry-After-Ms") != "" {
+		t.Fatalf("an unknown estimate sent a hint: %v", resp2.Header)
 	}
 }
