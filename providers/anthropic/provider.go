@@ -73,11 +73,11 @@ func (p *Provider) SharingScope() string { return p.scope }
 func (p *Provider) Name() string { return p.name }
 
 // Describe names the provider's GenAI system (providers.SystemAnthropic), its default model,
-// and what it can do: everything but embeddings.
+// and what it can do: everything but embeddings and stored responses.
 func (p *Provider) Describe() providers.Description {
 	caps := p.caps
 	if caps == 0 {
-		caps = providers.AllCapabilities &^ providers.CapEmbeddings
+		caps = providers.AllCapabilities &^ providers.CapEmbeddings &^ providers.CapStoredResponses
 	}
 	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model, Capabilities: caps}
 }

@@ -173,13 +173,19 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // buildRequest turns a neutral request into a Messages API body. It refuses, with a
 // bad_request *providers.Error and before anything is sent, what the API would refuse anyway
 // or what cannot be expressed: no model, no messages, an empty turn, tool arguments that are
-// not JSON, an unknown response format.
+// not JSON, an unknown response format, a stored answer to continue from (Previous). Store
+// and Include are OpenAI's and ignored.
 func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte, error) {
 	if err := req.Validate(); err != nil {
 		return nil, p.errs.Finish(err.(*providers.Error))
 	}
 	if t := req.Temperature; t != nil && *t > maxTemperature {
 		return nil, p.badRequest(fmt.Sprintf("Temperature = %g: Anthropic allows 0 to %g", *t, maxTemperature))
+	}
+	if req.Previous != nil {
+		// The conversation lives with the provider that stored it: answering without it would
+		// be answering another question (see providers/state.go).
+		return nil, p.badRequest("Previous: the Messages API keeps no stored answers to continue from; send the whole conversation")
 	}
 	w := wireRequest{
 		Model:         req.Model,
