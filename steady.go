@@ -203,7 +203,7 @@ func openAIFactory(d openai.Dialect) func(name string, p config.Provider, key st
 			if err != nil {
 				return nil, fmt.Errorf("Capabilities: %w", err)
 			}
-			return openai.New(openai.Config{Name: name, Dialect: d, BaseURL: p.BaseURL, APIKey: key,
+			return openai.New(openai.Config{Name: name, Dialect: d, API: openai.API(p.API), BaseURL: p.BaseURL, APIKey: key,
 				APIVersion: p.APIVersion, Organization: p.Organization, HTTPClient: hc, Model: p.Model,
 				AzureDeployments: p.Deployments, OmitStreamUsage: p.OmitStreamUsage, Limits: p.Limits,
 				Capabilities: caps})

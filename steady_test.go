@@ -382,3 +382,27 @@ func TestFromConfig_SharedStateNeedsItsDriver(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// LLM.Providers.<name>.API "responses" makes an OpenAI-dialect provider call the Responses API,
+// with its other settings: the organization, Azure's deployments (on Azure's v1 path).
+func TestFromConfig_APIResponsesCallsTheResponsesAPI(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	c := clientFromJSON(t, `{"LLM":{"Providers":{
+		"openai": {"Dialect":"openai","API":"Responses","BaseURL":"`+s.OpenAIBaseURL()+`","APIKeyEnv":"K","Model":"gpt-4o","Organization":"org-42"},
+		"azure": {"Dialect":"azure","API":"responses","BaseURL":"`+s.URL()+`","APIKeyEnv":"K","Model":"gpt-4o","Deployments":{"gpt-4o":"dep"}}},
+		"Fallback":["openai","azure"]}}`, []string{"K=" + sentinelKey})
+	resp, err := c.Chat(context.Background(), hello())
+	if err != nil || resp.Stored == nil || resp.Message.Content != "ok" {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	if r, _ := s.Journal().Last(); r.Path != "/v1/responses" || r.Header.Get("OpenAI-Organization") != "org-42" {
+		t.Fatalf("openai: %s %v", r.Path, r.Header)
+	}
+	if _, err := c.Chat(context.Background(), hello(), client.WithProviders("azure")); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.Journal().Last(); r.Path != "/openai/v1/responses" || !strings.Contains(string(r.Body), `"model":"dep"`) {
+		t.Fatalf("azure: %s %s", r.Path, r.Body)
+	}
+}

@@ -134,6 +134,7 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 		ContextWindow:     window,
 		ContextWindows:    maps.Clone(windows),
 		ActiveProbe:       strings.ToLower(strings.TrimSpace(str(keyActiveProbe))),
+		API:               strings.ToLower(strings.TrimSpace(str(keyAPI))),
 	}
 	if p.ActiveProbe == ProbeNone {
 		p.ActiveProbe = ""
@@ -155,6 +156,9 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	}
 	checkBaseURL(add, p.Dialect, p.BaseURL)
 	checkFieldTypes(add, p.Dialect, tree)
+	if p.API != "" && indexOf(dialect.APIs, p.API) < 0 {
+		add(keyAPI, str(keyAPI), oneOf(dialect.APIs)+ps.didYouMean(p.API, dialect.APIs))
+	}
 	checkProviderValues(add, p)
 
 	parent, parentFaults := cfg.Resilience, rootFaults

@@ -49,6 +49,7 @@ const (
 	keyContextWindow    = "ContextWindow"
 	keyContextWindows   = "ContextWindows"
 	keyActiveProbe      = "ActiveProbe"
+	keyAPI              = "API"
 
 	keyMaxResponseBytes  = "MaxResponseBytes"
 	keyMaxEventBytes     = "MaxEventBytes"
@@ -59,7 +60,7 @@ var (
 	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFallbackOn, keyFailover, keyRouting, keySharedState}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
-		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe}
+		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe, keyAPI}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -93,6 +94,7 @@ var providerFields = map[string]providerField{
 	keyContextWindow:    {kind: kindInt},
 	keyContextWindows:   {kind: kindIntMap},
 	keyActiveProbe:      {kind: kindString},
+	keyAPI:              {kind: kindString, types: []string{DialectOpenAI, DialectAzure, DialectOpenAICompatible}},
 }
 
 // sharedStateFields describes every field of LLM.SharedState.
