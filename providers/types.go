@@ -433,7 +433,11 @@ type EmbedResponse struct {
 //     Close; Close releases the connection, may be called more than once and from another
 //     goroutine, and must be called.
 //   - Capabilities: it says what it can do through Describer (Description.Capabilities); a
-//     provider that says nothing is tried for everything.
+//     provider that says nothing is tried for everything but stored answers.
+//   - Provider state: it sends back only the state it can read (ThinkingBlock, by its fields
+//     and Origin) and drops the rest; it refuses a request that continues from a stored answer
+//     (Previous) it does not hold, or cannot hold at all, with KindBadRequest before sending
+//     (see state.go).
 type Provider interface {
 	// Name is the provider's configured name, e.g. "openai" or "azure-eu".
 	Name() string
