@@ -406,3 +406,19 @@ func TestFromConfig_APIResponsesCallsTheResponsesAPI(t *testing.T) {
 		t.Fatalf("azure: %s %s", r.Path, r.Body)
 	}
 }
+
+// LLM.Providers.<name>.ThinkingModes reaches the Anthropic provider.
+func TestFromConfig_ThinkingModesReachTheProvider(t *testing.T) {
+	s := mocks.NewServer()
+	defer s.Close()
+	c := clientFromJSON(t, `{"LLM":{"Providers":{"claude": {"Dialect":"anthropic","BaseURL":"`+s.AnthropicBaseURL()+
+		`","APIKeyEnv":"K","Model":"claude-sonnet-4-5","ThinkingModes":{"claude-sonnet-4-5":"adaptive"}}}}}`, []string{"K=" + sentinelKey})
+	req := hello()
+	req.MaxTokens, req.Reasoning = 4096, &providers.Reasoning{BudgetTokens: 2048}
+	if _, err := c.Chat(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.Journal().Last(); !strings.Contains(string(r.Body), `"thinking":{"type":"adaptive"}`) {
+		t.Fatalf("body %s", r.Body)
+	}
+}

@@ -36,3 +36,21 @@ func TestAPI_ProblemsNameThePathTheValueAndWhatIsAllowed(t *testing.T) {
 		t.Errorf("anthropic: %+v", pr)
 	}
 }
+
+// ThinkingModes is a map of the anthropic dialect, its values any case; anything but "budget"
+// or "adaptive" names the model, the value and what is allowed.
+func TestParse_ThinkingModes(t *testing.T) {
+	p := parse(t, `{"LLM": {"Providers": {"p": {`+windowsProviders[DialectAnthropic]+`, "ThinkingModes": {"claude-opus-4-6": " Adaptive "}}}}}`).Providers["p"]
+	if p.ThinkingModes["claude-opus-4-6"] != ThinkingAdaptive {
+		t.Errorf("%v", p.ThinkingModes)
+	}
+	cfg, err := ParseWithEnv([]byte(`{"LLM": {"Providers": {"p": {`+windowsProviders[DialectAnthropic]+`, "ThinkingModes": {"claude-x": "auto"}}}}}`), keys)
+	pr := problemAt(t, problemsOf(t, cfg, err), "LLM.Providers.p.ThinkingModes.claude-x")
+	if pr.Value != "auto" || !strings.Contains(pr.Allowed, `must be "budget"`) {
+		t.Errorf("problem %+v", pr)
+	}
+	cfg, err = ParseWithEnv([]byte(`{"LLM": {"Providers": {"p": {`+windowsProviders[DialectOpenAI]+`, "ThinkingModes": {"m": "budget"}}}}}`), keys)
+	if pr := problemAt(t, problemsOf(t, cfg, err), "LLM.Providers.p.ThinkingModes"); !strings.Contains(pr.Allowed, "only used with Dialect") {
+		t.Errorf("openai: %+v", pr)
+	}
+}

@@ -30,6 +30,13 @@ const (
 
 var providerDialects = dialect.All
 
+// The values of LLM.Providers.<name>.ThinkingModes: how an Anthropic model takes extended
+// thinking.
+const (
+	ThinkingBudget   = "budget"   // thinking with budget_tokens
+	ThinkingAdaptive = "adaptive" // adaptive thinking, guided by the effort
+)
+
 // The values of LLM.Providers.<name>.API: which of OpenAI's chat APIs an OpenAI-dialect
 // provider calls.
 const (
@@ -83,6 +90,11 @@ type Provider struct {
 	DefaultMaxTokens int
 	// Beta lists anthropic-beta feature names (anthropic).
 	Beta []string
+	// ThinkingModes says, by model name or prefix of names, how a model takes extended
+	// thinking (anthropic): ThinkingBudget or ThinkingAdaptive (any case, stored in lower case),
+	// over the provider's default (adaptive for the Claude models of version 4.7 and later,
+	// which refuse a budget; see anthropic.Config.ThinkingModes).
+	ThinkingModes map[string]string
 	// Capabilities lists what the server serves ("chat", "streaming", "tools", "images",
 	// "structured output"…: providers.CapabilityNames), for a compatible server that lacks
 	// some of it; empty means everything its dialect serves.

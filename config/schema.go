@@ -50,6 +50,7 @@ const (
 	keyContextWindows   = "ContextWindows"
 	keyActiveProbe      = "ActiveProbe"
 	keyAPI              = "API"
+	keyThinkingModes    = "ThinkingModes"
 
 	keyMaxResponseBytes  = "MaxResponseBytes"
 	keyMaxEventBytes     = "MaxEventBytes"
@@ -60,7 +61,7 @@ var (
 	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFallbackOn, keyFailover, keyRouting, keySharedState}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
-		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe, keyAPI}
+		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe, keyAPI, keyThinkingModes}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -95,6 +96,7 @@ var providerFields = map[string]providerField{
 	keyContextWindows:   {kind: kindIntMap},
 	keyActiveProbe:      {kind: kindString},
 	keyAPI:              {kind: kindString, types: []string{DialectOpenAI, DialectAzure, DialectOpenAICompatible}},
+	keyThinkingModes:    {kind: kindStringMap, types: []string{DialectAnthropic}},
 }
 
 // sharedStateFields describes every field of LLM.SharedState.

@@ -24,7 +24,9 @@
 //   - Anthropic: POST /v1/messages (JSON, or the full event stream message_start,
 //     content_block_start, ping, content_block_delta…, content_block_stop, message_delta,
 //     message_stop), GET /v1/models with anthropic-version. Auth: x-api-key or Bearer;
-//     anthropic-version is required.
+//     anthropic-version is required. Thinking with a budget, or adaptive
+//     ({"type":"adaptive"}); the Claude models of version 4.7 and later refuse a budget, as
+//     the API does.
 //
 // A missing key is the provider's 401, a bad body its 400, before any fault is chosen. Replies
 // are deterministic: the scripted text, the server's [WithReply] text, or an echo of the last

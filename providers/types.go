@@ -135,7 +135,9 @@ type JSONSchema struct {
 
 // Reasoning configures a reasoning model: Effort for models that take an effort level
 // (OpenAI's reasoning_effort, Anthropic's output_config.effort), BudgetTokens for
-// Anthropic's extended thinking (at least 1 024, below MaxTokens).
+// Anthropic's extended thinking (at least 1 024, below MaxTokens). Anthropic's models that
+// take only adaptive thinking (4.7 and later; anthropic.Config.ThinkingModes) get adaptive
+// thinking for a budget or an effort, the budget itself unsent.
 type Reasoning struct {
 	Effort       string // "minimal", "low", "medium", "high" (and the provider's own levels)
 	BudgetTokens int

@@ -44,10 +44,11 @@ type wireChoice struct {
 	DisableParallelToolUse *bool  `json:"disable_parallel_tool_use,omitempty"`
 }
 
-// wireThinking is extended thinking: {"type": "enabled", "budget_tokens": n}.
+// wireThinking is extended thinking: {"type": "enabled", "budget_tokens": n}, or
+// {"type": "adaptive"} for the models that choose how much to think.
 type wireThinking struct {
 	Type         string `json:"type"`
-	BudgetTokens int    `json:"budget_tokens"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
 }
 
 // wireOutput is output_config: the effort level and the JSON Schema of a structured output.
@@ -247,7 +248,13 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 		w.ToolChoice = toolChoice(req)
 	}
 	if r := req.Reasoning; r != nil {
-		if r.BudgetTokens > 0 {
+		adaptive := thinkingMode(p.thinking, w.Model) == ThinkingAdaptive
+		switch {
+		case adaptive && (r.BudgetTokens > 0 || r.Effort != ""):
+			// The model refuses budget_tokens (a 400): reasoning asked for either way turns
+			// adaptive thinking on, and the effort, if any, guides how much.
+			w.Thinking = &wireThinking{Type: "adaptive"}
+		case r.BudgetTokens > 0:
 			if r.BudgetTokens < minThinkingBudget || r.BudgetTokens >= w.MaxTokens {
 				return nil, p.badRequest(fmt.Sprintf("Reasoning.BudgetTokens = %d: Anthropic needs at least %d and less than MaxTokens (%d)",
 					r.BudgetTokens, minThinkingBudget, w.MaxTokens))
