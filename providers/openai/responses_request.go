@@ -15,8 +15,9 @@ import (
 // The Responses request: the neutral request mapped to its body (see responses.go for the
 // mapping), and the one exchange that sends it.
 
-// responsesRequest builds the body of a Responses request for req (see the mapping above). It
-// refuses, with a bad_request before anything is sent, what the API cannot express.
+// responsesRequest builds the body of a Responses request for req (see the mapping in
+// responses.go). It refuses, with a bad_request before anything is sent, what the API cannot
+// express.
 func (p *Provider) responsesRequest(req *providers.ChatRequest, stream bool) ([]byte, error) {
 	if err := req.Validate(); err != nil {
 		return nil, p.refuse(err)
