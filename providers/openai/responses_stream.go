@@ -166,7 +166,7 @@ func (s *respStream) handle(ev wire.Event) (d providers.Delta, ok bool, e *provi
 			return s.itemDone(x.OutputIndex, it)
 		}
 	case "response.completed", "response.incomplete", "response.failed":
-		return s.finish(x.Response)
+		return s.finish(kind, x.Response)
 	case "error":
 		re := x.Error
 		if re == nil {
@@ -231,12 +231,16 @@ func (s *respStream) itemDone(at int, it *respOutItem) (providers.Delta, bool, *
 	return providers.Delta{}, false, nil
 }
 
-// finish ends the stream at its terminal event, whose data carries the response: the Done
-// delta of an answer, or the error of one that failed, was filtered or refused.
-func (s *respStream) finish(raw json.RawMessage) (providers.Delta, bool, *providers.Error) {
+// finish ends the stream at its terminal event kind, whose data carries the response: the
+// Done delta of an answer, or the error of one that failed, was filtered or refused. A
+// response that states no status has the one its event names.
+func (s *respStream) finish(kind string, raw json.RawMessage) (providers.Delta, bool, *providers.Error) {
 	var r respResponse
 	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
 		return providers.Delta{}, false, s.p.errs.Malformed(s.events, errors.New("the terminal event carries no response object"))
+	}
+	if r.Status == "" {
+		r.Status = strings.TrimPrefix(kind, "response.")
 	}
 	s.done = true
 	u := r.Usage.neutral()

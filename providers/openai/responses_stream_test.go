@@ -269,6 +269,13 @@ func TestResponsesStream_OtherServersEvents(t *testing.T) {
 				}
 				return ""
 			}},
+		{"failed without a status", `{"type":"response.failed","response":{"error":{"code":"server_error","message":"down"}}}`,
+			func(ds []providers.Delta, err error) string {
+				if e := asError(t, err); e.Kind != providers.KindUnavailable || e.Message != "down" {
+					return e.GoString()
+				}
+				return ""
+			}},
 		{"nested error", `{"type":"error","error":{"type":"server_error","code":"server_error","message":"boom"}}`,
 			func(ds []providers.Delta, err error) string {
 				if e := asError(t, err); e.Kind != providers.KindUnavailable || e.Message != "boom" {
