@@ -146,7 +146,9 @@ func (p *Provider) responseEnd(r *respResponse, refusal string, refused, calls b
 		switch reason {
 		case "content_filter":
 			return "", p.errs.FilteredBy("incomplete_details.reason content_filter", refusal)
-		case "max_output_tokens":
+		case "max_output_tokens", "":
+			// An incomplete response that says not why (as some servers send it) stopped at
+			// the only limit a request sets.
 			if !refused {
 				return providers.FinishLength, nil
 			}

@@ -303,6 +303,14 @@ func TestResponsesStream_OtherServersEvents(t *testing.T) {
 				}
 				return ""
 			}},
+		{"incomplete without a reason", `{"type":"response.output_text.delta","delta":"Once upon"}` + "\n" +
+			`{"type":"response.incomplete","response":{"status":"incomplete"}}`,
+			func(ds []providers.Delta, err error) string {
+				if _, _, _, last := joined(ds); err != nil || last.FinishReason != providers.FinishLength {
+					return string(last.FinishReason)
+				}
+				return ""
+			}},
 		{"not an object", `["response.completed"]`, func(ds []providers.Delta, err error) string {
 			if e := asError(t, err); e.Kind != providers.KindUnavailable || !strings.Contains(e.Message, "event 1") {
 				return e.GoString()
