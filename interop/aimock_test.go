@@ -19,8 +19,8 @@ import (
 // These tests get a second, independent opinion on the wire formats. @copilotkit/aimock is a
 // mock written by other people from their own reading of the OpenAI and Anthropic APIs; the
 // tests run steady's providers against it and check that every answer reads as the fixture
-// wrote it, in every wire format (chat completions, Messages, Responses), and that aimock reads steady's requests as they were meant.
-// The harness is in aimock_helpers_test.go.
+// wrote it, in every wire format (chat completions, Messages, Responses), and that aimock
+// reads steady's requests as they were meant. The harness is in aimock_helpers_test.go.
 
 // aimockChunk is the number of characters per streamed delta: small, so that every answer
 // arrives in several pieces.
