@@ -189,9 +189,13 @@ var dialects = map[string]func(name string, p config.Provider, key string) clien
 			if err != nil {
 				return nil, fmt.Errorf("Capabilities: %w", err)
 			}
+			modes := make(map[string]anthropic.ThinkingMode, len(p.ThinkingModes))
+			for model, mode := range p.ThinkingModes {
+				modes[model] = anthropic.ThinkingMode(mode)
+			}
 			return anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: key, Version: p.Version,
 				HTTPClient: hc, Model: p.Model, DefaultMaxTokens: p.DefaultMaxTokens, Beta: p.Beta, Limits: p.Limits,
-				Capabilities: caps})
+				Capabilities: caps, ThinkingModes: modes})
 		}
 	},
 }
@@ -203,7 +207,7 @@ func openAIFactory(d openai.Dialect) func(name string, p config.Provider, key st
 			if err != nil {
 				return nil, fmt.Errorf("Capabilities: %w", err)
 			}
-			return openai.New(openai.Config{Name: name, Dialect: d, BaseURL: p.BaseURL, APIKey: key,
+			return openai.New(openai.Config{Name: name, Dialect: d, API: openai.API(p.API), BaseURL: p.BaseURL, APIKey: key,
 				APIVersion: p.APIVersion, Organization: p.Organization, HTTPClient: hc, Model: p.Model,
 				AzureDeployments: p.Deployments, OmitStreamUsage: p.OmitStreamUsage, Limits: p.Limits,
 				Capabilities: caps})

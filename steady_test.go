@@ -382,3 +382,43 @@ func TestFromConfig_SharedStateNeedsItsDriver(t *testing.T) {
 		t.Fatalf("got %v", err)
 	}
 }
+
+// LLM.Providers.<name>.API "responses" makes an OpenAI-dialect provider call the Responses API,
+// with its other settings: the organization, Azure's deployments (on Azure's v1 path).
+func TestFromConfig_APIResponsesCallsTheResponsesAPI(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	c := clientFromJSON(t, `{"LLM":{"Providers":{
+		"openai": {"Dialect":"openai","API":"Responses","BaseURL":"`+s.OpenAIBaseURL()+`","APIKeyEnv":"K","Model":"gpt-4o","Organization":"org-42"},
+		"azure": {"Dialect":"azure","API":"responses","BaseURL":"`+s.URL()+`","APIKeyEnv":"K","Model":"gpt-4o","Deployments":{"gpt-4o":"dep"}}},
+		"Fallback":["openai","azure"]}}`, []string{"K=" + sentinelKey})
+	resp, err := c.Chat(context.Background(), hello())
+	if err != nil || resp.Stored == nil || resp.Message.Content != "ok" {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	if r, _ := s.Journal().Last(); r.Path != "/v1/responses" || r.Header.Get("OpenAI-Organization") != "org-42" {
+		t.Fatalf("openai: %s %v", r.Path, r.Header)
+	}
+	if _, err := c.Chat(context.Background(), hello(), client.WithProviders("azure")); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.Journal().Last(); r.Path != "/openai/v1/responses" || !strings.Contains(string(r.Body), `"model":"dep"`) {
+		t.Fatalf("azure: %s %s", r.Path, r.Body)
+	}
+}
+
+// LLM.Providers.<name>.ThinkingModes reaches the Anthropic provider.
+func TestFromConfig_ThinkingModesReachTheProvider(t *testing.T) {
+	s := mocks.NewServer()
+	defer s.Close()
+	c := clientFromJSON(t, `{"LLM":{"Providers":{"claude": {"Dialect":"anthropic","BaseURL":"`+s.AnthropicBaseURL()+
+		`","APIKeyEnv":"K","Model":"claude-sonnet-4-5","ThinkingModes":{"claude-sonnet-4-5":"adaptive"}}}}}`, []string{"K=" + sentinelKey})
+	req := hello()
+	req.MaxTokens, req.Reasoning = 4096, &providers.Reasoning{BudgetTokens: 2048}
+	if _, err := c.Chat(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if r, _ := s.Journal().Last(); !strings.Contains(string(r.Body), `"thinking":{"type":"adaptive"}`) {
+		t.Fatalf("body %s", r.Body)
+	}
+}

@@ -19,6 +19,13 @@
 // next provider only when one is unavailable to the request, never for an error the request
 // itself caused.
 //
+// A call that continues from a stored answer (providers.ChatRequest.Previous, from an earlier
+// ChatResponse.Stored of a provider on OpenAI's Responses API) is pinned: only the route that
+// stored it — the one whose sharing scope is the answer's Origin — is asked, never hedged or
+// failed over, because no other holds the conversation; its failure says so, and a chain
+// without that route refuses the call (bad request) before sending. Reasoning items of an
+// earlier turn are no such pin: a fallback sends the conversation without them.
+//
 // Each call takes options (WithPolicy, WithTimeout, WithProviders, WithRequestID,
 // WithExtraFields…). A provider may be several deployments — keys, regions, base URLs —
 // routed by a Strategy (WithDeployments, WithStickyKey), each paced under its per-minute

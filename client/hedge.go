@@ -256,7 +256,7 @@ func (w *walk) nextHedge(chain []string, i int, deps []*deployment, k int, m str
 // hedgeTo returns the hedge route and try of deployment d of provider e for model m (rm on the
 // route), when it can take a hedge now.
 func (w *walk) hedgeTo(e *entry, d *deployment, m, rm string) (hedgeRoute, try, bool) {
-	if w.isTried(d) {
+	if w.isTried(d) || !w.holds(d) {
 		return hedgeRoute{}, try{}, false
 	}
 	dm, route := d.modelFor(m), d.modelFor(rm)

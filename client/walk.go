@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
@@ -40,6 +41,11 @@ type walk struct {
 	// minWindow, once a route answered that the prompt exceeds its context window, is that
 	// window: only routes that declare a larger one are tried after it.
 	minWindow int
+	// pin is the stored answer the call continues from (ChatRequest.Previous): only the route
+	// that stored it is asked (see holds), and pinSkips counts the routes skipped for it. pin is
+	// nil for a call that continues from none.
+	pin      *providers.StoredResponse
+	pinSkips int
 
 	failures []*providers.Error
 	skipped  []string
@@ -71,6 +77,29 @@ type Accounting struct {
 // newWalk starts the walk of a call made with ctx (the context its providers see) along pl.
 func (c *Client) newWalk(ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities, tokens int) *walk {
 	return &walk{c: c, ctx: ctx, tr: tr, pl: pl, model: model, need: need, tokens: tokens}
+}
+
+// pinning makes w the walk of a call that continues from the stored answer prev (nil: none),
+// which only the route that stored it may serve (see holds).
+func (w *walk) pinning(prev *providers.StoredResponse) *walk {
+	w.pin = prev
+	return w
+}
+
+// holds reports whether route d may serve the call: every route, unless the call continues
+// from a stored answer (ChatRequest.Previous). Then only the route whose provider's sharing
+// scope is the answer's Origin holds it — or, for an answer that names no origin, the first
+// route the walk tried, and no other: after that route fails the call does not fall back,
+// because no other provider holds the conversation (see providers/state.go).
+func (w *walk) holds(d *deployment) bool {
+	switch {
+	case w.pin == nil:
+		return true
+	case w.pin.Origin == "":
+		return (w.ntried == 0 && len(w.triedMore) == 0) || w.isTried(d)
+	}
+	s, ok := d.provider.(providers.Scoper)
+	return ok && s.SharingScope() == w.pin.Origin
 }
 
 // hedging makes w, a chat call's walk with options o, one that may be hedged (see hedgeOf).
@@ -113,11 +142,19 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			deps = e.route(w, routeModel)
 		}
 		later := c.maxWait(chain, i, w.model, w.need) // the wait allowed when a later provider can serve
-		again := false                                // a route abandoned at its first-token limit is asked once more when it is the last
+		if w.pin != nil {
+			later = 0 // no later provider holds the stored answer: waiting here is the only way
+		}
+		again := false // a route abandoned at its first-token limit is asked once more when it is the last
 	deployments:
 		for k := 0; k < len(deps); k++ {
 			d := deps[k]
 			if w.isTried(d) && !again {
+				continue
+			}
+			if !w.holds(d) {
+				w.skipped = append(w.skipped, d.name+" (does not hold the stored answer "+redact.Safe(w.pin.ID, 64)+")")
+				w.pinSkips++
 				continue
 			}
 			again = false
@@ -128,7 +165,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			}
 			// The next place the call can go at once: another deployment, else a later provider.
 			wait := later
-			if k+1 < len(deps) && wait == 0 && deps[k+1].available(deps[k+1].modelFor(routeModel)) {
+			if k+1 < len(deps) && wait == 0 && w.holds(deps[k+1]) && deps[k+1].available(deps[k+1].modelFor(routeModel)) {
 				wait = c.failoverWait()
 			}
 			w.markTried(d)
@@ -205,6 +242,12 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 	if len(w.failures) == 0 {
 		return zero, endCall(tr, &providers.Error{Kind: providers.KindBadRequest,
 			Message: "no provider of the chain can serve this call: " + strings.Join(w.skipped, ", ")})
+	}
+	if w.pinSkips > 0 && len(w.failures) == 1 {
+		// One failure is the call's error as it is: say why the chain did not go on.
+		f := w.failures[0]
+		f.Message += "; not sent elsewhere: the call continues from the stored answer " + redact.Safe(w.pin.ID, 64) +
+			", which only " + f.Provider + " holds"
 	}
 	return zero, endCall(tr, chainError(w.failures, w.skipped, false))
 }

@@ -134,6 +134,11 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 		ContextWindow:     window,
 		ContextWindows:    maps.Clone(windows),
 		ActiveProbe:       strings.ToLower(strings.TrimSpace(str(keyActiveProbe))),
+		API:               strings.ToLower(strings.TrimSpace(str(keyAPI))),
+		ThinkingModes:     smap(keyThinkingModes),
+	}
+	for m, mode := range p.ThinkingModes {
+		p.ThinkingModes[m] = strings.ToLower(strings.TrimSpace(mode))
 	}
 	if p.ActiveProbe == ProbeNone {
 		p.ActiveProbe = ""
@@ -155,6 +160,9 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	}
 	checkBaseURL(add, p.Dialect, p.BaseURL)
 	checkFieldTypes(add, p.Dialect, tree)
+	if p.API != "" && indexOf(dialect.APIs, p.API) < 0 {
+		add(keyAPI, str(keyAPI), oneOf(dialect.APIs)+ps.didYouMean(p.API, dialect.APIs))
+	}
 	checkProviderValues(add, p)
 
 	parent, parentFaults := cfg.Resilience, rootFaults
@@ -246,6 +254,12 @@ func checkProviderValues(add func(key string, value any, allowed string), p Prov
 		{keyMaxErrorBodyBytes, p.Limits.MaxErrorBodyBytes}} {
 		if l.v < 0 || l.v > maxLimit {
 			add(keyLimits+"."+l.key, l.v, fmt.Sprintf("must be between 0 (the default) and %d bytes", int64(maxLimit)))
+		}
+	}
+	for _, m := range sortedKeys(p.ThinkingModes) {
+		if mode := p.ThinkingModes[m]; mode != ThinkingBudget && mode != ThinkingAdaptive {
+			add(joinPath(keyThinkingModes, m), mode, fmt.Sprintf("must be %q (thinking with budget_tokens) or %q (adaptive thinking)",
+				ThinkingBudget, ThinkingAdaptive))
 		}
 	}
 	for _, m := range []struct {

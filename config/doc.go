@@ -20,7 +20,8 @@
 //     "openai-compatible" or "anthropic" (the key was called Type, which is still accepted;
 //     setting both is an error). Then BaseURL, APIKeyEnv (the name of the variable holding
 //     the key), Model, Policy (a policy name), Resilience (overrides over the policy, or over
-//     LLM.Resilience) and the settings of its dialect: APIVersion and Deployments (azure),
+//     LLM.Resilience) and the settings of its dialect: API, "chat_completions" (the default)
+//     or "responses" (openai, azure, openai-compatible), APIVersion and Deployments (azure),
 //     Organization (openai, openai-compatible), Version, Beta and DefaultMaxTokens (anthropic);
 //     for every dialect, ContextWindow (tokens, 0..100000000; 0 declares none) and
 //     ContextWindows (model → tokens, for the models that differ), the same on every

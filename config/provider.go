@@ -30,6 +30,20 @@ const (
 
 var providerDialects = dialect.All
 
+// The values of LLM.Providers.<name>.ThinkingModes: how an Anthropic model takes extended
+// thinking.
+const (
+	ThinkingBudget   = "budget"   // thinking with budget_tokens
+	ThinkingAdaptive = "adaptive" // adaptive thinking, guided by the effort
+)
+
+// The values of LLM.Providers.<name>.API: which of OpenAI's chat APIs an OpenAI-dialect
+// provider calls.
+const (
+	APIChatCompletions = dialect.ChatCompletions // POST /chat/completions, the default
+	APIResponses       = dialect.Responses       // POST /responses
+)
+
 // Provider is one entry of LLM.Providers. It holds the name of the variable that holds the API
 // key, never the key: printing a Provider (%v, %+v, %#v) cannot reveal a secret.
 type Provider struct {
@@ -76,6 +90,11 @@ type Provider struct {
 	DefaultMaxTokens int
 	// Beta lists anthropic-beta feature names (anthropic).
 	Beta []string
+	// ThinkingModes says, by model name or prefix of names, how a model takes extended
+	// thinking (anthropic): ThinkingBudget or ThinkingAdaptive (any case, stored in lower case),
+	// over the provider's default (adaptive for the Claude models of version 4.7 and later,
+	// which refuse a budget; see anthropic.Config.ThinkingModes).
+	ThinkingModes map[string]string
 	// Capabilities lists what the server serves ("chat", "streaming", "tools", "images",
 	// "structured output"…: providers.CapabilityNames), for a compatible server that lacks
 	// some of it; empty means everything its dialect serves.
@@ -109,6 +128,11 @@ type Provider struct {
 	// Allowed: 0..100000000 each. The deployments of one provider (DeploymentOf) share its
 	// windows: each must declare the same ContextWindow and ContextWindows, or none.
 	ContextWindows map[string]int
+	// API is which of OpenAI's chat APIs the provider calls (openai, azure, openai-compatible):
+	// APIChatCompletions (POST /chat/completions; "" means it) or APIResponses (POST
+	// /responses: typed items, reasoning items kept across turns, stored answers; see
+	// openai.Config.API). Matched case-insensitively, stored in lower case.
+	API string
 	// ActiveProbe is how an open circuit of the provider is tested when its break ends
 	// (client.WithActiveProbe): "chat" asks the model whose circuit is open for one token
 	// (client.ChatProbe) instead of letting the next caller's call test it; "" (the default)

@@ -49,6 +49,8 @@ const (
 	keyContextWindow    = "ContextWindow"
 	keyContextWindows   = "ContextWindows"
 	keyActiveProbe      = "ActiveProbe"
+	keyAPI              = "API"
+	keyThinkingModes    = "ThinkingModes"
 
 	keyMaxResponseBytes  = "MaxResponseBytes"
 	keyMaxEventBytes     = "MaxEventBytes"
@@ -59,7 +61,7 @@ var (
 	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFallbackOn, keyFailover, keyRouting, keySharedState}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
-		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe}
+		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe, keyAPI, keyThinkingModes}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -93,6 +95,8 @@ var providerFields = map[string]providerField{
 	keyContextWindow:    {kind: kindInt},
 	keyContextWindows:   {kind: kindIntMap},
 	keyActiveProbe:      {kind: kindString},
+	keyAPI:              {kind: kindString, types: []string{DialectOpenAI, DialectAzure, DialectOpenAICompatible}},
+	keyThinkingModes:    {kind: kindStringMap, types: []string{DialectAnthropic}},
 }
 
 // sharedStateFields describes every field of LLM.SharedState.

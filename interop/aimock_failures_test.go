@@ -161,8 +161,11 @@ func (f aimockFailure) check(t *testing.T, wf wireFormat, key string, err error)
 // CutStream; KindStreamTruncated is for a body that ends cleanly without its terminal event.
 func TestAimock_StreamBrokenMidwayFailsWithThePartialText(t *testing.T) {
 	const text = "This answer is cut off after a few chunks and never finishes."
-	a := startAimock(t, fixture{Match: obj{"userMessage": "cut me off"}, Response: obj{"content": text},
-		ChunkSize: aimockChunk, Latency: 5, TruncateAfterChunks: 5})
+	// A Responses stream opens with four events before its first word: it is cut later.
+	a := startAimock(t, fixture{Match: obj{"userMessage": "cut me off", "model": aimockResponsesModel}, Response: obj{"content": text},
+		ChunkSize: aimockChunk, Latency: 5, TruncateAfterChunks: 7},
+		fixture{Match: obj{"userMessage": "cut me off"}, Response: obj{"content": text},
+			ChunkSize: aimockChunk, Latency: 5, TruncateAfterChunks: 5})
 	for _, wf := range wireFormats {
 		t.Run(wf.name, func(t *testing.T) {
 			st, err := a.provider(t, wf).ChatStream(t.Context(), ask("cut me off"))
@@ -304,7 +307,8 @@ func TestAimock_ClientDoesNotRetryAnExhaustedQuota(t *testing.T) {
 	}
 	a := startAimock(t,
 		fixture{Match: obj{"userMessage": "no credit", "model": openai.model}, Response: quota.response},
-		fixture{Match: obj{"userMessage": "no credit", "model": anthropic.model}, Response: quota.anthropic})
+		fixture{Match: obj{"userMessage": "no credit", "model": anthropic.model}, Response: quota.anthropic},
+		fixture{Match: obj{"userMessage": "no credit", "model": wireFormats[2].model}, Response: quota.response})
 	for _, wf := range wireFormats {
 		t.Run(wf.name, func(t *testing.T) {
 			_, err := aimockClient(t, a, wf).Chat(t.Context(), ask("no credit"))
@@ -323,8 +327,11 @@ func TestAimock_ClientDoesNotRetryAnExhaustedQuota(t *testing.T) {
 }
 
 func pathOf(wf wireFormat) string {
-	if wf.name == "anthropic" {
+	switch wf.name {
+	case "anthropic":
 		return "/v1/messages"
+	case "responses":
+		return "/v1/responses"
 	}
 	return "/v1/chat/completions"
 }

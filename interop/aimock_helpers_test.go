@@ -34,6 +34,9 @@ const (
 
 	aimockOpenAIModel    = "gpt-4o-mini"
 	aimockAnthropicModel = "claude-sonnet-4-5"
+	// aimockResponsesModel is the model of the Responses wire, so that fixtures matched by
+	// model tell it from chat completions.
+	aimockResponsesModel = "gpt-4.1-mini"
 )
 
 // obj is a JSON object of a fixture or of a journal entry.
@@ -68,8 +71,9 @@ type wireFormat struct {
 	build func(t *testing.T, a *aimock, key string, hc *http.Client) providers.Provider
 }
 
-// wireFormats are the two wire formats under test. One fixture answers both, so every case
-// also proves that both providers turn the same answer into the same neutral response.
+// wireFormats are the wire formats under test: OpenAI's chat completions, Anthropic's
+// Messages, OpenAI's Responses. One fixture answers all, so every case also proves that the
+// providers turn the same answer into the same neutral response.
 var wireFormats = []wireFormat{
 	{"openai", aimockOpenAIModel, func(t *testing.T, a *aimock, key string, hc *http.Client) providers.Provider {
 		p, err := steadyopenai.New(steadyopenai.Config{Name: "openai", BaseURL: a.url + "/v1", APIKey: key,
@@ -82,6 +86,15 @@ var wireFormats = []wireFormat{
 	{"anthropic", aimockAnthropicModel, func(t *testing.T, a *aimock, key string, hc *http.Client) providers.Provider {
 		p, err := steadyanthropic.New(steadyanthropic.Config{Name: "anthropic", BaseURL: a.url, APIKey: key,
 			HTTPClient: hc, Model: aimockAnthropicModel})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}},
+	// OpenAI's Responses API, steady's own wire for it.
+	{"responses", aimockResponsesModel, func(t *testing.T, a *aimock, key string, hc *http.Client) providers.Provider {
+		p, err := steadyopenai.New(steadyopenai.Config{Name: "responses", API: steadyopenai.Responses, BaseURL: a.url + "/v1",
+			APIKey: key, HTTPClient: hc, Model: aimockResponsesModel})
 		if err != nil {
 			t.Fatal(err)
 		}

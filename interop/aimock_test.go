@@ -19,8 +19,8 @@ import (
 // These tests get a second, independent opinion on the wire formats. @copilotkit/aimock is a
 // mock written by other people from their own reading of the OpenAI and Anthropic APIs; the
 // tests run steady's providers against it and check that every answer reads as the fixture
-// wrote it, in both wire formats, and that aimock reads steady's requests as they were meant.
-// The harness is in aimock_helpers_test.go.
+// wrote it, in every wire format (chat completions, Messages, Responses), and that aimock
+// reads steady's requests as they were meant. The harness is in aimock_helpers_test.go.
 
 // aimockChunk is the number of characters per streamed delta: small, so that every answer
 // arrives in several pieces.
@@ -256,6 +256,9 @@ func TestAimock_ReadsTheToolRoundTripAsSent(t *testing.T) {
 			req := neutralConversation()
 			req.Model = wf.model
 			req.Messages = req.Messages[:4] // it ends with the tool result
+			if wf.name == "responses" {
+				req.Stop = nil // the Responses API has no stop sequences
+			}
 			resp, err := a.provider(t, wf).Chat(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
@@ -266,6 +269,11 @@ func TestAimock_ReadsTheToolRoundTripAsSent(t *testing.T) {
 			entries := a.journal(t, pathOf(wf))
 			if len(entries) != 1 {
 				t.Fatalf("%d requests on %s, want 1", len(entries), pathOf(wf))
+			}
+			want := want
+			if wf.name == "responses" {
+				// Responses items: the assistant's text and its call are items of their own.
+				want = slices.Concat(want[:2], []string{"assistant: Checking.", `assistant: get_weather#toolu_01{"city":"Paris","days":2}`}, want[3:])
 			}
 			if got := conversationAsRead(t, entries[0].Body); !slices.Equal(got, want) {
 				t.Errorf("aimock read\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

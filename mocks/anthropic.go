@@ -140,11 +140,20 @@ func (c *call) parseMessages(body []byte) error {
 		}
 	}
 	if th := req.Thinking; th != nil && th.Type == "enabled" {
+		if adaptiveOnly(req.Model) {
+			return invalidParam("thinking.type", fmt.Sprintf("thinking.type.enabled is not supported for this model (%s). Use thinking.type.adaptive and output_config.effort to control thinking behavior.", req.Model))
+		}
 		if th.BudgetTokens < 1024 {
 			return invalidParam("thinking.budget_tokens", "thinking.budget_tokens: Input should be greater than or equal to 1024")
 		}
 		if req.MaxTokens != nil && th.BudgetTokens >= *req.MaxTokens {
 			return invalidParam("max_tokens", "max_tokens must be greater than thinking.budget_tokens")
+		}
+		f.thinking = true
+	}
+	if th := req.Thinking; th != nil && th.Type == "adaptive" {
+		if th.BudgetTokens != 0 {
+			return invalidParam("thinking.budget_tokens", "thinking.budget_tokens: Extra inputs are not permitted with thinking.type.adaptive")
 		}
 		f.thinking = true
 	}
@@ -340,4 +349,25 @@ func (c *call) anthropicMessage(st Step) {
 	if !st.OmitTerminal {
 		sw.send("message_stop", obj{"type": "message_stop"})
 	}
+}
+
+// adaptiveOnly reports whether model takes only adaptive thinking, as the Claude models of
+// version 4.7 and later do: they refuse thinking.type "enabled" with a budget.
+func adaptiveOnly(model string) bool {
+	parts := strings.Split(strings.ToLower(model), "-")
+	if len(parts) < 2 || parts[0] != "claude" {
+		return false
+	}
+	for i := 1; i < len(parts); i++ {
+		major, err := strconv.Atoi(parts[i])
+		if err != nil || len(parts[i]) > 2 {
+			continue
+		}
+		minor := 0
+		if i+1 < len(parts) && len(parts[i+1]) <= 2 {
+			minor, _ = strconv.Atoi(parts[i+1])
+		}
+		return major > 4 || major == 4 && minor >= 7
+	}
+	return false
 }

@@ -1,16 +1,32 @@
-// Package mocks is a fake LLM server for tests, examples and demos: it speaks the OpenAI, Azure
-// OpenAI and Anthropic wire formats, JSON and streaming, and fails on command.
+// Package mocks is a fake LLM server for tests, examples and demos: it speaks the OpenAI (chat
+// completions and Responses), Azure OpenAI and Anthropic wire formats, JSON and streaming, and
+// fails on command.
 //
 // # Endpoints
 //
 //   - OpenAI: POST /v1/chat/completions (stream, stream_options.include_usage, tool calls),
 //     POST /v1/embeddings (float or base64), GET /v1/models. Auth: Authorization: Bearer.
+//   - OpenAI Responses: POST /v1/responses (Azure: /openai/v1/responses, no api-version): input
+//     items (messages with input_text and input_image parts, function_call,
+//     function_call_output, reasoning), the response object, or its semantic events each with
+//     a sequence_number (response.created, response.in_progress, response.output_item.added,
+//     response.content_part.added, response.output_text.delta, response.refusal.delta,
+//     response.function_call_arguments.delta, response.reasoning_summary_text.delta, their done
+//     events, response.completed or response.incomplete, and "error" events). A reasoning
+//     effort adds a reasoning item (its summary with reasoning.summary, its encrypted content
+//     with include reasoning.encrypted_content); answers stored (store, on by default) can be
+//     continued (previous_response_id) and their reasoning items named by ID; the fake refuses
+//     max_output_tokens below 16, reasoning content it did not encrypt, and unknown stored IDs
+//     as the API does. The stream's terminal event is response.completed, which carries the
+//     finish and the usage: OmitTerminal changes nothing there.
 //   - Azure OpenAI: POST /openai/deployments/{deployment}/chat/completions and …/embeddings,
 //     with ?api-version= required. Auth: api-key header (or Bearer).
 //   - Anthropic: POST /v1/messages (JSON, or the full event stream message_start,
 //     content_block_start, ping, content_block_delta…, content_block_stop, message_delta,
 //     message_stop), GET /v1/models with anthropic-version. Auth: x-api-key or Bearer;
-//     anthropic-version is required.
+//     anthropic-version is required. Thinking with a budget, or adaptive
+//     ({"type":"adaptive"}); the Claude models of version 4.7 and later refuse a budget, as
+//     the API does.
 //
 // A missing key is the provider's 401, a bad body its 400, before any fault is chosen. Replies
 // are deterministic: the scripted text, the server's [WithReply] text, or an echo of the last

@@ -28,6 +28,7 @@ type call struct {
 	lastRole     string // the role of the last message: "assistant" for a prefill
 	promptTokens int
 	feat         features
+	resp         respCall     // a Responses request's own
 	budget       *budgetState // the key's rate-limit budgets, when the server enforces some
 	budgetAt     time.Time
 	inputs       []string // embeddings
@@ -67,6 +68,8 @@ func (c *call) serve(st Step) {
 		c.sendJSON(st, c.embeddingsBody())
 	case c.api == anthropic:
 		c.anthropicMessage(st)
+	case c.endpoint == responsesEndpoint:
+		c.openAIResponse(st)
 	default:
 		c.openAIChat(st)
 	}
@@ -222,9 +225,12 @@ func (c *call) malformed() {
 	broken := `{"id":"broken","object":`
 	if c.stream {
 		sw := c.startStream(Step{})
-		if c.api == anthropic {
+		switch {
+		case c.api == anthropic:
 			sw.raw("message_start", []byte(`{"type":"message_start","message":{"id":`))
-		} else {
+		case c.endpoint == responsesEndpoint:
+			sw.raw("response.created", []byte(`{"type":"response.created","sequence_number":0,"response":{"id":`))
+		default:
 			sw.raw("", []byte(broken))
 		}
 		return
@@ -247,7 +253,7 @@ func (c *call) checkRequest() string {
 	switch {
 	case c.api == anthropic && c.r.Header.Get("Anthropic-Version") == "":
 		return "anthropic-version: header is required"
-	case c.api == azure && c.r.URL.Query().Get("api-version") == "":
+	case c.api == azure && c.endpoint != responsesEndpoint && c.r.URL.Query().Get("api-version") == "":
 		return "Missing required query parameter: api-version"
 	}
 	return ""
@@ -267,6 +273,8 @@ func (c *call) parse(body []byte) error {
 		return c.parseEmbeddings(body)
 	case messagesEndpoint:
 		return c.parseMessages(body)
+	case responsesEndpoint:
+		return c.parseResponses(body)
 	}
 	return nil
 }

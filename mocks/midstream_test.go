@@ -173,10 +173,13 @@ func TestOmitTerminal_CompleteStreamWithFinishReasonAndUsageButNoTerminalEvent(t
 				t.Fatal(err)
 			}
 			wantFinish, wantLast := "stop", "usage"
-			if w.anthropic() {
+			switch {
+			case w.anthropic():
 				wantFinish, wantLast = "end_turn", "message_delta"
+			case w.responses(): // its terminal event is the one with the finish and the usage
+				wantFinish, wantLast = "completed", "response.completed"
 			}
-			if got.text != "one two three four" || got.finish != wantFinish || !got.usage || got.terminal {
+			if got.text != "one two three four" || got.finish != wantFinish || !got.usage || got.terminal != w.responses() {
 				t.Errorf("%+v", got)
 			}
 			if last := got.kinds[len(got.kinds)-1]; last != wantLast {
@@ -218,8 +221,12 @@ func TestStreamErrorCountingContent_ComesAfterNWords(t *testing.T) {
 			got, evs, err := readStream(t, s, w, w.body)
 			last := evs[len(evs)-1]
 			var v map[string]any
+			errType := []any{"error", "type"}
+			if w.responses() {
+				errType = []any{"code"} // {"type":"error","code":…,"message":…}
+			}
 			if err != nil || got.text != "one two three" || len(evs) != w.preamble+4 ||
-				json.Unmarshal([]byte(last.data), &v) != nil || path(v, "error", "type") != "overloaded_error" {
+				json.Unmarshal([]byte(last.data), &v) != nil || path(v, errType...) != "overloaded_error" {
 				t.Errorf("%+v, %v, err %v", got, evs, err)
 			}
 		})
@@ -233,7 +240,7 @@ func TestReply_OfKWordsIsExactlyKContentEvents(t *testing.T) {
 			got, _, err := readStream(t, s, w, w.body)
 			n := 0
 			for _, k := range got.kinds {
-				if k == "content" || k == "content_block_delta" {
+				if k == "content" || k == "content_block_delta" || k == "response.output_text.delta" {
 					n++
 				}
 			}

@@ -140,7 +140,7 @@ const prefillMessage = "This model does not support assistant message prefill. T
 // a prompt too long for its context window. It answers the 400 and reports whether it did, with
 // a note for the journal.
 func (c *call) checkModel() (string, bool) {
-	if c.endpoint != chatEndpoint && c.endpoint != messagesEndpoint {
+	if c.endpoint != chatEndpoint && c.endpoint != messagesEndpoint && c.endpoint != responsesEndpoint {
 		return "", false
 	}
 	if c.lastRole == "assistant" && c.s.prefill.has(c.model) {

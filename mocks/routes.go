@@ -15,6 +15,7 @@ const (
 	embeddingsEndpoint
 	modelsEndpoint
 	messagesEndpoint
+	responsesEndpoint
 )
 
 // api is the wire dialect of a request.
@@ -35,10 +36,13 @@ const (
 	RouteMessages        = "/v1/messages"                                      // Anthropic messages
 	RouteAzureChat       = "/openai/deployments/{deployment}/chat/completions" // Azure chat, any deployment
 	RouteAzureEmbeddings = "/openai/deployments/{deployment}/embeddings"       // Azure embeddings, any deployment
+	RouteResponses       = "/v1/responses"                                     // OpenAI Responses
+	RouteAzureResponses  = "/openai/v1/responses"                              // Azure Responses (the v1 API)
 )
 
 // Routes lists the route names a script can be given for itself.
-var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings}
+var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings,
+	RouteResponses, RouteAzureResponses}
 
 // key is the route name of a request, one of Routes ("" for the others).
 func (r routed) key() string {
@@ -53,6 +57,10 @@ func (r routed) key() string {
 		return RouteAzureChat
 	case r.api == azure && r.endpoint == embeddingsEndpoint:
 		return RouteAzureEmbeddings
+	case r.api == openAI && r.endpoint == responsesEndpoint:
+		return RouteResponses
+	case r.api == azure && r.endpoint == responsesEndpoint:
+		return RouteAzureResponses
 	}
 	return ""
 }
@@ -81,6 +89,10 @@ func route(r *http.Request) (routed, bool) {
 		return routed{api: openAI, endpoint: modelsEndpoint, method: http.MethodGet}, true
 	case "/v1/messages":
 		return routed{api: anthropic, endpoint: messagesEndpoint, method: http.MethodPost}, true
+	case "/v1/responses":
+		return routed{api: openAI, endpoint: responsesEndpoint, method: http.MethodPost}, true
+	case "/openai/v1/responses":
+		return routed{api: azure, endpoint: responsesEndpoint, method: http.MethodPost}, true
 	}
 	rest, ok := strings.CutPrefix(p, "/openai/deployments/")
 	if !ok {

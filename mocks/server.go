@@ -37,6 +37,8 @@ type Server struct {
 	windows map[string]int // context windows by model (see WithContextWindows); read-only
 	prefill ModelSet       // the models that reject a prefill (see WithRejectPrefill)
 
+	responses storedResponses // the Responses answers stored, for previous_response_id
+
 	after     func(time.Duration, func()) func() bool // the server's timers (see WithAfterFunc)
 	latency   atomic.Pointer[latencyTable]            // the latency profiles in force
 	latencyMu sync.Mutex                              // serialises changes to latency
@@ -352,6 +354,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	now := s.now()
 	if err := c.parse(body); err != nil {
+		if nf, ok := isNotFound(err); ok {
+			s.journal.setStep(entry, "", "404 "+nf.param)
+			c.writeNotFound(nf)
+			return
+		}
 		var pe *paramError
 		if errors.As(err, &pe) {
 			s.journal.setStep(entry, "", "400 "+pe.param)

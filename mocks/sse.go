@@ -94,7 +94,7 @@ func (sw *sseWriter) emit(kind eventKind, event string, v any) bool {
 
 // errorEvent sends the step's in-stream error event.
 func (sw *sseWriter) errorEvent() {
-	name, data := sw.c.streamErrorEvent(sw.st)
+	name, data := sw.c.streamErrorEvent(sw.st, sw.sent)
 	sw.raw(name, data)
 }
 
@@ -127,10 +127,14 @@ func (sw *sseWriter) raw(event string, data []byte) {
 }
 
 // streamErrorEvent returns the in-stream error event for st in the call's dialect.
-func (c *call) streamErrorEvent(st Step) (string, []byte) {
+func (c *call) streamErrorEvent(st Step, seq int) (string, []byte) {
 	es := Step{Status: c.statusOf(st.StreamError), ErrorType: st.StreamError, Message: st.Message}
 	if c.api == anthropic {
 		b, _ := json.Marshal(anthropicError(es, c.requestID()))
+		return "error", b
+	}
+	if c.endpoint == responsesEndpoint {
+		b, _ := json.Marshal(respStreamError(st, seq))
 		return "error", b
 	}
 	b, _ := json.Marshal(openAIError(es))

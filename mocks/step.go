@@ -137,7 +137,8 @@ type Step struct {
 	// (stream_options.include_usage), the usage chunk, then the body ends cleanly without
 	// "data: [DONE]" (OpenAI); for Anthropic, message_delta with its stop_reason and usage,
 	// but no message_stop. Unlike CutClean, the answer and its finish reason are whole. A JSON
-	// reply ignores it.
+	// reply ignores it, and so does a Responses stream, whose terminal event
+	// (response.completed) is the one that carries the finish and the usage.
 	OmitTerminal bool
 	// Refuse, when set, makes the answer a refusal, after RefuseAfter content events of the
 	// normal answer (0: at once), in JSON and streams alike. OpenAI: the message's refusal

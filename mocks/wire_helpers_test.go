@@ -21,8 +21,8 @@ type wire struct {
 	preamble int    // the events before the first content event
 }
 
-// wires are the stream formats every mid-stream fault is proved on: OpenAI, Anthropic, and
-// Azure, which speaks OpenAI's on its deployment paths.
+// wires are the stream formats every mid-stream fault is proved on: OpenAI, Anthropic, Azure,
+// which speaks OpenAI's on its deployment paths, and OpenAI's Responses API.
 func wires() []wire {
 	return []wire{
 		{"openai", "/v1/chat/completions", openAIHeaders(),
@@ -32,10 +32,16 @@ func wires() []wire {
 		{"azure", "/openai/deployments/gpt-4o/chat/completions?api-version=2024-10-21",
 			map[string]string{"Api-Key": "k", "Content-Type": "application/json"},
 			`{"stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"one two three four"}]}`, 1},
+		{"responses", "/v1/responses", openAIHeaders(),
+			`{"model":"gpt-4o","stream":true,"input":[{"type":"message","role":"user","content":"one two three four"}]}`, 4},
 	}
 }
 
 func (w wire) anthropic() bool { return w.name == "anthropic" }
+
+// responses reports whether w is OpenAI's Responses API, whose terminal event
+// (response.completed) carries the finish and the usage: there is no terminal event to omit.
+func (w wire) responses() bool { return w.name == "responses" }
 
 // sseReader reads a stream one event at a time, as a client does while the stream goes on.
 type sseReader struct{ r *bufio.Reader }
@@ -104,6 +110,10 @@ func (w wire) read(evs []event) reading {
 			r.bad, r.kinds = append(r.bad, i), append(r.kinds, "bad")
 			continue
 		}
+		if w.responses() {
+			r.readResponses(e.name, v)
+			continue
+		}
 		if w.anthropic() {
 			r.kinds = append(r.kinds, e.name)
 			switch e.name {
@@ -154,5 +164,24 @@ func readStream(t *testing.T, s *mocks.Server, w wire, body string) (reading, []
 			return w.read(evs), evs, err
 		}
 		evs = append(evs, e)
+	}
+}
+
+// readResponses interprets one event of a Responses stream: text and refusal deltas, and the
+// terminal event with its status (or incomplete reason) as the finish and its usage.
+func (r *reading) readResponses(name string, v map[string]any) {
+	r.kinds = append(r.kinds, name)
+	switch name {
+	case "response.output_text.delta":
+		r.text += path(v, "delta").(string)
+	case "response.refusal.delta":
+		r.refusal += path(v, "delta").(string)
+	case "response.completed", "response.incomplete", "response.failed":
+		r.terminal = true
+		r.finish, _ = path(v, "response", "status").(string)
+		if reason, ok := path(v, "response", "incomplete_details", "reason").(string); ok {
+			r.finish = reason
+		}
+		r.usage = path(v, "response", "usage", "total_tokens") != nil
 	}
 }

@@ -21,11 +21,14 @@ const (
 	CapImages                              // image parts in messages
 	CapJSONSchema                          // ChatRequest.Schema: structured output
 	CapReasoning                           // ChatRequest.Reasoning
+	// CapStoredResponses is continuing from an answer the provider stored
+	// (ChatRequest.Previous: OpenAI Responses' previous_response_id).
+	CapStoredResponses
 )
 
 // AllCapabilities is every capability this version knows.
 const AllCapabilities = CapChat | CapStreaming | CapEmbeddings | CapTools | CapJSONOutput | CapImages |
-	CapJSONSchema | CapReasoning
+	CapJSONSchema | CapReasoning | CapStoredResponses
 
 var capNames = []struct {
 	c    Capabilities
@@ -34,6 +37,7 @@ var capNames = []struct {
 	{CapChat, "chat"}, {CapStreaming, "streaming"}, {CapEmbeddings, "embeddings"},
 	{CapTools, "tools"}, {CapJSONOutput, "JSON output"}, {CapImages, "images"},
 	{CapJSONSchema, "structured output"}, {CapReasoning, "reasoning"},
+	{CapStoredResponses, "stored responses"},
 }
 
 // CapabilityNames are the names ParseCapabilities accepts, as String writes them.
@@ -87,7 +91,8 @@ func (c Capabilities) String() string {
 }
 
 // Needs returns the capabilities that serving req needs: CapChat, or CapStreaming for a
-// stream, plus CapTools and CapJSONOutput when the request uses them.
+// stream, plus CapTools, CapJSONOutput, CapImages, CapJSONSchema, CapReasoning and
+// CapStoredResponses when the request uses them.
 func (r *ChatRequest) Needs(stream bool) Capabilities {
 	need := CapChat
 	if stream {
@@ -118,16 +123,20 @@ func (r *ChatRequest) Needs(stream bool) Capabilities {
 	if r.Reasoning != nil {
 		need |= CapReasoning
 	}
+	if r.Previous != nil {
+		need |= CapStoredResponses
+	}
 	return need
 }
 
-// CapabilitiesOf returns what p declares it can do, or AllCapabilities when it declares
-// nothing.
+// CapabilitiesOf returns what p declares it can do or, when it declares nothing, every
+// capability but CapStoredResponses: a provider that does not know of stored answers would
+// ignore ChatRequest.Previous and answer without the conversation it names.
 func CapabilitiesOf(p Provider) Capabilities {
 	if d, ok := p.(Describer); ok {
 		if c := d.Describe().Capabilities; c != 0 {
 			return c
 		}
 	}
-	return AllCapabilities
+	return AllCapabilities &^ CapStoredResponses
 }

@@ -62,11 +62,23 @@ type Image struct {
 }
 
 // ThinkingBlock is one block of a model's reasoning: its text and the provider's signature
-// of it, or, for reasoning the provider withholds, Redacted (opaque data to send back).
+// of it, or, for reasoning the provider withholds, Redacted (opaque data to send back); for
+// OpenAI's Responses API, a reasoning item: its ID, its summary as Text and, when the
+// provider returned it, its Encrypted content. A block is provider state: send it back
+// unchanged, and each wire sends back only what it can read (see state.go).
 type ThinkingBlock struct {
 	Text      string
 	Signature string
 	Redacted  string
+	// ID is the reasoning item's ID (OpenAI Responses: "rs_…"), "" for other blocks.
+	ID string
+	// Encrypted is the reasoning item's encrypted_content, which lets a provider that
+	// stores nothing (ChatRequest.Store false) read its reasoning back; "" when none came.
+	Encrypted string
+	// Origin names, opaquely, the endpoint that produced the block (its SharingScope): a
+	// block with an Origin is sent back only to a provider of the same origin and dropped
+	// by every other. "" for blocks that name none (Anthropic's signed blocks).
+	Origin string
 }
 
 // CacheTTL asks for a prompt-cache breakpoint and says for how long: "" none, CacheDefault
@@ -123,10 +135,16 @@ type JSONSchema struct {
 
 // Reasoning configures a reasoning model: Effort for models that take an effort level
 // (OpenAI's reasoning_effort, Anthropic's output_config.effort), BudgetTokens for
-// Anthropic's extended thinking (at least 1 024, below MaxTokens).
+// Anthropic's extended thinking (at least 1 024, below MaxTokens). Anthropic's models that
+// take only adaptive thinking (4.7 and later; anthropic.Config.ThinkingModes) get adaptive
+// thinking for a budget or an effort, the budget itself unsent.
 type Reasoning struct {
 	Effort       string // "minimal", "low", "medium", "high" (and the provider's own levels)
 	BudgetTokens int
+	// Summary asks a provider that summarises its reasoning for a summary of it (OpenAI
+	// Responses' reasoning.summary: "auto", "concise", "detailed"), delivered as
+	// ChatResponse.Reasoning and Delta.Reasoning; "" asks none. Other wires ignore it.
+	Summary string
 }
 
 // ToolCall is a call the model asks for; Arguments is a JSON object.
@@ -166,6 +184,18 @@ type ChatRequest struct {
 	ParallelToolCalls *bool
 	// Reasoning configures reasoning models; nil leaves the provider's default.
 	Reasoning *Reasoning
+	// Previous continues the conversation from an answer its provider stored (OpenAI
+	// Responses' previous_response_id; ChatResponse.Stored gives it): Messages then holds only
+	// the new turn. It pins the call to the provider that stored it: no other is ever asked,
+	// and a provider that keeps no stored answers refuses the request (see state.go).
+	Previous *StoredResponse
+	// Store says whether the provider keeps the answer (OpenAI Responses' store): nil leaves
+	// its default (OpenAI: on), false stores nothing, as zero data retention requires. Wires
+	// that store nothing ignore it.
+	Store *bool
+	// Include names extra data the answer should carry (OpenAI Responses' include, e.g.
+	// IncludeReasoningEncrypted). Wires without it ignore it.
+	Include []string
 }
 
 // FinishReason says why the model stopped.
@@ -246,6 +276,10 @@ type ChatResponse struct {
 	// reports that a hedge served the answer (set by the client).
 	Hedges   int
 	HedgeWon bool
+	// Stored, when the provider stored the answer (OpenAI Responses with Store not false),
+	// names it for the next turn's ChatRequest.Previous; nil otherwise — another wire served
+	// the call, or nothing was stored: send the whole conversation then.
+	Stored *StoredResponse
 }
 
 // DecodeJSON decodes the structured answer into v: an error when the answer is no JSON.
@@ -296,6 +330,8 @@ type Delta struct {
 	Thinking []ThinkingBlock
 	// RateLimit, on the first delta, is what the provider's rate-limit headers said.
 	RateLimit *RateLimit
+	// Stored, on the Done delta, names the stored answer as ChatResponse.Stored does.
+	Stored *StoredResponse
 }
 
 // ToolCallDelta is a fragment of a streamed tool call: the first fragment of a call carries
@@ -399,7 +435,11 @@ type EmbedResponse struct {
 //     Close; Close releases the connection, may be called more than once and from another
 //     goroutine, and must be called.
 //   - Capabilities: it says what it can do through Describer (Description.Capabilities); a
-//     provider that says nothing is tried for everything.
+//     provider that says nothing is tried for everything but stored answers.
+//   - Provider state: it sends back only the state it can read (ThinkingBlock, by its fields
+//     and Origin) and drops the rest; it refuses a request that continues from a stored answer
+//     (Previous) it does not hold, or cannot hold at all, with KindBadRequest before sending
+//     (see state.go).
 type Provider interface {
 	// Name is the provider's configured name, e.g. "openai" or "azure-eu".
 	Name() string

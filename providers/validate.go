@@ -35,7 +35,8 @@ func checkModel(model string) string {
 // messages, an unknown role, a tool result without the ID of its call, a tool without a name
 // or with parameters that are not JSON, an unknown response format, and parameters out of
 // range (Temperature 0 to MaxTemperature, TopP 0 to MaxTopP, MaxTokens 0 or more), a Model
-// longer than MaxModelLen or with a control character. The error
+// longer than MaxModelLen or with a control character, a Previous without an ID, provider-state
+// values that are empty, too long or hold control characters. The error
 // is a *Error of kind KindBadRequest that names every bad field and what is allowed; nil when
 // r is usable.
 func (r *ChatRequest) Validate() error {
@@ -136,7 +137,49 @@ func (r *ChatRequest) Validate() error {
 	if rs := r.Reasoning; rs != nil && rs.BudgetTokens < 0 {
 		add("Reasoning.BudgetTokens = %d: must be 0 (none) or more", rs.BudgetTokens)
 	}
+	if rs := r.Reasoning; rs != nil {
+		checkWord(add, "Reasoning.Summary", rs.Summary, maxWordLen)
+	}
+	checkState(add, r)
 	return badRequest(problems)
+}
+
+// Bounds of the provider-state fields of a request, which travel in its body: real values are
+// a few dozen bytes.
+const (
+	maxWordLen    = 64  // Reasoning.Summary, an Include entry
+	maxStateIDLen = 256 // Previous.ID, Previous.Origin
+	maxIncludes   = 32
+)
+
+// checkState reports what is wrong with the provider-state fields of r (see state.go).
+func checkState(add func(string, ...any), r *ChatRequest) {
+	if pr := r.Previous; pr != nil {
+		if pr.ID == "" {
+			add("Previous.ID is empty: set Previous from the ChatResponse.Stored of the answer to continue")
+		}
+		checkWord(add, "Previous.ID", pr.ID, maxStateIDLen)
+		checkWord(add, "Previous.Origin", pr.Origin, maxStateIDLen)
+	}
+	if len(r.Include) > maxIncludes {
+		add("Include has %d entries: at most %d", len(r.Include), maxIncludes)
+	}
+	for i, in := range r.Include {
+		if in == "" {
+			add("Include[%d] is empty", i)
+		}
+		checkWord(add, fmt.Sprintf("Include[%d]", i), in, maxWordLen)
+	}
+}
+
+// checkWord reports a value that is longer than max bytes or holds a control character.
+func checkWord(add func(string, ...any), field, v string, max int) {
+	switch {
+	case len(v) > max:
+		add("%s is %d bytes: must be at most %d", field, len(v), max)
+	case strings.ContainsFunc(v, unicode.IsControl):
+		add("%s = %q: must not hold control characters", field, clip(v))
+	}
 }
 
 // checkPart reports what is wrong with part j of message i.

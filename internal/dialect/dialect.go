@@ -31,3 +31,17 @@ func NeedsBaseURL(d string) bool { return d == Azure || d == Compatible }
 // NeedsKey reports whether a provider of dialect d must be given an API key: every dialect
 // but an OpenAI-compatible server, which may need none (Ollama, a local vLLM).
 func NeedsKey(d string) bool { return d != Compatible }
+
+// The APIs an OpenAI-dialect provider speaks (openai, azure, openai-compatible): which of
+// OpenAI's chat APIs carries its chats.
+const (
+	ChatCompletions = "chat_completions" // POST /chat/completions: the default, and every compatible server's
+	Responses       = "responses"        // POST /responses: typed items, semantic stream events, stored answers
+)
+
+// APIs lists the APIs.
+var APIs = []string{ChatCompletions, Responses}
+
+// HasAPI reports whether a provider of dialect d speaks one of APIs (the OpenAI dialects do;
+// Anthropic speaks its Messages API only).
+func HasAPI(d string) bool { return d == OpenAI || d == Azure || d == Compatible }

@@ -10,12 +10,18 @@ import (
 	"github.com/steadyllm/steady/providers"
 )
 
+// respContent is a Responses stream's content event: the text "hi".
+const respContent = "event: response.output_text.delta\ndata: {\"type\":\"response.output_text.delta\",\"output_index\":0,\"delta\":\"hi\"}\n\n"
+
 // answer writes a valid answer of kind k to op, with extra headers.
 func answer(w http.ResponseWriter, k kind, op string, extra ...string) {
 	for i := 0; i+1 < len(extra); i += 2 {
 		w.Header().Set(extra[i], extra[i+1])
 	}
 	switch {
+	case op == "stream" && k.isResponses():
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, respContent+"event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"id\":\"r\",\"object\":\"response\",\"status\":\"completed\",\"usage\":{\"input_tokens\":1,\"output_tokens\":1}}}\n\n")
 	case op == "stream" && k.isAnthropic():
 		w.Header().Set("Content-Type", "text/event-stream")
 		fmt.Fprint(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"model\":\"c\",\"usage\":{\"input_tokens\":1}}}\n\n"+
@@ -29,6 +35,9 @@ func answer(w http.ResponseWriter, k kind, op string, extra ...string) {
 	case op == "embed":
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.1,0.2]}],"model":"e","usage":{"prompt_tokens":1,"total_tokens":1}}`)
+	case k.isResponses():
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"r","object":"response","status":"completed","model":"g","output":[{"type":"message","role":"assistant","content":[{"type":"output_text","text":"hi"}]}],"usage":{"input_tokens":1,"output_tokens":1}}`)
 	case k.isAnthropic():
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprint(w, `{"id":"m","type":"message","role":"assistant","model":"c","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn","usage":{"input_tokens":1,"output_tokens":1}}`)

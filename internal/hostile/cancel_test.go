@@ -93,9 +93,12 @@ func TestCancel_IsCanceledWhereverItStrikes(t *testing.T) {
 			// Mid-stream, after content reached the caller.
 			ms := server(t, func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/event-stream")
-				if k.isAnthropic() {
+				switch {
+				case k.isResponses():
+					fmt.Fprint(w, respContent)
+				case k.isAnthropic():
 					fmt.Fprint(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n")
-				} else {
+				default:
 					fmt.Fprint(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n")
 				}
 				w.(http.Flusher).Flush()

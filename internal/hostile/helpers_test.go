@@ -47,9 +47,20 @@ var kinds = []kind{
 	{"anthropic", func(s string) string { return s }, func(n, u string, hc *http.Client, l providers.Limits) (providers.Provider, error) {
 		return anthropic.New(anthropic.Config{Name: n, BaseURL: u, APIKey: sentinel, HTTPClient: hc, Model: "claude-haiku-4-5", Limits: l})
 	}},
+	// OpenAI's Responses API: the openai dialect over steady's own wire for chat and streams
+	// (embeddings still go through go-openai).
+	{"responses", func(s string) string { return s + "/v1" }, func(n, u string, hc *http.Client, l providers.Limits) (providers.Provider, error) {
+		return openai.New(openai.Config{Name: n, Dialect: openai.OpenAI, API: openai.Responses, BaseURL: u, APIKey: sentinel, HTTPClient: hc, Model: "gpt-4o-mini", Limits: l})
+	}},
 }
 
 func (k kind) isAnthropic() bool { return k.name == "anthropic" }
+
+// isResponses reports whether k speaks OpenAI's Responses API.
+func (k kind) isResponses() bool { return k.name == "responses" }
+
+// goOpenAIStreams reports whether k's streams are read by go-openai (chat completions).
+func (k kind) goOpenAIStreams() bool { return !k.isAnthropic() && !k.isResponses() }
 
 // policy is a fast, deterministic resilience policy: tiny delays, no jitter, no budget.
 func policy() resilience.Options {
@@ -93,10 +104,15 @@ func newClient(t *testing.T, k kind, srv string, o resilience.Options, lim provi
 // steady.FromConfig, as an application would, the key in an environment variable.
 func fromConfig(t *testing.T, k kind, srv string) *client.Client {
 	t.Helper()
-	model := map[string]string{"openai": "gpt-4o-mini", "azure": "gpt-4o", "openai-compatible": "llama", "anthropic": "claude-haiku-4-5"}[k.name]
+	model := map[string]string{"openai": "gpt-4o-mini", "azure": "gpt-4o", "openai-compatible": "llama", "anthropic": "claude-haiku-4-5",
+		"responses": "gpt-4o-mini"}[k.name]
+	dialect, api := k.name, ""
+	if k.isResponses() {
+		dialect, api = "openai", `"API":"responses",`
+	}
 	doc := fmt.Sprintf(`{"LLM":{"Resilience":{"RetryBaseDelaySeconds":0.001,"RetryUseJitter":false,"RetryBudgetPercent":0,
-		"TimeoutSeconds":10},"Providers":{"p":{"Dialect":%q,"BaseURL":%q,"APIKeyEnv":"HOSTILE_TEST_KEY","Model":%q}}}}`,
-		k.name, k.baseURL(srv), model)
+		"TimeoutSeconds":10},"Providers":{"p":{"Dialect":%q,%s"BaseURL":%q,"APIKeyEnv":"HOSTILE_TEST_KEY","Model":%q}}}}`,
+		dialect, api, k.baseURL(srv), model)
 	cfg, err := config.ParseWithEnv([]byte(doc), []string{"HOSTILE_TEST_KEY=" + sentinel})
 	if err != nil {
 		t.Fatal(err)

@@ -82,9 +82,12 @@ var echoes = func() []echo {
 		echo{"error event inside a stream", []string{"stream"}, func(w http.ResponseWriter, _ *http.Request, k kind) {
 			w.Header().Set("Content-Type", "text/event-stream")
 			w.Header().Set("X-Request-Id", sentinel)
-			if k.isAnthropic() {
+			switch {
+			case k.isResponses():
+				fmt.Fprintf(w, "event: error\ndata: {\"type\":\"error\",\"code\":\"%s\",\"message\":\"%s\",\"param\":\"%s\"}\n\n", sentinel, sentinel, sentinel)
+			case k.isAnthropic():
 				fmt.Fprintf(w, "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"%s\"}}\n\n", sentinel)
-			} else {
+			default:
 				fmt.Fprintf(w, "data: {\"error\":{\"message\":\"%s\",\"type\":\"server_error\",\"code\":\"%s\"}}\n\n", sentinel, sentinel)
 			}
 		}},

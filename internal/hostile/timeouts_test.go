@@ -40,9 +40,12 @@ func stall(t *testing.T, k kind, stage string) string {
 			fmt.Fprint(w, "{\"error\":{\"message\":\"upstream hiccup\",\"type\":\"server_error\"}}\n")
 		case "content":
 			w.Header().Set("Content-Type", "text/event-stream")
-			if k.isAnthropic() {
+			switch {
+			case k.isResponses():
+				fmt.Fprint(w, respContent)
+			case k.isAnthropic():
 				fmt.Fprint(w, "event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"hi\"}}\n\n")
-			} else {
+			default:
 				fmt.Fprint(w, "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n")
 			}
 		}

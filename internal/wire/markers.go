@@ -17,8 +17,10 @@ var (
 	contextPhrases = []string{"context_length_exceeded", "string_above_max_length", "prompt is too long",
 		"maximum context length", "context window", "exceed context limit", "request_too_large"}
 	// filterPhrases mark a safety filter's verdict on the prompt or the output: OpenAI's code,
-	// Azure's inner code ResponsibleAIPolicyViolation.
-	filterPhrases = []string{"content_filter", "content_policy", "responsibleaipolicyviolation", "safety"}
+	// Azure's inner code ResponsibleAIPolicyViolation, the policy codes of a failed OpenAI
+	// response (bio_policy, misalignment_policy_violation, image_content_policy_violation).
+	filterPhrases = []string{"content_filter", "content_policy", "responsibleaipolicyviolation", "safety",
+		"bio_policy", "policy_violation"}
 	// overloadPhrases mark an overloaded server, whatever the status.
 	overloadPhrases = []string{"overloaded"}
 	// prefillPhrases mark a model that refuses a conversation ending with an assistant message

@@ -36,7 +36,13 @@ func (x Errors) Refused(text, category string) *providers.Error {
 // answer. text is what the provider said with it (a refusal's text), "" for none. The caller
 // sets StatusCode, RequestID, Partial (what came before the filter struck) and Usage.
 func (x Errors) Filtered(text string) *providers.Error {
-	msg := "the provider's content filter ended the answer (finish_reason content_filter)"
+	return x.FilteredBy("finish_reason content_filter", text)
+}
+
+// FilteredBy is Filtered for a wire that says so in another way than a finish_reason (signal
+// names it, as OpenAI Responses' "incomplete_details.reason content_filter").
+func (x Errors) FilteredBy(signal, text string) *providers.Error {
+	msg := "the provider's content filter ended the answer (" + signal + ")"
 	if text != "" {
 		msg += ": " + text
 	}

@@ -59,6 +59,12 @@ type Config struct {
 	// the Messages API does (all but embeddings). Set it for an Anthropic-compatible server
 	// that lacks some of it.
 	Capabilities providers.Capabilities
+	// ThinkingModes says, by model name, how a model takes extended thinking, over
+	// DefaultThinkingMode: a key names the model, or every model whose name it starts followed
+	// by "-" (the longest key wins). Set it for a model the default misreads — a new model,
+	// a proxy's alias — or to move a 4.6 model off its deprecated budget. Every value must be
+	// ThinkingBudget or ThinkingAdaptive.
+	ThinkingModes map[string]ThinkingMode
 }
 
 // withDefaults returns c with its defaults applied, or an error naming what is wrong. The
@@ -83,6 +89,15 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	c.Beta = append([]string(nil), c.Beta...)
 	var errs []error
+	modes := make(map[string]ThinkingMode, len(c.ThinkingModes))
+	for model, mode := range c.ThinkingModes {
+		if mode != ThinkingBudget && mode != ThinkingAdaptive {
+			errs = append(errs, fmt.Errorf("anthropic: provider %q: ThinkingModes[%q] = %q: must be %q or %q",
+				c.Name, model, mode, ThinkingBudget, ThinkingAdaptive))
+		}
+		modes[model] = mode
+	}
+	c.ThinkingModes = modes
 	if c.APIKey == "" {
 		errs = append(errs, fmt.Errorf("anthropic: provider %q: APIKey is required", c.Name))
 	}

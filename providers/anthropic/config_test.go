@@ -78,3 +78,29 @@ func TestConfig_VersionBetaMaxTokensAndV1BaseURL(t *testing.T) {
 		t.Errorf("provider %q", resp.Provider)
 	}
 }
+
+func TestDefaultThinkingMode_AdaptiveFromVersion47(t *testing.T) {
+	for model, want := range map[string]anthropic.ThinkingMode{
+		"claude-opus-4-7":            anthropic.ThinkingAdaptive,
+		"claude-opus-4-8-20261001":   anthropic.ThinkingAdaptive,
+		"claude-sonnet-5":            anthropic.ThinkingAdaptive,
+		"claude-fable-5-20260801":    anthropic.ThinkingAdaptive,
+		"claude-opus-4-6":            anthropic.ThinkingBudget, // deprecated there, not refused
+		"claude-sonnet-4-5-20250929": anthropic.ThinkingBudget,
+		"claude-3-7-sonnet-20250219": anthropic.ThinkingBudget,
+		"claude-haiku-4-5":           anthropic.ThinkingBudget,
+		"my-proxy-alias":             anthropic.ThinkingBudget,
+		"claude-opus-latest":         anthropic.ThinkingBudget,
+	} {
+		if got := anthropic.DefaultThinkingMode(model); got != want {
+			t.Errorf("%s: %s, want %s", model, got, want)
+		}
+	}
+}
+
+func TestConfig_ThinkingModesAreChecked(t *testing.T) {
+	_, err := anthropic.New(anthropic.Config{APIKey: "k", ThinkingModes: map[string]anthropic.ThinkingMode{"claude-x": "auto"}})
+	if err == nil || !strings.Contains(err.Error(), `ThinkingModes["claude-x"] = "auto": must be "budget" or "adaptive"`) {
+		t.Fatalf("%v", err)
+	}
+}

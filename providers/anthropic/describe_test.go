@@ -13,7 +13,7 @@ func TestDescribe_NamesAnthropic(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := providers.Description{System: providers.SystemAnthropic, DefaultModel: "claude-haiku-4-5",
-		Capabilities: providers.AllCapabilities &^ providers.CapEmbeddings} // no embeddings API
+		Capabilities: providers.AllCapabilities &^ providers.CapEmbeddings &^ providers.CapStoredResponses} // no embeddings API, nothing stored
 	if got := p.Describe(); got != want {
 		t.Errorf("%+v, want %+v", got, want)
 	}

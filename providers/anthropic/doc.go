@@ -43,6 +43,12 @@
 //     FinishOther. A refusal is no finish: it is a KindRefused error, with stop_details'
 //     category in Code and its explanation in Message, the text before it in Partial and the
 //     usage in Usage (JSON answers and streams alike).
+//   - Reasoning: BudgetTokens is extended thinking with budget_tokens, Effort is
+//     output_config.effort. The models that take only adaptive thinking (Claude 4.7 and
+//     later by default, DefaultThinkingMode; Config.ThinkingModes over it) get
+//     {"type":"adaptive"} for either one instead, since they answer a budget with a 400.
+//     Previous (a stored answer) is refused: the Messages API keeps none. Thinking blocks go
+//     back only when signed (or redacted): another provider's reasoning is dropped.
 //   - Usage.InputTokens counts the whole prompt: input_tokens plus the tokens written to and
 //     read from the prompt cache, which Anthropic reports apart.
 //   - Embed always fails with KindBadRequest: Anthropic has no embeddings API.

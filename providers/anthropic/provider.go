@@ -28,8 +28,9 @@ type Provider struct {
 	limits    providers.Limits
 	// schemaByTool sends structured outputs as forced tool use (Config.SchemaByTool).
 	schemaByTool bool
-	caps         providers.Capabilities // Config.Capabilities
-	errs         wire.Errors            // knows the API key, to scrub it from errors
+	thinking     map[string]ThinkingMode // Config.ThinkingModes, a copy
+	caps         providers.Capabilities  // Config.Capabilities
+	errs         wire.Errors             // knows the API key, to scrub it from errors
 	client       wire.Sender
 	given        *http.Client // the client of Config.HTTPClient, for HTTPClient
 }
@@ -57,6 +58,7 @@ func New(cfg Config) (*Provider, error) {
 		model:        cfg.Model,
 		maxTokens:    cfg.DefaultMaxTokens,
 		schemaByTool: cfg.SchemaByTool,
+		thinking:     cfg.ThinkingModes,
 		caps:         cfg.Capabilities,
 		limits:       cfg.Limits,
 		errs:         wire.NewErrors(cfg.Name, cfg.APIKey),
@@ -73,11 +75,11 @@ func (p *Provider) SharingScope() string { return p.scope }
 func (p *Provider) Name() string { return p.name }
 
 // Describe names the provider's GenAI system (providers.SystemAnthropic), its default model,
-// and what it can do: everything but embeddings.
+// and what it can do: everything but embeddings and stored responses.
 func (p *Provider) Describe() providers.Description {
 	caps := p.caps
 	if caps == 0 {
-		caps = providers.AllCapabilities &^ providers.CapEmbeddings
+		caps = providers.AllCapabilities &^ providers.CapEmbeddings &^ providers.CapStoredResponses
 	}
 	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model, Capabilities: caps}
 }

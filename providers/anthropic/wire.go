@@ -44,10 +44,11 @@ type wireChoice struct {
 	DisableParallelToolUse *bool  `json:"disable_parallel_tool_use,omitempty"`
 }
 
-// wireThinking is extended thinking: {"type": "enabled", "budget_tokens": n}.
+// wireThinking is extended thinking: {"type": "enabled", "budget_tokens": n}, or
+// {"type": "adaptive"} for the models that choose how much to think.
 type wireThinking struct {
 	Type         string `json:"type"`
-	BudgetTokens int    `json:"budget_tokens"`
+	BudgetTokens int    `json:"budget_tokens,omitempty"`
 }
 
 // wireOutput is output_config: the effort level and the JSON Schema of a structured output.
@@ -173,13 +174,19 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // buildRequest turns a neutral request into a Messages API body. It refuses, with a
 // bad_request *providers.Error and before anything is sent, what the API would refuse anyway
 // or what cannot be expressed: no model, no messages, an empty turn, tool arguments that are
-// not JSON, an unknown response format.
+// not JSON, an unknown response format, a stored answer to continue from (Previous). Store
+// and Include are OpenAI's and ignored.
 func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte, error) {
 	if err := req.Validate(); err != nil {
 		return nil, p.errs.Finish(err.(*providers.Error))
 	}
 	if t := req.Temperature; t != nil && *t > maxTemperature {
 		return nil, p.badRequest(fmt.Sprintf("Temperature = %g: Anthropic allows 0 to %g", *t, maxTemperature))
+	}
+	if req.Previous != nil {
+		// The conversation lives with the provider that stored it: answering without it would
+		// be answering another question (see providers/state.go).
+		return nil, p.badRequest("Previous: the Messages API keeps no stored answers to continue from; send the whole conversation")
 	}
 	w := wireRequest{
 		Model:         req.Model,
@@ -241,7 +248,13 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 		w.ToolChoice = toolChoice(req)
 	}
 	if r := req.Reasoning; r != nil {
-		if r.BudgetTokens > 0 {
+		adaptive := thinkingMode(p.thinking, w.Model) == ThinkingAdaptive
+		switch {
+		case adaptive && (r.BudgetTokens > 0 || r.Effort != ""):
+			// The model refuses budget_tokens (a 400): reasoning asked for either way turns
+			// adaptive thinking on, and the effort, if any, guides how much.
+			w.Thinking = &wireThinking{Type: "adaptive"}
+		case r.BudgetTokens > 0:
 			if r.BudgetTokens < minThinkingBudget || r.BudgetTokens >= w.MaxTokens {
 				return nil, p.badRequest(fmt.Sprintf("Reasoning.BudgetTokens = %d: Anthropic needs at least %d and less than MaxTokens (%d)",
 					r.BudgetTokens, minThinkingBudget, w.MaxTokens))

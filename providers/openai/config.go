@@ -37,6 +37,22 @@ const (
 	formerCompatible Dialect = "compatible"
 )
 
+// API says which of OpenAI's chat APIs a Provider speaks for Chat and ChatStream (Embed always
+// calls /embeddings). Its values are the configuration's API values.
+type API string
+
+// The APIs.
+const (
+	// ChatCompletions is POST /chat/completions, spoken through go-openai: the default, and
+	// what every OpenAI-compatible server serves.
+	ChatCompletions API = dialect.ChatCompletions
+	// Responses is POST /responses (Azure: /openai/v1/responses), spoken by this package's own
+	// wire code: typed input and output items, semantic stream events, reasoning items sent
+	// back across turns and answers stored for the next turn (providers.StoredResponse). See
+	// responses.go.
+	Responses API = dialect.Responses
+)
+
 // DefaultBaseURL is the base URL of the OpenAI dialect when Config.BaseURL is empty.
 const DefaultBaseURL = "https://api.openai.com/v1"
 
@@ -63,6 +79,9 @@ type Config struct {
 	Name string
 	// Dialect is the dialect of the API the server speaks. Empty means OpenAI.
 	Dialect Dialect
+	// API is which chat API Chat and ChatStream call: ChatCompletions (empty means it) or
+	// Responses. Any dialect may speak either, as far as its server does.
+	API API
 	// Kind is the former name of Dialect, used when Dialect is empty.
 	//
 	// Deprecated: use Dialect.
@@ -77,7 +96,8 @@ type Config struct {
 	// that need none (Ollama), in which case no Authorization header is sent.
 	APIKey string
 	// APIVersion is Azure's api-version query parameter. Empty means DefaultAzureAPIVersion.
-	// Ignored by the other kinds (go-openai would otherwise append it to every URL).
+	// Ignored by the other kinds (go-openai would otherwise append it to every URL), and by
+	// Azure's Responses API, whose v1 path takes none.
 	APIVersion string
 	// Organization is sent as OpenAI-Organization when set.
 	Organization string
@@ -91,7 +111,8 @@ type Config struct {
 	// the map is used as the deployment name unchanged.
 	AzureDeployments map[string]string
 	// OmitStreamUsage stops sending stream_options.include_usage on streamed chats, for
-	// compatible servers that reject the field. Streams then end with zero Usage.
+	// compatible servers that reject the field. Streams then end with zero Usage. The
+	// Responses API has no such field: its streams always end with their usage.
 	OmitStreamUsage bool
 	// Limits bounds what is read from the server: answers, stream events, error bodies. The
 	// zero value means the defaults of providers.Limits.
@@ -110,6 +131,9 @@ func (c Config) withDefaults() (Config, error) {
 		c.Dialect = Compatible
 	}
 	c.Kind = c.Dialect
+	if c.API == "" {
+		c.API = ChatCompletions
+	}
 	if c.Name == "" {
 		c.Name = string(c.Dialect)
 	}
@@ -139,6 +163,9 @@ func (c Config) withDefaults() (Config, error) {
 	} else if problem := redact.CheckBaseURL(c.BaseURL); problem != "" {
 		errs = append(errs, fmt.Errorf("openai: provider %q: BaseURL %s", c.Name, problem))
 	}
+	if c.API != ChatCompletions && c.API != Responses {
+		errs = append(errs, fmt.Errorf("openai: provider %q: unknown API %q (want %q or %q)", c.Name, c.API, ChatCompletions, Responses))
+	}
 	if c.APIKey == "" && dialect.NeedsKey(string(c.Dialect)) {
 		errs = append(errs, fmt.Errorf("openai: provider %q: APIKey is required for dialect %q", c.Name, c.Dialect))
 	}
@@ -151,15 +178,15 @@ func (c Config) withDefaults() (Config, error) {
 
 // String describes c with the API key redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("{Name:%s Dialect:%s BaseURL:%s APIKey:%s APIVersion:%s Organization:%s HTTPClient:%p Model:%s AzureDeployments:%s OmitStreamUsage:%t Limits:%+v}",
-		c.Name, c.Dialect, c.BaseURL, hideKey(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
+	return fmt.Sprintf("{Name:%s Dialect:%s API:%s BaseURL:%s APIKey:%s APIVersion:%s Organization:%s HTTPClient:%p Model:%s AzureDeployments:%s OmitStreamUsage:%t Limits:%+v}",
+		c.Name, c.Dialect, c.API, c.BaseURL, hideKey(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
 		deployments(c.AzureDeployments), c.OmitStreamUsage, c.Limits)
 }
 
 // GoString describes c as Go syntax, with the API key redacted.
 func (c Config) GoString() string {
-	return fmt.Sprintf("openai.Config{Name:%q, Dialect:%q, BaseURL:%q, APIKey:%q, APIVersion:%q, Organization:%q, HTTPClient:%p, Model:%q, AzureDeployments:%#v, OmitStreamUsage:%t, Limits:%#v}",
-		c.Name, c.Dialect, c.BaseURL, hideKey(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
+	return fmt.Sprintf("openai.Config{Name:%q, Dialect:%q, API:%q, BaseURL:%q, APIKey:%q, APIVersion:%q, Organization:%q, HTTPClient:%p, Model:%q, AzureDeployments:%#v, OmitStreamUsage:%t, Limits:%#v}",
+		c.Name, c.Dialect, c.API, c.BaseURL, hideKey(c.APIKey), c.APIVersion, c.Organization, c.HTTPClient, c.Model,
 		c.AzureDeployments, c.OmitStreamUsage, c.Limits)
 }
 

@@ -36,6 +36,12 @@ func (p *Provider) chatRequest(req *providers.ChatRequest, msgs []goopenai.ChatC
 	if model == "" {
 		return goopenai.ChatCompletionRequest{}, p.badRequest("the request names no model and Config.Model is empty")
 	}
+	if req.Previous != nil {
+		// The conversation lives with the provider that stored it: answering without it would
+		// be answering another question (see providers/state.go).
+		return goopenai.ChatCompletionRequest{}, p.badRequest("Previous: the chat completions API keeps no stored answers to continue from; " +
+			"send the whole conversation, or use the Responses API (Config.API)")
+	}
 	if len(req.Messages) == 0 {
 		return goopenai.ChatCompletionRequest{}, p.badRequest("the request has no messages")
 	}

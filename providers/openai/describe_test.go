@@ -21,7 +21,7 @@ func TestDescribe_NamesTheGenAISystemOfEachKind(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, want := p.Describe(), (providers.Description{System: tc.system, DefaultModel: "m-1",
-			Capabilities: providers.AllCapabilities}); got != want {
+			Capabilities: providers.AllCapabilities &^ providers.CapStoredResponses}); got != want {
 			t.Errorf("%s: %+v, want %+v", tc.kind, got, want)
 		}
 	}

@@ -1,7 +1,12 @@
-// Package openai is steady's provider for the OpenAI chat completions and embeddings APIs,
-// built on github.com/sashabaranov/go-openai. One Provider serves one endpoint of one Dialect:
-// OpenAI itself, Azure OpenAI (deployments, api-key header, configurable api-version) or any
-// OpenAI-compatible server (vLLM, Ollama, Groq, OpenRouter, LiteLLM…).
+// Package openai is steady's provider for the OpenAI chat completions, Responses and
+// embeddings APIs. One Provider serves one endpoint of one Dialect: OpenAI itself, Azure OpenAI
+// (deployments, api-key header, configurable api-version) or any OpenAI-compatible server
+// (vLLM, Ollama, Groq, OpenRouter, LiteLLM…). Config.API chooses the chat API: chat
+// completions (the default), spoken through github.com/sashabaranov/go-openai, or the
+// Responses API, spoken by this package's own wire code (go-openai has none): typed input
+// and output items, reasoning items kept across turns (sent back only to the endpoint that
+// produced them), answers stored and continued from (ChatRequest.Previous), semantic stream
+// events. See responses.go for how the neutral request maps to it.
 //
 //	p, err := openai.New(openai.Config{
 //		Dialect:    openai.Compatible,
@@ -43,4 +48,10 @@
 //     requested in Error.Overflow when the message states them.
 //   - go-openai's limit of 300 consecutive non-data stream lines, which gateways' keep-alive
 //     comments can reach, is raised to 10000.
+//   - The Responses API keeps every guarantee above on its own wire: one exchange, no
+//     redirect, every body, event and error body within Limits, the same classifier. Its
+//     stream is complete at response.completed (or response.incomplete, response.failed): a
+//     body that ends before is KindStreamTruncated (cleanly) or KindUnavailable (broken), with
+//     Partial; an "error" event and a failed response are classified by their code; a refusal
+//     part is KindRefused, incomplete_details.reason content_filter KindContentFiltered.
 package openai

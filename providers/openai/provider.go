@@ -18,6 +18,8 @@ type Provider struct {
 	scope       string // providers.Scoper
 	name        string
 	dialect     Dialect
+	api         API
+	responses   responsesWire // the Responses API's own wire (api == Responses)
 	model       string
 	streamUsage bool
 	caps        providers.Capabilities // Config.Capabilities
@@ -63,11 +65,14 @@ func New(cfg Config) (*Provider, error) {
 	cc.OrgID = cfg.Organization
 	cc.HTTPClient = doer{client: wire.NewSender(cfg.HTTPClient), limits: cfg.Limits, errs: errs}
 	cc.EmptyMessagesLimit = emptyMessagesLimit
+	scope := providers.SharingScope(cfg.APIKey, string(cfg.Dialect), cfg.BaseURL, cfg.Organization)
 	return &Provider{
-		scope:       providers.SharingScope(cfg.APIKey, string(cfg.Dialect), cfg.BaseURL, cfg.Organization),
+		scope:       scope,
 		caps:        cfg.Capabilities,
 		name:        cfg.Name,
 		dialect:     cfg.Dialect,
+		api:         cfg.API,
+		responses:   newResponsesWire(cfg, scope),
 		model:       cfg.Model,
 		streamUsage: !cfg.OmitStreamUsage,
 		limits:      cfg.Limits,
@@ -86,6 +91,8 @@ func (p *Provider) Name() string { return p.name }
 // Describe names the provider's GenAI system for telemetry: providers.SystemAzureOpenAI for
 // the Azure kind, providers.SystemOpenAI for OpenAI and for compatible servers (the GenAI
 // semantic conventions name a system by the protocol its client speaks), and the default model.
+// Unless Config.Capabilities says otherwise, it can do everything, stored responses only over
+// the Responses API.
 func (p *Provider) Describe() providers.Description {
 	system := providers.SystemOpenAI
 	if p.dialect == Azure {
@@ -94,13 +101,21 @@ func (p *Provider) Describe() providers.Description {
 	caps := p.caps
 	if caps == 0 {
 		caps = providers.AllCapabilities
+		if p.api != Responses {
+			caps &^= providers.CapStoredResponses
+		}
 	}
 	return providers.Description{System: system, DefaultModel: p.model, Capabilities: caps}
 }
 
 // ShapeFields names the body fields the provider sets itself to decide the kind of call, which
 // a caller's extra fields may not replace (providers.Shaper).
-func (p *Provider) ShapeFields() []string { return shapeFields }
+func (p *Provider) ShapeFields() []string {
+	if p.api == Responses {
+		return responsesShapeFields
+	}
+	return shapeFields
+}
 
 // shapeFields are the body fields this provider writes to decide the kind of call and how its
 // answer is read: streaming and its usage chunk, the number of choices (only the first is
@@ -114,13 +129,16 @@ var shapeFields = []string{"stream", "stream_options", "n", "encoding_format", "
 // Its errors are go-openai's own, not *providers.Error.
 func (p *Provider) Client() *goopenai.Client { return p.client }
 
-// Chat sends a chat completion and waits for the whole answer. An answer that is not the one
-// asked for is a *providers.Error, with what content it held in Partial and its usage in
+// Chat sends a chat completion (or, with Config.API Responses, a response: see responses.go)
+// and waits for the whole answer. An answer that is not the one asked for is a *providers.Error, with what content it held in Partial and its usage in
 // Usage: a finish_reason "content_filter" is KindContentFiltered (the answer was cut), a
 // message whose refusal field is set is KindRefused with the refusal as Message.
 func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
 	if ctx == nil {
 		return nil, p.badRequest(providers.NilContext)
+	}
+	if p.api == Responses {
+		return p.responsesChat(ctx, req)
 	}
 	msgs := getMessages(req)
 	defer putMessages(msgs)

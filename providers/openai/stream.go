@@ -19,13 +19,17 @@ import (
 // connection can be reused (only the chunked-encoding trailer is normally left).
 const drainLimit = 4 << 10
 
-// ChatStream sends a streamed chat completion. It returns once the response headers have
+// ChatStream sends a streamed chat completion (or, with Config.API Responses, a streamed
+// response: see responses_stream.go). It returns once the response headers have
 // arrived: an error status is returned here as a *providers.Error, with the response body
 // already closed. The stream asks for a final usage chunk (stream_options.include_usage)
 // unless Config.OmitStreamUsage is set.
 func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (providers.Stream, error) {
 	if ctx == nil {
 		return nil, p.badRequest(providers.NilContext)
+	}
+	if p.api == Responses {
+		return p.responsesStream(ctx, req)
 	}
 	msgs := getMessages(req)
 	defer putMessages(msgs)

@@ -1,0 +1,151 @@
+package client_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/openai"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// responsesProvider adds a provider named name that calls the Responses API of s; org tells
+// endpoints apart (it is part of a provider's sharing scope, the Origin of its state).
+func responsesProvider(name, org string, s *mocks.Server, o resilience.Options) client.Option {
+	return client.WithProvider(name, o, func(hc *http.Client) (providers.Provider, error) {
+		return openai.New(openai.Config{Name: name, API: openai.Responses, BaseURL: s.OpenAIBaseURL(), APIKey: sentinelKey,
+			HTTPClient: hc, Model: "gpt-4o-mini", Organization: org})
+	})
+}
+
+// A conversation whose earlier turn came from the Responses API, with its reasoning items:
+// when the Responses provider is down (503), Chat and ChatStream fall back to Anthropic,
+// which gets the conversation without them.
+func TestResponses_FallsBackToAnthropicWithoutTheReasoningItems(t *testing.T) {
+	s := mocks.NewServer(mocks.WithRouteScript(mocks.RouteResponses, mocks.Status(503).Always()), mocks.WithReply("Claude here."))
+	defer s.Close()
+	tel := &fakeTelemetry{}
+	c := newClient(t, responsesProvider("openai", "", s, policy()), anthropicProvider("claude", s, policy()),
+		client.WithFallback("openai", "claude"), client.WithTelemetry(tel))
+	p := c.Provider("openai").(*openai.Provider)
+	earlier := providers.Message{Role: providers.RoleAssistant, Content: "4.", Thinking: []providers.ThinkingBlock{
+		{ID: "rs_1", Text: "adding", Encrypted: "enc_fake_x", Origin: p.SharingScope()}}}
+	req := &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: "2+2?"}, earlier,
+		{Role: providers.RoleUser, Content: "And 3+3?"}}}
+
+	resp, err := c.Chat(context.Background(), req)
+	if err != nil || resp.Provider != "claude" || resp.Message.Content != "Claude here." || resp.Stored != nil || resp.FailedAttempts == 0 {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	st, err := c.ChatStream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := readAll(st)
+	st.Close()
+	if r.err != nil || r.all != "Claude here." || !r.last.Done || st.Provider() != "claude" {
+		t.Fatalf("stream %+v", r)
+	}
+	for _, r := range s.Journal().Requests() {
+		if r.Path == "/v1/messages" && (strings.Contains(string(r.Body), "rs_1") || strings.Contains(string(r.Body), "enc_fake")) {
+			t.Fatalf("the reasoning items reached Anthropic: %s", r.Body)
+		}
+	}
+	if _, tries, _ := tel.snapshot(); len(tries) != 4 || tries[0].Provider != "openai" || tries[0].Next != "claude" || tries[1].Provider != "claude" {
+		t.Fatalf("telemetry tries %+v", tries)
+	}
+}
+
+// A call that continues from a stored answer goes to the provider that stored it and to no
+// other: when that provider fails, the call fails with its failure — Anthropic, which cannot
+// hold the conversation, and another Responses endpoint, which does not, are never asked.
+func TestResponses_PreviousPinsTheCallToTheProviderThatStoredIt(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	c := newClient(t, responsesProvider("openai", "", s, policy()), responsesProvider("other", "org-other", s, policy()),
+		anthropicProvider("claude", s, policy()), client.WithFallback("openai", "other", "claude"))
+	first, err := c.Chat(context.Background(), hello())
+	if err != nil || first.Stored == nil {
+		t.Fatalf("%v %+v", err, first)
+	}
+	next := &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: "and then?"}}, Previous: first.Stored}
+	resp, err := c.Chat(context.Background(), next)
+	if err != nil || resp.Provider != "openai" {
+		t.Fatalf("%v %+v", err, resp)
+	}
+
+	s.RouteScript(mocks.RouteResponses, mocks.Status(502).Always())
+	before := s.Journal().Len()
+	_, err = c.Chat(context.Background(), next)
+	if e := asProviderError(t, err); e.Kind != providers.KindUnavailable || e.Provider != "openai" || strings.Contains(err.Error(), sentinelKey) ||
+		!strings.Contains(e.Message, "not sent elsewhere: the call continues from the stored answer "+first.Stored.ID+", which only openai holds") {
+		t.Fatalf("%v", err)
+	}
+	st, err := c.ChatStream(context.Background(), next)
+	if err == nil {
+		st.Close()
+		t.Fatal("the stream fell back")
+	}
+	if e := asProviderError(t, err); e.Kind != providers.KindUnavailable {
+		t.Fatalf("stream: %v", err)
+	}
+	for _, r := range s.Journal().Requests()[before:] {
+		if r.Path != "/v1/responses" || r.Header.Get("OpenAI-Organization") != "" {
+			t.Fatalf("a provider that does not hold the answer was asked: %s %v", r.Path, r.Header)
+		}
+	}
+}
+
+// The stored answer of the second provider of the chain pins the call to it; one that no
+// provider of the chain holds is refused before anything is sent.
+func TestResponses_PreviousSkipsToItsProviderOrIsRefused(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	c := newClient(t, responsesProvider("openai", "", s, policy()), responsesProvider("other", "org-other", s, policy()),
+		client.WithFallback("openai", "other"))
+	first, err := c.Chat(context.Background(), hello(), client.WithProviders("other"))
+	if err != nil || first.Provider != "other" {
+		t.Fatalf("%v %+v", err, first)
+	}
+	next := &providers.ChatRequest{Messages: hello().Messages, Previous: first.Stored}
+	if resp, err := c.Chat(context.Background(), next); err != nil || resp.Provider != "other" {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	sent := s.Journal().Len()
+	next.Previous = &providers.StoredResponse{ID: first.Stored.ID, Origin: "an endpoint this client does not have"}
+	_, err = c.Chat(context.Background(), next)
+	if e := asProviderError(t, err); e.Kind != providers.KindBadRequest || !strings.Contains(e.Message, "does not hold the stored answer") {
+		t.Fatalf("%v", err)
+	}
+	if s.Journal().Len() != sent {
+		t.Fatal("a request was sent")
+	}
+}
+
+// Per-call options reach the Responses wire: extra fields for the OpenAI system, the request
+// ID; the fields that decide the kind of call, or the stored state it continues from, are not
+// the caller's to set.
+func TestResponses_PerCallOptions(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	c := newClient(t, responsesProvider("openai", "", s, policy()))
+	_, err := c.Chat(context.Background(), hello(), client.WithRequestID("call-7"),
+		client.WithExtraFields(providers.SystemOpenAI, map[string]any{"service_tier": "flex"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := s.Journal().Last()
+	if !strings.Contains(string(r.Body), `"service_tier":"flex"`) || r.Header.Get(client.RequestIDHeader) != "call-7" {
+		t.Fatalf("%s %v", r.Body, r.Header)
+	}
+	for _, field := range []string{"previous_response_id", "background", "stream"} {
+		_, err := c.Chat(context.Background(), hello(), client.WithExtraFields("openai", map[string]any{field: true}))
+		if e := asProviderError(t, err); e.Kind != providers.KindBadRequest || !strings.Contains(e.Message, field) {
+			t.Errorf("%s: %v", field, err)
+		}
+	}
+}

@@ -1,0 +1,316 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/steadyllm/steady/internal/wire"
+	"github.com/steadyllm/steady/providers"
+)
+
+// responsesStream is ChatStream over the Responses API. It returns once the response headers
+// arrived: an HTTP error status is returned here, as a *providers.Error, never as a stream.
+func (p *Provider) responsesStream(ctx context.Context, req *providers.ChatRequest) (providers.Stream, error) {
+	body, err := p.responsesRequest(req, true)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := p.responsesSend(ctx, body, true)
+	if err != nil {
+		return nil, err
+	}
+	if wire.IsJSON(resp.Header) {
+		// A JSON 2xx cannot be the answer to a stream request: a gateway's error envelope,
+		// usually. Classify it as such.
+		defer resp.Body.Close()
+		data, _, err := wire.ReadError(resp.Body, p.limits.MaxErrorBodyBytes)
+		if err != nil {
+			return nil, p.readFailure(ctx, resp, "reading the response", err)
+		}
+		return nil, p.notAResponse(resp, data)
+	}
+	s := &respStream{ctx: ctx, p: p, body: resp.Body, sse: wire.NewSSEReader(resp.Body, p.limits.MaxEventBytes),
+		reqID: p.errs.Field(wire.RequestID(resp.Header)), rl: providers.ParseRateLimit(resp.Header, time.Now()),
+		store: req.Store == nil || *req.Store}
+	return s, nil
+}
+
+// respStream is the providers.Stream of one streamed response.
+//
+// Its events are the API's semantic events, each a JSON object with its type (or, from
+// servers that leave it out, the SSE event name). Text comes from response.output_text.delta; a function call
+// opens with response.output_item.added (its call_id and name, a first ToolCallDelta) and
+// grows with response.function_call_arguments.delta; reasoning comes from
+// response.reasoning_summary_text.delta (and response.reasoning_text.delta, from servers that
+// show their reasoning), and each reasoning item is completed, with its encrypted content, by
+// its response.output_item.done. Refusal pieces (response.refusal.delta) are kept, never
+// delivered as text.
+//
+// Complete means complete: the stream is done at response.completed (the Done delta, with the
+// finish reason and the usage it carries), response.incomplete (FinishLength for
+// max_output_tokens, a KindContentFiltered error for content_filter) or response.failed (the
+// error the response carries, classified by its code), and Recv returns then, without
+// waiting for the body's end. A body that ends before one of them is KindStreamTruncated
+// (cleanly) or the failure that broke it (KindUnavailable, the pipeline's KindTimeout, the
+// caller's KindCanceled); an "error" event is classified by its code; an event that is not a
+// JSON object is KindUnavailable naming it; a refusal is KindRefused once the response
+// completed. Every failure carries the text delivered so far in Partial and, when the
+// response reported it, its usage. Events of other types (hosted tools, annotations, the
+// done events whose pieces came as deltas) carry nothing the neutral stream has a place for.
+//
+// Recv must be called from one goroutine at a time; Close may be called from any goroutine,
+// also while Recv blocks, to abort it.
+type respStream struct {
+	ctx   context.Context
+	p     *Provider
+	body  io.ReadCloser
+	sse   *wire.SSEReader
+	reqID string
+	rl    *providers.RateLimit // for the first delta; nil once it went out or none came
+	store bool                 // the request let the provider store the answer
+
+	partial  strings.Builder // the text delivered so far
+	refusal  strings.Builder // the refusal streamed so far (at most wire.KeepText bytes)
+	refused  bool
+	events   int           // the events read so far, to name a malformed one
+	tools    map[int]*tool // output_index → the function call it holds
+	thinkAt  map[int]int   // output_index → index in thinking
+	thinking []providers.ThinkingBlock
+	done     bool  // the Done delta was returned
+	err      error // the terminal error, returned again by every later Recv
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// tool is a function call being streamed: its index among the answer's calls, and whether
+// its arguments came (as deltas, or whole in its done events).
+type tool struct {
+	index int
+	args  bool
+}
+
+// Recv returns the next delta; see respStream.
+func (s *respStream) Recv() (providers.Delta, error) {
+	if s.err != nil {
+		return providers.Delta{}, s.err
+	}
+	if s.done {
+		return providers.Delta{}, io.EOF
+	}
+	for {
+		ev, err := s.sse.Next()
+		if err != nil {
+			return providers.Delta{}, s.fail(s.readError(err))
+		}
+		s.events++
+		d, ok, e := s.handle(ev)
+		if e != nil {
+			return providers.Delta{}, s.fail(e)
+		}
+		if ok {
+			s.partial.WriteString(d.Text)
+			if s.rl != nil {
+				d.RateLimit, s.rl = s.rl, nil
+			}
+			return d, nil
+		}
+	}
+}
+
+// handle interprets one event: the delta it yields for the caller (ok), or the error that
+// ends the stream.
+func (s *respStream) handle(ev wire.Event) (d providers.Delta, ok bool, e *providers.Error) {
+	var x respEvent
+	if err := json.Unmarshal(ev.Data, &x); err != nil || !isObject(ev.Data) {
+		return d, false, s.p.errs.Malformed(s.events, err)
+	}
+	kind := x.Type
+	if kind == "" {
+		kind = ev.Name
+	}
+	switch kind {
+	case "response.output_text.delta":
+		return providers.Delta{Text: x.Delta}, x.Delta != "", nil
+	case "response.refusal.delta":
+		s.refused = true
+		if room := wire.KeepText - s.refusal.Len(); room > 0 {
+			s.refusal.WriteString(x.Delta[:min(len(x.Delta), room)])
+		}
+	case "response.output_item.added":
+		if it := x.Item; it != nil {
+			return s.itemAdded(x.OutputIndex, it)
+		}
+	case "response.function_call_arguments.delta":
+		if t := s.tools[x.OutputIndex]; t != nil && x.Delta != "" {
+			t.args = true
+			return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: t.index, Arguments: x.Delta}}}, true, nil
+		}
+	case "response.function_call_arguments.done":
+		return s.argumentsDone(x.OutputIndex, x.Arguments)
+	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		if i, found := s.thinkAt[x.OutputIndex]; found {
+			s.thinking[i].Text += x.Delta
+		}
+		return providers.Delta{Reasoning: x.Delta}, x.Delta != "", nil
+	case "response.output_item.done":
+		if it := x.Item; it != nil {
+			return s.itemDone(x.OutputIndex, it)
+		}
+	case "response.completed", "response.incomplete", "response.failed":
+		return s.finish(kind, x.Response)
+	case "error":
+		re := x.Error
+		if re == nil {
+			re = &respError{Code: x.Code, Message: x.Message, Param: x.Param}
+		}
+		return d, false, s.p.responseError(re)
+	}
+	return d, false, nil
+}
+
+// itemAdded opens output item it at output index at: a function call yields its first
+// ToolCallDelta (its call_id and name), a reasoning item opens a thinking block.
+func (s *respStream) itemAdded(at int, it *respOutItem) (providers.Delta, bool, *providers.Error) {
+	switch it.Type {
+	case "function_call":
+		if s.tools == nil {
+			s.tools = map[int]*tool{}
+		}
+		t := &tool{index: len(s.tools), args: it.Arguments != ""}
+		s.tools[at] = t
+		return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: t.index, ID: it.CallID, Name: it.Name,
+			Arguments: it.Arguments}}}, true, nil
+	case "reasoning":
+		if s.thinkAt == nil {
+			s.thinkAt = map[int]int{}
+		}
+		s.thinkAt[at] = len(s.thinking)
+		s.thinking = append(s.thinking, providers.ThinkingBlock{ID: it.ID, Origin: s.p.scope})
+	}
+	return providers.Delta{}, false, nil
+}
+
+// argumentsDone delivers the whole arguments of the call at output index at when none came as
+// deltas (a server that sends them whole).
+func (s *respStream) argumentsDone(at int, args string) (providers.Delta, bool, *providers.Error) {
+	t := s.tools[at]
+	if t == nil || t.args || args == "" {
+		return providers.Delta{}, false, nil
+	}
+	t.args = true
+	return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: t.index, Arguments: args}}}, true, nil
+}
+
+// itemDone closes output item it: a reasoning item's block takes the item's final form (its
+// encrypted content, which only the done event carries whole, and its summary), a function
+// call's arguments come if none did.
+func (s *respStream) itemDone(at int, it *respOutItem) (providers.Delta, bool, *providers.Error) {
+	switch it.Type {
+	case "function_call":
+		return s.argumentsDone(at, it.Arguments)
+	case "reasoning":
+		b := s.p.thinkingBlock(it)
+		if i, found := s.thinkAt[at]; found {
+			if b.Text == "" {
+				b.Text = s.thinking[i].Text // the deltas', when the done item repeats no summary
+			}
+			s.thinking[i] = b
+		} else {
+			s.thinking = append(s.thinking, b)
+		}
+	}
+	return providers.Delta{}, false, nil
+}
+
+// finish ends the stream at its terminal event kind, whose data carries the response: the
+// Done delta of an answer, or the error of one that failed, was filtered or refused. A
+// response that states no status has the one its event names.
+func (s *respStream) finish(kind string, raw json.RawMessage) (providers.Delta, bool, *providers.Error) {
+	var r respResponse
+	if len(raw) == 0 || json.Unmarshal(raw, &r) != nil {
+		return providers.Delta{}, false, s.p.errs.Malformed(s.events, errors.New("the terminal event carries no response object"))
+	}
+	if r.Status == "" {
+		r.Status = strings.TrimPrefix(kind, "response.")
+	}
+	s.done = true
+	u := r.Usage.neutral()
+	finish, e := s.p.responseEnd(&r, s.refusal.String(), s.refused, len(s.tools) > 0)
+	if e != nil {
+		if r.Usage != nil {
+			e.Usage = &u
+		}
+		return providers.Delta{}, false, e
+	}
+	d := providers.Delta{Done: true, FinishReason: finish, Usage: u, Thinking: s.thinking}
+	if s.store && r.ID != "" {
+		d.Stored = &providers.StoredResponse{ID: s.p.errs.Field(r.ID), Origin: s.p.scope}
+	}
+	// Nothing but the body's end can follow: release the connection now, so a server that
+	// holds it open costs no wait.
+	_ = s.Close()
+	return d, true, nil
+}
+
+// readError turns the error that ended reading the body before the terminal event into the
+// stream's error.
+func (s *respStream) readError(err error) *providers.Error {
+	switch {
+	case s.closed.Load():
+		return &providers.Error{Kind: providers.KindCanceled, Message: "the stream was closed", Err: err}
+	case s.ctx.Err() == nil && errors.Is(err, io.EOF):
+		return &providers.Error{Kind: providers.KindStreamTruncated,
+			Message: "the stream ended before its terminal event (response.completed)", Err: io.ErrUnexpectedEOF}
+	}
+	return s.p.errs.Failure(s.ctx, "reading the stream", err)
+}
+
+// fail records e, completed with what the stream knows, as the terminal error. The connection
+// stays open until the caller's Close, so that the caller can first report the failure to the
+// resilience pipeline (see providers.Stream).
+func (s *respStream) fail(e *providers.Error) error {
+	e.StatusCode = http.StatusOK
+	if e.RequestID == "" {
+		e.RequestID = s.reqID
+	}
+	e.Partial = s.partial.String()
+	s.err = s.p.errs.Finish(e)
+	return s.err
+}
+
+// Close releases the connection. It is safe to call more than once and from any goroutine;
+// every call returns the result of the first.
+func (s *respStream) Close() error {
+	s.closeOnce.Do(func() {
+		s.closed.Store(true)
+		s.closeErr = s.body.Close()
+	})
+	return s.closeErr
+}
+
+var _ providers.TextKeeper = (*respStream)(nil)
+
+// Text returns the text delivered so far (providers.TextKeeper).
+func (s *respStream) Text() string { return s.partial.String() }
+
+// isObject reports whether data is a JSON object, as every event's data must be: json.Unmarshal
+// takes null into a struct without a word.
+func isObject(data []byte) bool {
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\r', '\n':
+			continue
+		}
+		return c == '{'
+	}
+	return false
+}
