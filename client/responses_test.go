@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/mocks"
@@ -146,6 +147,38 @@ func TestResponses_PerCallOptions(t *testing.T) {
 		_, err := c.Chat(context.Background(), hello(), client.WithExtraFields("openai", map[string]any{field: true}))
 		if e := asProviderError(t, err); e.Kind != providers.KindBadRequest || !strings.Contains(e.Message, field) {
 			t.Errorf("%s: %v", field, err)
+		}
+	}
+}
+
+// A background call goes only to a route that stores answers (Anthropic, first in the chain,
+// is skipped), comes back pending with its stored answer, and is never hedged: a hedge would
+// start the work twice.
+func TestResponses_BackgroundCallIsNeverHedged(t *testing.T) {
+	s := mocks.NewServer(mocks.WithRouteScript(mocks.RouteResponses, mocks.Step{Delay: 20 * time.Millisecond}), mocks.WithReply("ok"))
+	defer s.Close()
+	c := newClient(t, anthropicProvider("claude", s, policy()), responsesProvider("openai", "", s, policy()),
+		responsesProvider("other", "org-other", s, policy()), client.WithFallback("claude", "openai", "other"))
+	req := hello()
+	req.Background = true
+	resp, err := c.Chat(context.Background(), req, client.WithHedge(time.Millisecond, 1))
+	if err != nil || resp.Provider != "openai" || !resp.Status.Pending() || resp.Stored == nil || resp.Hedges != 0 {
+		t.Fatalf("%v %+v", err, resp)
+	}
+	if n := s.Journal().Len(); n != 1 {
+		t.Fatalf("%d requests: the background call was hedged or sent to Anthropic", n)
+	}
+	bg := c.Provider("openai").(providers.BackgroundResponder)
+	for {
+		got, err := bg.Retrieve(context.Background(), *resp.Stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !got.Status.Pending() {
+			if got.Message.Content != "ok" {
+				t.Fatalf("%+v", got)
+			}
+			break
 		}
 	}
 }

@@ -108,6 +108,15 @@ func (w *walk) hedging(o *callOptions, stream bool) *walk {
 	return w
 }
 
+// starting makes w, when background is set, the walk of a call that starts work its provider
+// keeps (ChatRequest.Background): never hedged, since a hedge would start that work twice.
+func (w *walk) starting(background bool) *walk {
+	if background {
+		w.hedgeable = false
+	}
+	return w
+}
+
 // walkChain asks the routes of w's chain in order until one answers or a failure must not go
 // on: the providers of the chain, each for its own model, and within a provider of several
 // deployments the deployments in the order its strategy routes them. A failure that falls back

@@ -253,7 +253,7 @@ func (c *call) checkRequest() string {
 	switch {
 	case c.api == anthropic && c.r.Header.Get("Anthropic-Version") == "":
 		return "anthropic-version: header is required"
-	case c.api == azure && c.endpoint != responsesEndpoint && c.r.URL.Query().Get("api-version") == "":
+	case c.api == azure && c.endpoint != responsesEndpoint && c.endpoint != storedEndpoint && c.r.URL.Query().Get("api-version") == "":
 		return "Missing required query parameter: api-version"
 	}
 	return ""

@@ -15,10 +15,11 @@ import (
 
 // respCall is what a Responses request asks for beyond what every chat asks for.
 type respCall struct {
-	summary   bool   // reasoning.summary: the reasoning item carries its summary text
-	encrypted bool   // include reasoning.encrypted_content
-	store     bool   // store (default true): the answer can be continued from
-	previous  string // previous_response_id
+	summary    bool   // reasoning.summary: the reasoning item carries its summary text
+	encrypted  bool   // include reasoning.encrypted_content
+	store      bool   // store (default true): the answer can be continued from
+	previous   string // previous_response_id
+	background bool   // background: answered queued, read back by GET (background.go)
 }
 
 // respInput is an input item, reduced to what the fake reads.
@@ -69,8 +70,11 @@ func (c *call) parseResponses(body []byte) error {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return fmt.Errorf("We could not parse the JSON body of your request: %v", err)
 	}
-	if req.Background {
-		return invalidParam("background", "This fake server does not run responses in the background.")
+	switch {
+	case req.Background && req.Store != nil && !*req.Store:
+		return invalidParam("background", "Background mode requires store to be true.")
+	case req.Background && req.Stream:
+		return invalidParam("background", "This fake server does not stream responses run in the background.")
 	}
 	var f features
 	if tf := req.Text; tf != nil && tf.Format != nil && tf.Format.Type == "json_schema" {
@@ -104,7 +108,7 @@ func (c *call) parseResponses(body []byte) error {
 		}
 	}
 	rc := respCall{store: req.Store == nil || *req.Store, encrypted: slices.Contains(req.Include, "reasoning.encrypted_content"),
-		previous: req.PreviousResponseID}
+		previous: req.PreviousResponseID, background: req.Background}
 	if r := req.Reasoning; r != nil {
 		f.thinking, rc.summary = r.Effort != "", r.Summary != ""
 	}

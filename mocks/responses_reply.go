@@ -92,6 +92,15 @@ func (c *call) openAIResponse(st Step) {
 		}
 		return r
 	}
+	if rc.background {
+		final := response(status, output, usage)
+		final["background"] = true
+		queued := response("queued", []obj{}, nil)
+		queued["background"] = true
+		c.s.background.add(respID, final)
+		c.sendJSON(st, queued)
+		return
+	}
 	if !c.stream {
 		c.sendJSON(st, response(status, output, usage))
 		return

@@ -92,7 +92,7 @@ func TestResponses_RefusesWhatTheAPIRefuses(t *testing.T) {
 		{`{"model":"m","previous_response_id":"resp_nope","input":"hi"}`, "previous_response_id", 400},
 		{item(`{"type":"reasoning","id":"rs_1","summary":[],"encrypted_content":"someone else's"}`), "input[0].encrypted_content", 400},
 		{`{"model":"m","store":false,"input":[{"type":"reasoning","id":"rs_1","summary":[]}]}`, "input[0]", 404},
-		{`{"model":"m","background":true,"input":"hi"}`, "background", 400},
+		{`{"model":"m","background":true,"store":false,"input":"hi"}`, "background", 400},
 	} {
 		res, b := mustDo(t, s, http.MethodPost, "/v1/responses", openAIHeaders(), tc.body)
 		v := decode(t, b)

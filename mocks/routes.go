@@ -16,6 +16,7 @@ const (
 	modelsEndpoint
 	messagesEndpoint
 	responsesEndpoint
+	storedEndpoint // GET /v1/responses/{id}, POST /v1/responses/{id}/cancel (background.go)
 )
 
 // api is the wire dialect of a request.
@@ -71,6 +72,8 @@ type routed struct {
 	endpoint   endpoint
 	method     string
 	deployment string
+	stored     string // storedEndpoint: the response ID
+	cancel     bool   // storedEndpoint: POST …/cancel
 }
 
 // route maps a request path to its dialect and endpoint. /v1/models answers in the Anthropic
@@ -93,6 +96,22 @@ func route(r *http.Request) (routed, bool) {
 		return routed{api: openAI, endpoint: responsesEndpoint, method: http.MethodPost}, true
 	case "/openai/v1/responses":
 		return routed{api: azure, endpoint: responsesEndpoint, method: http.MethodPost}, true
+	}
+	for _, base := range []struct {
+		prefix string
+		api    api
+	}{{"/v1/responses/", openAI}, {"/openai/v1/responses/", azure}} {
+		if rest, ok := strings.CutPrefix(p, base.prefix); ok {
+			id, cancel := strings.CutSuffix(rest, "/cancel")
+			if id == "" || strings.Contains(id, "/") {
+				return routed{api: base.api}, false
+			}
+			method := http.MethodGet
+			if cancel {
+				method = http.MethodPost
+			}
+			return routed{api: base.api, endpoint: storedEndpoint, method: method, stored: id, cancel: cancel}, true
+		}
 	}
 	rest, ok := strings.CutPrefix(p, "/openai/deployments/")
 	if !ok {

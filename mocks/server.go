@@ -37,7 +37,8 @@ type Server struct {
 	windows map[string]int // context windows by model (see WithContextWindows); read-only
 	prefill ModelSet       // the models that reject a prefill (see WithRejectPrefill)
 
-	responses storedResponses // the Responses answers stored, for previous_response_id
+	responses  storedResponses     // the Responses answers stored, for previous_response_id
+	background backgroundResponses // the Responses answers run in background mode
 
 	after     func(time.Duration, func()) func() bool // the server's timers (see WithAfterFunc)
 	latency   atomic.Pointer[latencyTable]            // the latency profiles in force
@@ -350,6 +351,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if msg := c.checkRequest(); msg != "" {
 		reject(http.StatusBadRequest, "", msg, "header")
+		return
+	}
+	if rt.endpoint == storedEndpoint {
+		s.journal.setStep(entry, "", c.serveStored(rt))
 		return
 	}
 	now := s.now()

@@ -22,7 +22,8 @@ const (
 	CapJSONSchema                          // ChatRequest.Schema: structured output
 	CapReasoning                           // ChatRequest.Reasoning
 	// CapStoredResponses is continuing from an answer the provider stored
-	// (ChatRequest.Previous: OpenAI Responses' previous_response_id).
+	// (ChatRequest.Previous: OpenAI Responses' previous_response_id), and answering in
+	// background mode (ChatRequest.Background), which stores the answer.
 	CapStoredResponses
 )
 
@@ -123,7 +124,7 @@ func (r *ChatRequest) Needs(stream bool) Capabilities {
 	if r.Reasoning != nil {
 		need |= CapReasoning
 	}
-	if r.Previous != nil {
+	if r.Previous != nil || r.Background {
 		need |= CapStoredResponses
 	}
 	return need

@@ -196,6 +196,13 @@ type ChatRequest struct {
 	// Include names extra data the answer should carry (OpenAI Responses' include, e.g.
 	// IncludeReasoningEncrypted). Wires without it ignore it.
 	Include []string
+	// Background asks the provider to work on the answer without holding the connection
+	// (OpenAI Responses' background; see background.go): Chat returns at once with the answer
+	// pending (ChatResponse.Status) and stored (ChatResponse.Stored), for
+	// BackgroundResponder.Retrieve or Cancel. It needs a stored answer: with Store false, on a
+	// stream, or on a provider that stores no answers, the request is refused (KindBadRequest,
+	// before sending), and the client sends it only to routes that store answers.
+	Background bool
 }
 
 // FinishReason says why the model stopped.
@@ -280,6 +287,10 @@ type ChatResponse struct {
 	// names it for the next turn's ChatRequest.Previous; nil otherwise — another wire served
 	// the call, or nothing was stored: send the whole conversation then.
 	Stored *StoredResponse
+	// Status is where the answer stands on wires that state it (OpenAI Responses); "" on
+	// others. Status.Pending() is true only for a background answer not finished yet
+	// (ChatRequest.Background, BackgroundResponder.Retrieve): its Message is not the answer.
+	Status ResponseStatus
 }
 
 // DecodeJSON decodes the structured answer into v: an error when the answer is no JSON.

@@ -174,8 +174,8 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // buildRequest turns a neutral request into a Messages API body. It refuses, with a
 // bad_request *providers.Error and before anything is sent, what the API would refuse anyway
 // or what cannot be expressed: no model, no messages, an empty turn, tool arguments that are
-// not JSON, an unknown response format, a stored answer to continue from (Previous). Store
-// and Include are OpenAI's and ignored.
+// not JSON, an unknown response format, a stored answer to continue from (Previous), background
+// mode (Background). Store and Include are OpenAI's and ignored.
 func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte, error) {
 	if err := req.Validate(); err != nil {
 		return nil, p.errs.Finish(err.(*providers.Error))
@@ -187,6 +187,9 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 		// The conversation lives with the provider that stored it: answering without it would
 		// be answering another question (see providers/state.go).
 		return nil, p.badRequest("Previous: the Messages API keeps no stored answers to continue from; send the whole conversation")
+	}
+	if req.Background {
+		return nil, p.badRequest("Background: the Messages API has no background mode; send the request without it")
 	}
 	w := wireRequest{
 		Model:         req.Model,

@@ -42,6 +42,10 @@ func (p *Provider) chatRequest(req *providers.ChatRequest, msgs []goopenai.ChatC
 		return goopenai.ChatCompletionRequest{}, p.badRequest("Previous: the chat completions API keeps no stored answers to continue from; " +
 			"send the whole conversation, or use the Responses API (Config.API)")
 	}
+	if req.Background {
+		return goopenai.ChatCompletionRequest{}, p.badRequest("Background: the chat completions API has no background mode; " +
+			"use the Responses API (Config.API)")
+	}
 	if len(req.Messages) == 0 {
 		return goopenai.ChatCompletionRequest{}, p.badRequest("the request has no messages")
 	}

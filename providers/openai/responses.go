@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -31,6 +32,8 @@ import (
 //     as 16), Temperature and TopP as they are, Previous previous_response_id, Store store
 //     and Include include — plus reasoning.encrypted_content when Store is false, without
 //     which the reasoning of a conversation that stores nothing cannot be sent back.
+//     Background is background (see responses_background.go), refused with Store false or on
+//     a stream.
 //   - Stop sequences have no Responses form: a request with Stop is refused (bad_request).
 //
 // The answer maps back: output_text to Message.Content, function_call items to ToolCalls
@@ -84,6 +87,14 @@ func (p *Provider) responsesChat(ctx context.Context, req *providers.ChatRequest
 	if err != nil {
 		return nil, err
 	}
+	return p.readResponse(ctx, resp, req, req.Background)
+}
+
+// readResponse reads the response object of a 2xx resp, and closes its body: the answer, or
+// the error the response stands for. pending says whether a response that is not finished
+// (queued, in progress, cancelled) is read as such (background mode) rather than as an error.
+// req is the request it answers; nil for a stored answer read back (Retrieve, Cancel).
+func (p *Provider) readResponse(ctx context.Context, resp *http.Response, req *providers.ChatRequest, pending bool) (*providers.ChatResponse, error) {
 	defer resp.Body.Close()
 	data, err := wire.ReadAll(resp.Body, p.limits.MaxResponseBytes, "MaxResponseBytes")
 	if err != nil {
@@ -98,7 +109,15 @@ func (p *Provider) responsesChat(ctx context.Context, req *providers.ChatRequest
 	}
 	msg, reasoning, refusal, refused := p.fromOutput(r.Output)
 	u := r.Usage.neutral()
-	finish, e := p.responseEnd(&r, refusal, refused, len(msg.ToolCalls) > 0)
+	var finish providers.FinishReason
+	status := providers.ResponseStatus(p.errs.Field(r.Status))
+	var e *providers.Error
+	switch {
+	case pending && (status.Pending() || status == providers.StatusCancelled):
+		// Not the answer (yet): no finish reason, whatever content came so far.
+	default:
+		finish, e = p.responseEnd(&r, refusal, refused, len(msg.ToolCalls) > 0)
+	}
 	if e != nil {
 		e.StatusCode, e.RequestID, e.Partial = resp.StatusCode, p.errs.Field(wire.RequestID(resp.Header)), msg.Content
 		if r.Usage != nil {
@@ -106,7 +125,7 @@ func (p *Provider) responsesChat(ctx context.Context, req *providers.ChatRequest
 		}
 		return nil, p.errs.Finish(e)
 	}
-	return &providers.ChatResponse{
+	out := &providers.ChatResponse{
 		Provider:     p.name,
 		Model:        p.errs.Field(r.Model),
 		ID:           p.errs.Field(r.ID),
@@ -116,9 +135,15 @@ func (p *Provider) responsesChat(ctx context.Context, req *providers.ChatRequest
 		RequestID:    p.errs.Field(wire.RequestID(resp.Header)),
 		RateLimit:    providers.ParseRateLimit(resp.Header, time.Now()),
 		Reasoning:    reasoning,
-		JSON:         wire.Structured(req, msg.Content),
-		Stored:       p.stored(req, r.ID),
-	}, nil
+		Status:       status,
+	}
+	if req != nil {
+		out.JSON = wire.Structured(req, msg.Content)
+		out.Stored = p.stored(req, r.ID)
+	} else if r.ID != "" {
+		out.Stored = &providers.StoredResponse{ID: p.errs.Field(r.ID), Origin: p.scope}
+	}
+	return out, nil
 }
 
 // stored names the answer id for the next turn when the request let the provider store it.
@@ -158,7 +183,7 @@ func (p *Provider) responseEnd(r *respResponse, refusal string, refused, calls b
 			}
 		}
 	case "completed", "":
-	default: // queued, in_progress, cancelled: no answer to read (background mode is not spoken)
+	default: // queued, in_progress, cancelled: no answer to read (outside background mode)
 		return "", &providers.Error{Kind: providers.KindUnavailable, Message: fmt.Sprintf("the response is %q, not complete", p.errs.Field(r.Status))}
 	}
 	if refused {

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 
@@ -35,8 +36,17 @@ func (p *Provider) responsesRequest(req *providers.ChatRequest, stream bool) ([]
 	if len(req.Stop) > 0 {
 		return nil, p.badRequest("Stop: the Responses API has no stop sequences; use the chat completions API (Config.API) for them")
 	}
+	if req.Background {
+		switch {
+		case stream:
+			return nil, p.badRequest("Background: a background answer is not streamed by this version; send it with Chat and Retrieve it")
+		case req.Store != nil && !*req.Store:
+			return nil, p.badRequest("Background with Store false: a background answer is stored until it is retrieved; leave Store unset or true")
+		}
+	}
 	w := respRequest{Model: model, Temperature: req.Temperature, TopP: req.TopP, Store: req.Store, Stream: stream,
-		Input: make([]respItem, 0, len(req.Messages))}
+		Background: req.Background,
+		Input:      make([]respItem, 0, len(req.Messages))}
 	if pr := req.Previous; pr != nil {
 		if pr.Origin != "" && pr.Origin != p.scope {
 			return nil, p.badRequest("Previous: the answer " + p.errs.Field(pr.ID) + " was stored by another provider (Origin differs): " +
@@ -171,8 +181,18 @@ func contains(list []string, s string) bool {
 // Limits.MaxErrorBodyBytes) and closed here. The body is a *bytes.Reader, so the pipeline can
 // replay the request on retry.
 func (p *Provider) responsesSend(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
+	return p.responsesDo(ctx, http.MethodPost, p.responses.url, body, stream)
+}
+
+// responsesDo is one exchange with the Responses API: method on url, with body (nil: none),
+// under the contract of responsesSend.
+func (p *Provider) responsesDo(ctx context.Context, method, url string, body []byte, stream bool) (*http.Response, error) {
 	w := &p.responses
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(body))
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	r, err := http.NewRequestWithContext(ctx, method, url, rd)
 	if err != nil {
 		return nil, p.errs.Finish(&providers.Error{Kind: providers.KindBadRequest, Message: "building the request: " + err.Error(), Err: err})
 	}
@@ -185,7 +205,9 @@ func (p *Provider) responsesSend(ctx context.Context, body []byte, stream bool) 
 	if w.org != "" {
 		r.Header.Set("Openai-Organization", w.org)
 	}
-	r.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		r.Header.Set("Content-Type", "application/json")
+	}
 	if stream {
 		r.Header.Set("Accept", "text/event-stream")
 	} else {

@@ -7,8 +7,8 @@ import (
 )
 
 // The Responses API's wire format, as far as this package speaks it: the request body, the
-// response object and the stream events. Hosted tools, files, conversations, background mode
-// and compaction are left out; output items of other types are skipped when read.
+// response object and the stream events. Hosted tools, files, conversations and compaction are
+// left out; output items of other types are skipped when read.
 
 // respRequest is the body of POST /responses.
 type respRequest struct {
@@ -26,6 +26,7 @@ type respRequest struct {
 	Include            []string        `json:"include,omitempty"`
 	PreviousResponseID string          `json:"previous_response_id,omitempty"`
 	Stream             bool            `json:"stream,omitempty"`
+	Background         bool            `json:"background,omitempty"`
 }
 
 // respItem is an input item. Type says which fields apply: "message" Role and Content;

@@ -1,0 +1,90 @@
+package mocks
+
+import (
+	"fmt"
+	"maps"
+	"net/http"
+	"sync"
+)
+
+// Background mode on the Responses API (background: true): the answer comes back queued and is
+// read back by GET /v1/responses/{id}, or cancelled by POST /v1/responses/{id}/cancel (Azure:
+// under /openai/v1/responses/). The fake's work takes no time but is observed in steps, so a
+// test sees every status without a clock: the first read of a response finds it in_progress,
+// every later read completed (or incomplete, as the answer is). A cancel before it completed
+// leaves it cancelled, with no output, for good; a cancel after returns it as it is. An ID the
+// server does not hold is a 404.
+
+// backgroundResponses holds the answers run in background mode; past storedCapacity the oldest
+// is forgotten, so a long run holds bounded memory.
+type backgroundResponses struct {
+	mu    sync.Mutex
+	runs  map[string]*backgroundRun
+	order []string
+	next  int
+}
+
+// backgroundRun is one background answer: its final response object and how far it went.
+type backgroundRun struct {
+	final     obj
+	reads     int  // GETs served
+	cancelled bool // cancelled before it completed
+}
+
+func (b *backgroundResponses) add(id string, final obj) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.runs == nil {
+		b.runs = map[string]*backgroundRun{}
+	}
+	if _, ok := b.runs[id]; ok {
+		return
+	}
+	if len(b.order) == storedCapacity {
+		delete(b.runs, b.order[b.next])
+		b.order[b.next] = id
+		b.next = (b.next + 1) % storedCapacity
+	} else {
+		b.order = append(b.order, id)
+	}
+	b.runs[id] = &backgroundRun{final: final}
+}
+
+// step reads (or cancels) the run id and returns the response object it stands at, or false
+// when the server holds no such run.
+func (b *backgroundResponses) step(id string, cancel bool) (obj, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.runs[id]
+	if !ok {
+		return nil, false
+	}
+	done := r.reads >= 2
+	switch {
+	case cancel && !done:
+		r.cancelled = true
+	case !cancel:
+		r.reads++
+	}
+	v := maps.Clone(r.final)
+	switch {
+	case r.cancelled:
+		v["status"], v["output"], v["usage"], v["incomplete_details"] = "cancelled", []obj{}, nil, nil
+	case r.reads < 2:
+		v["status"], v["output"], v["usage"], v["incomplete_details"] = "in_progress", []obj{}, nil, nil
+	}
+	return v, true
+}
+
+// serveStored answers a read or a cancel of a background response; it returns the journal's
+// note.
+func (c *call) serveStored(rt routed) string {
+	c.headers(Step{})
+	v, ok := c.s.background.step(rt.stored, rt.cancel)
+	if !ok {
+		c.writeErrorParam(Step{Status: http.StatusNotFound, Message: fmt.Sprintf("No response found with id '%s'.", rt.stored)}, "response_id")
+		return "404 response_id"
+	}
+	c.writeJSON(http.StatusOK, v)
+	return fmt.Sprintf("200 %v", v["status"])
+}
