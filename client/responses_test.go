@@ -182,3 +182,28 @@ func TestResponses_BackgroundCallIsNeverHedged(t *testing.T) {
 		}
 	}
 }
+
+// A cut background stream reads the rest of its answer on the route that keeps it, before any
+// rescue: the caller gets the whole answer from that route, and no other route is asked.
+func TestResponses_CutBackgroundStreamResumesBeforeAnyRescue(t *testing.T) {
+	answer := "one two three four five six seven eight"
+	s := mocks.NewServer(mocks.WithRouteScript(mocks.RouteResponses, mocks.Step{Text: answer, Cut: mocks.CutAbort, CutAfter: 6}))
+	defer s.Close()
+	c := newClient(t, responsesProvider("openai", "", s, policy()), responsesProvider("other", "org-other", s, policy()),
+		client.WithFallback("openai", "other"))
+	req := hello()
+	req.Background = true
+	st, err := c.ChatStream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := readAll(st)
+	st.Close()
+	if r.err != nil || r.all != answer || !r.last.Done || st.Provider() != "openai" {
+		t.Fatalf("%+v", r)
+	}
+	reqs := s.Journal().Requests()
+	if len(reqs) != 2 || reqs[1].Method != http.MethodGet || reqs[1].Header.Get("OpenAI-Organization") != "" {
+		t.Fatalf("%d requests: want the stream and its resume on the same route", len(reqs))
+	}
+}

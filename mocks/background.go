@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"strconv"
 	"sync"
 )
 
@@ -13,7 +14,9 @@ import (
 // test sees every status without a clock: the first read of a response finds it in_progress,
 // every later read completed (or incomplete, as the answer is). A cancel before it completed
 // leaves it cancelled, with no output, for good; a cancel after returns it as it is. An ID the
-// server does not hold is a 404.
+// server does not hold is a 404. A background stream is generated whole when it starts, then
+// written (with the step's faults, e.g. Cut at CutAfter), and GET …?stream=true&starting_after=N
+// serves its events after sequence number N, so a cut stream can be resumed.
 
 // backgroundResponses holds the answers run in background mode; past storedCapacity the oldest
 // is forgotten, so a long run holds bounded memory.
@@ -24,14 +27,19 @@ type backgroundResponses struct {
 	next  int
 }
 
-// backgroundRun is one background answer: its final response object and how far it went.
+// backgroundRun is one background answer: its final response object, its stream's events when
+// it was streamed, and how far it went.
 type backgroundRun struct {
 	final     obj
+	events    []recEvent
 	reads     int  // GETs served
 	cancelled bool // cancelled before it completed
 }
 
-func (b *backgroundResponses) add(id string, final obj) {
+func (b *backgroundResponses) add(id string, final obj) { b.addStream(id, final, nil) }
+
+// addStream holds the background answer id, with the events of its stream (nil: not streamed).
+func (b *backgroundResponses) addStream(id string, final obj, events []recEvent) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.runs == nil {
@@ -47,7 +55,7 @@ func (b *backgroundResponses) add(id string, final obj) {
 	} else {
 		b.order = append(b.order, id)
 	}
-	b.runs[id] = &backgroundRun{final: final}
+	b.runs[id] = &backgroundRun{final: final, events: events}
 }
 
 // step reads (or cancels) the run id and returns the response object it stands at, or false
@@ -76,10 +84,41 @@ func (b *backgroundResponses) step(id string, cancel bool) (obj, bool) {
 	return v, true
 }
 
+// events returns the stream of the background answer id, false when the server holds no such
+// run or it was not streamed.
+func (b *backgroundResponses) stream(id string) ([]recEvent, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	r, ok := b.runs[id]
+	if !ok || r.events == nil {
+		return nil, false
+	}
+	return r.events, true
+}
+
 // serveStored answers a read or a cancel of a background response; it returns the journal's
-// note.
+// note. A read with stream=true serves the events of a streamed one after starting_after (all
+// of them without it), with no fault: a resumed stream runs to its end.
 func (c *call) serveStored(rt routed) string {
 	c.headers(Step{})
+	if q := c.r.URL.Query(); !rt.cancel && q.Get("stream") == "true" {
+		after := -1
+		if v := q.Get("starting_after"); v != "" {
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 0 {
+				c.writeErrorParam(Step{Status: http.StatusBadRequest, Message: "Invalid 'starting_after': expected a non-negative integer."}, "starting_after")
+				return "400 starting_after"
+			}
+			after = n
+		}
+		events, ok := c.s.background.stream(rt.stored)
+		if !ok {
+			c.writeErrorParam(Step{Status: http.StatusNotFound, Message: fmt.Sprintf("No streamed response found with id '%s'.", rt.stored)}, "response_id")
+			return "404 response_id"
+		}
+		replay(c.startStream(Step{}), events, after)
+		return fmt.Sprintf("200 stream after %d", after)
+	}
 	v, ok := c.s.background.step(rt.stored, rt.cancel)
 	if !ok {
 		c.writeErrorParam(Step{Status: http.StatusNotFound, Message: fmt.Sprintf("No response found with id '%s'.", rt.stored)}, "response_id")

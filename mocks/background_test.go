@@ -1,8 +1,11 @@
 package mocks_test
 
 import (
+	"context"
 	"net/http"
 	"testing"
+
+	"github.com/steadyllm/steady/mocks"
 )
 
 // A background response is answered queued, then read back in progress, then completed; the
@@ -44,5 +47,33 @@ func TestBackground_CancelAndUnknown(t *testing.T) {
 	res, b := mustDo(t, s, http.MethodGet, "/v1/responses/resp_nope", openAIHeaders(), "")
 	if res.StatusCode != http.StatusNotFound || path(decode(t, b), "error", "param") != "response_id" {
 		t.Fatalf("unknown: %d %s", res.StatusCode, b)
+	}
+}
+
+// A background stream cut by its step is kept whole: a read with starting_after serves every
+// event after that one, numbered on from it.
+func TestBackground_StreamResumesAfterAnEvent(t *testing.T) {
+	s := newServer(t, mocks.WithScript(mocks.Step{Text: "one two three four five", Cut: mocks.CutClean, CutAfter: 3}))
+	_, evs, _ := stream(t, s, "/v1/responses", openAIHeaders(), `{"model":"m","background":true,"stream":true,"input":"count"}`)
+	if len(evs) != 3 {
+		t.Fatalf("%d events before the cut", len(evs))
+	}
+	id := path(decode(t, []byte(evs[0].data)), "response", "id").(string)
+	res, err := do(t, context.Background(), s, http.MethodGet, "/v1/responses/"+id+"?stream=true&starting_after=2", openAIHeaders(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	rest, err := readEvents(res.Body)
+	if err != nil || len(rest) == 0 {
+		t.Fatalf("%v %d", err, len(rest))
+	}
+	for i, e := range rest {
+		if seq := path(decode(t, []byte(e.data)), "sequence_number"); seq != float64(3+i) {
+			t.Fatalf("event %d: sequence_number %v", i, seq)
+		}
+	}
+	if last := decode(t, []byte(rest[len(rest)-1].data)); path(last, "type") != "response.completed" {
+		t.Fatalf("last %v", last)
 	}
 }

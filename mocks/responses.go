@@ -73,8 +73,6 @@ func (c *call) parseResponses(body []byte) error {
 	switch {
 	case req.Background && req.Store != nil && !*req.Store:
 		return invalidParam("background", "Background mode requires store to be true.")
-	case req.Background && req.Stream:
-		return invalidParam("background", "This fake server does not stream responses run in the background.")
 	}
 	var f features
 	if tf := req.Text; tf != nil && tf.Format != nil && tf.Format.Type == "json_schema" {

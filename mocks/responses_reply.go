@@ -92,7 +92,7 @@ func (c *call) openAIResponse(st Step) {
 		}
 		return r
 	}
-	if rc.background {
+	if rc.background && !c.stream {
 		final := response(status, output, usage)
 		final["background"] = true
 		queued := response("queued", []obj{}, nil)
@@ -105,27 +105,42 @@ func (c *call) openAIResponse(st Step) {
 		c.sendJSON(st, response(status, output, usage))
 		return
 	}
-	e := &respEvents{sw: c.startStream(st)}
-	if !e.open("response.created", obj{"response": response("in_progress", []obj{}, nil)}) ||
-		!e.open("response.in_progress", obj{"response": response("in_progress", []obj{}, nil)}) {
-		return
+	e := &respEvents{}
+	if rc.background {
+		// Generated whole first and stored, so that a read with starting_after can serve the
+		// rest of the stream however this one ends.
+		e.rec = &[]recEvent{}
+	} else {
+		e.sw = c.startStream(st)
 	}
-	at := 0
-	if reasoning != nil {
-		if !e.reasoningItem(reasoning, rc.summary, think) {
-			return
+	stream := func() bool {
+		if !e.open("response.created", obj{"response": response("in_progress", []obj{}, nil)}) ||
+			!e.open("response.in_progress", obj{"response": response("in_progress", []obj{}, nil)}) {
+			return false
 		}
-		at = 1
-		e.opened = true // what follows the reasoning's deltas is no preamble
+		at := 0
+		if reasoning != nil {
+			if !e.reasoningItem(reasoning, rc.summary, think) {
+				return false
+			}
+			at = 1
+			e.opened = true // what follows the reasoning's deltas is no preamble
+		}
+		if tc != nil {
+			return e.functionCall(at, answer, toolArgs(tc))
+		}
+		return e.message(at, answer, pieces, text, st.Refuse)
 	}
-	if tc != nil {
-		if !e.functionCall(at, answer, toolArgs(tc)) {
-			return
-		}
-	} else if !e.message(at, answer, pieces, text, st.Refuse) {
+	if !stream() {
 		return
 	}
 	e.send("response."+status, obj{"response": response(status, output, usage)})
+	if e.rec != nil {
+		final := response(status, output, usage)
+		final["background"] = true
+		c.s.background.addStream(respID, final, *e.rec)
+		replay(c.startStream(st), *e.rec, -1)
+	}
 }
 
 // respEvents writes the events of a Responses stream, each with its type and sequence number,
@@ -133,22 +148,50 @@ func (c *call) openAIResponse(st Step) {
 // content, the rest other events.
 type respEvents struct {
 	sw     *sseWriter
-	opened bool // content came: later item openings are no preamble
+	rec    *[]recEvent // instead of sw: the events are recorded (background mode), never cut
+	opened bool        // content came: later item openings are no preamble
+}
+
+// recEvent is a recorded event of a background stream: where it stands, its name and data.
+type recEvent struct {
+	kind eventKind
+	name string
+	data obj
 }
 
 func (e *respEvents) event(kind eventKind, name string, data obj) bool {
+	if kind == preambleEvent && e.opened {
+		kind = otherEvent
+	}
 	data["type"] = name
+	if e.rec != nil {
+		data["sequence_number"] = len(*e.rec)
+		*e.rec = append(*e.rec, recEvent{kind, name, data})
+		return true
+	}
 	data["sequence_number"] = e.sw.sent
+	return write(e.sw, kind, name, data)
+}
+
+// write writes one event of kind through sw; false when the stream must end here.
+func write(sw *sseWriter, kind eventKind, name string, data obj) bool {
 	switch kind {
 	case preambleEvent:
-		if e.opened {
-			return e.sw.send(name, data)
-		}
-		return e.sw.open(name, data)
+		return sw.open(name, data)
 	case contentEvent:
-		return e.sw.delta(name, data)
+		return sw.delta(name, data)
 	}
-	return e.sw.send(name, data)
+	return sw.send(name, data)
+}
+
+// replay writes the recorded events after sequence number after through sw, until one must
+// end the stream (the step's faults apply as to any stream).
+func replay(sw *sseWriter, events []recEvent, after int) {
+	for i := after + 1; i < len(events); i++ {
+		if !write(sw, events[i].kind, events[i].name, events[i].data) {
+			return
+		}
+	}
 }
 
 func (e *respEvents) open(name string, data obj) bool  { return e.event(preambleEvent, name, data) }

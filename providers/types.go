@@ -199,9 +199,11 @@ type ChatRequest struct {
 	// Background asks the provider to work on the answer without holding the connection
 	// (OpenAI Responses' background; see background.go): Chat returns at once with the answer
 	// pending (ChatResponse.Status) and stored (ChatResponse.Stored), for
-	// BackgroundResponder.Retrieve or Cancel. It needs a stored answer: with Store false, on a
-	// stream, or on a provider that stores no answers, the request is refused (KindBadRequest,
-	// before sending), and the client sends it only to routes that store answers.
+	// BackgroundResponder.Retrieve or Cancel. ChatStream streams it as any answer, and a cut
+	// stream reads the rest of the same answer instead of failing (OpenAI: starting_after).
+	// It needs a stored answer: with Store false, or on a provider that stores no answers, the
+	// request is refused (KindBadRequest, before sending), and the client sends it only to
+	// routes that store answers and never hedges it.
 	Background bool
 }
 

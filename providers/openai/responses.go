@@ -32,8 +32,8 @@ import (
 //     as 16), Temperature and TopP as they are, Previous previous_response_id, Store store
 //     and Include include — plus reasoning.encrypted_content when Store is false, without
 //     which the reasoning of a conversation that stores nothing cannot be sent back.
-//     Background is background (see responses_background.go), refused with Store false or on
-//     a stream.
+//     Background is background (see responses_background.go; a cut background stream
+//     resumes, see responses_resume.go), refused with Store false.
 //   - Stop sequences have no Responses form: a request with Stop is refused (bad_request).
 //
 // The answer maps back: output_text to Message.Content, function_call items to ToolCalls

@@ -110,7 +110,7 @@ func TestResponses_RetrieveRefusesWhatItCannotRead(t *testing.T) {
 }
 
 // Background mode needs a stored answer and is spoken only by the Responses API: the other
-// wires, a stream, and Store false refuse it before sending.
+// wires and Store false refuse it before sending.
 func TestBackground_RefusedWhereItCannotBeServed(t *testing.T) {
 	s := newServer(t)
 	off := false
@@ -121,13 +121,6 @@ func TestBackground_RefusedWhereItCannotBeServed(t *testing.T) {
 	for name, call := range map[string]func() error{
 		"chat completions": func() error { _, err := newProvider(t, s).Chat(context.Background(), req); return err },
 		"store false":      func() error { _, err := responsesProvider(t, s).Chat(context.Background(), &noStore); return err },
-		"stream": func() error {
-			st, err := responsesProvider(t, s).ChatStream(context.Background(), req)
-			if st != nil {
-				_ = st.Close()
-			}
-			return err
-		},
 	} {
 		if e := asError(t, call()); e.Kind != providers.KindBadRequest {
 			t.Fatalf("%s: kind %s", name, e.Kind)

@@ -36,17 +36,11 @@ func (p *Provider) responsesRequest(req *providers.ChatRequest, stream bool) ([]
 	if len(req.Stop) > 0 {
 		return nil, p.badRequest("Stop: the Responses API has no stop sequences; use the chat completions API (Config.API) for them")
 	}
-	if req.Background {
-		switch {
-		case stream:
-			return nil, p.badRequest("Background: a background answer is not streamed by this version; send it with Chat and Retrieve it")
-		case req.Store != nil && !*req.Store:
-			return nil, p.badRequest("Background with Store false: a background answer is stored until it is retrieved; leave Store unset or true")
-		}
+	if req.Background && req.Store != nil && !*req.Store {
+		return nil, p.badRequest("Background with Store false: a background answer is stored until it is retrieved; leave Store unset or true")
 	}
 	w := respRequest{Model: model, Temperature: req.Temperature, TopP: req.TopP, Store: req.Store, Stream: stream,
-		Background: req.Background,
-		Input:      make([]respItem, 0, len(req.Messages))}
+		Background: req.Background, Input: make([]respItem, 0, len(req.Messages))}
 	if pr := req.Previous; pr != nil {
 		if pr.Origin != "" && pr.Origin != p.scope {
 			return nil, p.badRequest("Previous: the answer " + p.errs.Field(pr.ID) + " was stored by another provider (Origin differs): " +

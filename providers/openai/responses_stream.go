@@ -38,7 +38,7 @@ func (p *Provider) responsesStream(ctx context.Context, req *providers.ChatReque
 	}
 	s := &respStream{ctx: ctx, p: p, body: resp.Body, sse: wire.NewSSEReader(resp.Body, p.limits.MaxEventBytes),
 		reqID: p.errs.Field(wire.RequestID(resp.Header)), rl: providers.ParseRateLimit(resp.Header, time.Now()),
-		store: req.Store == nil || *req.Store}
+		store: req.Store == nil || *req.Store, background: req.Background, seq: -1}
 	return s, nil
 }
 
@@ -76,6 +76,17 @@ type respStream struct {
 	rl    *providers.RateLimit // for the first delta; nil once it went out or none came
 	store bool                 // the request let the provider store the answer
 
+	// A background stream's resume state (responses_resume.go): the response's ID, the
+	// sequence number of the last event handled (-1: none), the resumes made, and whether a
+	// gap was seen in the sequence numbers. mu guards body and sse, which a resume replaces,
+	// against Close.
+	background bool
+	id         string
+	seq        int
+	resumes    int
+	gap        bool
+	mu         sync.Mutex
+
 	partial  strings.Builder // the text delivered so far
 	refusal  strings.Builder // the refusal streamed so far (at most wire.KeepText bytes)
 	refused  bool
@@ -109,12 +120,26 @@ func (s *respStream) Recv() (providers.Delta, error) {
 	for {
 		ev, err := s.sse.Next()
 		if err != nil {
-			return providers.Delta{}, s.fail(s.readError(err))
+			e := s.readError(err)
+			if s.resumable(err, e) {
+				if e = s.resume(); e == nil {
+					continue
+				}
+			}
+			return providers.Delta{}, s.fail(e)
 		}
 		s.events++
 		d, ok, e := s.handle(ev)
 		if e != nil {
 			return providers.Delta{}, s.fail(e)
+		}
+		if s.gap {
+			// Events were lost: read them again from the last one handled.
+			s.gap = false
+			if e := s.resume(); e != nil {
+				return providers.Delta{}, s.fail(e)
+			}
+			continue
 		}
 		if ok {
 			s.partial.WriteString(d.Text)
@@ -136,6 +161,9 @@ func (s *respStream) handle(ev wire.Event) (d providers.Delta, ok bool, e *provi
 	kind := x.Type
 	if kind == "" {
 		kind = ev.Name
+	}
+	if s.background && !s.inOrder(&x) {
+		return d, false, nil
 	}
 	switch kind {
 	case "response.output_text.delta":
@@ -291,6 +319,8 @@ func (s *respStream) fail(e *providers.Error) error {
 // every call returns the result of the first.
 func (s *respStream) Close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		s.closed.Store(true)
 		s.closeErr = s.body.Close()
 	})

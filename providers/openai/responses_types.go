@@ -247,6 +247,9 @@ type respEvent struct {
 	Arguments   string          `json:"arguments"` // response.function_call_arguments.done
 	Item        *respOutItem    `json:"item"`      // response.output_item.added and .done
 	Response    json.RawMessage `json:"response"`  // response.created, .completed, .incomplete, .failed…
+	// SequenceNumber orders the events of one response: a resumed background stream skips
+	// the ones it delivered and resumes again after a gap (responses_resume.go).
+	SequenceNumber *int `json:"sequence_number"`
 	// An "error" event's fields, at the top level as the API sends them, or nested as some
 	// servers send them.
 	Code    string     `json:"code"`
