@@ -184,3 +184,62 @@ func TestResponses_BackgroundStreamSkipsRepeatsAndResumesAfterAGap(t *testing.T)
 		t.Fatalf("resumed after %v, want after 2 (the last delivered before the gap)", got)
 	}
 }
+
+// A background stream that is cut again and again is resumed a bounded number of times, each
+// from where it stopped, and then fails with the text delivered so far; a resume the server
+// refuses fails the stream with the server's error.
+func TestResponses_BackgroundStreamResumesAreBounded(t *testing.T) {
+	var mu sync.Mutex
+	requests, missing := 0, false
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		requests++
+		n, gone := requests, missing
+		mu.Unlock()
+		if gone && r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error":{"message":"No response found.","type":"invalid_request_error","code":null,"param":null}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		if r.Method == http.MethodPost {
+			fmt.Fprint(w, "data: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_cut\",\"object\":\"response\",\"status\":\"queued\"}}\n\n")
+		}
+		// One more word per connection, then the body ends before the terminal event.
+		if want := fmt.Sprint(n - 1); r.Method == http.MethodGet && r.URL.Query().Get("starting_after") != want {
+			t.Errorf("resume %d asked after %q, want %s", n-1, r.URL.Query().Get("starting_after"), want)
+		}
+		fmt.Fprintf(w, "data: {\"type\":\"response.output_text.delta\",\"sequence_number\":%d,\"output_index\":0,\"delta\":\"w \"}\n\n", n)
+	}))
+	defer ts.Close()
+	p, err := openai.New(openai.Config{API: openai.Responses, BaseURL: ts.URL, APIKey: sentinel, Model: "m", HTTPClient: ts.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := ask("count")
+	req.Background = true
+	st, err := p.ChatStream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _, err := resumedText(t, st)
+	if e := asError(t, err); e.Kind != providers.KindStreamTruncated || e.Partial != text || text != strings.Repeat("w ", 9) {
+		t.Fatalf("%q: %v", text, err)
+	}
+	mu.Lock()
+	if requests != 9 { // the stream and 8 resumes
+		t.Fatalf("%d requests", requests)
+	}
+	requests, missing = 0, true
+	mu.Unlock()
+
+	st, err = p.ChatStream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _, err = resumedText(t, st)
+	if e := asError(t, err); e.Kind != providers.KindNotFound || e.Partial != "w " || text != "w " {
+		t.Fatalf("%q: %v", text, err)
+	}
+}
