@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/internal/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/openai"
@@ -206,4 +207,46 @@ func TestResponses_CutBackgroundStreamResumesBeforeAnyRescue(t *testing.T) {
 	if len(reqs) != 2 || reqs[1].Method != http.MethodGet || reqs[1].Header.Get("OpenAI-Organization") != "" {
 		t.Fatalf("%d requests: want the stream and its resume on the same route", len(reqs))
 	}
+}
+
+// A background stream that goes silent is cut at the idle limit and read on from where it
+// stopped, on the same route: the whole answer, no restart, the fallback never asked.
+func TestResponses_StalledBackgroundStreamResumesAtTheIdleLimit(t *testing.T) {
+	stall := mocks.Reply(words("p", 60))
+	stall.StallAfter = 20 // silent until the client goes away
+	primary := mocks.NewServer(mocks.WithRouteScript(mocks.RouteResponses, stall))
+	defer primary.Close()
+	secondary := mocks.NewServer(mocks.WithReply(words("s", 60)))
+	defer secondary.Close()
+	clock := backend.NewManualClock()
+	o := policy()
+	o.StreamIdleTimeoutSeconds = 5
+	c := newClient(t, client.WithClock(clock), responsesProvider("primary", "", primary, o),
+		responsesProvider("secondary", "org-other", secondary, o), client.WithFallback("primary", "secondary"))
+	req := hello()
+	req.Background = true
+	st, err := c.ChatStream(context.Background(), req, client.WithRescue(resilience.RescueRestart))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	done := make(chan read, 1)
+	go func() { done <- readAll(st) }()
+	waitFor(t, "the stream to reach the primary", func() bool { return primary.Journal().Len() == 1 })
+	for range 50 {
+		clock.Advance(5 * time.Second)
+		select {
+		case r := <-done:
+			if r.err != nil || r.restarts != 0 || r.all != words("p", 60) || secondary.Journal().Len() != 0 {
+				t.Fatalf("err %v, restarts %d, text %q, secondary asked %d times", r.err, r.restarts, r.all, secondary.Journal().Len())
+			}
+			if reqs := primary.Journal().Requests(); len(reqs) < 2 || reqs[1].Method != http.MethodGet {
+				t.Fatalf("%d requests to the primary: no resume", len(reqs))
+			}
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	r := <-done
+	t.Fatalf("the stall was not resumed: %+v", r)
 }
