@@ -19,6 +19,12 @@
 //     max_output_tokens below 16, reasoning content it did not encrypt, and unknown stored IDs
 //     as the API does. The stream's terminal event is response.completed, which carries the
 //     finish and the usage: OmitTerminal changes nothing there.
+//   - OpenAI Responses in background mode (background: true, with store): the answer comes
+//     back queued; GET /v1/responses/{id} reads it (in_progress at the first read, then
+//     complete), POST /v1/responses/{id}/cancel cancels it, an unknown ID is a 404. A
+//     background stream is kept whole, cut by its step's faults like any stream (Cut,
+//     CutAfter), and GET /v1/responses/{id}?stream=true&starting_after=N serves its events
+//     after N, so a cut stream can be resumed (see background.go).
 //   - Azure OpenAI: POST /openai/deployments/{deployment}/chat/completions and …/embeddings,
 //     with ?api-version= required. Auth: api-key header (or Bearer).
 //   - Anthropic: POST /v1/messages (JSON, or the full event stream message_start,
