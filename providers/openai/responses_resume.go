@@ -1,6 +1,7 @@
 package openai
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -87,24 +88,29 @@ func (s *respStream) resume() *providers.Error {
 		return &providers.Error{Kind: providers.KindCanceled, Message: "the stream was closed"}
 	}
 	_ = s.body.Close() // the cut connection, released before another is opened
+	if s.stop != nil {
+		s.stop()
+	}
+	ctx, stop := context.WithCancel(s.ctx)
+	s.stop = stop
 	s.mu.Unlock()
 	u := s.p.responses.url + "/" + url.PathEscape(s.id) + "?stream=true"
 	if s.seq >= 0 {
 		u += "&starting_after=" + strconv.Itoa(s.seq)
 	}
-	resp, err := s.p.responsesDo(s.ctx, http.MethodGet, u, nil, true)
+	resp, err := s.p.responsesDo(ctx, http.MethodGet, u, nil, true)
 	if err != nil {
 		var pe *providers.Error
 		if errors.As(err, &pe) {
 			return pe
 		}
-		return s.p.errs.Failure(s.ctx, "resuming the stream", err)
+		return s.p.errs.Failure(ctx, "resuming the stream", err)
 	}
 	if wire.IsJSON(resp.Header) {
 		defer resp.Body.Close()
 		data, _, err := wire.ReadError(resp.Body, s.p.limits.MaxErrorBodyBytes)
 		if err != nil {
-			return s.p.readFailure(s.ctx, resp, "resuming the stream", err)
+			return s.p.readFailure(ctx, resp, "resuming the stream", err)
 		}
 		return s.p.notAResponse(resp, data)
 	}

@@ -243,3 +243,36 @@ func TestResponses_BackgroundStreamResumesAreBounded(t *testing.T) {
 		t.Fatalf("%q: %v", text, err)
 	}
 }
+
+// Close aborts a resume under way: Recv returns at once, canceled, and the resumed request is
+// abandoned.
+func TestResponses_CloseAbortsAResumeUnderWay(t *testing.T) {
+	resuming := make(chan struct{})
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			close(resuming)
+			<-r.Context().Done() // never answers: only the client's going away ends it
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fmt.Fprint(w, "data: {\"type\":\"response.created\",\"sequence_number\":0,\"response\":{\"id\":\"resp_x\",\"object\":\"response\",\"status\":\"queued\"}}\n\n")
+	}))
+	defer ts.Close()
+	p, err := openai.New(openai.Config{API: openai.Responses, BaseURL: ts.URL, APIKey: sentinel, Model: "m", HTTPClient: ts.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := ask("count")
+	req.Background = true
+	st, err := p.ChatStream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	errc := make(chan error, 1)
+	go func() { _, err := st.Recv(); errc <- err }()
+	<-resuming
+	_ = st.Close()
+	if e := asError(t, <-errc); e.Kind != providers.KindCanceled {
+		t.Fatalf("kind %s: %v", e.Kind, e)
+	}
+}

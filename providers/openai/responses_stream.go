@@ -78,9 +78,11 @@ type respStream struct {
 
 	// A background stream's resume state (responses_resume.go): the response's ID, the
 	// sequence number of the last event handled (-1: none), the resumes made, and whether a
-	// gap was seen in the sequence numbers. mu guards body and sse, which a resume replaces,
-	// against Close.
+	// gap was seen in the sequence numbers; stop cancels the context of the resumed
+	// connection, so that Close aborts a resume under way. mu guards body, sse and stop, which
+	// a resume replaces, against Close.
 	background bool
+	stop       context.CancelFunc
 	id         string
 	seq        int
 	resumes    int
@@ -323,6 +325,9 @@ func (s *respStream) Close() error {
 		defer s.mu.Unlock()
 		s.closed.Store(true)
 		s.closeErr = s.body.Close()
+		if s.stop != nil {
+			s.stop()
+		}
 	})
 	return s.closeErr
 }
