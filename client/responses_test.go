@@ -154,7 +154,8 @@ func TestResponses_PerCallOptions(t *testing.T) {
 
 // A background call goes only to a route that stores answers (Anthropic, first in the chain,
 // is skipped), comes back pending with its stored answer, and is never hedged: a hedge would
-// start the work twice.
+// start the work twice. It is read back and cancelled on the route that stored it, and only
+// there.
 func TestResponses_BackgroundCallIsNeverHedged(t *testing.T) {
 	s := mocks.NewServer(mocks.WithRouteScript(mocks.RouteResponses, mocks.Step{Delay: 20 * time.Millisecond}), mocks.WithReply("ok"))
 	defer s.Close()
@@ -169,18 +170,29 @@ func TestResponses_BackgroundCallIsNeverHedged(t *testing.T) {
 	if n := s.Journal().Len(); n != 1 {
 		t.Fatalf("%d requests: the background call was hedged or sent to Anthropic", n)
 	}
-	bg := c.Provider("openai").(providers.BackgroundResponder)
 	for {
-		got, err := bg.Retrieve(context.Background(), *resp.Stored)
+		got, err := c.Retrieve(context.Background(), *resp.Stored)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if !got.Status.Pending() {
-			if got.Message.Content != "ok" {
+			if got.Message.Content != "ok" || got.Deployment != "openai" {
 				t.Fatalf("%+v", got)
 			}
 			break
 		}
+	}
+	if got, err := c.Cancel(context.Background(), *resp.Stored); err != nil || got.Status != providers.StatusCompleted {
+		t.Fatalf("cancel after completion: %+v %v", got, err)
+	}
+	sent := s.Journal().Len()
+	for _, stored := range []providers.StoredResponse{{ID: resp.Stored.ID}, {ID: resp.Stored.ID, Origin: "an endpoint this client does not have"}} {
+		if _, err := c.Retrieve(context.Background(), stored); asProviderError(t, err).Kind != providers.KindBadRequest {
+			t.Fatalf("%+v: %v", stored, err)
+		}
+	}
+	if s.Journal().Len() != sent {
+		t.Fatal("a refused read was sent")
 	}
 }
 

@@ -33,8 +33,8 @@ const (
 func (s ResponseStatus) Pending() bool { return s == StatusQueued || s == StatusInProgress }
 
 // BackgroundResponder is implemented by a provider that can answer in background mode
-// (ChatRequest.Background): OpenAI's provider on the Responses API. A caller reaches it by a
-// type assertion on the provider that stored the answer.
+// (ChatRequest.Background): OpenAI's provider on the Responses API. The client's Retrieve and
+// Cancel reach it on the route that stored the answer.
 //
 // Both methods take the StoredResponse of the answer (ChatResponse.Stored) and return it as it
 // stands: a *ChatResponse whose Status says whether it is pending, complete, incomplete or
