@@ -57,7 +57,9 @@ func (p *Provider) responsesStream(ctx context.Context, req *providers.ChatReque
 // finish reason and the usage it carries), response.incomplete (FinishLength for
 // max_output_tokens, a KindContentFiltered error for content_filter) or response.failed (the
 // error the response carries, classified by its code), and Recv returns then, without
-// waiting for the body's end. A body that ends before one of them is KindStreamTruncated
+// waiting for the body's end. A background stream cut before then reads the rest of its
+// answer instead of failing (responses_resume.go). A body that ends before one of them is
+// KindStreamTruncated
 // (cleanly) or the failure that broke it (KindUnavailable, the pipeline's KindTimeout, the
 // caller's KindCanceled); an "error" event is classified by its code; an event that is not a
 // JSON object is KindUnavailable naming it; a refusal is KindRefused once the response
