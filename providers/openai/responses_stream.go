@@ -59,9 +59,8 @@ func (p *Provider) responsesStream(ctx context.Context, req *providers.ChatReque
 // error the response carries, classified by its code), and Recv returns then, without
 // waiting for the body's end. A background stream cut before then reads the rest of its
 // answer instead of failing (responses_resume.go). A body that ends before one of them is
-// KindStreamTruncated
-// (cleanly) or the failure that broke it (KindUnavailable, the pipeline's KindTimeout, the
-// caller's KindCanceled); an "error" event is classified by its code; an event that is not a
+// KindStreamTruncated (cleanly) or the failure that broke it (KindUnavailable, the
+// pipeline's KindTimeout, the caller's KindCanceled); an "error" event is classified by its code; an event that is not a
 // JSON object is KindUnavailable naming it; a refusal is KindRefused once the response
 // completed. Every failure carries the text delivered so far in Partial and, when the
 // response reported it, its usage. Events of other types (hosted tools, annotations, the
