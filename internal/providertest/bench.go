@@ -5,6 +5,9 @@ package providertest
 import (
 	"context"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"github.com/steadyllm/steady/providers"
@@ -52,4 +55,22 @@ func BenchChatStream(b *testing.B, p providers.Provider, req *providers.ChatRequ
 			b.Fatalf("%d deltas, want %d", n, chunks+1)
 		}
 	}
+}
+
+// CannedServer serves answer to every request over 127.0.0.1, or stream (an event stream) to
+// a request that asks for one ("stream":true in its body), until b ends.
+func CannedServer(b testing.TB, answer, stream string) *httptest.Server {
+	b.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if strings.Contains(string(body), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, stream)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, answer)
+	}))
+	b.Cleanup(srv.Close)
+	return srv
 }

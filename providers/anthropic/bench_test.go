@@ -2,9 +2,6 @@ package anthropic_test
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -38,17 +35,7 @@ const benchAnswer = `{"id":"msg_1","type":"message","role":"assistant","model":"
 // benchProvider serves the canned answers above over 127.0.0.1.
 func benchProvider(b *testing.B) *anthropic.Provider {
 	b.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if strings.Contains(string(body), `"stream":true`) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, benchStream)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, benchAnswer)
-	}))
-	b.Cleanup(srv.Close)
+	srv := providertest.CannedServer(b, benchAnswer, benchStream)
 	p, err := anthropic.New(anthropic.Config{BaseURL: srv.URL, APIKey: secretKey, Model: model, HTTPClient: srv.Client()})
 	if err != nil {
 		b.Fatal(err)

@@ -2,9 +2,6 @@ package openai_test
 
 import (
 	"fmt"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -38,17 +35,7 @@ const benchAnswer = `{"id":"c","object":"chat.completion","created":1,"model":"g
 // benchProvider serves the canned answers above over 127.0.0.1.
 func benchProvider(b *testing.B) *openai.Provider {
 	b.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if strings.Contains(string(body), `"stream":true`) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, benchStream)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, benchAnswer)
-	}))
-	b.Cleanup(srv.Close)
+	srv := providertest.CannedServer(b, benchAnswer, benchStream)
 	p, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1", APIKey: sentinel, Model: "gpt-4o-mini", HTTPClient: srv.Client()})
 	if err != nil {
 		b.Fatal(err)
@@ -92,17 +79,7 @@ const benchResponsesAnswer = `{"id":"resp_1","object":"response","status":"compl
 // benchResponsesProvider serves the canned Responses answers above over 127.0.0.1.
 func benchResponsesProvider(b *testing.B) *openai.Provider {
 	b.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		if strings.Contains(string(body), `"stream":true`) {
-			w.Header().Set("Content-Type", "text/event-stream")
-			_, _ = io.WriteString(w, benchResponsesStream)
-			return
-		}
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, benchResponsesAnswer)
-	}))
-	b.Cleanup(srv.Close)
+	srv := providertest.CannedServer(b, benchResponsesAnswer, benchResponsesStream)
 	p, err := openai.New(openai.Config{API: openai.Responses, BaseURL: srv.URL + "/v1", APIKey: sentinel, Model: "gpt-4o-mini", HTTPClient: srv.Client()})
 	if err != nil {
 		b.Fatal(err)
