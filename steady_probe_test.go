@@ -9,7 +9,7 @@ import (
 	steady "github.com/steadyllm/steady"
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/config"
-	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/resilience"
 )

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
@@ -250,7 +249,7 @@ func endCall(tr CallTracker, err error) error {
 // classify completes the failure of one provider's try with what only the client knows: the
 // number of attempts and why the pipeline gave up. Providers map the errors they see (the
 // pipeline's rejections included) to *providers.Error where they first see them; an error a
-// provider returned as it got it is mapped here the same way (wire.Errors.Transport). When the
+// provider returned as it got it is mapped here the same way (providers.Classify). When the
 // caller's context ctx has ended the failure is KindCanceled whatever it looks like: the
 // caller gave up, and neither the provider nor the pipeline is to blame.
 func classify(ctx context.Context, provider string, err error, info *resilience.CallInfo) *providers.Error {
@@ -259,7 +258,7 @@ func classify(ctx context.Context, provider string, err error, info *resilience.
 		cp := *pe
 		pe = &cp
 	} else {
-		pe = wire.NewErrors(provider, "").Transport(ctx, err)
+		pe = providers.Classify(ctx, provider, err)
 	}
 	if pe.Provider == "" {
 		pe.Provider = provider

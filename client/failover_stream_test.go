@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/steadyllm/steady/client"
-	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/steadyllm/steady/client"
-	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 )
 

@@ -8,7 +8,7 @@ import (
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/health"
-	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/resilience"
 )

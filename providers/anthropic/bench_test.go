@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/steadyllm/steady/internal/providertest"
+	"github.com/steadyllm/steady/internal/testkit/providertest"
 	"github.com/steadyllm/steady/providers/anthropic"
 )
 

@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // wireError is Anthropic's error envelope, as an HTTP error body and as the data of an

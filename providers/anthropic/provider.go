@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // Provider is a providers.Provider for the Anthropic Messages API. It is safe for concurrent

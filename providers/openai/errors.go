@@ -11,8 +11,8 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // toError turns any failure of a go-openai call into a *providers.Error. x is the call's

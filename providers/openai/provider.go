@@ -7,8 +7,8 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // Provider is a providers.Provider for one OpenAI-protocol endpoint, built on go-openai. It

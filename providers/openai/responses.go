@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // The Responses API (Config.API Responses) is spoken here, by hand, as the Anthropic provider

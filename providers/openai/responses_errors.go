@@ -10,8 +10,8 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // The Responses API's failures reach the classifier the chat completions' reach: an HTTP error

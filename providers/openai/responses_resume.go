@@ -8,8 +8,8 @@ import (
 	"net/url"
 	"strconv"
 
-	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // A streamed background answer (ChatRequest.Background on ChatStream) outlives its connection:

@@ -11,8 +11,8 @@ import (
 
 	goopenai "github.com/sashabaranov/go-openai"
 
-	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // drainLimit is how much of a stream body is read after [DONE] before closing it, so the

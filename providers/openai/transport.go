@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"sync"
 
-	"github.com/steadyllm/steady/internal/wire"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // exchange records what the HTTP layer saw during one call, for the call that made it: the

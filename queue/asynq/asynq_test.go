@@ -11,7 +11,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/steadyllm/steady/client"
-	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/openai"
@@ -21,7 +21,7 @@ import (
 
 var redisAddr string
 
-// TestMain starts a redis-server of its own (see internal/backend): without one the tests are
+// TestMain starts a redis-server of its own (see internal/testkit/backend): without one the tests are
 // skipped, except under CI, where they must run.
 func TestMain(m *testing.M) {
 	r := backend.StartRedis()

@@ -21,7 +21,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/steadyllm/steady/client"
-	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/openai"

@@ -18,7 +18,7 @@ import (
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/config"
 	"github.com/steadyllm/steady/health"
-	"github.com/steadyllm/steady/internal/backend"
+	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
@@ -29,7 +29,7 @@ var redis *backend.Redis
 
 func addr() string { return redis.Addr }
 
-// TestMain runs the tests against a redis-server of their own (see internal/backend): without
+// TestMain runs the tests against a redis-server of their own (see internal/testkit/backend): without
 // one they are skipped, except under CI, where they must run.
 func TestMain(m *testing.M) {
 	if os.Getenv(childEnv) != "" {

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
 
 	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
@@ -172,21 +171,11 @@ func Describe(body []byte) string {
 
 // Canceled is the error of a call whose caller's context ctx ended, wherever that struck:
 // KindCanceled, matching ctx.Err() (context.Canceled or context.DeadlineExceeded) with
-// errors.Is as well as err, what the call saw (a closed connection, a transport error).
+// errors.Is as well as err, what the call saw (a closed connection, a transport error). It
+// is for a ctx that has ended and an err that is not yet a *providers.Error.
 func (x Errors) Canceled(ctx context.Context, err error) *providers.Error {
-	cause := ctx.Err()
-	var wrapped error = cause
-	if err != nil && !errors.Is(err, cause) {
-		wrapped = &canceled{cause: cause, seen: err}
-	}
-	return x.Finish(&providers.Error{Kind: providers.KindCanceled, Message: cause.Error(), Err: wrapped})
+	return x.Finish(providers.Classify(ctx, x.Provider, err))
 }
-
-// canceled joins the caller's cancellation with what the call saw of it.
-type canceled struct{ cause, seen error }
-
-func (e *canceled) Error() string   { return e.cause.Error() + " (" + e.seen.Error() + ")" }
-func (e *canceled) Unwrap() []error { return []error{e.cause, e.seen} }
 
 // Transport turns an error that came before or instead of a response into a
 // *providers.Error: Failure with nothing under way to name.
@@ -195,48 +184,18 @@ func (x Errors) Transport(ctx context.Context, err error) *providers.Error {
 }
 
 // Failure turns an error that ended an exchange without an answer — before the response, or
-// while its body or stream was being read — into a *providers.Error. It is the one place
-// where such errors are classified, so that every wire reads the same kind for the same
-// cause wherever it struck:
-//
-//   - an error that already is a *providers.Error is returned as it is;
-//   - the caller's own cancellation or deadline is KindCanceled (Canceled), whatever err says:
-//     a pipeline timeout racing the caller's deadline never reads as the pipeline's;
-//   - an error that names its kind — the resilience pipeline's: circuit open, bulkhead full,
-//     timeout (also when it struck in the middle of a body, under a decoder), redirect; see
-//     the ErrorKind methods there — is of that kind, with its hint and status;
-//   - anything else is KindUnavailable.
-//
-// during names what was under way ("reading the stream"), put before the message; "" for
-// nothing. The message never repeats the request URL that an http.Client's *url.Error
-// carries.
+// while its body or stream was being read — into a *providers.Error, by providers.Classify:
+// the one place where such errors are classified, so that every wire reads the same kind for
+// the same cause wherever it struck. during names what was under way ("reading the stream"),
+// put before the message; "" for nothing.
 func (x Errors) Failure(ctx context.Context, during string, err error) *providers.Error {
 	var pe *providers.Error
 	if errors.As(err, &pe) {
 		return pe
 	}
-	if ctx.Err() != nil {
-		return x.Canceled(ctx, err)
-	}
-	e := &providers.Error{Kind: providers.KindUnavailable, Message: err.Error(), Err: err}
-	var ue *url.Error
-	if errors.As(err, &ue) {
-		e.Message = ue.Err.Error()
-	}
-	if during != "" {
+	e := providers.Classify(ctx, x.Provider, err)
+	if during != "" && e.Kind != providers.KindCanceled {
 		e.Message = during + ": " + e.Message
-	}
-	var kinded interface{ ErrorKind() string }
-	if errors.As(err, &kinded) {
-		e.Kind = providers.ErrorKind(kinded.ErrorKind())
-	}
-	var hinted interface{ RetryAfterHint() time.Duration }
-	if errors.As(err, &hinted) {
-		e.RetryAfter = hinted.RetryAfterHint()
-	}
-	var status interface{ HTTPStatus() int }
-	if errors.As(err, &status) {
-		e.StatusCode = status.HTTPStatus()
 	}
 	return x.Finish(e)
 }
