@@ -129,6 +129,11 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 	if len(cfg.Policies) > 0 {
 		all = append(all, client.WithPolicies(cfg.Policies)) // for client.WithPolicy(name)
 	}
+	costs, err := costOptions(cfg.Cost)
+	if err != nil {
+		return nil, err
+	}
+	all = append(all, costs...)
 	if ss := cfg.SharedState; ss != nil {
 		store, closer, err := openSharedState(*ss)
 		if err != nil {

@@ -40,9 +40,16 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	if err != nil {
 		return nil, err
 	}
+	b := c.billOf(req)
+	ticket, req, pl, err := c.admit(ctx, req, pl, o, b, false)
+	if err != nil {
+		_, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+		return nil, endCall(tr, err)
+	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
-	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).hedging(o, false).starting(req.Background).pinning(req.Previous),
+	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).hedging(o, false).starting(req.Background).pinning(req.Previous).billing(b)
+	resp, err := walkChain(w,
 		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			return chatTry(ctx, t, req, pl, o, tokens)
 		},
@@ -55,18 +62,32 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 			resp.Provider, resp.Deployment = d.owner, d.name
 			resp.FailedAttempts, resp.AbandonedUsage = acct.FailedAttempts, acct.AbandonedUsage
 			resp.Hedges, resp.HedgeWon = acct.Hedges, acct.HedgeWon
+			served := resp.Model
 			if resp.Model == "" {
 				resp.Model = model
 			}
 			if o != nil {
 				resp.ClientRequestID = o.requestID
 			}
+			var sc providers.CallCost
+			if c.priced() {
+				sc = c.servedCost(d.owner, model, served, resp.Usage, b, len(resp.Message.Content))
+				resp.Cost = acct.Cost.Add(sc)
+			}
 			if res != nil {
 				res.ResponseModel, res.ResponseID = resp.Model, resp.ID
-				res.FinishReason, res.Usage = resp.FinishReason, resp.Usage
+				res.FinishReason, res.Usage, res.Cost = resp.FinishReason, resp.Usage, sc
 			}
 			return false
 		})
+	if ticket != nil {
+		if err != nil {
+			c.settle(ticket, w.acct.Cost, "", "", providers.Usage{}, b)
+		} else {
+			c.settle(ticket, resp.Cost, resp.Provider, resp.Model, resp.Usage, b)
+		}
+	}
+	return resp, err
 }
 
 // chatTry makes the try t of a chat call for req, planned as pl, with options o and token

@@ -41,6 +41,8 @@ type Client struct {
 	// dice is where the routing strategies draw at random (WithRandomSource); nil: the
 	// runtime's generator.
 	dice *dice
+	// cost is the cost accounting (WithPrices, WithBudgets); nil: calls are not priced.
+	cost *costing
 }
 
 // The default take-out breaks (WithTakeOutBreaks).
@@ -288,6 +290,7 @@ func New(opts ...Option) (*Client, error) {
 	}
 	c := b.c
 	var errs []error
+	c.startCosting()
 	for _, s := range b.specs {
 		if _, dup := c.entries[s.name]; dup || s.name == "" {
 			errs = append(errs, fmt.Errorf("client: provider name %q is empty or used twice", s.name))
@@ -337,6 +340,9 @@ func New(opts ...Option) (*Client, error) {
 		}
 	}
 	errs = append(errs, c.checkFallbackOn()...)
+	if len(errs) == 0 {
+		errs = append(errs, c.startLedger())
+	}
 	if err := errors.Join(errs...); err != nil {
 		for _, e := range c.entries {
 			for _, d := range e.deps {

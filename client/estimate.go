@@ -8,18 +8,33 @@ const DefaultAnswerTokens = 256
 
 // EstimateTokens is the estimate of the tokens a chat request will use that the client
 // debits from a provider's tokens-per-minute budget before sending it
-// (resilience.Options.PaceTokensPerMinute): the prompt at four bytes of text per token —
-// every message's text and parts, tool calls and results, tool definitions, the schema —
-// plus MaxTokens, or DefaultAnswerTokens when the request sets none. It is what the APIs
-// themselves debit when a request arrives (prompt and maximum answer); the answers'
-// rate-limit headers correct the budget afterwards. An image counts as a fixed 1 000 tokens.
+// (resilience.Options.PaceTokensPerMinute): the prompt (EstimateInputTokens) plus MaxTokens,
+// or DefaultAnswerTokens when the request sets none. It is what the APIs themselves debit when
+// a request arrives (prompt and maximum answer); the answers' rate-limit headers correct the
+// budget afterwards.
 func EstimateTokens(req *providers.ChatRequest) int {
 	if req == nil {
 		return 0
 	}
-	bytes := 0
+	answer := req.MaxTokens
+	if answer <= 0 {
+		answer = DefaultAnswerTokens
+	}
+	return EstimateInputTokens(req) + answer
+}
+
+// EstimateInputTokens estimates the prompt tokens of a chat request at four bytes of text per
+// token, rounded up for each message (its text and parts, tool calls, reasoning blocks) and
+// for the tool definitions and the schema together: tokenizers start afresh at each message,
+// so rounding once over the whole prompt would count short conversations low. An image counts
+// as a fixed 1 000 tokens. The pre-flight cost of a call (package cost) prices this estimate.
+func EstimateInputTokens(req *providers.ChatRequest) int {
+	if req == nil {
+		return 0
+	}
+	tokens := 0
 	for _, m := range req.Messages {
-		bytes += len(m.Content)
+		bytes := len(m.Content)
 		for _, p := range m.Parts {
 			bytes += len(p.Text)
 			if p.Image != nil {
@@ -32,18 +47,32 @@ func EstimateTokens(req *providers.ChatRequest) int {
 		for _, t := range m.Thinking {
 			bytes += len(t.Text)
 		}
+		tokens += textTokens(bytes)
 	}
+	bytes := 0
 	for _, t := range req.Tools {
 		bytes += len(t.Name) + len(t.Description) + len(t.Parameters)
 	}
 	if req.Schema != nil {
 		bytes += len(req.Schema.Schema)
 	}
-	answer := req.MaxTokens
-	if answer <= 0 {
-		answer = DefaultAnswerTokens
+	return tokens + textTokens(bytes)
+}
+
+// textTokens is the estimate of the tokens of n bytes of text: four bytes a token, rounded up.
+func textTokens(n int) int { return (n + 3) / 4 }
+
+// imagesOf counts the image parts of req's messages.
+func imagesOf(req *providers.ChatRequest) int {
+	n := 0
+	for _, m := range req.Messages {
+		for _, p := range m.Parts {
+			if p.Image != nil {
+				n++
+			}
+		}
 	}
-	return (bytes+3)/4 + answer
+	return n
 }
 
 // embedTokens estimates the tokens of an embedding request: its inputs at four bytes a token.

@@ -168,9 +168,10 @@ func hedged[R any](w *walk, call tryFunc[R],
 			// Another try is out: this failure is the walk's, and the call waits for the other.
 			took := w.observe(r.d, r.route, r.start, res.resp, res.err)
 			perr := w.failed(r.e, r.d, res.err, res.info)
+			spent := w.chargeFailure(r.e, r.route, perr)
 			if w.tr != nil {
 				tr := tryResult(r.e, r.d, r.dm, took, res.info, perr)
-				tr.Hedge = r.hedge
+				tr.Hedge, tr.Cost = r.hedge, spent
 				w.tr.TryDone(tr)
 			}
 			r.cancel(nil)

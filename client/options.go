@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/deferral"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
@@ -51,6 +52,8 @@ type callOptions struct {
 	// priority is the call's class (WithPriority), "" for its policy's.
 	priority    resilience.Priority
 	hasPriority bool
+	// keys are the call's budget keys (WithBudgetKey, WithTenant).
+	keys []cost.Key
 }
 
 // WithFirstTokenTimeout sets, for a stream, the first-token limit of each route's try (the

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
@@ -57,9 +58,21 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 	if err != nil {
 		return nil, err
 	}
+	b := c.billOf(req)
+	ticket, req, pl, err := c.admit(ctx, req, pl, o, b, true)
+	if err != nil {
+		_, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+		return nil, endCall(tr, err)
+	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true).starting(req.Background).pinning(req.Previous)
-	return c.streamWalk(w, req, o)
+	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true).starting(req.Background).
+		pinning(req.Previous).billing(b)
+	w.ticket = ticket
+	st, err := c.streamWalk(w, req, o)
+	if err != nil && ticket != nil {
+		c.settle(ticket, w.acct.Cost, "", "", providers.Usage{}, b)
+	}
+	return st, err
 }
 
 // streamWalk walks w's chain for a stream of req; a rescue walks the rest of it.
@@ -74,7 +87,7 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 			}
 		},
 		func(s *Stream, _ *deployment, model string, res *TryResult, acct Accounting) bool {
-			s.model, s.acct = model, acct
+			s.model, s.acct, s.c, s.bill, s.ticket = model, acct, c, w.bill, w.ticket
 			if s.restarts {
 				// The walk as it stands (the routes tried), for the rest of the chain; a copy, so
 				// that a call without rescue keeps its walk on the stack. Taken here, on the
@@ -166,6 +179,21 @@ type Stream struct {
 	pipe     *resilience.Pipeline // settles the token estimate when the usage arrives
 	acct     Accounting
 
+	// c prices the stream's try with bill (see charge), once: billed is set, and cost holds
+	// the call's cost (acct's and the try's), under mu.
+	c       *Client
+	bill    bill
+	billed  bool
+	cost    providers.CallCost
+	tryCost providers.CallCost
+	// ticket is what the call holds in the client's budgets (nil: none), settled once when
+	// the call ends with the cost of the whole call; usage is the Done delta's, for it.
+	ticket *cost.Ticket
+	usage  providers.Usage
+	// delivered counts the bytes of text given to the caller, for an estimate of what the
+	// server generated when it reported no usage.
+	delivered atomic.Int64
+
 	// rescue, when the call's StreamRescue is "restart" (restarts), restarts the call on the
 	// rest of its chain after a failure; next is the stream that took over, to which
 	// everything defers.
@@ -205,10 +233,10 @@ type streamTelemetry struct {
 	ended   atomic.Bool
 }
 
-// end reports the stream's try and call as ended with perr (nil for success); closed marks a
-// stream the caller closed before its end.
-func (t *streamTelemetry) end(perr *providers.Error, last providers.Delta, closed bool) {
-	if t.tryDone(perr, last, closed) {
+// end reports the stream's try and call as ended with perr (nil for success), having cost cc;
+// closed marks a stream the caller closed before its end.
+func (t *streamTelemetry) end(perr *providers.Error, last providers.Delta, closed bool, cc providers.CallCost) {
+	if t.tryDone(perr, last, closed, cc) {
 		var err error // not perr itself: a nil *providers.Error is a non-nil error
 		if perr != nil {
 			err = perr
@@ -217,14 +245,15 @@ func (t *streamTelemetry) end(perr *providers.Error, last providers.Delta, close
 	}
 }
 
-// tryDone reports the stream's try as ended, once, and whether this call reported it.
-func (t *streamTelemetry) tryDone(perr *providers.Error, last providers.Delta, closed bool) bool {
+// tryDone reports the stream's try as ended, having cost cc, once, and whether this call
+// reported it.
+func (t *streamTelemetry) tryDone(perr *providers.Error, last providers.Delta, closed bool, cc providers.CallCost) bool {
 	if t == nil || !t.ended.CompareAndSwap(false, true) {
 		return false
 	}
 	r := t.result
 	r.Duration = time.Since(t.start)
-	r.Err, r.Closed = perr, closed
+	r.Err, r.Closed, r.Cost = perr, closed, cc
 	r.FinishReason, r.Usage = last.FinishReason, last.Usage
 	t.tracker.TryDone(r)
 	return true
@@ -374,7 +403,8 @@ func (s *Stream) taken() *Stream {
 func (s *Stream) restart(perr *providers.Error) *Stream {
 	r := s.rescue
 	if r == nil || s.closed.Load() {
-		s.tel.end(perr, providers.Delta{}, false)
+		s.tel.end(perr, providers.Delta{}, false, s.charged())
+		s.settle()
 		return nil
 	}
 	s.rescue = nil
@@ -386,9 +416,11 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 	if perr.Usage != nil {
 		w.acct.AbandonedUsage = w.acct.AbandonedUsage.Add(*perr.Usage)
 	}
+	w.acct.Cost = w.acct.Cost.Add(s.charged())
 	next, redirect := w.next(perr, r.c.windowOf(s.served, s.model))
 	if !next {
-		s.tel.end(perr, providers.Delta{}, false)
+		s.tel.end(perr, providers.Delta{}, false, s.charged())
+		s.settle()
 		return nil
 	}
 	if redirect != nil {
@@ -406,11 +438,13 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 			}
 		}
 	}
-	s.tel.tryDone(perr, providers.Delta{}, false) // the call goes on: the rescue ends it
+	s.tel.tryDone(perr, providers.Delta{}, false, s.charged()) // the call goes on: the rescue ends it
 	_ = s.inner.Close()
 	n, err := r.c.streamWalk(w, r.req, r.o)
 	if err != nil {
-		return nil // the walk ended the call's telemetry with its error
+		// The walk ended the call's telemetry with its error; the budgets hear of every try.
+		r.c.settle(s.ticket, w.acct.Cost, "", "", providers.Usage{}, s.bill)
+		return nil
 	}
 	s.mu.Lock()
 	s.next = n
@@ -429,10 +463,14 @@ func (s *Stream) accept(d providers.Delta) {
 	if s.text != nil {
 		s.text.WriteString(d.Text)
 	}
+	if d.Text != "" {
+		s.delivered.Add(int64(len(d.Text)))
+	}
 	if d.Done {
 		s.done = true
 		s.pipe.SettleTokens(s.call.Tokens, d.Usage.Total())
-		s.tel.end(nil, d, false)
+		s.tel.end(nil, d, false, s.charge(&d.Usage, nil))
+		s.settle()
 	}
 }
 
@@ -448,8 +486,10 @@ func (s *Stream) fail(err error) *providers.Error {
 		s.call.ReportOverload() // for an adaptive concurrency limit: no status showed it
 	}
 	s.err = perr
+	cc := s.charge(nil, perr)
 	if s.rescue == nil {
-		s.tel.end(perr, providers.Delta{}, false)
+		s.tel.end(perr, providers.Delta{}, false, cc)
+		s.settle()
 	}
 	return perr
 }
@@ -483,7 +523,8 @@ func (s *Stream) Close() error {
 	if already {
 		return nil
 	}
-	s.tel.end(nil, providers.Delta{}, true)
+	s.tel.end(nil, providers.Delta{}, true, s.charge(nil, nil))
+	s.settle()
 	err := s.inner.Close()
 	if s.release != nil {
 		s.release()

@@ -67,6 +67,8 @@ type CallStart struct {
 	RequestID string
 	// Attributes are the call's own telemetry attributes (WithAttributes).
 	Attributes []slog.Attr
+	// Tenant is the call's tenant (WithTenant), "" when none.
+	Tenant string
 }
 
 // TryResult is how one provider of the fallback chain handled a logical call.
@@ -99,6 +101,10 @@ type TryResult struct {
 	Hedge, Lost bool
 	// Next is the provider the chain tries after this failure, "" when it stops here.
 	Next string
+	// Cost is what the try cost at the client's prices (WithPrices): Serving for the try that
+	// served, Abandoned and Estimated for one that failed after its server counted or
+	// delivered something; zero without prices.
+	Cost providers.CallCost
 }
 
 // CallTracker follows one logical call for telemetry. The client calls TryDone once for each
@@ -139,7 +145,7 @@ func (c *Client) startCall(ctx context.Context, o *callOptions, pl plan, op Oper
 	}
 	if o != nil {
 		cs.Policy, cs.RequestID, cs.Attributes = o.policy, o.requestID, o.attrs
-		cs.Priority = o.priority
+		cs.Priority, cs.Tenant = o.priority, o.tenantOf()
 	}
 	return c.telemetry.StartCall(ctx, cs)
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
@@ -50,6 +51,10 @@ type walk struct {
 	failures []*providers.Error
 	skipped  []string
 	acct     Accounting
+	// bill is what prices the tries whose usage no server reported (see abandonedCost);
+	// ticket is what the call holds in the client's budgets, nil when none.
+	bill   bill
+	ticket *cost.Ticket
 }
 
 // tryFunc makes one try of a call on one route (see try). walkChain runs it on the walk's
@@ -72,11 +77,20 @@ type Accounting struct {
 	Hedges        int
 	HedgeWon      bool
 	HedgesRefused int
+	// Cost is the cost of the attempts abandoned (CallCost.Abandoned, Estimated and Unpriced;
+	// the serving attempt's is the answer's), at the client's prices (WithPrices).
+	Cost providers.CallCost
 }
 
 // newWalk starts the walk of a call made with ctx (the context its providers see) along pl.
 func (c *Client) newWalk(ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities, tokens int) *walk {
 	return &walk{c: c, ctx: ctx, tr: tr, pl: pl, model: model, need: need, tokens: tokens}
+}
+
+// billing gives w what prices the tries whose usage no server reported.
+func (w *walk) billing(b bill) *walk {
+	w.bill = b
+	return w
 }
 
 // pinning makes w the walk of a call that continues from the stored answer prev (nil: none),
@@ -214,10 +228,11 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 				return resp, nil
 			}
 			perr := w.failed(at.e, at.d, err, info)
+			spent := w.chargeFailure(at.e, at.route, perr)
 			next, redirect := w.next(perr, c.windowOf(at.e.name, at.route))
 			if tr != nil {
 				res := tryResult(at.e, at.d, at.dm, took, info, perr)
-				res.Hedge = at.hedge
+				res.Hedge, res.Cost = at.hedge, spent
 				if next {
 					switch {
 					case redirect != nil:

@@ -70,6 +70,10 @@ func WithFallbackOn(kind providers.ErrorKind, names ...string) Option {
 		if kind == providers.KindCanceled || kind == "" {
 			return fmt.Errorf("client: WithFallbackOn(%q): a call the caller canceled never goes on", kind)
 		}
+		if kind == providers.KindBudgetExhausted {
+			return fmt.Errorf("client: WithFallbackOn(%q): a budget refuses a call before any provider is asked, so "+
+				"there is no chain to go on (give the budget a downgrade instead)", kind)
+		}
 		if b.c.fallbackOn == nil {
 			b.c.fallbackOn = map[providers.ErrorKind][]string{}
 		}

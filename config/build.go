@@ -72,6 +72,15 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 	if tree, ok := llm[keySharedState].(map[string]any); ok {
 		cfg.SharedState = buildSharedState(ps, tree, env)
 	}
+	if tree, ok := llm[keyCost].(map[string]any); ok {
+		members := map[string]string{}
+		for name, p := range cfg.Providers {
+			if p.DeploymentOf != "" {
+				members[strings.ToLower(name)] = p.DeploymentOf
+			}
+		}
+		cfg.Cost = buildCost(ps, tree, newIndex(callable), members)
+	}
 	return cfg
 }
 

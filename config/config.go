@@ -53,6 +53,9 @@ type Config struct {
 	// share circuit state, rate-limit pauses and per-minute budgets; nil when not configured
 	// (each instance alone).
 	SharedState *SharedState
+	// Cost is LLM.Cost: the prices of calls and the budgets of their spend; nil when not
+	// configured (calls are not priced).
+	Cost *Cost
 }
 
 // SharedState is LLM.SharedState. steady.FromConfig opens it with the driver its Driver

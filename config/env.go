@@ -142,6 +142,8 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		return w.fallbackOn(1)
 	case keyRouting:
 		return w.mapEntry(1, kindStringMap)
+	case keyCost:
+		return w.cost(1)
 	case keySharedState:
 		field, ok := w.match(1, sharedStateKeys)
 		if !ok {

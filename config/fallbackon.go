@@ -20,11 +20,12 @@ import (
 // (LLM__FallbackOn__context_too_long__0=large), or several kinds' lists at once, each whole, by
 // a JSON object in LLM__FallbackOn itself — the only way to set an empty list from a variable.
 
-// fallbackKinds are the kinds LLM.FallbackOn may name, sorted: every kind but canceled.
+// fallbackKinds are the kinds LLM.FallbackOn may name, sorted: every kind but canceled and
+// budget_exhausted.
 var fallbackKinds = func() []string {
 	var out []string
 	for _, k := range providers.Kinds() {
-		if k != providers.KindCanceled {
+		if k != providers.KindCanceled && k != providers.KindBudgetExhausted {
 			out = append(out, string(k))
 		}
 	}
@@ -35,11 +36,18 @@ var fallbackKinds = func() []string {
 var canceledAdvice = fmt.Sprintf("%s is the caller's own cancellation, which always ends the call: it never goes on "+
 	"to another provider", show(string(providers.KindCanceled)))
 
+// budgetAdvice says why LLM.FallbackOn cannot name budget_exhausted.
+var budgetAdvice = fmt.Sprintf("%s is a budget of LLM.Cost refusing the call before any provider is asked: there is "+
+	"no chain to go on (give the budget a Downgrade to send such calls elsewhere)", show(string(providers.KindBudgetExhausted)))
+
 // fallbackKind resolves key, an error kind LLM.FallbackOn names: its canonical spelling, or why
 // it cannot be named, with the kind it most likely means ("" when none).
 func fallbackKind(ps *problems, key string) (kind, why, guess string) {
 	if strings.EqualFold(key, string(providers.KindCanceled)) {
 		return "", canceledAdvice, ""
+	}
+	if strings.EqualFold(key, string(providers.KindBudgetExhausted)) {
+		return "", budgetAdvice, ""
 	}
 	if c, ok := canonical(key, fallbackKinds); ok {
 		return c, "", ""

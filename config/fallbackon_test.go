@@ -36,7 +36,8 @@ func TestParse_FallbackOn(t *testing.T) {
 	}
 }
 
-// Every kind the providers package declares may be named (refused too), but canceled.
+// Every kind the providers package declares may be named (refused too), but canceled and
+// budget_exhausted (a budget refuses a call before there is any chain).
 func TestParse_FallbackOnNamesEveryKindButCanceled(t *testing.T) {
 	kinds := providers.Kinds()
 	if !containsKind(kinds, "refused") {
@@ -48,6 +49,13 @@ func TestParse_FallbackOnNamesEveryKindButCanceled(t *testing.T) {
 			p := problemAt(t, problemsOf(t, cfg, err), "LLM.FallbackOn.CANCELED")
 			if p.Source != "input" || !strings.Contains(p.Allowed, `"canceled" is the caller's own cancellation, which always ends the call`) {
 				t.Errorf("canceled: problem %+v", p)
+			}
+			continue
+		}
+		if k == providers.KindBudgetExhausted {
+			p := problemAt(t, problemsOf(t, cfg, err), "LLM.FallbackOn.BUDGET_EXHAUSTED")
+			if !strings.Contains(p.Allowed, "no chain to go on") {
+				t.Errorf("budget_exhausted: problem %+v", p)
 			}
 			continue
 		}

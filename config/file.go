@@ -180,6 +180,10 @@ func (p *jsonParser) llm(path string, v any) map[string]any {
 			if m := p.stringMap(path, v); m != nil {
 				sub = m
 			}
+		case keyCost:
+			if m := p.cost(path, v); m != nil {
+				sub = m
+			}
 		case keySharedState:
 			if m, ok := p.object(path, v); ok {
 				fields := map[string]any{}

@@ -92,6 +92,8 @@ type callTracker struct {
 	// failed lists the tries that failed, each deployment with its own kind, for the log
 	// record of a call that failed (allocated only then).
 	failed []failedTry
+	// cost is the call's cost, summed over its tries.
+	cost providers.CallCost
 }
 
 // failedTry is one provider's failure within a call.
@@ -103,6 +105,8 @@ type failedTry struct {
 // TryDone records how one provider handled the call.
 func (c *callTracker) TryDone(r client.TryResult) {
 	c.t.inst.try(c.ctx, c.start.Operation, c.start.Stream, &r)
+	c.t.inst.tryCost(c.ctx, &c.start, &r)
+	c.cost = c.cost.Add(r.Cost)
 	c.attempts += r.Attempts
 	if h := hedgeOutcome(&r); h != "" && c.span.IsRecording() {
 		c.hedgeSpan(r, h)
@@ -197,6 +201,7 @@ func (c *callTracker) End(err error) {
 		if r.TimeToFirstChunk > 0 {
 			attrs = append(attrs, keyTTFC.Float64(r.TimeToFirstChunk.Seconds()))
 		}
+		attrs = costAttributes(attrs, c.cost, c.start.Tenant)
 		if err != nil {
 			et := semconv.ErrorTypeOther.Value.AsString()
 			if perr != nil {

@@ -89,6 +89,10 @@ func (h *harness) points(t *testing.T, name string) []point {
 				for _, p := range d.DataPoints {
 					out = append(out, point{attrs: p.Attributes, sum: float64(p.Value)})
 				}
+			case metricdata.Sum[float64]:
+				for _, p := range d.DataPoints {
+					out = append(out, point{attrs: p.Attributes, sum: p.Value})
+				}
 			case metricdata.Histogram[float64]:
 				for _, p := range d.DataPoints {
 					out = append(out, point{attrs: p.Attributes, sum: p.Sum, count: p.Count})

@@ -24,6 +24,7 @@ type instruments struct {
 	callDuration, opDuration, firstChunk metric.Float64Histogram
 	tokens                               metric.Int64Histogram
 
+	costs   costInstruments
 	options optionCache
 }
 
@@ -69,7 +70,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.tokens, err = m.Int64Histogram(MetricTokenUsage, metric.WithUnit("{token}"),
 		metric.WithDescription("Number of input and output tokens used."),
 		metric.WithExplicitBucketBoundaries(tokenBuckets...))
-	errs = append(errs, err)
+	errs = append(errs, err, in.costs.init(m))
 	return &in, errors.Join(errs...)
 }
 

@@ -91,6 +91,9 @@ type ChatResponse struct {
 	// others. Status.Pending() is true only for a background answer not finished yet
 	// (ChatRequest.Background, BackgroundResponder.Retrieve): its Message is not the answer.
 	Status ResponseStatus
+	// Cost is what the call cost at the client's prices: the serving attempt and the attempts
+	// it abandoned (set by the client; zero without prices).
+	Cost CallCost
 }
 
 // DecodeJSON decodes the structured answer into v: an error when the answer is no JSON.

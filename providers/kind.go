@@ -23,6 +23,9 @@ const (
 	KindRefused         ErrorKind = "refused"          // the model declined to answer (its refusal is the outcome)
 	KindStreamTruncated ErrorKind = "stream_truncated" // the stream ended before its finish reason
 	KindCanceled        ErrorKind = "canceled"         // the caller's context ended
+	// KindBudgetExhausted: the call would cross a spend budget of the application's (package
+	// cost); not sent. RetryAfter is the time until the budget's window ends.
+	KindBudgetExhausted ErrorKind = "budget_exhausted"
 	KindUnknown         ErrorKind = "unknown"
 )
 
@@ -51,6 +54,10 @@ var kindTraits = map[ErrorKind]struct {
 	// likely refuse too: no trait. A caller's policy may still fall back on it (the client
 	// lets one).
 	KindRefused: {},
+	// The application's own budget refused the call before any provider was asked: no
+	// provider's fault (no fallback, no circuit), but it passes when the budget's window ends
+	// (RetryAfter), so a job queue may run it again then.
+	KindBudgetExhausted: {temporary: true},
 }
 
 // Temporary reports whether the same request may succeed later at the same provider: rate

@@ -1,0 +1,232 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/steadyllm/steady/cost"
+	"github.com/steadyllm/steady/providers"
+)
+
+// WithBudgets keeps budgets of what calls spend (see cost.Budget): each chat call (Chat,
+// ChatStream) is admitted by the budgets that count it — its keys are given with WithBudgetKey
+// and WithTenant — before anything is sent: its pre-flight cost (its prompt's token estimate
+// and the most it may answer, MaxTokens or DefaultAnswerTokens, at the price of the model
+// the chain's first provider would be asked for) is held in each budget until it ends and is
+// then replaced by what it cost (ChatResponse.Cost, Stream.Cost: known and estimated). A call
+// whose estimate would take a budget past its refuse tier is refused (KindBudgetExhausted,
+// RetryAfter the time until the budget's window ends); one whose key's spend passed a
+// downgrade tier goes to the budget's Downgrade — its model, providers (in place of the
+// call's chain and of WithProviders) and policy — from the next call on. Budgets in shadow
+// mode decide the same way and apply nothing; WithCostObserver receives every decision.
+//
+// Budgets need prices (WithPrices), in the same currency; a Downgrade must name providers and
+// policies of the client. o's Now is the client's clock and its Observer the client's cost
+// observer: leave them unset. A client without budgets pays nothing for them.
+func WithBudgets(o cost.LedgerOptions, budgets ...cost.Budget) Option {
+	return func(b *builder) error {
+		if o.Now != nil || o.Observer != nil {
+			return errors.New("client: WithBudgets: leave LedgerOptions.Now and Observer unset: the client's clock " +
+				"(WithClock) and cost observer (WithCostObserver) are used")
+		}
+		k := b.costing()
+		k.ledgerOpts, k.budgets = o, slices.Clone(budgets)
+		return nil
+	}
+}
+
+// WithBudgetKey names the call's key in the budgets kept per dimension (cost.Budget.Per): a
+// tenant, a team, an API key of your own application. A key is 1 to cost.MaxKeyBytes bytes of
+// text without control characters, and only dimensions some budget is kept per may be named:
+// anything else is a bad_request, before anything is sent. Keys appear in events, errors and
+// logs: never use a secret as a key.
+func WithBudgetKey(dimension, key string) CallOption {
+	return func(o *callOptions) { o.keys = append(o.keys, cost.Key{Dimension: dimension, Key: key}) }
+}
+
+// TenantDimension is the dimension WithTenant names, and the one MetricCost's tenant attribute
+// (package observe) reports.
+const TenantDimension = "tenant"
+
+// WithTenant is WithBudgetKey(TenantDimension, tenant): the call's tenant, for the budgets kept
+// per tenant and for the telemetry (the span's steady.tenant, the cost metric's tenant).
+func WithTenant(tenant string) CallOption { return WithBudgetKey(TenantDimension, tenant) }
+
+// tenantOf returns the call's tenant, "" when it names none.
+func (o *callOptions) tenantOf() string {
+	if o == nil {
+		return ""
+	}
+	for _, k := range o.keys {
+		if k.Dimension == TenantDimension {
+			return k.Key
+		}
+	}
+	return ""
+}
+
+// startLedger builds the client's budgets as New completes: its clock, its cost observer, the
+// shared store when it keeps spend, and the downgrades' providers and policies resolved.
+func (c *Client) startLedger() error {
+	k := c.cost
+	if k == nil || k.budgets == nil {
+		return nil
+	}
+	if k.prices == nil {
+		return errors.New("client: WithBudgets needs WithPrices: a call without a price costs nothing to a budget")
+	}
+	o := k.ledgerOpts
+	if o.Currency == "" {
+		o.Currency = k.prices.Currency()
+	}
+	if o.Currency != k.prices.Currency() {
+		return fmt.Errorf("client: WithBudgets in %s, but the prices are in %s", o.Currency, k.prices.Currency())
+	}
+	o.Now, o.Observer = c.now, k.emit
+	var errs []error
+	budgets := slices.Clone(k.budgets)
+	for i := range budgets {
+		d := &budgets[i].Downgrade
+		d.Providers = slices.Clone(d.Providers)
+		for j, name := range d.Providers {
+			e := c.lookup(name)
+			if e == nil {
+				errs = append(errs, fmt.Errorf("client: budget %q: its downgrade names the provider %q, which the client does not have (have %v)",
+					budgets[i].Name, name, c.order))
+				continue
+			}
+			d.Providers[j] = e.name
+		}
+		if d.Policy != "" && c.policy(d.Policy) == nil {
+			errs = append(errs, fmt.Errorf("client: budget %q: its downgrade names the policy %q, which the client does not have (have %v)",
+				budgets[i].Name, d.Policy, c.policyNames()))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	l, err := cost.NewLedger(o, budgets...)
+	if err != nil {
+		return fmt.Errorf("client: WithBudgets: %w", err)
+	}
+	k.ledger = l
+	return nil
+}
+
+// Ledger returns the client's budgets (WithBudgets), nil when it keeps none: what each key
+// spent in each budget (cost.Ledger.Spend).
+func (c *Client) Ledger() *cost.Ledger {
+	if c.cost == nil {
+		return nil
+	}
+	return c.cost.ledger
+}
+
+// admit asks the client's budgets about a chat call for req planned as pl with options o and
+// bill b: the ticket to settle when it ends (nil when the client keeps no budgets) and the
+// request and plan to send, changed by a downgrade. A refusal is the call's error.
+func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan, o *callOptions, b bill,
+	stream bool) (*cost.Ticket, *providers.ChatRequest, plan, error) {
+	l := c.Ledger()
+	if l == nil {
+		if o != nil && len(o.keys) > 0 {
+			return nil, req, pl, &providers.Error{Kind: providers.KindBadRequest,
+				Message: "WithBudgetKey/WithTenant: the client keeps no budgets (WithBudgets)"}
+		}
+		return nil, req, pl, nil
+	}
+	var keys []cost.Key
+	if o != nil {
+		keys = o.keys
+	}
+	need := req.Needs(stream)
+	answer := req.MaxTokens
+	if answer <= 0 {
+		answer = DefaultAnswerTokens
+	}
+	t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(d *cost.Downgrade) providers.Money {
+		chain, model := pl.chain, req.Model
+		if d != nil && len(d.Providers) > 0 {
+			chain = d.Providers
+		}
+		if d != nil && d.Model != "" {
+			model = d.Model
+		}
+		for _, name := range chain {
+			e := c.entries[name]
+			if !e.caps.Has(need) {
+				continue
+			}
+			p, ok := c.price(e.name, e.telemetryModel(c.modelFor(e, model, true)), "")
+			if !ok {
+				return 0 // nothing to hold: the call is reported unpriced, and costs nothing
+			}
+			return p.Tokens(b.input, answer, b.images)
+		}
+		return 0
+	}})
+	if err != nil {
+		return nil, req, pl, err
+	}
+	if d := t.Downgrade; d != nil {
+		if d.Model != "" {
+			req = withModel(req, d.Model)
+		}
+		if len(d.Providers) > 0 {
+			pl.chain = d.Providers
+		}
+		if d.Policy != "" {
+			pl.policy = c.policy(d.Policy)
+		}
+	}
+	return t, req, pl, nil
+}
+
+// settle ends a chat call's ticket: it cost cc, its serving attempt (if any) was served by
+// provider for model with usage u.
+func (c *Client) settle(t *cost.Ticket, cc providers.CallCost, provider, model string, u providers.Usage, b bill) {
+	if t == nil {
+		return
+	}
+	t.Settle(cc.Total(), c.wouldBe(t, cc, provider, model, u, b))
+}
+
+// wouldBe is what a call that cost cc would have cost had every budget been enforced: its
+// serving attempt at the price of the downgrade a budget in shadow mode would have sent it
+// to (the served usage priced at the downgrade's model and first provider), cc otherwise. The
+// usage another model would have reported is unknown; the served one stands for it.
+func (c *Client) wouldBe(t *cost.Ticket, cc providers.CallCost, provider, model string, u providers.Usage, b bill) providers.Money {
+	total := cc.Total()
+	d := t.WouldDowngrade
+	if d == nil || t.Downgrade != nil || cc.Serving == 0 {
+		return total
+	}
+	if len(d.Providers) > 0 {
+		provider = d.Providers[0]
+	}
+	if d.Model != "" {
+		model = d.Model
+	}
+	p, ok := c.price(provider, model, "")
+	if !ok {
+		return total
+	}
+	return max(total-cc.Serving, 0).Add(p.Of(u, b.images))
+}
+
+// settle ends the stream's ticket, if it holds one, with what the call cost so far: at its
+// end (Done, a failure no rescue follows, Close). Only the first settle counts.
+func (s *Stream) settle() {
+	if s.ticket == nil || s.c == nil {
+		return
+	}
+	s.mu.Lock()
+	cc, u := s.acct.Cost, s.usage
+	if s.billed {
+		cc = s.cost
+	}
+	s.mu.Unlock()
+	s.c.settle(s.ticket, cc, s.served, s.model, u, s.bill)
+}

@@ -1,0 +1,25 @@
+// Package cost prices LLM calls and keeps budgets of what they spend.
+//
+// A price table (Prices) gives each provider's models a Price per million tokens — input,
+// cached input, cache writes, output, reasoning — and per image; the client
+// (client.WithPrices) prices every call from the usage its servers report, and says what each
+// call cost in providers.CallCost: the attempt that served, the attempts it abandoned that the
+// servers counted (known), and what nobody counted but a server may bill (estimated).
+//
+//	prices, err := cost.NewPrices("USD", []cost.Entry{
+//		{Provider: "openai", Model: "gpt-4o-mini*", Price: cost.PerMillion(0.15, 0.60)},
+//	})
+//	c, err := client.New(..., client.WithPrices(prices))
+//	resp, err := c.Chat(ctx, req)
+//	fmt.Println(resp.Cost.Total(), resp.Cost.Currency) // 0.0000039 USD
+//
+// Money is exact: amounts are integer nano-units (providers.Money), prices are read from
+// their decimal text (a configured 0.15 is 150 000 000 nano-units per million tokens, not the
+// binary fraction nearest to it), and each call's cost is rounded once, to half a nano-unit at
+// most, after its token counts were multiplied by their prices in 128-bit integers. Sums of
+// costs are exact.
+//
+// A model with no price is never guessed: its calls cost nothing in the sums, are counted in
+// CallCost.Unpriced, and the client reports the model once (EventUnpriced). steady bundles
+// no price list: prices change often, and a stale bundled price would be a silent lie.
+package cost
