@@ -79,7 +79,7 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 				members[strings.ToLower(name)] = p.DeploymentOf
 			}
 		}
-		cfg.Cost = buildCost(ps, tree, newIndex(callable), members)
+		cfg.Cost = buildCost(ps, tree, newIndex(callable), policyNames, members)
 	}
 	return cfg
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/providers"
@@ -38,16 +39,56 @@ const (
 	keyOutput      = "Output"
 	keyReasoning   = "Reasoning"
 	keyImage       = "Image"
+
+	keyBudgets     = "Budgets"
+	keyTimeZone    = "TimeZone"
+	keyMaxKeys     = "MaxKeys"
+	keyFailClosed  = "FailClosed"
+	keyPer         = "Per"
+	keyWindow      = "Window"
+	keyLimit       = "Limit"
+	keyLimitsByKey = "Limits"
+	keyWarnAt      = "WarnAt"
+	keyDowngradeAt = "DowngradeAt"
+	keyRefuseAt    = "RefuseAt"
+	keyNeverRefuse = "NeverRefuse"
+	keyDowngrade   = "Downgrade"
+	keyMode        = "Mode"
+	keyProvidersOf = "Providers"
 )
 
 // costFields describes the leaves of LLM.Cost; Prices (and Budgets) are objects of their own.
 var costFields = map[string]kind{
-	keyCurrency: kindString,
+	keyCurrency:   kindString,
+	keyTimeZone:   kindString,
+	keyMaxKeys:    kindInt,
+	keyFailClosed: kindBool,
+}
+
+// budgetFields describes the leaves of a budget; Limits and Downgrade are objects of their own.
+var budgetFields = map[string]kind{
+	keyPer:         kindString,
+	keyWindow:      kindString,
+	keyLimit:       kindNumber,
+	keyWarnAt:      kindNumber,
+	keyDowngradeAt: kindNumber,
+	keyRefuseAt:    kindNumber,
+	keyNeverRefuse: kindBool,
+	keyMode:        kindString,
+}
+
+// downgradeFields describes a budget's Downgrade.
+var downgradeFields = map[string]kind{
+	keyModel:       kindString,
+	keyProvidersOf: kindStringList,
+	keyPolicy:      kindString,
 }
 
 var (
-	costKeys  = append(sortedKeys(costFields), keyPrices)
-	priceKeys = []string{keyInput, keyCachedInput, keyCacheWrite, keyOutput, keyReasoning, keyImage}
+	costKeys      = append(sortedKeys(costFields), keyPrices, keyBudgets)
+	priceKeys     = []string{keyInput, keyCachedInput, keyCacheWrite, keyOutput, keyReasoning, keyImage}
+	budgetKeys    = append(sortedKeys(budgetFields), keyLimitsByKey, keyDowngrade)
+	downgradeKeys = sortedKeys(downgradeFields)
 )
 
 // Cost is LLM.Cost.
@@ -60,6 +101,20 @@ type Cost struct {
 	// the configuration leaves out of a line is filled in: CachedInput and CacheWrite from
 	// Input, Reasoning from Output, Image as 0. Input and Output are required.
 	Prices []cost.Entry
+	// Budgets are the budgets of LLM.Cost.Budgets (cost.Budget), sorted by name: each named
+	// by its key, its Downgrade's providers spelled as declared.
+	Budgets []cost.Budget
+	// TimeZone is the IANA name of the zone the budgets' windows follow ("UTC" by default),
+	// Location the zone itself.
+	TimeZone string
+	Location *time.Location
+	// MaxKeys bounds the keys each budget keeps in its current windows (0: cost.DefaultMaxKeys).
+	// Allowed: 0..cost.MaxMaxKeys.
+	MaxKeys int
+	// FailClosed refuses the calls the budgets cannot account for (a new key past MaxKeys,
+	// the shared store unreachable when an instance needs more of the fleet's budget) instead
+	// of letting them go uncounted.
+	FailClosed bool
 }
 
 // cost normalizes LLM.Cost from a file. It returns nil when v is not an object.
@@ -74,6 +129,10 @@ func (p *jsonParser) cost(path string, v any) map[string]any {
 		switch canon {
 		case keyPrices:
 			if sub := p.prices(path, v); sub != nil {
+				nv = sub
+			}
+		case keyBudgets:
+			if sub := p.budgets(path, v); sub != nil {
 				nv = sub
 			}
 		default:
@@ -133,6 +192,9 @@ func (w *envWalk) cost(i int) (envTarget, bool) {
 	if !ok {
 		return envTarget{}, false
 	}
+	if field == keyBudgets {
+		return w.budget(i + 1)
+	}
 	if field != keyPrices {
 		return w.leaf(i+1, costFields[field])
 	}
@@ -187,7 +249,7 @@ func (r *envReader) spelling(path []string, key string) string {
 
 // buildCost decodes and checks LLM.Cost; callable are the names calls are priced under (the
 // providers that are no deployment, and the providers deployments form).
-func buildCost(ps *problems, tree map[string]any, callable index, deploymentOf map[string]string) *Cost {
+func buildCost(ps *problems, tree map[string]any, callable, policies index, deploymentOf map[string]string) *Cost {
 	path := keyLLM + "." + keyCost
 	c := &Cost{Currency: "USD"}
 	if s, ok := tree[keyCurrency].(string); ok {
@@ -198,6 +260,23 @@ func buildCost(ps *problems, tree map[string]any, callable index, deploymentOf m
 	}
 	prices, _ := tree[keyPrices].(map[string]any)
 	c.Prices = buildPrices(ps, path+"."+keyPrices, prices, callable, deploymentOf)
+	c.TimeZone, c.Location = "UTC", time.UTC
+	if s, ok := tree[keyTimeZone].(string); ok && strings.TrimSpace(s) != "" {
+		loc, err := time.LoadLocation(strings.TrimSpace(s))
+		if err != nil || strings.TrimSpace(s) == "Local" {
+			ps.add(Problem{Path: path + "." + keyTimeZone, Value: s, Allowed: "must be an IANA time zone, such as \"Europe/Paris\" or \"UTC\" (the default)"})
+		} else {
+			c.TimeZone, c.Location = loc.String(), loc
+		}
+	}
+	c.MaxKeys, _ = tree[keyMaxKeys].(int)
+	if c.MaxKeys < 0 || c.MaxKeys > cost.MaxMaxKeys {
+		ps.add(Problem{Path: path + "." + keyMaxKeys, Value: c.MaxKeys, Allowed: fmt.Sprintf("must be between 0 (the default, %d) and %d",
+			cost.DefaultMaxKeys, cost.MaxMaxKeys)})
+	}
+	c.FailClosed, _ = tree[keyFailClosed].(bool)
+	budgets, _ := tree[keyBudgets].(map[string]any)
+	c.Budgets = buildBudgets(ps, path+"."+keyBudgets, budgets, callable, policies)
 	return c
 }
 

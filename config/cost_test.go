@@ -118,3 +118,84 @@ func TestCost_PriceProblemsNameTheKeyTheValueAndTheRange(t *testing.T) {
 		}
 	}
 }
+
+func TestCost_BudgetsFromFileAndEnv(t *testing.T) {
+	doc := `{"LLM": {` + costProviders + `, "Policies": {"cheap": {"RetryCount": 0}}, "Cost": {
+		"TimeZone": "Europe/Paris", "MaxKeys": 5000, "FailClosed": true,
+		"Budgets": {
+			"tenant-daily": {"Per": "tenant", "Window": "DAY", "Limit": 5, "Limits": {"acme": 50},
+				"WarnAt": 0.8, "DowngradeAt": 0.9, "Downgrade": {"Model": "gpt-4o-mini", "Providers": ["OpenAI"], "Policy": "CHEAP"}},
+			"all-monthly": {"Window": "month", "Limit": 1000, "NeverRefuse": true, "WarnAt": 0.5, "Mode": "shadow"}}}}}`
+	env := append([]string{"LLM__Cost__Budgets__tenant-daily__Limits__beta=7.25", "LLM__Cost__Budgets__TENANT-DAILY__RefuseAt=1.5",
+		"LLM__Cost__Budgets__tenant-daily__Downgrade__Providers__1=claude"}, costKeysEnv...)
+	cfg, err := ParseWithEnv([]byte(doc), env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Cost
+	if c.TimeZone != "Europe/Paris" || c.Location.String() != "Europe/Paris" || c.MaxKeys != 5000 || !c.FailClosed || len(c.Budgets) != 2 {
+		t.Fatalf("%+v", c)
+	}
+	all, td := c.Budgets[0], c.Budgets[1]
+	if all.Name != "all-monthly" || all.Window != cost.Month || all.Limit != nanos(t, "1000") || !all.NeverRefuse || !all.Shadow || all.Per != "" {
+		t.Errorf("all-monthly %+v", all)
+	}
+	if td.Name != "tenant-daily" || td.Per != "tenant" || td.Window != cost.Day || td.Limit != nanos(t, "5") ||
+		td.Limits["acme"] != nanos(t, "50") || td.Limits["beta"] != nanos(t, "7.25") || td.WarnAt != 0.8 || td.DowngradeAt != 0.9 ||
+		td.RefuseAt != 1.5 || td.Shadow || td.Downgrade.Model != "gpt-4o-mini" || td.Downgrade.Policy != "cheap" ||
+		strings.Join(td.Downgrade.Providers, ",") != "openai,claude" {
+		t.Errorf("tenant-daily %+v", td)
+	}
+	if _, err := cost.NewLedger(cost.LedgerOptions{Location: c.Location, MaxKeys: c.MaxKeys}, c.Budgets...); err != nil {
+		t.Fatalf("the budgets make no ledger: %v", err)
+	}
+}
+
+func TestCost_BudgetProblemsNameTheKeyTheValueAndTheRange(t *testing.T) {
+	const base = `"Window": "day", "Limit": 1`
+	for _, tc := range []struct {
+		json, env, path, want string
+	}{
+		{`{"b": {"Limit": 1}}`, "", "LLM.Cost.Budgets.b.Window", "is required"},
+		{`{"b": {"Window": "dya", "Limit": 1}}`, "", "LLM.Cost.Budgets.b.Window", "did you mean day?"},
+		{`{"b": {"Window": "day"}}`, "", "LLM.Cost.Budgets.b.Limit", "is required"},
+		{`{"b": {"Window": "day", "Limit": -2}}`, "", "LLM.Cost.Budgets.b.Limit", "must be above 0 and at most 1000000000"},
+		{`{"b": {"Window": "day", "Limit": 1e10}}`, "", "LLM.Cost.Budgets.b.Limit", "at most 1000000000"},
+		{`{"b": {` + base + `, "Limits": {"k": 0}}}`, "", "LLM.Cost.Budgets.b.Limits.k", "must be above 0"},
+		{`{"b": {` + base + `, "WarnAt": 11}}`, "", "LLM.Cost.Budgets.b.WarnAt", "between 0 and 10"},
+		{`{"b": {` + base + `, "WarnAt": 2}}`, "", "LLM.Cost.Budgets.b", "must not be above RefuseAt"},
+		{`{"b": {` + base + `, "DowngradeAt": 0.5}}`, "", "LLM.Cost.Budgets.b", "is required with DowngradeAt"},
+		{`{"b": {` + base + `, "DowngradeAt": 0.5, "Downgrade": {"Policy": "chaep"}}}`, "", "LLM.Cost.Budgets.b.Downgrade.Policy", "must name a policy"},
+		{`{"b": {` + base + `, "DowngradeAt": 0.5, "Downgrade": {"Providers": ["east"]}}}`, "", "LLM.Cost.Budgets.b.Downgrade.Providers[0]",
+			"must name a provider"},
+		{`{"b": {` + base + `, "DowngradeAt": 0.5, "Downgrade": {"Modle": "m"}}}`, "", "LLM.Cost.Budgets.b.Downgrade.Modle", "did you mean Model?"},
+		{`{"b": {` + base + `, "Mode": "dry-run"}}`, "", "LLM.Cost.Budgets.b.Mode", `must be one of "enforce", "shadow"`},
+		{`{"b": {` + base + `, "Per": "the tenant"}}`, "", "LLM.Cost.Budgets.b.Per", "letters, digits"},
+		{`{"b c": {` + base + `}}`, "", `LLM.Cost.Budgets["b c"]`, "letters, digits"},
+		{`{"b": {` + base + `, "Limt": 1}}`, "", "LLM.Cost.Budgets.b.Limt", "did you mean Limit?"},
+		{`{"b": {` + base + `}}`, "LLM__Cost__TimeZone=Mars/Olympus", "LLM.Cost.TimeZone", "IANA time zone"},
+		{`{"b": {` + base + `}}`, "LLM__Cost__MaxKeys=-1", "LLM.Cost.MaxKeys", "between 0"},
+		{`{"b": {` + base + `}}`, "LLM__Cost__Budgets__b__Limit=NaN", "LLM.Cost.Budgets.b.Limit", "finite number"},
+		{`{"b": {` + base + `}}`, "LLM__Cost__Budgets__b__Windw=day", "LLM.Cost.Budgets.b.Windw", "LLM__Cost__Budgets__b__Window"},
+		{`{"b": {` + base + `}}`, "LLM__Cost__Budgets__b=1", "LLM.Cost.Budgets.b", "names an object"},
+	} {
+		env := append([]string(nil), costKeysEnv...)
+		if tc.env != "" {
+			env = append(env, tc.env)
+		}
+		_, err := ParseWithEnv([]byte(`{"LLM": {`+costProviders+`, "Cost": {"Budgets": `+tc.json+`}}}`), env)
+		var le *Error
+		if !errors.As(err, &le) {
+			t.Fatalf("%s %s: %v", tc.json, tc.env, err)
+		}
+		found := false
+		for _, p := range le.Problems {
+			if p.Path == tc.path && strings.Contains(p.Error(), tc.want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("%s %s: want %s %q, got %v", tc.json, tc.env, tc.path, tc.want, err)
+		}
+	}
+}
