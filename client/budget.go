@@ -24,7 +24,10 @@ import (
 //
 // Budgets need prices (WithPrices), in the same currency; a Downgrade must name providers and
 // policies of the client. o's Now is the client's clock and its Observer the client's cost
-// observer: leave them unset. A client without budgets pays nothing for them.
+// observer: leave them unset. With a shared store (WithSharedState) that keeps spend
+// (cost.SpendStore, as github.com/steadyllm/steady/state/redis does), the budgets are the
+// fleet's — every instance sharing the store keeps one spend per budget and key — unless
+// o.Store names another store. A client without budgets pays nothing for them.
 func WithBudgets(o cost.LedgerOptions, budgets ...cost.Budget) Option {
 	return func(b *builder) error {
 		if o.Now != nil || o.Observer != nil {
@@ -83,6 +86,11 @@ func (c *Client) startLedger() error {
 	}
 	if o.Currency != k.prices.Currency() {
 		return fmt.Errorf("client: WithBudgets in %s, but the prices are in %s", o.Currency, k.prices.Currency())
+	}
+	if o.Store == nil {
+		if s, ok := c.shared.(cost.SpendStore); ok {
+			o.Store = s
+		}
 	}
 	o.Now, o.Observer = c.now, k.emit
 	var errs []error

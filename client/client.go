@@ -229,6 +229,9 @@ func (c *Client) Close() error {
 	var err error
 	c.closeOnce.Do(func() {
 		c.CloseIdleConnections()
+		if l := c.Ledger(); l != nil {
+			_ = l.Close() // the refills of the fleet's leases under way
+		}
 		for _, e := range c.entries {
 			for _, d := range e.deps {
 				d.pipeline.StopSharing()

@@ -22,4 +22,20 @@
 // A model with no price is never guessed: its calls cost nothing in the sums, are counted in
 // CallCost.Unpriced, and the client reports the model once (EventUnpriced). steady bundles
 // no price list: prices change often, and a stale bundled price would be a silent lie.
+//
+// # Budgets
+//
+// A Ledger keeps Budgets: a limit per key (a tenant, a team, an API key of your application)
+// over a calendar Window, with tiers of action — warn, downgrade to a cheaper model or
+// policy, refuse — and a shadow mode that decides identically and applies nothing
+// (client.WithBudgets). Each call is admitted with its pre-flight estimate held until it ends,
+// then charged what it cost; a call that would cross a limit is refused before it is sent.
+//
+// With a SpendStore (state/redis), the instances of a fleet keep one budget together: each
+// leases slices of the room (sixteen calls' estimates, at most a sixteenth of the limit) and
+// spends them without a round trip, refilling in the background; the fleet spends at most the
+// limit plus what the calls in flight cost beyond their estimates, one call per instance when
+// each has one call in flight. Values read back from the store are bounded and, when they are
+// not sane, taken as "no room left"; a store that cannot be reached fails open (calls counted
+// locally and told to it later) or closed (LedgerOptions.FailClosed).
 package cost

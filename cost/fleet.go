@@ -1,0 +1,268 @@
+package cost
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/steadyllm/steady/providers"
+)
+
+// SpendStore keeps budgets' spend for a fleet: the instances of an application that share it
+// keep one budget together, not one each (github.com/steadyllm/steady/state/redis is a store on
+// Redis). An instance leases slices of a budget's room and spends them locally, so a call meets
+// the store only when its instance's slice runs dry — and the next slice is taken in the
+// background before it does.
+//
+// The store keeps, per budget, key and window, what it granted and what the instances said
+// they spent. It trusts nothing it reads back: values that are not whole numbers of 0 or more
+// within its bounds are repaired — granted to the ceiling (no room left in the window: the safe
+// side for money), spent to what was granted.
+type SpendStore interface {
+	// LeaseSpend adds spent (at least 0: what this instance spent in the window since it last
+	// said) to the spend of budget's key in the window [start, end), and grants up to want
+	// more of its room below ceiling, at once. It returns what it granted (0 to want) and
+	// the window's totals after the change. It may block for the store's own short timeout.
+	LeaseSpend(ctx context.Context, budget, key string, start, end time.Time, ceiling, want, spent providers.Money) (SpendLease, error)
+}
+
+// SpendLease is a store's answer to LeaseSpend.
+type SpendLease struct {
+	// Granted is what the call was granted; FleetGranted and FleetSpent the window's totals,
+	// over every instance.
+	Granted, FleetGranted, FleetSpent providers.Money
+}
+
+// MaxStoredMoney bounds what a store keeps of one budget's key and window: 2⁵³ micro-units
+// (about 9 billion units), which a double — the number of Redis's scripts — holds exactly.
+// Ceilings above it are cut to it.
+const MaxStoredMoney = providers.Money(1<<53) * (providers.Unit / 1_000_000)
+
+// storeRetry is how long after the store failed a call goes on without asking it again (as
+// the configuration says: open or closed).
+const storeRetry = time.Second
+
+// FleetRefresh is how old the fleet's totals an instance holds may grow while it makes calls:
+// a call made after that asks the store for them again, in the background. An instance tells
+// the store what it spent with each refill — each time its lease runs low, and at least every
+// FleetRefresh while it makes calls — so another instance's spend reaches this one's tiers
+// (warn, downgrade) within FleetRefresh plus one slice of that instance's spend (a few calls'
+// estimates) that it has not told yet.
+const FleetRefresh = time.Second
+
+// fleet is a ledger's share of the fleet's budgets: one lease per account.
+type fleet struct {
+	l     *Ledger
+	store SpendStore
+
+	mu     sync.Mutex
+	down   bool
+	downAt time.Time
+	wg     sync.WaitGroup // the refills under way
+}
+
+// lease is an instance's share of one account's window in the fleet.
+type lease struct {
+	// have is what the instance was granted and has not reserved or spent; below 0 after
+	// calls cost more than their estimates, or were let through while the store was down.
+	have providers.Money
+	// unreported is what the instance spent and has not told the store; reporting what a
+	// refill under way is telling it.
+	unreported, reporting providers.Money
+	// fleetGranted and fleetSpent are the window's totals as the store last said, at heard.
+	fleetGranted, fleetSpent providers.Money
+	heard                    time.Time
+	// slice is the size of a refill: sixteen of the largest estimate seen, at most a
+	// sixteenth of the ceiling (or the estimate itself, when larger). A refill starts in the
+	// background once less than a quarter of a slice is left.
+	slice   providers.Money
+	filling chan struct{} // closed when the refill under way ends; nil when none
+}
+
+func newFleet(l *Ledger, s SpendStore) *fleet { return &fleet{l: l, store: s} }
+
+// ceiling is the most the fleet may be granted of key's window in b.
+func ceiling(b *budgetState, key string) providers.Money {
+	if b.NeverRefuse {
+		return MaxStoredMoney
+	}
+	return min(tierOf(b.limitOf(key), b.refuseAt()), MaxStoredMoney)
+}
+
+// spent is the account's spend as the fleet knows it. Callers hold the budget's lock.
+func (ls *lease) spent() providers.Money {
+	return ls.fleetSpent.Add(ls.reporting).Add(ls.unreported)
+}
+
+// reserve holds d.amount of d's account from its lease, refilling it from the store when it
+// is short, and reports whether the fleet had the room. When the store cannot be reached the
+// call is let through (counted here, and told to the store later), or, failing closed,
+// refused with a budget_exhausted error whose Code is CodeStoreUnavailable.
+func (f *fleet) reserve(ctx context.Context, d *decision, now time.Time) (bool, error) {
+	b, a, amount := d.b, d.a, d.amount
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ls, start := a.lease, a.start
+	if amount > 0 {
+		ls.slice = min(max(ls.slice, 16*amount), max(ceiling(b, a.key)/16, amount))
+	}
+	asked := false
+	for {
+		if a.lease != ls || !a.start.Equal(start) {
+			return false, nil // the window turned while the call waited: it is asked again
+		}
+		if ls.have >= amount {
+			ls.have -= amount
+			a.reserved = a.reserved.Add(amount)
+			f.refillIfLow(b, a, now)
+			return true, nil
+		}
+		if f.isDown(now) {
+			if f.l.closed {
+				return false, f.unavailable(b, now)
+			}
+			ls.have -= amount // fail open: counted here, told to the store once it answers
+			a.reserved = a.reserved.Add(amount)
+			return true, nil
+		}
+		if asked && ls.filling == nil {
+			return false, nil // the store granted what it had: not enough
+		}
+		done := ls.filling
+		if done == nil {
+			done = f.refill(b, a, max(amount-ls.have, ls.slice))
+			asked = true
+		}
+		b.mu.Unlock()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			b.mu.Lock()
+			return false, ctx.Err()
+		}
+		b.mu.Lock()
+	}
+}
+
+// refillIfLow starts a refill in the background when the lease runs low or the fleet's totals
+// are older than FleetRefresh; each refill tells the store what was spent since the last.
+// Callers hold the budget's lock.
+func (f *fleet) refillIfLow(b *budgetState, a *account, now time.Time) {
+	ls := a.lease
+	if ls.filling != nil || f.isDown(now) || ls.slice == 0 {
+		return
+	}
+	if ls.have < ls.slice/4 || now.Sub(ls.heard) >= FleetRefresh {
+		f.refill(b, a, max(ls.slice-ls.have, 0))
+	}
+}
+
+// refill asks the store, in the background, for want more of a's window and tells it what was
+// spent since; it returns a channel closed when the answer is in. Callers hold the budget's
+// lock.
+func (f *fleet) refill(b *budgetState, a *account, want providers.Money) chan struct{} {
+	ls := a.lease
+	done := make(chan struct{})
+	ls.filling = done
+	report := ls.unreported
+	ls.unreported, ls.reporting = 0, ls.reporting.Add(report)
+	key, start, end, ceil := a.key, a.start, a.end, ceiling(b, a.key)
+	f.wg.Add(1)
+	go func() {
+		defer f.wg.Done()
+		res, err := f.store.LeaseSpend(context.Background(), b.Name, key, start, end, ceil, want, report)
+		if err == nil {
+			err = checkLease(res, want)
+		}
+		now := f.l.now()
+		b.mu.Lock()
+		ls.reporting -= report
+		if err != nil {
+			ls.unreported = ls.unreported.Add(report)
+		} else {
+			ls.have = ls.have.Add(res.Granted)
+			ls.fleetGranted, ls.fleetSpent, ls.heard = res.FleetGranted, res.FleetSpent, now
+		}
+		ls.filling = nil
+		close(done)
+		b.mu.Unlock()
+		f.l.emit(f.note(err, now))
+	}()
+	return done
+}
+
+// checkLease refuses an answer no store could give to a request for want: a grant beyond it
+// or below 0, totals below 0 or beyond what a store keeps.
+func checkLease(r SpendLease, want providers.Money) error {
+	if r.Granted < 0 || r.Granted > want || r.FleetGranted < 0 || r.FleetGranted > MaxStoredMoney ||
+		r.FleetSpent < 0 || r.FleetSpent > MaxStoredMoney {
+		return fmt.Errorf("cost: the spend store answered %+v to a request for %s: not believed", r, want)
+	}
+	return nil
+}
+
+// settle ends a hold of reserved in the lease, charging charge. Callers hold the budget's
+// lock.
+func (f *fleet) settle(b *budgetState, a *account, reserved, charge providers.Money, now time.Time) {
+	ls := a.lease
+	ls.have = ls.have.Add(reserved).Add(-charge)
+	ls.unreported = ls.unreported.Add(charge)
+	f.refillIfLow(b, a, now)
+}
+
+// isDown reports whether the store failed within storeRetry.
+func (f *fleet) isDown(now time.Time) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.down && now.Sub(f.downAt) < storeRetry
+}
+
+// note records the outcome of a call to the store and returns the event of a change.
+func (f *fleet) note(err error, now time.Time) []Event {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch {
+	case err != nil:
+		f.downAt = now
+		if !f.down {
+			f.down = true
+			return []Event{{Type: EventStoreFailed, Time: now, Err: err, Currency: f.l.currency}}
+		}
+	case f.down:
+		f.down = false
+		return []Event{{Type: EventStoreRecovered, Time: now, Currency: f.l.currency}}
+	}
+	return nil
+}
+
+// unavailable is the refusal of a call that needs the store while it is down, failing closed.
+func (f *fleet) unavailable(b *budgetState, now time.Time) *providers.Error {
+	return &providers.Error{Kind: providers.KindBudgetExhausted, Code: CodeStoreUnavailable, RetryAfter: storeRetry,
+		Message: fmt.Sprintf("budget %q: the spend store cannot be reached and the budgets fail closed: not sent", b.Name)}
+}
+
+// close waits for the refills under way.
+func (f *fleet) close() { f.wg.Wait() }
+
+// Micro converts an amount to whole micro-units, rounding up (what a store keeps: see
+// MaxStoredMoney); FromMicro converts back. Stores use them so that every instance rounds
+// alike.
+func Micro(m providers.Money) int64 {
+	if m <= 0 {
+		return 0
+	}
+	return int64((m + 999) / 1000)
+}
+
+// FromMicro converts whole micro-units to Money, bounding them to [0, MaxStoredMoney].
+func FromMicro(n int64) providers.Money {
+	if n <= 0 {
+		return 0
+	}
+	if n > math.MaxInt64/1000 || providers.Money(n)*1000 > MaxStoredMoney {
+		return MaxStoredMoney
+	}
+	return providers.Money(n) * 1000
+}

@@ -1,0 +1,221 @@
+package steadyredis_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/cost"
+	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/openai"
+	steadyredis "github.com/steadyllm/steady/state/redis"
+)
+
+// scripts counts the scripts a client runs on Redis.
+type scripts struct{ n atomic.Int64 }
+
+func (c *scripts) DialHook(next goredis.DialHook) goredis.DialHook { return next }
+func (c *scripts) ProcessHook(next goredis.ProcessHook) goredis.ProcessHook {
+	return func(ctx context.Context, cmd goredis.Cmder) error {
+		if n := cmd.Name(); n == "evalsha" || n == "eval" {
+			c.n.Add(1)
+		}
+		return next(ctx, cmd)
+	}
+}
+func (c *scripts) ProcessPipelineHook(next goredis.ProcessPipelineHook) goredis.ProcessPipelineHook {
+	return next
+}
+
+func money(t testing.TB, s string) providers.Money {
+	t.Helper()
+	m, err := providers.ParseMoney(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// budgetedClient is one instance of an application: a client over its own store, with prices
+// and budgets.
+func budgetedClient(t *testing.T, s *mocks.Server, prefix string, rs *scripts, o cost.LedgerOptions, budgets ...cost.Budget) *client.Client {
+	t.Helper()
+	rdb := goredis.NewClient(&goredis.Options{Addr: addr(), MaxRetries: -1})
+	if rs != nil {
+		rdb.AddHook(rs)
+	}
+	store := steadyredis.New(steadyredis.Options{Client: rdb, Prefix: prefix, Timeout: 200 * time.Millisecond})
+	prices, err := cost.NewPrices("USD", []cost.Entry{{Provider: "openai", Model: "gpt-4o", Price: cost.PerMillion(2.5, 10)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.New(client.WithProvider("openai", options(), func(hc *http.Client) (providers.Provider, error) {
+		return openai.New(openai.Config{Name: "openai", Dialect: openai.Compatible, BaseURL: s.OpenAIBaseURL(), APIKey: "sk-test", Model: "gpt-4o", HTTPClient: hc})
+	}), client.WithSharedState(store), client.WithPrices(prices), client.WithBudgets(o, budgets...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = c.Close()
+		_ = store.Close()
+		_ = rdb.Close()
+	})
+	return c
+}
+
+// Four instances — four clients, each with its own pipelines and its own store — on one Redis
+// keep one budget of $1: together they spend at most the budget and the cost of one call
+// in flight per instance, though each call costs more than its pre-flight estimate (its answer
+// runs past DefaultAnswerTokens); they spend most of it; and they meet Redis far less often
+// than once a call.
+func TestRedis_FourInstancesKeepOneBudget(t *testing.T) {
+	// A prompt of 2 000 bytes: 500 tokens in, and the fake echoes it: 500 tokens out. The
+	// estimate holds 500 in and 256 out: 0.0038850; the call costs 0.00625.
+	prompt := strings.Repeat("spend ", 333) + "ab"
+	s := mocks.NewServer()
+	defer s.Close()
+	limit := money(t, "1")
+	budget := cost.Budget{Name: "all", Window: cost.Day, Limit: limit}
+	rs := &scripts{}
+	var mu sync.Mutex
+	var spent, dearest providers.Money
+	var calls int
+	var wg sync.WaitGroup
+	for range 4 {
+		c := budgetedClient(t, s, t.Name()+":", rs, cost.LedgerOptions{}, budget)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				resp, err := c.Chat(context.Background(), &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: prompt}}})
+				var pe *providers.Error
+				if errors.As(err, &pe) && pe.Kind == providers.KindBudgetExhausted {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				spent, calls, dearest = spent+resp.Cost.Total(), calls+1, max(dearest, resp.Cost.Total())
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if bound := limit + 4*dearest; spent > bound {
+		t.Fatalf("the fleet spent %s, above the budget and one call per instance (%s)", spent, bound)
+	}
+	if spent < limit*3/4 {
+		t.Fatalf("the fleet spent %s of %s", spent, limit)
+	}
+	if n := rs.n.Load(); n*2 > int64(calls) {
+		t.Fatalf("%d scripts for %d calls", n, calls)
+	}
+	t.Logf("%d calls spent %s of %s (a call: %s); %d scripts on Redis", calls, spent, limit, dearest, rs.n.Load())
+}
+
+// A window's spend written into Redis by hand — garbage, negative, past 2^53, a key of
+// another type — is taken as no room left (the safe side for money) and repaired by the next
+// write; a sane one is taken as it is.
+func TestRedis_StoredSpendIsBoundedAndRepaired(t *testing.T) {
+	store := steadyredis.New(steadyredis.Options{Addr: addr(), Prefix: t.Name() + ":"})
+	defer store.Close()
+	rdb := direct(t)
+	ctx := context.Background()
+	start := time.Date(2025, 3, 14, 0, 0, 0, 0, time.UTC)
+	end := start.Add(24 * time.Hour)
+	key := func(k string) string { return t.Name() + ":spend:b:" + msAt(start) + ":" + k }
+	ceiling, want := money(t, "1"), money(t, "0.1")
+
+	rdb.HSet(ctx, key("sane"), "granted", "300000", "spent", "250000") // 0.3 and 0.25
+	got, err := store.LeaseSpend(ctx, "b", "sane", start, end, ceiling, want, money(t, "0.01"))
+	if err != nil || got.Granted != want || got.FleetGranted != money(t, "0.4") || got.FleetSpent != money(t, "0.26") {
+		t.Fatalf("sane: %+v %v", got, err)
+	}
+	for name, fields := range map[string][]string{
+		"text":     {"granted", "lots", "spent", "0"},
+		"nan":      {"granted", "nan", "spent", "inf"},
+		"negative": {"granted", "-5", "spent", "-1e18"},
+		"huge":     {"granted", "1e300", "spent", "1e16"},
+		"half":     {"granted", "0.5", "spent", "1"},
+		"missing":  {"other", "1"},
+	} {
+		rdb.HSet(ctx, key(name), fields)
+		got, err := store.LeaseSpend(ctx, "b", name, start, end, ceiling, want, 0)
+		if err != nil || got.Granted != 0 || got.FleetGranted != ceiling || got.FleetSpent > ceiling {
+			t.Errorf("%s: %+v %v, want no room", name, got, err)
+		}
+		h := rdb.HGetAll(ctx, key(name)).Val()
+		if h["granted"] != "1000000" {
+			t.Errorf("%s: not repaired: %v", name, h)
+		}
+	}
+	rdb.Set(ctx, key("string"), "x", 0)
+	if got, err := store.LeaseSpend(ctx, "b", "string", start, end, ceiling, want, 0); err != nil || got.Granted != 0 {
+		t.Fatalf("a key of another type: %+v %v", got, err)
+	}
+	if typ := rdb.Type(ctx, key("string")).Val(); typ != "hash" {
+		t.Fatalf("a key of another type is a %s after the write", typ)
+	}
+	// A window's key lives until an hour after it ends, and never past the horizon.
+	rdb.PExpire(ctx, key("sane"), 400*24*time.Hour)
+	if _, err := store.LeaseSpend(ctx, "b", "sane", start, end, ceiling, 0, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ttl := rdb.PTTL(ctx, key("sane")).Val(); ttl > 34*24*time.Hour || ttl <= 0 {
+		t.Fatalf("ttl %v", ttl)
+	}
+	for _, bad := range []struct {
+		budget     string
+		start, end time.Time
+	}{{"", start, end}, {"b", end, start}, {"b", start, start.Add(40 * 24 * time.Hour)}} {
+		if _, err := store.LeaseSpend(ctx, bad.budget, "k", bad.start, bad.end, ceiling, want, 0); err == nil {
+			t.Errorf("%+v accepted", bad)
+		}
+	}
+}
+
+// While Redis is down, budgeted calls go on counted by each instance (failing open) or are
+// refused (failing closed); once Redis is back, what was let through is told to it.
+func TestRedis_BudgetsFailOpenOrClosedWhileRedisIsDown(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	budget := cost.Budget{Name: "all", Window: cost.Day, Limit: money(t, "1")}
+	open := budgetedClient(t, s, t.Name()+":open:", nil, cost.LedgerOptions{}, budget)
+	closed := budgetedClient(t, s, t.Name()+":closed:", nil, cost.LedgerOptions{FailClosed: true}, budget)
+	ask := func(c *client.Client) error {
+		_, err := c.Chat(context.Background(), &providers.ChatRequest{MaxTokens: 1,
+			Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello there"}}})
+		return err
+	}
+	redis.Stop()
+	for range 3 {
+		if err := ask(open); err != nil {
+			t.Fatalf("failing open: %v", err)
+		}
+		var pe *providers.Error
+		if err := ask(closed); !errors.As(err, &pe) || pe.Kind != providers.KindBudgetExhausted || pe.Code != cost.CodeStoreUnavailable {
+			t.Fatalf("failing closed: %v", err)
+		}
+	}
+	redis.Start()
+	eventually(t, "the spend let through to reach Redis", func() bool {
+		_ = ask(open)
+		sp, _ := open.Ledger().Spend("all", "")
+		h := direct(t).Keys(context.Background(), t.Name()+":open:spend:*").Val()
+		return len(h) == 1 && sp.Spent >= 4*17500
+	})
+	// Failing closed, a call is refused for a second after the store's last failure (its
+	// RetryAfter), then goes through.
+	eventually(t, "calls failing closed to go through again", func() bool { return ask(closed) == nil })
+}
