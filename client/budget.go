@@ -149,13 +149,15 @@ func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan,
 	if o != nil {
 		keys = o.keys
 	}
-	need := req.Needs(stream)
+	// The estimate captures copies, never req or pl themselves: a closure that captured them
+	// would move them to the heap on every call, budgeted or not.
+	need, asked, planned := req.Needs(stream), req.Model, pl.chain
 	answer := req.MaxTokens
 	if answer <= 0 {
 		answer = DefaultAnswerTokens
 	}
 	t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(d *cost.Downgrade) providers.Money {
-		chain, model := pl.chain, req.Model
+		chain, model := planned, asked
 		if d != nil && len(d.Providers) > 0 {
 			chain = d.Providers
 		}
