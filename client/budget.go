@@ -178,7 +178,17 @@ func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan,
 		return 0
 	}})
 	if err != nil {
+		var pe *providers.Error
+		if errors.As(err, &pe) && pe.Kind == providers.KindBudgetExhausted {
+			pl.budget = cost.ActionRefuse.String()
+		}
 		return nil, req, pl, err
+	}
+	if t.Enforced {
+		pl.budget = t.Action.String()
+	}
+	if t.Shadowed {
+		pl.shadowBudget = t.WouldBe.String()
 	}
 	if d := t.Downgrade; d != nil {
 		if d.Model != "" {

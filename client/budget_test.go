@@ -12,6 +12,7 @@ import (
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/cost"
+	"github.com/steadyllm/steady/deferral"
 	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
@@ -338,4 +339,20 @@ func TestBudget_AllocationsOfABudgetedCall(t *testing.T) {
 		}
 	})
 	t.Logf("a budgeted call: %v allocations", n)
+}
+
+// A deferred call refused by a budget comes back as "retry when the window ends", the
+// budget's hint, for the job queue to run it then.
+func TestBudget_ADeferredRefusalRetriesWhenTheWindowEnds(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	clock := backend.NewManualClock()
+	c := newClient(t, openAIProvider("openai", s, policy()), client.WithPrices(budgetPrices(t)), client.WithClock(clock),
+		client.WithBudgets(cost.LedgerOptions{}, cost.Budget{Name: "hourly", Window: cost.Hour, Limit: nano(t, "0.0001")}))
+	clock.Advance(15 * time.Minute)
+	_, err := c.Chat(deferredCtx(t), priced("gpt-4o", "hello there", 100), client.Deferred(1))
+	dec := asDeferral(t, err).Decision
+	if !dec.Retry || dec.Kind != providers.KindBudgetExhausted || dec.Source != deferral.SourceHint || dec.Delay != 45*time.Minute {
+		t.Fatalf("decision %+v", dec)
+	}
 }

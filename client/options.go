@@ -230,6 +230,9 @@ type plan struct {
 	chain  []string
 	policy *resilience.Policy // nil: each provider's own
 	sticky string             // WithStickyKey
+	// budget and shadowBudget are what the budgets decided for the call, and what those in
+	// shadow mode would have (cost.Action's names), "" when none counts it (WithBudgets).
+	budget, shadowBudget string
 }
 
 // planFor checks o against the client and returns the call's plan; an option naming what the

@@ -69,6 +69,10 @@ type CallStart struct {
 	Attributes []slog.Attr
 	// Tenant is the call's tenant (WithTenant), "" when none.
 	Tenant string
+	// Budget is what the client's budgets decided for the call (cost.Action's name: allow,
+	// warn, downgrade, refuse), "" when no budget counts it; ShadowBudget what budgets in
+	// shadow mode would have decided, "" when none is in shadow mode.
+	Budget, ShadowBudget string
 }
 
 // TryResult is how one provider of the fallback chain handled a logical call.
@@ -142,6 +146,7 @@ func (c *Client) startCall(ctx context.Context, o *callOptions, pl plan, op Oper
 	cs := CallStart{
 		Operation: op, Stream: stream, Provider: e.name, System: e.system,
 		Model: e.telemetryModel(c.modelFor(e, model, true)), MaxTokens: maxTokens, Temperature: temperature, TopP: topP,
+		Budget: pl.budget, ShadowBudget: pl.shadowBudget,
 	}
 	if o != nil {
 		cs.Policy, cs.RequestID, cs.Attributes = o.policy, o.requestID, o.attrs

@@ -34,6 +34,9 @@ type Ticket struct {
 	Downgrade      *Downgrade
 	WouldBe        Action
 	WouldDowngrade *Downgrade
+	// Enforced and Shadowed report that budgets in enforce mode, and in shadow mode, counted
+	// the call; neither for a call no budget counts.
+	Enforced, Shadowed bool
 
 	l            *Ledger
 	holds        []hold
@@ -116,6 +119,7 @@ func (l *Ledger) Admit(ctx context.Context, c Call) (*Ticket, error) {
 			t.WouldDowngrade = &d.b.Downgrade
 		}
 	}
+	t.Enforced, t.Shadowed = enforced, shadow
 	if !enforced && !shadow {
 		l.emit(evs)
 		return t, nil

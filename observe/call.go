@@ -64,6 +64,7 @@ func (t *Telemetry) StartCall(ctx context.Context, c client.CallStart) (context.
 		if c.RequestID != "" {
 			attrs = append(attrs, KeySpanRequestID.String(c.RequestID))
 		}
+		attrs = budgetAttributes(attrs, c)
 		for _, a := range c.Attributes {
 			attrs = append(attrs, otelAttr(a))
 		}

@@ -51,6 +51,10 @@ const (
 	KeySpanCostUnpriced = attribute.Key("steady.cost.unpriced")
 	// KeySpanTenant is the call's tenant (client.WithTenant).
 	KeySpanTenant = attribute.Key("steady.tenant")
+	// KeySpanBudget is what the client's budgets decided for the call (allow, warn,
+	// downgrade, refuse), KeySpanShadowBudget what those in shadow mode would have.
+	KeySpanBudget       = attribute.Key("steady.budget.action")
+	KeySpanShadowBudget = attribute.Key("steady.budget.shadow_action")
 )
 
 // The billing values of MetricCost.
@@ -147,6 +151,18 @@ func (in *instruments) tryCost(ctx context.Context, s *client.CallStart, r *clie
 				KeyPriority.String(k.d), KeyBilling.String(k.e), KeyCurrency.String(k.f)}
 		}).add...)
 	}
+}
+
+// budgetAttributes appends the span attributes of the budgets' decision for the call that
+// started as c.
+func budgetAttributes(attrs []attribute.KeyValue, c client.CallStart) []attribute.KeyValue {
+	if c.Budget != "" {
+		attrs = append(attrs, KeySpanBudget.String(c.Budget))
+	}
+	if c.ShadowBudget != "" {
+		attrs = append(attrs, KeySpanShadowBudget.String(c.ShadowBudget))
+	}
+	return attrs
 }
 
 // costAttributes appends the span attributes of a call's cost cc to attrs.

@@ -81,5 +81,53 @@ func TestCost_AnUnpricedModelIsCountedAndLoggedOnce(t *testing.T) {
 	if attr(t, a, string(observe.KeySpanCostUnpriced)).AsInt64() != 1 {
 		t.Fatalf("span %v", a)
 	}
-	_ = providers.CallCost{}
+}
+
+// A budgeted call's span says what the budgets decided and for which tenant; a refused call's
+// span ends as budget_exhausted; the decisions are counted by budget, action and mode.
+func TestCost_BudgetDecisionsReachTheSpanAndTheMetric(t *testing.T) {
+	h := newHarness(t)
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	limit, _ := providers.ParseMoney("0.0000021") // one call of "hello there" answered "ok" costs 0.00000105
+	c := newClient(t, openAIProvider("openai", s, fastPolicy()), client.WithTelemetry(h.tel), client.WithPrices(prices(t)),
+		client.WithBudgets(cost.LedgerOptions{}, cost.Budget{Name: "tenants", Per: "tenant", Window: cost.Day, Limit: limit, WarnAt: 0.5}))
+	var errs []error
+	for range 3 {
+		req := hello()
+		req.MaxTokens = 1
+		_, err := c.Chat(context.Background(), req, client.WithTenant("acme"))
+		errs = append(errs, err)
+	}
+	if errs[0] != nil || errs[1] != nil || errs[2] == nil {
+		t.Fatalf("errors %v", errs)
+	}
+	spans := h.spans.Ended()
+	if len(spans) != 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	for i, want := range []string{"allow", "warn", "refuse"} {
+		a := spans[i].Attributes()
+		if got := attr(t, a, string(observe.KeySpanBudget)).AsString(); got != want {
+			t.Errorf("span %d: budget action %q, want %q", i, got, want)
+		}
+		if attr(t, a, string(observe.KeySpanTenant)).AsString() != "acme" {
+			t.Errorf("span %d: no tenant", i)
+		}
+	}
+	if got := attr(t, spans[2].Attributes(), "steady.outcome").AsString(); got != string(providers.KindBudgetExhausted) {
+		t.Fatalf("the refused call's outcome %q", got)
+	}
+	for _, action := range []string{"allow", "warn", "refuse"} {
+		if p := h.value(t, observe.MetricBudgetDecisions, observe.KeyBudget.String("tenants"), observe.KeyAction.String(action),
+			observe.KeyMode.String("enforce")); p.sum != 1 {
+			t.Errorf("%s decisions: %v", action, p.sum)
+		}
+	}
+	p := h.value(t, observe.MetricCost, observe.KeyProvider.String("openai"), observe.KeyModel.String("gpt-4o-mini"),
+		observe.KeyTenant.String("acme"), observe.KeyPriority.String(""), observe.KeyBilling.String(observe.BillingKnown),
+		observe.KeyCurrency.String("USD"))
+	if p.sum <= 0 {
+		t.Fatalf("cost of acme's calls %v", p.sum)
+	}
 }
