@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/steadyllm/steady/cost"
+	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
 )
 
@@ -54,7 +55,10 @@ func WithBudgetKey(dimension, key string) CallOption {
 const TenantDimension = "tenant"
 
 // WithTenant is WithBudgetKey(TenantDimension, tenant): the call's tenant, for the budgets kept
-// per tenant and for the telemetry (the span's steady.tenant, the cost metric's tenant).
+// per tenant and for the telemetry (the span's steady.tenant, the cost metric's tenant). Unlike
+// other dimensions, a tenant may be given to a client that keeps no budget per tenant (or no
+// budget at all): it is then the telemetry's alone. A malformed tenant is a bad_request all
+// the same.
 func WithTenant(tenant string) CallOption { return WithBudgetKey(TenantDimension, tenant) }
 
 // tenantOf returns the call's tenant, "" when it names none.
@@ -138,16 +142,18 @@ func (c *Client) Ledger() *cost.Ledger {
 func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan, o *callOptions, b bill,
 	stream bool) (*cost.Ticket, *providers.ChatRequest, plan, error) {
 	l := c.Ledger()
-	if l == nil {
-		if o != nil && len(o.keys) > 0 {
-			return nil, req, pl, &providers.Error{Kind: providers.KindBadRequest,
-				Message: "WithBudgetKey/WithTenant: the client keeps no budgets (WithBudgets)"}
-		}
+	if l == nil && (o == nil || len(o.keys) == 0) {
 		return nil, req, pl, nil
 	}
 	var keys []cost.Key
 	if o != nil {
-		keys = o.keys
+		var err error
+		if keys, err = budgetKeys(l, o.keys); err != nil {
+			return nil, req, pl, err
+		}
+	}
+	if l == nil {
+		return nil, req, pl, nil
 	}
 	// The estimate captures copies, never req or pl themselves: a closure that captured them
 	// would move them to the heap on every call, budgeted or not.
@@ -202,6 +208,38 @@ func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan,
 		}
 	}
 	return t, req, pl, nil
+}
+
+// budgetKeys checks the keys a call gives (WithBudgetKey, WithTenant) and returns those for the
+// ledger l (nil: the client keeps no budgets): a malformed key is a bad_request, and so is a key
+// of a dimension no budget is kept per — but a tenant, which the telemetry reports too, when
+// no budget is kept per tenant.
+func budgetKeys(l *cost.Ledger, keys []cost.Key) ([]cost.Key, error) {
+	drop := 0
+	for _, k := range keys {
+		if msg := cost.CheckKey(k.Key); msg != "" {
+			return nil, &providers.Error{Kind: providers.KindBadRequest,
+				Message: fmt.Sprintf("budget key of %q %q: %s", redact.Safe(k.Dimension, 64), redact.Safe(k.Key, 64), msg)}
+		}
+		switch {
+		case l != nil && l.Keeps(k.Dimension):
+		case k.Dimension == TenantDimension:
+			drop++
+		case l == nil:
+			return nil, &providers.Error{Kind: providers.KindBadRequest,
+				Message: fmt.Sprintf("WithBudgetKey(%q, …): the client keeps no budgets (WithBudgets)", redact.Safe(k.Dimension, 64))}
+		}
+	}
+	if drop == 0 {
+		return keys, nil
+	}
+	kept := make([]cost.Key, 0, len(keys)-drop)
+	for _, k := range keys {
+		if k.Dimension != TenantDimension || (l != nil && l.Keeps(k.Dimension)) {
+			kept = append(kept, k)
+		}
+	}
+	return kept, nil
 }
 
 // settle ends a chat call's ticket: it cost cc, its serving attempt (if any) was served by

@@ -139,7 +139,8 @@ func TestBudget_KeysAreCheckedBeforeAnythingIsSent(t *testing.T) {
 		opt  client.CallOption
 		want string
 	}{
-		{plain, client.WithTenant("acme"), "the client keeps no budgets"},
+		{plain, client.WithBudgetKey("team", "a"), "the client keeps no budgets"},
+		{plain, client.WithTenant("a\x00b"), "control character"},
 		{budgeted, client.WithBudgetKey("team", "x"), `no budget is kept per "team"`},
 		{budgeted, client.WithTenant("a\r\nb"), "control character"},
 		{budgeted, client.WithTenant(""), "must not be empty"},
@@ -152,6 +153,10 @@ func TestBudget_KeysAreCheckedBeforeAnythingIsSent(t *testing.T) {
 	}
 	if s.Journal().Len() != 0 {
 		t.Fatalf("%d requests sent", s.Journal().Len())
+	}
+	// A tenant is the telemetry's too: a client that keeps no budget per tenant takes it.
+	if _, err := plain.Chat(context.Background(), hello(), client.WithTenant("acme")); err != nil {
+		t.Fatalf("a tenant for the telemetry alone: %v", err)
 	}
 }
 
