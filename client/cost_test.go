@@ -2,7 +2,6 @@ package client_test
 
 import (
 	"context"
-	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"strings"
@@ -328,6 +327,9 @@ func sentence(rng *rand.Rand, vocab []string, n int) string {
 // Pricing calls costs no allocation: a client with prices allocates exactly what one without
 // does on a call.
 func TestCost_PricingACallAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under -race, sync.Pool drops objects at random: a whole call's allocations vary (TestCost_TheCallPathAllocatesNothingWithoutBudgets counts the cost steps alone)")
+	}
 	factory := func(hc *http.Client) (providers.Provider, error) {
 		return anthropic.New(anthropic.Config{Name: "llm", BaseURL: "http://127.0.0.1:1", APIKey: "sk-bench", HTTPClient: hc, Model: "claude-haiku-4-5"})
 	}
@@ -353,5 +355,4 @@ func TestCost_PricingACallAllocatesNothing(t *testing.T) {
 	if priced != plain {
 		t.Fatalf("a priced call allocates %v, an unpriced one %v", priced, plain)
 	}
-	_ = fmt.Sprint()
 }
