@@ -15,7 +15,7 @@
 //
 // Errors are *providers.Error (errors.As), with a Kind to act on: rate limited (RetryAfter),
 // quota exhausted, overloaded, unavailable, timeout, circuit open, bulkhead full, auth, bad
-// request, context too long, content filtered, stream truncated. The client falls back to the
+// request, context too long, content filtered, stream truncated, budget exhausted. The client falls back to the
 // next provider only when one is unavailable to the request, never for an error the request
 // itself caused.
 //
@@ -31,6 +31,13 @@
 // routed by a Strategy (WithDeployments, WithStickyKey), each paced under its per-minute
 // budgets and paused after a 429; a call that would have to wait longer than
 // WithFailoverAfter goes to another provider that can serve it at once.
+//
+// Cost is two options: WithPrices prices every call from its usage (ChatResponse.Cost,
+// Stream.Cost: the serving attempt, and the attempts it abandoned that a server counted or
+// may bill), and WithBudgets keeps budgets per key (WithTenant, WithBudgetKey) that warn,
+// downgrade to a cheaper model or policy, and refuse (budget_exhausted, before sending) —
+// or, in shadow mode, only record what they would do; with a Redis store they are the
+// fleet's (see package cost). A client without them pays nothing for them.
 //
 // Observability is one option: WithTelemetry(t) with an *observe.Telemetry gives
 // OpenTelemetry metrics and a span per logical call (and log/slog records); WithObserver
