@@ -356,3 +356,44 @@ func TestWindow_BoundsFollowTheZone(t *testing.T) {
 		t.Error("week accepted")
 	}
 }
+
+// A call counted by several budgets is refused by the one it would cross; what the others held
+// for it is given back.
+func TestLedger_ARefusalByOneBudgetReleasesTheOthers(t *testing.T) {
+	c, r := &clock{t: noon}, &recorder{}
+	l := newLedger(t, c, r, cost.LedgerOptions{},
+		cost.Budget{Name: "all", Window: cost.Month, Limit: units("100")},
+		cost.Budget{Name: "tenant", Per: "tenant", Window: cost.Day, Limit: units("1")})
+	if _, err := call(t, l, "acme", units("0.9"), units("0.9")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, l, "acme", units("0.5"), 0); err == nil {
+		t.Fatal("admitted past the tenant's limit")
+	}
+	all, _ := l.Spend("all", "")
+	if all.Spent != units("0.9") || all.Reserved != 0 {
+		t.Fatalf("the other budget kept what it held for the refused call: %+v", all)
+	}
+	if d := r.of(cost.EventDecision); len(d) != 2 || d[1].Action != cost.ActionRefuse || d[1].Budget != "tenant" {
+		t.Fatalf("decisions %+v", d)
+	}
+}
+
+// A call in flight when its window ends is charged to the window it ends in; what it held in
+// the one that ended is not taken from the new one.
+func TestLedger_ACallThatOutlivesItsWindowIsChargedToTheNext(t *testing.T) {
+	c, r := &clock{t: time.Date(2025, 3, 14, 23, 59, 59, 0, time.UTC)}, &recorder{}
+	l := newLedger(t, c, r, cost.LedgerOptions{}, cost.Budget{Name: "day", Window: cost.Day, Limit: units("1")})
+	tk, err := l.Admit(context.Background(), cost.Call{Estimate: func(*cost.Downgrade) providers.Money { return units("0.5") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(2 * time.Second)
+	if _, err := call(t, l, "", units("0.4"), 0); err != nil { // opens the new day's window
+		t.Fatal(err)
+	}
+	tk.Settle(units("0.3"), units("0.3"))
+	if s, _ := l.Spend("day", ""); s.Spent != units("0.3") || s.Reserved != 0 || !s.Start.Equal(time.Date(2025, 3, 15, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("spend %+v", s)
+	}
+}
