@@ -22,6 +22,7 @@ func TestReadme_ListsEveryMetricAndReason(t *testing.T) {
 		observe.MetricCooldownRejected, observe.MetricSharedStateFailures, observe.MetricActiveProbes, observe.MetricHedges, observe.MetricCallDuration,
 		observe.MetricBulkheadAdmitted, observe.MetricBulkheadQueued, observe.MetricBulkheadWait,
 		observe.MetricConcurrencyLimit, observe.MetricConcurrencyLimitChanges,
+		observe.MetricCost, observe.MetricCostUnpriced, observe.MetricBudgetDecisions,
 		observe.MetricOperationDuration, observe.MetricTokenUsage, observe.MetricTimeToFirstChunk} {
 		if !strings.Contains(readme, "| `"+m+"` |") {
 			t.Errorf("the README's metric table has no row for %s", m)
