@@ -26,6 +26,7 @@ func Example_fallback() {
 
 	policy := resilience.DefaultOptions()
 	policy.RetryBaseDelaySeconds = 0.001
+	// docs:begin in-code
 	c, err := client.New(
 		client.WithProvider("openai", policy, func(hc *http.Client) (providers.Provider, error) {
 			return openai.New(openai.Config{Name: "openai", BaseURL: down.OpenAIBaseURL(), APIKey: "sk-example", HTTPClient: hc, Model: "gpt-4o-mini"})
@@ -35,6 +36,7 @@ func Example_fallback() {
 		}),
 		client.WithFallback("openai", "claude"),
 	)
+	// docs:end in-code
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -39,11 +39,11 @@ func ExampleLoad() {
 func ExampleParse() {
 	// docs:begin parse
 	_, err := config.Parse([]byte(`{
-  "LLM": {
-    "Resilience": { "RetryCont": 5, "TimeoutSeconds": "2m" },
-    "Providers": { "openai": { "Dialect": "openai", "ApiKey": "sk-…" } }
-  }
-}`))
+	  "LLM": {
+	    "Resilience": { "RetryCont": 5, "TimeoutSeconds": "2m" },
+	    "Providers": { "openai": { "Dialect": "openai", "ApiKey": "sk-…" } }
+	  }
+	}`))
 	var cerr *config.Error
 	if errors.As(err, &cerr) {
 		for _, p := range cerr.Problems {

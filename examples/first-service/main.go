@@ -62,9 +62,9 @@ func main() {
 	defer stop()
 	var err error
 	if *ask != "" {
-		err = askOnce(ctx, os.Stdout, os.Environ(), configs, *ask)
+		err = askOnce(ctx, os.Stdout, configs, *ask)
 	} else {
-		err = serve(ctx, logger, *addr, os.Environ(), configs)
+		err = serve(ctx, logger, *addr, configs)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "first-service:", err)
@@ -73,9 +73,9 @@ func main() {
 }
 
 // askOnce is the README's first call: load the configuration, build the client, ask.
-func askOnce(ctx context.Context, out io.Writer, env []string, configs []string, question string) error {
+func askOnce(ctx context.Context, out io.Writer, configs []string, question string) error {
 	// docs:begin first-call
-	cfg, err := config.LoadWithEnv(env, configs...) // config.Load(files...) reads os.Environ()
+	cfg, err := config.Load(configs...) // the files in order, then the environment (LLM__…)
 	if err != nil {
 		return err // every mistake at once, each with its JSON path and what is allowed
 	}
@@ -99,18 +99,18 @@ func askOnce(ctx context.Context, out io.Writer, env []string, configs []string,
 }
 
 // serve runs the service on addr until ctx ends.
-func serve(ctx context.Context, logger *slog.Logger, addr string, env []string, configs []string) error {
+func serve(ctx context.Context, logger *slog.Logger, addr string, configs []string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	return run(ctx, logger, ln, env, configs)
+	return run(ctx, logger, ln, configs)
 }
 
 // run builds the service and serves it on ln until ctx ends, then shuts down gracefully.
-func run(ctx context.Context, logger *slog.Logger, ln net.Listener, env []string, configs []string) error {
+func run(ctx context.Context, logger *slog.Logger, ln net.Listener, configs []string) error {
 	// docs:begin build
-	cfg, err := config.LoadWithEnv(env, configs...)
+	cfg, err := config.Load(configs...)
 	if err != nil {
 		return err
 	}

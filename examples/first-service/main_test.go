@@ -20,17 +20,15 @@ import (
 // overlay that points both providers at a local fake server.
 var devFiles = []string{"appsettings.json", "appsettings.Development.json"}
 
-// env is the environment of the tests: placeholder keys, as the guide exports them, and the
+// setenv sets the environment of a test: placeholder keys, as the guide exports them, and the
 // fake server's address in place of the overlay's fixed 127.0.0.1:8080 (its port is chosen by
 // the test). The backoff is shortened so an outage takes milliseconds rather than seconds.
-func env(fake *mocks.Server, more ...string) []string {
-	return append([]string{
-		"OPENAI_API_KEY=sk-fake",
-		"ANTHROPIC_API_KEY=sk-ant-fake",
-		"LLM__Providers__openai__BaseURL=" + fake.OpenAIBaseURL(),
-		"LLM__Providers__anthropic__BaseURL=" + fake.AnthropicBaseURL(),
-		"LLM__Resilience__RetryBaseDelaySeconds=0.001",
-	}, more...)
+func setenv(t *testing.T, fake *mocks.Server) {
+	t.Setenv("OPENAI_API_KEY", "sk-fake")
+	t.Setenv("ANTHROPIC_API_KEY", "sk-ant-fake")
+	t.Setenv("LLM__Providers__openai__BaseURL", fake.OpenAIBaseURL())
+	t.Setenv("LLM__Providers__anthropic__BaseURL", fake.AnthropicBaseURL())
+	t.Setenv("LLM__Resilience__RetryBaseDelaySeconds", "0.001")
 }
 
 // syncBuffer is a log sink the service's goroutines and the test share.
@@ -52,7 +50,7 @@ func (s *syncBuffer) String() string {
 }
 
 // service runs the first service on a loopback port until the test ends.
-func service(t *testing.T, environ []string, configs []string) (base string, logs *syncBuffer) {
+func service(t *testing.T, configs []string) (base string, logs *syncBuffer) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -61,7 +59,7 @@ func service(t *testing.T, environ []string, configs []string) (base string, log
 	logs = &syncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, slog.New(slog.NewTextHandler(logs, nil)), ln, environ, configs) }()
+	go func() { done <- run(ctx, slog.New(slog.NewTextHandler(logs, nil)), ln, configs) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -105,7 +103,8 @@ func readiness(t *testing.T, base string) (int, string) {
 func TestFirstService_AnswersThroughTheFirstProvider(t *testing.T) {
 	fake := mocks.NewServer(mocks.WithReply("Hello from the fake."))
 	defer fake.Close()
-	base, _ := service(t, env(fake), devFiles)
+	setenv(t, fake)
+	base, _ := service(t, devFiles)
 
 	code, body := get(t, base+"/chat?q=hello")
 	var a answer
@@ -133,7 +132,8 @@ func TestFirstService_FallsBackWhenOpenAIIsDown(t *testing.T) {
 	}
 	fake := mocks.NewServer(mocks.WithConfig(scenario), mocks.WithReply("Claude here."))
 	defer fake.Close()
-	base, logs := service(t, env(fake), devFiles)
+	setenv(t, fake)
+	base, logs := service(t, devFiles)
 
 	for i := range 6 { // the default CircuitBreakerThreshold is 5 failed calls
 		code, body := get(t, base+"/chat?q=hello")
@@ -162,7 +162,8 @@ func TestFirstService_FallsBackWhenOpenAIIsDown(t *testing.T) {
 func TestFirstService_ACallersMistakeIsABadRequest(t *testing.T) {
 	fake := mocks.NewServer(mocks.WithScript(mocks.Status(http.StatusBadRequest)))
 	defer fake.Close()
-	base, _ := service(t, env(fake), devFiles)
+	setenv(t, fake)
+	base, _ := service(t, devFiles)
 	if code, body := get(t, base+"/chat?q=hello"); code != http.StatusBadRequest || !strings.Contains(body, "bad_request") {
 		t.Fatalf("/chat: %d %s", code, body)
 	}
@@ -176,7 +177,8 @@ func TestFirstService_AsksOnce(t *testing.T) {
 	fake := mocks.NewServer(mocks.WithReply("A circuit breaker stops calls to a failing service."))
 	defer fake.Close()
 	var out bytes.Buffer
-	if err := askOnce(context.Background(), &out, env(fake), devFiles, "What is a circuit breaker?"); err != nil {
+	setenv(t, fake)
+	if err := askOnce(context.Background(), &out, devFiles, "What is a circuit breaker?"); err != nil {
 		t.Fatal(err)
 	}
 	if got := out.String(); !strings.HasPrefix(got, "A circuit breaker stops calls to a failing service. (served by openai, model gpt-4o-mini,") {
@@ -186,7 +188,9 @@ func TestFirstService_AsksOnce(t *testing.T) {
 
 // Without the keys' variables the load fails and names them, never a value.
 func TestFirstService_NamesAMissingKeyVariable(t *testing.T) {
-	err := askOnce(context.Background(), io.Discard, nil, devFiles, "hi")
+	t.Setenv("OPENAI_API_KEY", "") // empty counts as unset: the machine's own keys must not count
+	t.Setenv("ANTHROPIC_API_KEY", "")
+	err := askOnce(context.Background(), io.Discard, devFiles, "hi")
 	if err == nil || !strings.Contains(err.Error(), "OPENAI_API_KEY") || !strings.Contains(err.Error(), "ANTHROPIC_API_KEY") {
 		t.Fatalf("got %v", err)
 	}
@@ -197,14 +201,16 @@ func TestFirstService_NamesAMissingKeyVariable(t *testing.T) {
 func TestFirstService_ASpareDeploymentServesWhenTheMainKeyIsRefused(t *testing.T) {
 	fake := mocks.NewServer(mocks.WithAPIKey("sk-spare"), mocks.WithReply("From the spare key."))
 	defer fake.Close()
-	environ := []string{
-		"OPENAI_API_KEY=sk-revoked", "OPENAI_SPARE_KEY=sk-spare", "ANTHROPIC_API_KEY=sk-ant-unused",
-		"LLM__Providers__openai-main__BaseURL=" + fake.OpenAIBaseURL(),
-		"LLM__Providers__openai-spare__BaseURL=" + fake.OpenAIBaseURL(),
-		"LLM__Providers__anthropic__BaseURL=" + fake.AnthropicBaseURL(),
+	for k, v := range map[string]string{
+		"OPENAI_API_KEY": "sk-revoked", "OPENAI_SPARE_KEY": "sk-spare", "ANTHROPIC_API_KEY": "sk-ant-unused",
+		"LLM__Providers__openai-main__BaseURL":  fake.OpenAIBaseURL(),
+		"LLM__Providers__openai-spare__BaseURL": fake.OpenAIBaseURL(),
+		"LLM__Providers__anthropic__BaseURL":    fake.AnthropicBaseURL(),
+	} {
+		t.Setenv(k, v)
 	}
 	var out bytes.Buffer
-	if err := askOnce(context.Background(), &out, environ, []string{"appsettings.Deployments.json"}, "hi"); err != nil {
+	if err := askOnce(context.Background(), &out, []string{"appsettings.Deployments.json"}, "hi"); err != nil {
 		t.Fatal(err)
 	}
 	if got := out.String(); !strings.HasPrefix(got, "From the spare key. (served by openai/openai-spare,") {
