@@ -26,6 +26,11 @@
 // without that route refuses the call (bad request) before sending. Reasoning items of an
 // earlier turn are no such pin: a fallback sends the conversation without them.
 //
+// A stored answer the provider no longer holds (providers.ErrResponseGone: a cut background
+// stream whose resume is a 404) ends the call with the text delivered — no fallback, rescue or
+// retry, since asking again would produce and bill the answer twice — unless the call opts in
+// with WithRestartIfGone.
+//
 // Each call takes options (WithPolicy, WithTimeout, WithProviders, WithRequestID,
 // WithExtraFields…). A provider may be several deployments — keys, regions, base URLs —
 // routed by a Strategy (WithDeployments, WithStickyKey), each paced under its per-minute

@@ -239,6 +239,13 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 				w.pl.chain = chain // for a rescue of the stream that serves later
 				break deployments
 			}
+			if providers.Gone(perr) && at.d == d && !slices.Contains(w.retried, d) {
+				// A call that may start over when its answer is gone (WithRestartIfGone) asks the
+				// route that lost it first, once: the route is well, only the answer was lost.
+				w.retried, again = append(w.retried, d), true
+				k--
+				continue
+			}
 			if firstTokenTimeout(perr) && at.d == d && !slices.Contains(w.retried, d) && k+1 == len(deps) && later == 0 {
 				// Silent routes go to the next route first; a same-route retry only when no other
 				// route can serve now — none later in the chain is capable, closed and not pausing
@@ -285,6 +292,11 @@ func (w *walk) next(perr *providers.Error, window int) (next bool, redirect []st
 	if w.ctx.Err() != nil {
 		return false, nil
 	}
+	if providers.Gone(perr) {
+		// The stored answer was produced, and billed, where it is gone: asking again is the
+		// caller's decision (see providers.CodeResponseGone).
+		return w.restartsGone(), nil
+	}
 	if to, ok := w.c.fallbackOn[perr.Kind]; ok {
 		for _, name := range to {
 			if !w.triedProvider(name) {
@@ -303,6 +315,28 @@ func (w *walk) next(perr *providers.Error, window int) (next bool, redirect []st
 		return true, nil
 	}
 	return perr.Kind.FallsBack(), nil
+}
+
+// restartsGone reports whether the call starts over when its stored answer is gone: only when
+// it opted in (WithRestartIfGone) and continues from no stored state.
+func (w *walk) restartsGone() bool {
+	return w.o != nil && w.o.restartGone && w.pin == nil
+}
+
+// untry forgets that route d was tried, so that a rescue may ask it again, once (w.retried
+// remembers it); it reports whether it did.
+func (w *walk) untry(d *deployment) bool {
+	if slices.Contains(w.retried, d) {
+		return false
+	}
+	w.retried = append(w.retried, d)
+	if i := slices.Index(w.tried[:w.ntried], d); i >= 0 {
+		copy(w.tried[i:w.ntried], w.tried[i+1:w.ntried])
+		w.ntried--
+		w.tried[w.ntried] = nil
+	}
+	w.triedMore = slices.DeleteFunc(slices.Clone(w.triedMore), func(x *deployment) bool { return x == d })
+	return true
 }
 
 // triedProvider reports whether every deployment of provider name was tried.

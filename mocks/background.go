@@ -58,6 +58,27 @@ func (b *backgroundResponses) addStream(id string, final obj, events []recEvent)
 	b.runs[id] = &backgroundRun{final: final, events: events}
 }
 
+// forget drops the run id, reporting whether there was one.
+func (b *backgroundResponses) forget(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.runs[id]; !ok {
+		return false
+	}
+	delete(b.runs, id) // its place in order is reused in turn, as an evicted one's
+	return true
+}
+
+// Forget makes the stored answer id gone, as after its retention ended: a read, a cancel or
+// the resume of its stream is then a 404, as is a previous_response_id naming it (see
+// [Step.Expire]). It reports whether the server held the answer.
+func (s *Server) Forget(id string) bool { return s.forget(id) }
+
+func (s *Server) forget(id string) bool {
+	bg := s.background.forget(id)
+	return s.responses.forget(id) || bg
+}
+
 // step reads (or cancels) the run id and returns the response object it stands at, or false
 // when the server holds no such run.
 func (b *backgroundResponses) step(id string, cancel bool) (obj, bool) {

@@ -285,6 +285,17 @@ func (s *storedResponses) add(ids ...string) {
 	}
 }
 
+// forget drops id, reporting whether it was held; its place in order is reused in turn.
+func (s *storedResponses) forget(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ids[id] {
+		return false
+	}
+	delete(s.ids, id)
+	return true
+}
+
 func (s *storedResponses) has(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -98,6 +98,9 @@ func (c *call) openAIResponse(st Step) {
 		queued := response("queued", []obj{}, nil)
 		queued["background"] = true
 		c.s.background.add(respID, final)
+		if st.Expire {
+			defer c.s.forget(respID) // also when the reply is cut (a panic that drops the connection)
+		}
 		c.sendJSON(st, queued)
 		return
 	}
@@ -139,6 +142,9 @@ func (c *call) openAIResponse(st Step) {
 		final := response(status, output, usage)
 		final["background"] = true
 		c.s.background.addStream(respID, final, *e.rec)
+		if st.Expire {
+			defer c.s.forget(respID) // before the connection drops, when the stream is cut
+		}
 		replay(c.startStream(st), *e.rec, -1)
 	}
 }

@@ -1,5 +1,7 @@
 package providers
 
+import "errors"
+
 // Provider state is what one provider hands back for the next turn of a conversation and only
 // it can read: Anthropic's signed thinking blocks, the reasoning items of OpenAI's Responses API
 // (their IDs and encrypted content), an answer the provider stored (previous_response_id).
@@ -37,3 +39,37 @@ type StoredResponse struct {
 // (Store false) must send back to keep the model's reasoning across turns. The Responses
 // wire asks for it by itself when Store is false.
 const IncludeReasoningEncrypted = "reasoning.encrypted_content"
+
+// CodeResponseGone is the Code of the error for a stored answer its provider no longer holds:
+// a background answer read (Retrieve), cancelled or resumed (a cut background stream) that the
+// server answers with 404, a previous_response_id it does not find. Its retention ended, it
+// was deleted, or it was stored under another API key or project. The Kind stays the one the
+// status gives (KindNotFound for a 404, KindBadRequest for a 400).
+//
+// Such an error ends the call where it is: the client does not fall back, rescue, retry or
+// restart it elsewhere — not even before any content was delivered — because the answer was
+// produced, and billed, where it was stored, and asking for it again would produce and bill it
+// twice and could deliver a second, different answer after the first one's Partial. A stream
+// that fails so carries the text it delivered in Partial. To start over, call again (the
+// client's WithRestartIfGone does it for a call that opts in). errors.Is(err, ErrResponseGone)
+// finds it.
+const CodeResponseGone = "response_gone"
+
+// ErrResponseGone matches, with errors.Is, an *Error whose Code is CodeResponseGone. It is
+// never returned by itself.
+var ErrResponseGone = errors.New("the provider no longer holds the stored answer")
+
+// CodeConversationGone is the Code of the error for a conversation its provider no longer
+// holds (ChatRequest.Conversation): deleted, or created under another API key or project. As
+// for CodeResponseGone, the call ends there. errors.Is(err, ErrConversationGone) finds it.
+const CodeConversationGone = "conversation_gone"
+
+// ErrConversationGone matches, with errors.Is, an *Error whose Code is CodeConversationGone.
+// It is never returned by itself.
+var ErrConversationGone = errors.New("the provider no longer holds the conversation")
+
+// Gone reports whether err is, or wraps, the error for provider state its provider no longer
+// holds (ErrResponseGone, ErrConversationGone).
+func Gone(err error) bool {
+	return errors.Is(err, ErrResponseGone) || errors.Is(err, ErrConversationGone)
+}

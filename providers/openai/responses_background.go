@@ -2,6 +2,7 @@ package openai
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 
@@ -29,7 +30,7 @@ func (p *Provider) Retrieve(ctx context.Context, stored providers.StoredResponse
 	}
 	resp, err := p.responsesDo(ctx, http.MethodGet, u, nil, false)
 	if err != nil {
-		return nil, err
+		return nil, p.goneErr(err, stored.ID)
 	}
 	return p.readResponse(ctx, resp, nil, true)
 }
@@ -43,9 +44,19 @@ func (p *Provider) Cancel(ctx context.Context, stored providers.StoredResponse) 
 	}
 	resp, err := p.responsesDo(ctx, http.MethodPost, u+"/cancel", nil, false)
 	if err != nil {
-		return nil, err
+		return nil, p.goneErr(err, stored.ID)
 	}
 	return p.readResponse(ctx, resp, nil, true)
+}
+
+// goneErr is err, the failure of an exchange that named the stored answer id, marked as the
+// answer being gone when it was a 404 (see storedGone).
+func (p *Provider) goneErr(err error, id string) error {
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return p.storedGone(pe, id, "")
+	}
+	return err
 }
 
 // storedURL is the URL of the stored answer, or the error that refuses what names it.
