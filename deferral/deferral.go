@@ -123,6 +123,12 @@ type Decider struct {
 	// [0, 1)), for determinism.
 	Now    func() time.Time
 	Random func() float64
+	// PollFirst, PollMax and MaxAwait shape a job's wait for a background answer (Defer,
+	// Await): the first look PollFirst after the answer started, each later one twice as long
+	// after the previous, at most PollMax apart (both jittered by ±20 %), and no more waiting
+	// MaxAwait after it started. 0 means DefaultPollFirst, DefaultPollMax, DefaultMaxAwait; a
+	// PollMax below PollFirst is PollFirst.
+	PollFirst, PollMax, MaxAwait time.Duration
 }
 
 var defaultPolicy = func() *resilience.Policy {
@@ -238,7 +244,11 @@ func mayPass(k providers.ErrorKind) bool {
 }
 
 func permanent(attempt int, pe *providers.Error, why string) Decision {
-	return Decision{Attempt: attempt, Source: SourcePermanent, Kind: pe.Kind, Provider: pe.Provider, Reason: why}
+	dec := Decision{Attempt: attempt, Source: SourcePermanent, Reason: why}
+	if pe != nil {
+		dec.Kind, dec.Provider = pe.Kind, pe.Provider
+	}
+	return dec
 }
 
 // decideOne returns the time at which the failure pe, which may pass, may pass.

@@ -121,7 +121,12 @@ func (b *backgroundResponses) stream(id string) ([]recEvent, bool) {
 // note. A read with stream=true serves the events of a streamed one after starting_after (all
 // of them without it), with no fault: a resumed stream runs to its end.
 func (c *call) serveStored(rt routed) string {
-	c.headers(Step{})
+	st, scripted := c.s.script.routeStep(rt.key())
+	if scripted && (st.isError() || st.Reset || st.Stall || st.Malformed) {
+		c.serve(st)
+		return "route " + st.String()
+	}
+	c.headers(st)
 	if q := c.r.URL.Query(); !rt.cancel && q.Get("stream") == "true" {
 		after := -1
 		if v := q.Get("starting_after"); v != "" {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/steadyllm/steady/mocks"
 )
@@ -116,5 +117,27 @@ func TestBackground_ExpiredAnswersAreGone(t *testing.T) {
 	if data, err := json.Marshal(mocks.Step{Expire: true}); err != nil || json.Unmarshal(data, &st) != nil || !st.Expire ||
 		!strings.Contains(string(data), `"expire":true`) || !strings.Contains(st.String(), "expire") {
 		t.Fatalf("%s %+v", data, st)
+	}
+}
+
+// A script given for the stored-answer route fails its reads (a 429 with its hint) or adds
+// headers to them; the default sequence does not reach them.
+func TestBackground_StoredReadsFollowTheirRouteScript(t *testing.T) {
+	s := newServer(t, mocks.WithScript(mocks.Status(500).Always()),
+		mocks.WithRouteScript(mocks.RouteResponses, mocks.OK()),
+		mocks.WithRouteScript(mocks.RouteStoredResponses, mocks.RateLimited(3*time.Second), mocks.Step{RetryAfter: 5 * time.Second}))
+	_, b := mustDo(t, s, http.MethodPost, "/v1/responses", openAIHeaders(), `{"model":"m","background":true,"input":"hi"}`)
+	id := path(decode(t, b), "id").(string)
+	res, b := mustDo(t, s, http.MethodGet, "/v1/responses/"+id, openAIHeaders(), "")
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != "3" {
+		t.Fatalf("first read: %d %v %s", res.StatusCode, res.Header, b)
+	}
+	res, b = mustDo(t, s, http.MethodGet, "/v1/responses/"+id, openAIHeaders(), "")
+	if res.StatusCode != http.StatusOK || res.Header.Get("Retry-After") != "5" || path(decode(t, b), "status") != "in_progress" {
+		t.Fatalf("second read: %d %v %s", res.StatusCode, res.Header, b)
+	}
+	res, b = mustDo(t, s, http.MethodGet, "/v1/responses/"+id, openAIHeaders(), "")
+	if res.StatusCode != http.StatusOK || res.Header.Get("Retry-After") != "" || path(decode(t, b), "status") != "completed" {
+		t.Fatalf("third read: %d %v %s", res.StatusCode, res.Header, b)
 	}
 }

@@ -39,11 +39,18 @@ const (
 	RouteAzureEmbeddings = "/openai/deployments/{deployment}/embeddings"       // Azure embeddings, any deployment
 	RouteResponses       = "/v1/responses"                                     // OpenAI Responses
 	RouteAzureResponses  = "/openai/v1/responses"                              // Azure Responses (the v1 API)
+	// RouteStoredResponses is the read (GET) and the cancel (POST …/cancel) of a stored
+	// background answer, and Azure's under RouteAzureStoredResponses. Only a script given for
+	// the route itself answers them (the default sequence, scenarios and chaos do not): a step
+	// with an error status, Reset, Stall or Malformed fails the read; any other serves it as
+	// the fake's background runs stand, with the step's headers (RetryAfter included).
+	RouteStoredResponses      = "/v1/responses/{id}"
+	RouteAzureStoredResponses = "/openai/v1/responses/{id}"
 )
 
 // Routes lists the route names a script can be given for itself.
 var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings,
-	RouteResponses, RouteAzureResponses}
+	RouteResponses, RouteAzureResponses, RouteStoredResponses, RouteAzureStoredResponses}
 
 // key is the route name of a request, one of Routes ("" for the others).
 func (r routed) key() string {
@@ -62,6 +69,10 @@ func (r routed) key() string {
 		return RouteResponses
 	case r.api == azure && r.endpoint == responsesEndpoint:
 		return RouteAzureResponses
+	case r.api == openAI && r.endpoint == storedEndpoint:
+		return RouteStoredResponses
+	case r.api == azure && r.endpoint == storedEndpoint:
+		return RouteAzureStoredResponses
 	}
 	return ""
 }

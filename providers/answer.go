@@ -91,6 +91,10 @@ type ChatResponse struct {
 	// others. Status.Pending() is true only for a background answer not finished yet
 	// (ChatRequest.Background, BackgroundResponder.Retrieve): its Message is not the answer.
 	Status ResponseStatus
+	// RetryAfter, on a pending background answer (Status.Pending()), is how long the server
+	// asked the caller to wait before reading it again (its Retry-After or retry-after-ms
+	// header, at most 24 h); 0 when it said nothing, and on every other answer.
+	RetryAfter time.Duration
 }
 
 // DecodeJSON decodes the structured answer into v: an error when the answer is no JSON.

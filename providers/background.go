@@ -1,6 +1,9 @@
 package providers
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Background mode (OpenAI Responses' background: true) lets a long answer be worked on by the
 // provider without a held connection: the request comes back at once with the answer queued,
@@ -31,6 +34,12 @@ const (
 // is not the answer, and the caller retrieves it again later. A failed answer is never a
 // response with a status: it is the *Error it failed with.
 func (s ResponseStatus) Pending() bool { return s == StatusQueued || s == StatusInProgress }
+
+// ErrResponseFailed is the cause (Error.Err; errors.Is finds it) of the error for an answer
+// that itself failed — OpenAI Responses' status "failed", whatever its error's kind — rather
+// than an exchange that failed: reading a stored answer that failed again gives the same
+// failure, and only a new call may succeed.
+var ErrResponseFailed = errors.New("the answer failed")
 
 // BackgroundResponder is implemented by a provider that can answer in background mode
 // (ChatRequest.Background): OpenAI's provider on the Responses API. The client's Retrieve and

@@ -137,6 +137,9 @@ func (p *Provider) readResponse(ctx context.Context, resp *http.Response, req *p
 		Reasoning:    reasoning,
 		Status:       status,
 	}
+	if status.Pending() {
+		out.RetryAfter = wire.RetryAfter(resp.Header)
+	}
 	if req != nil {
 		out.JSON = wire.Structured(req, msg.Content)
 		out.Stored = p.stored(req, r.ID)
@@ -160,9 +163,12 @@ func (p *Provider) responseEnd(r *respResponse, refusal string, refused, calls b
 	switch r.Status {
 	case "failed":
 		if r.Error == nil {
-			return "", &providers.Error{Kind: providers.KindUnavailable, Message: "the response failed without saying why"}
+			return "", &providers.Error{Kind: providers.KindUnavailable, Message: "the response failed without saying why",
+				Err: providers.ErrResponseFailed}
 		}
-		return "", p.responseError(r.Error)
+		e := p.responseError(r.Error)
+		e.Err = providers.ErrResponseFailed
+		return "", e
 	case "incomplete":
 		reason := ""
 		if r.IncompleteDetails != nil {
