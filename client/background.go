@@ -66,22 +66,12 @@ func (b BackgroundAnswers) Cancel(ctx context.Context, stored providers.StoredRe
 func (c *Client) onStored(ctx context.Context, stored providers.StoredResponse, name string, o *callOptions,
 	op func(providers.BackgroundResponder, context.Context, providers.StoredResponse) (*providers.ChatResponse, error)) (*providers.ChatResponse, error) {
 	d, bg, err := c.holder(ctx, stored, name)
-	if err == nil && o != nil {
-		err = c.checkOptions(o)
-		if err == nil && o.policy != "" && c.policy(o.policy) == nil {
-			err = badOption("WithPolicy", o.policy, "must name a policy of the client (WithPolicies, LLM.Policies)", c.policyNames())
-		}
-	}
 	if err != nil {
 		return nil, c.failed(o, err)
 	}
-	if o.sendsExtras() {
-		ctx = &callExtras{Context: ctx, o: o}
-	}
-	call := new(resilience.Call)
-	call.Init(ctx, false)
-	if o != nil {
-		call.Policy, call.MaxWait = plan{policy: c.policy(o.policy)}.policyFor(d, o), o.maxWait(0)
+	call, err := c.storedCall(ctx, d, o)
+	if err != nil {
+		return nil, c.failed(o, err)
 	}
 	resp, err := op(bg, call, stored)
 	if err != nil {
@@ -94,6 +84,71 @@ func (c *Client) onStored(ctx context.Context, stored providers.StoredResponse, 
 		}
 	}
 	return resp, nil
+}
+
+// NewConversation creates a conversation (providers.ChatRequest.Conversation) on the provider
+// named provider — "" for the first provider of the fallback chain that keeps conversations
+// (providers.ConversationKeeper: OpenAI's on the Responses API) — through the pipeline of its
+// first deployment, which will hold it: every call that continues it is pinned to that route.
+// The options that apply are those of Retrieve. A provider that keeps no conversations, or a
+// name the client does not have, is a bad_request before anything is sent.
+func (c *Client) NewConversation(ctx context.Context, provider string, opts ...CallOption) (*providers.Conversation, error) {
+	o := collect(opts)
+	if ctx == nil {
+		return nil, c.failed(o, errNilContext())
+	}
+	var d *deployment
+	var keeper providers.ConversationKeeper
+	names := c.chain
+	if provider != "" {
+		e := c.lookup(provider)
+		if e == nil {
+			return nil, c.failed(o, badOption("NewConversation", provider, "must name a provider of the client", c.order))
+		}
+		names = []string{e.name}
+	}
+	for _, name := range names {
+		for _, dep := range c.entries[name].deps {
+			if k, ok := dep.provider.(providers.ConversationKeeper); ok && d == nil {
+				d, keeper = dep, k
+			}
+		}
+	}
+	if d == nil {
+		return nil, c.failed(o, &providers.Error{Kind: providers.KindBadRequest,
+			Message: "NewConversation: no provider of this call keeps conversations (OpenAI's on the Responses API does)"})
+	}
+	call, err := c.storedCall(ctx, d, o)
+	if err != nil {
+		return nil, c.failed(o, err)
+	}
+	conv, err := keeper.NewConversation(call)
+	if err != nil {
+		return nil, c.failed(o, err)
+	}
+	return conv, nil
+}
+
+// storedCall is the context of a call on provider state at route d, with options o: the
+// pipeline's policy, wait and HTTP extras the options ask for.
+func (c *Client) storedCall(ctx context.Context, d *deployment, o *callOptions) (*resilience.Call, error) {
+	if o != nil {
+		if err := c.checkOptions(o); err != nil {
+			return nil, err
+		}
+		if o.policy != "" && c.policy(o.policy) == nil {
+			return nil, badOption("WithPolicy", o.policy, "must name a policy of the client (WithPolicies, LLM.Policies)", c.policyNames())
+		}
+	}
+	if o.sendsExtras() {
+		ctx = &callExtras{Context: ctx, o: o}
+	}
+	call := new(resilience.Call)
+	call.Init(ctx, false)
+	if o != nil {
+		call.Policy, call.MaxWait = plan{policy: c.policy(o.policy)}.policyFor(d, o), o.maxWait(0)
+	}
+	return call, nil
 }
 
 // holder is the route that holds the stored answer, and its provider; the error that refuses

@@ -58,7 +58,7 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 		return nil, err
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true).starting(req.Background).pinning(req.Previous)
+	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true).starting(req.Background).pinning(req)
 	return c.streamWalk(w, req, o)
 }
 

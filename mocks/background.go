@@ -69,14 +69,16 @@ func (b *backgroundResponses) forget(id string) bool {
 	return true
 }
 
-// Forget makes the stored answer id gone, as after its retention ended: a read, a cancel or
-// the resume of its stream is then a 404, as is a previous_response_id naming it (see
-// [Step.Expire]). It reports whether the server held the answer.
+// Forget makes the stored answer or the conversation id gone, as after its retention ended or
+// its deletion: a read, a cancel or the resume of the answer's stream is then a 404, as is a
+// previous_response_id or a conversation naming it (see [Step.Expire]). It reports whether the
+// server held it.
 func (s *Server) Forget(id string) bool { return s.forget(id) }
 
 func (s *Server) forget(id string) bool {
 	bg := s.background.forget(id)
-	return s.responses.forget(id) || bg
+	conv := s.conversations.forget(id)
+	return s.responses.forget(id) || bg || conv
 }
 
 // step reads (or cancels) the run id and returns the response object it stands at, or false

@@ -17,6 +17,9 @@ const (
 	messagesEndpoint
 	responsesEndpoint
 	storedEndpoint // GET /v1/responses/{id}, POST /v1/responses/{id}/cancel (background.go)
+	// conversationsEndpoint: POST /v1/conversations, GET and DELETE /v1/conversations/{id}
+	// (conversations.go).
+	conversationsEndpoint
 )
 
 // api is the wire dialect of a request.
@@ -83,7 +86,7 @@ type routed struct {
 	endpoint   endpoint
 	method     string
 	deployment string
-	stored     string // storedEndpoint: the response ID
+	stored     string // storedEndpoint: the response ID; conversationsEndpoint: the conversation's, "" to create one
 	cancel     bool   // storedEndpoint: POST …/cancel
 }
 
@@ -107,6 +110,22 @@ func route(r *http.Request) (routed, bool) {
 		return routed{api: openAI, endpoint: responsesEndpoint, method: http.MethodPost}, true
 	case "/openai/v1/responses":
 		return routed{api: azure, endpoint: responsesEndpoint, method: http.MethodPost}, true
+	}
+	for _, base := range []struct {
+		path string
+		api  api
+	}{{"/v1/conversations", openAI}, {"/openai/v1/conversations", azure}} {
+		switch rest, ok := strings.CutPrefix(p, base.path); {
+		case !ok:
+		case rest == "":
+			return routed{api: base.api, endpoint: conversationsEndpoint, method: http.MethodPost}, true
+		case strings.HasPrefix(rest, "/") && len(rest) > 1 && !strings.Contains(rest[1:], "/"):
+			method := http.MethodGet
+			if r.Method == http.MethodDelete {
+				method = http.MethodDelete
+			}
+			return routed{api: base.api, endpoint: conversationsEndpoint, method: method, stored: rest[1:]}, true
+		}
 	}
 	for _, base := range []struct {
 		prefix string

@@ -59,3 +59,13 @@ type BackgroundResponder interface {
 	// interface: the server's answer (the response as it was, or its error) is returned.
 	Cancel(ctx context.Context, stored StoredResponse) (*ChatResponse, error)
 }
+
+// ConversationKeeper is implemented by a provider that keeps conversations
+// (ChatRequest.Conversation): OpenAI's provider on the Responses API (its Conversations API).
+// The client's NewConversation reaches it.
+type ConversationKeeper interface {
+	// NewConversation creates an empty conversation (OpenAI: POST /conversations) and names it
+	// with the provider's Origin, for ChatRequest.Conversation. It does not retry: the client's
+	// pipeline does.
+	NewConversation(ctx context.Context) (*Conversation, error)
+}

@@ -136,6 +136,7 @@ func (p *Provider) readResponse(ctx context.Context, resp *http.Response, req *p
 		RateLimit:    providers.ParseRateLimit(resp.Header, time.Now()),
 		Reasoning:    reasoning,
 		Status:       status,
+		Conversation: p.conversation(&r),
 	}
 	if status.Pending() {
 		out.RetryAfter = wire.RetryAfter(resp.Header)
@@ -231,10 +232,25 @@ func (p *Provider) fromOutput(items []respOutItem) (msg providers.Message, reaso
 			b := p.thinkingBlock(it)
 			thought.WriteString(b.Text)
 			msg.Thinking = append(msg.Thinking, b)
+		case "compaction":
+			msg.Compaction = p.compaction(it)
 		}
 	}
 	msg.Content = text.String()
 	return msg, thought.String(), why.String(), refused
+}
+
+// compaction is the compaction item it, of this provider's origin.
+func (p *Provider) compaction(it *respOutItem) *providers.Compaction {
+	return &providers.Compaction{ID: p.errs.Field(it.ID), Encrypted: it.EncryptedContent, Origin: p.scope}
+}
+
+// conversation is the conversation a response names, of this provider's origin; nil for none.
+func (p *Provider) conversation(r *respResponse) *providers.Conversation {
+	if r.Conversation == nil || r.Conversation.ID == "" {
+		return nil
+	}
+	return &providers.Conversation{ID: p.errs.Field(r.Conversation.ID), Origin: p.scope}
 }
 
 // thinkingBlock is the thinking block of reasoning item it: its summary (or its reasoning

@@ -2,11 +2,14 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/url"
+	"strings"
 
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // Background mode on the Responses API: ChatRequest.Background sends background: true (with
@@ -16,7 +19,10 @@ import (
 // completed and incomplete are the answer with its finish reason, cancelled is what was
 // produced before the cancel, and failed is the *providers.Error the response carries.
 
-var _ providers.BackgroundResponder = (*Provider)(nil)
+var (
+	_ providers.BackgroundResponder = (*Provider)(nil)
+	_ providers.ConversationKeeper  = (*Provider)(nil)
+)
 
 // Retrieve reads the stored answer's current state (see providers.BackgroundResponder). The
 // provider must speak the Responses API (Config.API); otherwise, or for a StoredResponse of
@@ -80,3 +86,35 @@ func (p *Provider) storedURL(ctx context.Context, stored providers.StoredRespons
 // maxStoredIDLen bounds a stored answer's ID, as providers.ChatRequest.Validate bounds
 // Previous.ID.
 const maxStoredIDLen = 256
+
+// NewConversation creates an empty conversation with the Conversations API (POST
+// /conversations beside /responses) and names it with this provider's Origin (see
+// providers.ConversationKeeper). The provider must speak the Responses API (Config.API);
+// otherwise it returns KindBadRequest before sending. An answer that names no conversation is
+// KindUnavailable.
+func (p *Provider) NewConversation(ctx context.Context) (*providers.Conversation, error) {
+	switch {
+	case ctx == nil:
+		return nil, p.badRequest(providers.NilContext)
+	case p.api != Responses:
+		return nil, p.badRequest("NewConversation: only the Responses API (Config.API) keeps conversations")
+	}
+	u := strings.TrimSuffix(p.responses.url, "/responses") + "/conversations"
+	resp, err := p.responsesDo(ctx, http.MethodPost, u, []byte("{}"), false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := wire.ReadAll(resp.Body, p.limits.MaxResponseBytes, "MaxResponseBytes")
+	if err != nil {
+		return nil, p.readFailure(ctx, resp, "reading the conversation", err)
+	}
+	var c struct {
+		ID     string `json:"id"`
+		Object string `json:"object"`
+	}
+	if json.Unmarshal(data, &c) != nil || c.ID == "" || len(c.ID) > maxStoredIDLen || (c.Object != "" && c.Object != "conversation") {
+		return nil, p.notAResponse(resp, data)
+	}
+	return &providers.Conversation{ID: p.errs.Field(c.ID), Origin: p.scope}, nil
+}
