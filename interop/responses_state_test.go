@@ -3,6 +3,7 @@ package interop
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"strings"
@@ -157,5 +158,73 @@ func TestResponses_StreamedCompactionReadsWhatOpenAIGoReads(t *testing.T) {
 	if !last.Done || got == nil || their.ID == "" || got.ID[:8] != their.ID[:8] || len(got.Encrypted) != len(their.EncryptedContent) ||
 		got.Origin != p.SharingScope() {
 		t.Fatalf("steady read %+v, openai-go %+v", got, their)
+	}
+}
+
+// A background answer started, read back until done, cancelled and lost: steady sends what
+// openai-go sends (background in the body; GET /responses/{id}; POST …/cancel), reads the
+// statuses and the answer openai-go reads, and a read of an answer the server no longer holds
+// is the 404 openai-go gets, which steady names gone.
+func TestResponses_BackgroundReadsAndCancelsAsOpenAIGo(t *testing.T) {
+	s := newServer(t, mocks.WithReply("All done."))
+	p := newSteadyResponses(t, s)
+	oa := newOpenAI(s, 0)
+	ours, err := p.Chat(context.Background(), &providers.ChatRequest{Background: true,
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "Write it."}}})
+	if err != nil || ours.Status != providers.StatusQueued || ours.Stored == nil {
+		t.Fatalf("%+v %v", ours, err)
+	}
+	sent := lastJSON(t, s)
+	theirs, err := oa.Responses.New(context.Background(), responses.ResponseNewParams{Model: "gpt-4o", Background: openai.Bool(true),
+		Input: responses.ResponseNewParamsInputUnion{OfInputItemList: responses.ResponseInputParam{
+			{OfMessage: &responses.EasyInputMessageParam{Role: responses.EasyInputMessageRoleUser, Type: responses.EasyInputMessageTypeMessage,
+				Content: responses.EasyInputMessageContentUnionParam{OfString: openai.String("Write it.")}}}}}})
+	if err != nil || theirs.Status != "queued" {
+		t.Fatalf("%+v %v", theirs, err)
+	}
+	if want := lastJSON(t, s); !reflect.DeepEqual(sent, want) {
+		t.Fatalf("steady sent %v, openai-go sent %v", sent, want)
+	}
+	same := func(what string) {
+		t.Helper()
+		reqs := s.Journal().Requests()
+		a, b := reqs[len(reqs)-2], reqs[len(reqs)-1]
+		if a.Method != b.Method || strings.Replace(a.Path, ours.Stored.ID, "{id}", 1) != strings.Replace(b.Path, theirs.ID, "{id}", 1) {
+			t.Fatalf("%s: steady %s %s, openai-go %s %s", what, a.Method, a.Path, b.Method, b.Path)
+		}
+	}
+	for _, want := range []string{"in_progress", "completed"} {
+		got, err := p.Retrieve(context.Background(), *ours.Stored)
+		if err != nil {
+			t.Fatal(err)
+		}
+		their, err := oa.Responses.Get(context.Background(), theirs.ID, responses.ResponseGetParams{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		same("retrieve")
+		if string(got.Status) != want || string(their.Status) != want || got.Message.Content != their.OutputText() {
+			t.Fatalf("steady read %s %q, openai-go %s %q", got.Status, got.Message.Content, their.Status, their.OutputText())
+		}
+	}
+	got, err := p.Cancel(context.Background(), *ours.Stored)
+	if err != nil {
+		t.Fatal(err)
+	}
+	their, err := oa.Responses.Cancel(context.Background(), theirs.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("cancel")
+	if got.Status != providers.StatusCompleted || their.Status != "completed" || got.Message.Content != "All done." {
+		t.Fatalf("cancel after completion: steady %s, openai-go %s", got.Status, their.Status)
+	}
+	s.Forget(ours.Stored.ID)
+	s.Forget(theirs.ID)
+	_, err = p.Retrieve(context.Background(), *ours.Stored)
+	_, theirErr := oa.Responses.Get(context.Background(), theirs.ID, responses.ResponseGetParams{})
+	var apiErr *openai.Error
+	if !errors.Is(err, providers.ErrResponseGone) || !errors.As(theirErr, &apiErr) || apiErr.StatusCode != http.StatusNotFound {
+		t.Fatalf("gone: steady %v, openai-go %v", err, theirErr)
 	}
 }
