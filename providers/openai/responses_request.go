@@ -55,11 +55,14 @@ func (p *Provider) responsesRequest(req *providers.ChatRequest, stream bool) ([]
 		}
 		w.Conversation = cv.ID
 	}
-	if pin, ok := req.Pin(); ok && pin.Origin != "" && pin.Origin != p.scope {
+	for i := range req.Messages {
 		// A pruned conversation whose compaction item another provider made: only it holds the
 		// messages the caller dropped.
-		return nil, p.badRequest(pin.What + " was made by another provider (Origin differs): only that provider can " +
-			"continue the conversation, whose earlier messages were dropped; send the whole transcript to go elsewhere")
+		if c := req.Messages[i].Compaction; c != nil && c.Pruned && c.Origin != "" && c.Origin != p.scope {
+			return nil, p.badRequest(fmt.Sprintf("Messages[%d].Compaction: the compaction item of a pruned conversation was made by "+
+				"another provider (Origin differs): only that provider can continue the conversation, whose earlier messages "+
+				"were dropped; send the whole transcript to go elsewhere", i))
+		}
 	}
 	if req.CompactThreshold > 0 {
 		w.ContextManagement = []respContext{{Type: "compaction", CompactThreshold: req.CompactThreshold}}
