@@ -346,3 +346,33 @@ func TestParseAwaiting_BoundedAndStrict(t *testing.T) {
 		t.Fatal("an invalid Awaiting was written")
 	}
 }
+
+// Whatever a queue hands back, ParseAwaiting never panics, refuses with a bad_request, and
+// what it accepts is valid and survives its own round trip.
+func FuzzParseAwaiting(f *testing.F) {
+	f.Add([]byte(`{"v":1,"id":"resp_1","origin":"abc","polls":2,"started":"2026-11-23T12:00:00Z"}`))
+	f.Add([]byte(`{"v":1,"id":"","origin":"","polls":-1,"started":"0001-01-01T00:00:00Z"}`))
+	f.Add([]byte(`null`))
+	f.Add([]byte(`{"v":1,"id":"a\u0000b","origin":"o","polls":0,"started":"2026-11-23T12:00:00+14:00"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		a, err := deferral.ParseAwaiting(data)
+		if err != nil {
+			var pe *providers.Error
+			if !errors.As(err, &pe) || pe.Kind != providers.KindBadRequest || a != (deferral.Awaiting{}) {
+				t.Fatalf("%q: %v", data, err)
+			}
+			return
+		}
+		if a.Validate() != nil {
+			t.Fatalf("%q: accepted an invalid Awaiting %+v", data, a)
+		}
+		out, err := json.Marshal(a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := deferral.ParseAwaiting(out)
+		if err != nil || back.Stored != a.Stored || back.Polls != a.Polls || !back.Started.Equal(a.Started) {
+			t.Fatalf("%q → %s → %+v %v", data, out, back, err)
+		}
+	})
+}

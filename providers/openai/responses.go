@@ -22,15 +22,17 @@ import (
 //
 //   - Messages become input items: a system message a "system" message, a user message a
 //     "message" of its text or of input_text and input_image parts, an assistant message its
-//     reasoning items (the ThinkingBlocks with an ID of this provider's Origin; others are
-//     dropped, see providers/state.go), then a "message" of its text and a "function_call"
-//     per tool call, and a tool result a "function_call_output".
+//     compaction item (of this provider's Origin; another's is dropped, or, in a pruned
+//     conversation, refused), its reasoning items (the ThinkingBlocks with an ID of this
+//     provider's Origin; others are dropped, see providers/state.go), then a "message" of its
+//     text and a "function_call" per tool call, and a tool result a "function_call_output".
 //   - Tools become function tools with strict false (the API's default is strict), the tool
 //     choice tool_choice, a Schema text.format json_schema, FormatJSON text.format
 //     json_object, Reasoning reasoning.effort and reasoning.summary, MaxTokens
 //     max_output_tokens (at least 16, the least the API accepts: a smaller MaxTokens is sent
-//     as 16), Temperature and TopP as they are, Previous previous_response_id, Store store
-//     and Include include — plus reasoning.encrypted_content when Store is false, without
+//     as 16), Temperature and TopP as they are, Previous previous_response_id, Conversation
+//     conversation (its ID), CompactThreshold context_management [{"type":"compaction",
+//     "compact_threshold":N}], Store store and Include include — plus reasoning.encrypted_content when Store is false, without
 //     which the reasoning of a conversation that stores nothing cannot be sent back.
 //     Background is background (see responses_background.go; a cut background stream
 //     resumes, see responses_resume.go), refused with Store false.
@@ -38,7 +40,8 @@ import (
 //
 // The answer maps back: output_text to Message.Content, function_call items to ToolCalls
 // (call_id as ID), reasoning items to Message.Thinking (ID, summary text, encrypted content,
-// the provider's Origin) and their summary to Reasoning, usage with its cached, cache-written
+// the provider's Origin) and their summary to Reasoning, a compaction item to
+// Message.Compaction (ID, encrypted content, Origin), conversation to ChatResponse.Conversation, usage with its cached, cache-written
 // and reasoning tokens. Status "completed" is FinishStop (FinishToolCalls when the answer
 // calls a tool); "incomplete" for max_output_tokens is FinishLength, for content_filter a
 // KindContentFiltered error; a refusal part is a KindRefused error with its text as Message;
