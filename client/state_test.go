@@ -30,6 +30,10 @@ func TestConversation_PinsTheCallToTheProviderThatKeepsIt(t *testing.T) {
 	if _, err := c.NewConversation(context.Background(), "nobody"); asProviderError(t, err).Kind != providers.KindBadRequest {
 		t.Fatalf("an unknown provider: %v", err)
 	}
+	var nilCtx context.Context
+	if _, err := c.NewConversation(nilCtx, ""); asProviderError(t, err).Kind != providers.KindBadRequest || openaiS.Journal().Len() != 1 {
+		t.Fatalf("a nil context: %v", err)
+	}
 	conv, err := c.NewConversation(context.Background(), "other")
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"unicode"
 
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/internal/wire"
@@ -90,8 +91,9 @@ const maxStoredIDLen = 256
 // NewConversation creates an empty conversation with the Conversations API (POST
 // /conversations beside /responses) and names it with this provider's Origin (see
 // providers.ConversationKeeper). The provider must speak the Responses API (Config.API);
-// otherwise it returns KindBadRequest before sending. An answer that names no conversation is
-// KindUnavailable.
+// otherwise it returns KindBadRequest before sending. An answer that names no usable
+// conversation (no ID, an ID longer than 256 bytes or with a control character, another
+// object) is KindUnavailable.
 func (p *Provider) NewConversation(ctx context.Context) (*providers.Conversation, error) {
 	switch {
 	case ctx == nil:
@@ -113,7 +115,8 @@ func (p *Provider) NewConversation(ctx context.Context) (*providers.Conversation
 		ID     string `json:"id"`
 		Object string `json:"object"`
 	}
-	if json.Unmarshal(data, &c) != nil || c.ID == "" || len(c.ID) > maxStoredIDLen || (c.Object != "" && c.Object != "conversation") {
+	if json.Unmarshal(data, &c) != nil || c.ID == "" || len(c.ID) > maxStoredIDLen || strings.ContainsFunc(c.ID, unicode.IsControl) ||
+		(c.Object != "" && c.Object != "conversation") {
 		return nil, p.notAResponse(resp, data)
 	}
 	return &providers.Conversation{ID: p.errs.Field(c.ID), Origin: p.scope}, nil

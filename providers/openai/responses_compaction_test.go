@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/anthropic"
+	"github.com/steadyllm/steady/providers/openai"
 )
 
 // longChat is a conversation long enough to pass a compaction threshold of 20 tokens.
@@ -207,5 +210,31 @@ func TestValidate_CompactionAndConversation(t *testing.T) {
 		if err := req.Validate(); !errors.As(err, &e) || e.Kind != providers.KindBadRequest {
 			t.Errorf("%s: %v", name, err)
 		}
+	}
+}
+
+// A server that answers the creation of a conversation with something else — no ID, an ID too
+// long to be one or with a control character, another object, no JSON — gives no conversation:
+// KindUnavailable, never a truncated or forged ID.
+func TestNewConversation_RefusesWhatIsNoConversation(t *testing.T) {
+	for _, body := range []string{`{}`, `{"id":"` + strings.Repeat("c", 300) + `"}`, `{"id":"conv_\u0000x"}`,
+		`{"id":"resp_1","object":"response"}`, `[]`, `not json`} {
+		ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, body)
+		}))
+		p, err := openai.New(openai.Config{API: openai.Responses, BaseURL: ts.URL, APIKey: sentinel, HTTPClient: ts.Client()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		conv, err := p.NewConversation(context.Background())
+		if e := asError(t, err); conv != nil || e.Kind != providers.KindUnavailable {
+			t.Errorf("%s: %+v %v", body, conv, err)
+		}
+		var nilCtx context.Context
+		if _, err := p.NewConversation(nilCtx); asError(t, err).Kind != providers.KindBadRequest {
+			t.Errorf("nil context: %v", err)
+		}
+		ts.Close()
 	}
 }
