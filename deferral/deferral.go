@@ -18,6 +18,11 @@
 //
 // The decision is pure: given the same error, attempt, clock and random source it is the
 // same. The client's deferred mode (client.Deferred) returns an *Error carrying it.
+//
+// A job that asks for a long answer can also wait for it without holding a connection: it
+// asks in background mode, hands its queue the Pending that Decider.Defer returns (the
+// stored answer to look at, and when), and each later run looks once with Decider.Await —
+// never sending the prompt again (see await.go; queue/asynq and queue/river wrap it whole).
 package deferral
 
 import (
