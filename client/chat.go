@@ -42,7 +42,7 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
-	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).hedging(o, false).starting(req.Background).pinning(req.Previous),
+	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).hedging(o, false).starting(req.Background).pinning(req),
 		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			return chatTry(ctx, t, req, pl, o, tokens)
 		},

@@ -51,6 +51,8 @@ type callOptions struct {
 	// priority is the call's class (WithPriority), "" for its policy's.
 	priority    resilience.Priority
 	hasPriority bool
+	// restartGone lets the call start over when its stored answer is gone (WithRestartIfGone).
+	restartGone bool
 }
 
 // WithFirstTokenTimeout sets, for a stream, the first-token limit of each route's try (the
@@ -67,6 +69,21 @@ func WithFirstTokenTimeout(d time.Duration) CallOption {
 // "off", "restart" or "buffer" (see ChatStream). Another value is a bad_request.
 func WithRescue(mode string) CallOption {
 	return func(o *callOptions) { o.rescue = mode }
+}
+
+// WithRestartIfGone lets a call whose stored answer is gone start over. A background stream
+// (ChatRequest.Background) that is cut is resumed on its route; when the server no longer
+// holds the answer (a 404: providers.ErrResponseGone) the call fails by default, with the text
+// delivered in Partial, because asking again produces — and bills — the answer a second time,
+// which only the caller may decide. With this option the whole request is sent again instead:
+// first to the route that lost the answer (once), then along the chain as after a failure that
+// falls back; a stream that had delivered content delivers the new answer after a delta marked
+// Restart, as StreamRescue "restart" does (other failures after content are rescued only as
+// the call's StreamRescue says). A call that continues from stored state
+// (ChatRequest.Previous, Conversation) never starts over: without that state there is nothing
+// to start from, so its gone error is the call's.
+func WithRestartIfGone() CallOption {
+	return func(o *callOptions) { o.restartGone = true }
 }
 
 // Deferred runs the call in deferred mode, for a background job whose queue will retry it:

@@ -58,7 +58,7 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 		return nil, err
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true).starting(req.Background).pinning(req.Previous)
+	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true).starting(req.Background).pinning(req)
 	return c.streamWalk(w, req, o)
 }
 
@@ -135,6 +135,9 @@ func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.C
 		return nil, &s.call.Info, perr
 	}
 	s.restarts = mode == resilience.RescueRestart
+	if !s.restarts && o != nil && o.restartGone {
+		s.restarts, s.goneOnly = true, true // a rescue for a gone answer alone (WithRestartIfGone)
+	}
 	return s, &s.call.Info, nil
 }
 
@@ -170,6 +173,7 @@ type Stream struct {
 	// rest of its chain after a failure; next is the stream that took over, to which
 	// everything defers.
 	restarts bool
+	goneOnly bool // the rescue is for a gone answer only (WithRestartIfGone without "restart")
 	rescue   *rescuer
 	// release, for the try of a hedged call that won, ends the context the stream reads
 	// under (see hold).
@@ -373,12 +377,22 @@ func (s *Stream) taken() *Stream {
 // telemetry of the call ends with the rescue.
 func (s *Stream) restart(perr *providers.Error) *Stream {
 	r := s.rescue
-	if r == nil || s.closed.Load() {
+	if r == nil || s.closed.Load() || (s.goneOnly && !providers.Gone(perr)) {
 		s.tel.end(perr, providers.Delta{}, false)
 		return nil
 	}
 	s.rescue = nil
 	w := &r.w
+	if providers.Gone(perr) && w.restartsGone() {
+		// Only the answer was lost: the route that served it is asked first, once.
+		if e := r.c.entries[s.served]; e != nil {
+			for _, d := range e.deps {
+				if d.name == s.provider {
+					w.untry(d)
+				}
+			}
+		}
+	}
 	w.failures = append(w.failures, perr)
 	// The walk was copied before the route served: its retries of that route are in s.acct.
 	w.acct = s.acct

@@ -18,6 +18,11 @@
 //
 // The decision is pure: given the same error, attempt, clock and random source it is the
 // same. The client's deferred mode (client.Deferred) returns an *Error carrying it.
+//
+// A job that asks for a long answer can also wait for it without holding a connection: it
+// asks in background mode, hands its queue the Pending that Decider.Defer returns (the
+// stored answer to look at, and when), and each later run looks once with Decider.Await —
+// never sending the prompt again (see await.go; queue/asynq and queue/river wrap it whole).
 package deferral
 
 import (
@@ -123,6 +128,12 @@ type Decider struct {
 	// [0, 1)), for determinism.
 	Now    func() time.Time
 	Random func() float64
+	// PollFirst, PollMax and MaxAwait shape a job's wait for a background answer (Defer,
+	// Await): the first look PollFirst after the answer started, each later one twice as long
+	// after the previous, at most PollMax apart (both jittered by ±20 %), and no more waiting
+	// MaxAwait after it started. 0 means DefaultPollFirst, DefaultPollMax, DefaultMaxAwait; a
+	// PollMax below PollFirst is PollFirst.
+	PollFirst, PollMax, MaxAwait time.Duration
 }
 
 var defaultPolicy = func() *resilience.Policy {
@@ -238,7 +249,11 @@ func mayPass(k providers.ErrorKind) bool {
 }
 
 func permanent(attempt int, pe *providers.Error, why string) Decision {
-	return Decision{Attempt: attempt, Source: SourcePermanent, Kind: pe.Kind, Provider: pe.Provider, Reason: why}
+	dec := Decision{Attempt: attempt, Source: SourcePermanent, Reason: why}
+	if pe != nil {
+		dec.Kind, dec.Provider = pe.Kind, pe.Provider
+	}
+	return dec
 }
 
 // decideOne returns the time at which the failure pe, which may pass, may pass.

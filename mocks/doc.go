@@ -8,7 +8,7 @@
 //     POST /v1/embeddings (float or base64), GET /v1/models. Auth: Authorization: Bearer.
 //   - OpenAI Responses: POST /v1/responses (Azure: /openai/v1/responses, no api-version): input
 //     items (messages with input_text and input_image parts, function_call,
-//     function_call_output, reasoning), the response object, or its semantic events each with
+//     function_call_output, reasoning, compaction), the response object, or its semantic events each with
 //     a sequence_number (response.created, response.in_progress, response.output_item.added,
 //     response.content_part.added, response.output_text.delta, response.refusal.delta,
 //     response.function_call_arguments.delta, response.reasoning_summary_text.delta, their done
@@ -24,7 +24,19 @@
 //     complete), POST /v1/responses/{id}/cancel cancels it, an unknown ID is a 404. A
 //     background stream is kept whole, cut by its step's faults like any stream (Cut,
 //     CutAfter), and GET /v1/responses/{id}?stream=true&starting_after=N serves its events
-//     after N, so a cut stream can be resumed (see background.go).
+//     after N, so a cut stream can be resumed (see background.go). A step with Expire, or
+//     [Server.Forget], makes an answer gone: its reads, cancels and resumes are 404s. Reads
+//     and cancels follow only their own route's script ([RouteStoredResponses]): an error
+//     step fails them, another adds its headers (a Retry-After on a pending read).
+//   - OpenAI Responses server-side compaction (context_management
+//     [{"type":"compaction","compact_threshold":N}]): a prompt of N tokens or more is answered
+//     with a compaction item first (its encrypted content this server's); a compaction item in
+//     the input replaces every message before it but the instructions, and one the server did
+//     not encrypt is refused, as another provider's is by the API.
+//   - OpenAI Conversations: POST /v1/conversations creates one, GET and DELETE
+//     /v1/conversations/{id} read and delete it; a Responses request that names it
+//     (conversation) gets its items before its input and adds its turn to it; an unknown one
+//     is a 404, one with previous_response_id a 400 (see conversations.go).
 //   - Azure OpenAI: POST /openai/deployments/{deployment}/chat/completions and …/embeddings,
 //     with ?api-version= required. Auth: api-key header (or Bearer).
 //   - Anthropic: POST /v1/messages (JSON, or the full event stream message_start,

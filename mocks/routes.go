@@ -17,6 +17,9 @@ const (
 	messagesEndpoint
 	responsesEndpoint
 	storedEndpoint // GET /v1/responses/{id}, POST /v1/responses/{id}/cancel (background.go)
+	// conversationsEndpoint: POST /v1/conversations, GET and DELETE /v1/conversations/{id}
+	// (conversations.go).
+	conversationsEndpoint
 )
 
 // api is the wire dialect of a request.
@@ -39,11 +42,18 @@ const (
 	RouteAzureEmbeddings = "/openai/deployments/{deployment}/embeddings"       // Azure embeddings, any deployment
 	RouteResponses       = "/v1/responses"                                     // OpenAI Responses
 	RouteAzureResponses  = "/openai/v1/responses"                              // Azure Responses (the v1 API)
+	// RouteStoredResponses is the read (GET) and the cancel (POST …/cancel) of a stored
+	// background answer, and Azure's under RouteAzureStoredResponses. Only a script given for
+	// the route itself answers them (the default sequence, scenarios and chaos do not): a step
+	// with an error status, Reset, Stall or Malformed fails the read; any other serves it as
+	// the fake's background runs stand, with the step's headers (RetryAfter included).
+	RouteStoredResponses      = "/v1/responses/{id}"
+	RouteAzureStoredResponses = "/openai/v1/responses/{id}"
 )
 
 // Routes lists the route names a script can be given for itself.
 var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings,
-	RouteResponses, RouteAzureResponses}
+	RouteResponses, RouteAzureResponses, RouteStoredResponses, RouteAzureStoredResponses}
 
 // key is the route name of a request, one of Routes ("" for the others).
 func (r routed) key() string {
@@ -62,6 +72,10 @@ func (r routed) key() string {
 		return RouteResponses
 	case r.api == azure && r.endpoint == responsesEndpoint:
 		return RouteAzureResponses
+	case r.api == openAI && r.endpoint == storedEndpoint:
+		return RouteStoredResponses
+	case r.api == azure && r.endpoint == storedEndpoint:
+		return RouteAzureStoredResponses
 	}
 	return ""
 }
@@ -72,7 +86,7 @@ type routed struct {
 	endpoint   endpoint
 	method     string
 	deployment string
-	stored     string // storedEndpoint: the response ID
+	stored     string // storedEndpoint: the response ID; conversationsEndpoint: the conversation's, "" to create one
 	cancel     bool   // storedEndpoint: POST …/cancel
 }
 
@@ -96,6 +110,22 @@ func route(r *http.Request) (routed, bool) {
 		return routed{api: openAI, endpoint: responsesEndpoint, method: http.MethodPost}, true
 	case "/openai/v1/responses":
 		return routed{api: azure, endpoint: responsesEndpoint, method: http.MethodPost}, true
+	}
+	for _, base := range []struct {
+		path string
+		api  api
+	}{{"/v1/conversations", openAI}, {"/openai/v1/conversations", azure}} {
+		switch rest, ok := strings.CutPrefix(p, base.path); {
+		case !ok:
+		case rest == "":
+			return routed{api: base.api, endpoint: conversationsEndpoint, method: http.MethodPost}, true
+		case strings.HasPrefix(rest, "/") && len(rest) > 1 && !strings.Contains(rest[1:], "/"):
+			method := http.MethodGet
+			if r.Method == http.MethodDelete {
+				method = http.MethodDelete
+			}
+			return routed{api: base.api, endpoint: conversationsEndpoint, method: method, stored: rest[1:]}, true
+		}
 	}
 	for _, base := range []struct {
 		prefix string

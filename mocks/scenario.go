@@ -241,6 +241,7 @@ type stepJSON struct {
 	RefuseCat    string            `json:"refuse_category,omitempty"`
 	RefuseAfter  int               `json:"refuse_after,omitempty"`
 	Filter       bool              `json:"content_filter,omitempty"`
+	Expire       bool              `json:"expire,omitempty"`
 	Repeat       int               `json:"repeat,omitempty"`
 	Forever      bool              `json:"forever,omitempty"`
 }
@@ -262,7 +263,7 @@ func (st Step) wire() stepJSON {
 		CountContent: st.CountContent, FirstTokenMs: toMs(st.FirstTokenDelay), StallAfter: st.StallAfter,
 		StallForMs: toMs(st.StallFor), MalformedAt: st.MalformedAt, OmitTerminal: st.OmitTerminal,
 		Refuse: st.Refuse, RefuseCat: st.RefuseCategory, RefuseAfter: st.RefuseAfter, Filter: st.ContentFilter,
-		Repeat: st.Repeat, Forever: st.Forever}
+		Expire: st.Expire, Repeat: st.Repeat, Forever: st.Forever}
 	if len(st.Header) > 0 {
 		w.Headers = map[string]string{}
 		for k := range st.Header {
@@ -288,7 +289,7 @@ func (st *Step) UnmarshalJSON(data []byte) error {
 		CountContent: w.CountContent, FirstTokenDelay: ms(w.FirstTokenMs), StallAfter: w.StallAfter,
 		StallFor: ms(w.StallForMs), MalformedAt: w.MalformedAt, OmitTerminal: w.OmitTerminal,
 		Refuse: w.Refuse, RefuseCategory: w.RefuseCat, RefuseAfter: w.RefuseAfter, ContentFilter: w.Filter,
-		Repeat: w.Repeat, Forever: w.Forever}
+		Expire: w.Expire, Repeat: w.Repeat, Forever: w.Forever}
 	for k, v := range w.Headers {
 		if st.Header == nil {
 			st.Header = http.Header{}

@@ -154,6 +154,16 @@ func (sc *script) setRoute(route string, steps []Step) {
 	sc.routes[route] = &sequence{steps: append([]Step(nil), steps...)}
 }
 
+// routeStep takes the next step of route's own sequence; false when it has none (left).
+func (sc *script) routeStep(route string) (Step, bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if q := sc.routes[route]; q != nil {
+		return q.next()
+	}
+	return Step{}, false
+}
+
 // setDefault replaces the default sequence.
 func (sc *script) setDefault(steps []Step) {
 	sc.mu.Lock()

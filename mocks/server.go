@@ -37,8 +37,9 @@ type Server struct {
 	windows map[string]int // context windows by model (see WithContextWindows); read-only
 	prefill ModelSet       // the models that reject a prefill (see WithRejectPrefill)
 
-	responses  storedResponses     // the Responses answers stored, for previous_response_id
-	background backgroundResponses // the Responses answers run in background mode
+	responses     storedResponses     // the Responses answers stored, for previous_response_id
+	background    backgroundResponses // the Responses answers run in background mode
+	conversations conversations       // the conversations of the Conversations API
 
 	after     func(time.Duration, func()) func() bool // the server's timers (see WithAfterFunc)
 	latency   atomic.Pointer[latencyTable]            // the latency profiles in force
@@ -355,6 +356,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if rt.endpoint == storedEndpoint {
 		s.journal.setStep(entry, "", c.serveStored(rt))
+		return
+	}
+	if rt.endpoint == conversationsEndpoint {
+		s.journal.setStep(entry, "", c.serveConversation(rt, body))
 		return
 	}
 	now := s.now()

@@ -162,6 +162,11 @@ type Step struct {
 	// RefuseCategory and a null explanation. With Refuse also set, OpenAI sends the refusal text and then
 	// finish_reason "content_filter". It replaces a tool call.
 	ContentFilter bool
+	// Expire makes a background answer (Responses' background: true) gone as soon as this
+	// step has answered the call that started it, as after its retention ended: reading,
+	// cancelling or resuming it is then a 404, as is a previous_response_id naming it. A cut
+	// background stream (Cut) therefore cannot be resumed. It does nothing to other calls.
+	Expire bool
 	// Repeat is how many consecutive calls this step answers (0 and 1 = one call).
 	Repeat int
 	// Forever makes the step answer every call from then on.
@@ -348,6 +353,9 @@ func (st Step) String() string {
 	}
 	if st.OmitTerminal {
 		parts = append(parts, "omit-terminal")
+	}
+	if st.Expire {
+		parts = append(parts, "expire")
 	}
 	return strings.Join(parts, " ")
 }

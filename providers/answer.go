@@ -91,6 +91,13 @@ type ChatResponse struct {
 	// others. Status.Pending() is true only for a background answer not finished yet
 	// (ChatRequest.Background, BackgroundResponder.Retrieve): its Message is not the answer.
 	Status ResponseStatus
+	// Conversation, when the call continued a conversation its provider keeps
+	// (ChatRequest.Conversation), names it with the provider's Origin; nil otherwise.
+	Conversation *Conversation
+	// RetryAfter, on a pending background answer (Status.Pending()), is how long the server
+	// asked the caller to wait before reading it again (its Retry-After or retry-after-ms
+	// header, at most 24 h); 0 when it said nothing, and on every other answer.
+	RetryAfter time.Duration
 }
 
 // DecodeJSON decodes the structured answer into v: an error when the answer is no JSON.
@@ -143,6 +150,11 @@ type Delta struct {
 	RateLimit *RateLimit
 	// Stored, on the Done delta, names the stored answer as ChatResponse.Stored does.
 	Stored *StoredResponse
+	// Compaction, on the Done delta, is the answer's compaction item (see Message.Compaction),
+	// to send back with the assistant message; nil when none came.
+	Compaction *Compaction
+	// Conversation, on the Done delta, names the conversation as ChatResponse.Conversation does.
+	Conversation *Conversation
 }
 
 // ToolCallDelta is a fragment of a streamed tool call: the first fragment of a call carries

@@ -32,6 +32,11 @@ type Message struct {
 	// cache_control breakpoint on this message's last block; OpenAI caches prefixes by
 	// itself and ignores it).
 	Cache CacheTTL
+	// Compaction is the compaction item an assistant message came with (server-side
+	// compaction: ChatRequest.CompactThreshold): the provider's encrypted summary of the
+	// conversation before it. Send it back with the message; it is provider state, sent only
+	// to its Origin (see state.go and PruneCompacted).
+	Compaction *Compaction
 }
 
 // Part is one part of a message's content: Text, or Image.
@@ -201,4 +206,15 @@ type ChatRequest struct {
 	// request is refused (KindBadRequest, before sending), and the client sends it only to
 	// routes that store answers and never hedges it.
 	Background bool
+	// Conversation continues a conversation the provider keeps (OpenAI Responses'
+	// conversation): its items come before Messages, and the call adds its input and answer
+	// to it. Like Previous (which it excludes) it pins the call to the provider that keeps it,
+	// and a provider that keeps none refuses the request (see state.go).
+	Conversation *Conversation
+	// CompactThreshold, above 0, asks the provider to compact the conversation server-side
+	// once its rendered prompt passes that many tokens (OpenAI Responses' context_management
+	// [{"type":"compaction","compact_threshold":N}]): the answer then carries a compaction item
+	// (Message.Compaction) standing for the conversation before it. 0 asks nothing; wires
+	// without server-side compaction ignore it.
+	CompactThreshold int
 }

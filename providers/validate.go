@@ -154,12 +154,56 @@ const (
 
 // checkState reports what is wrong with the provider-state fields of r (see state.go).
 func checkState(add func(string, ...any), r *ChatRequest) {
+	var origins []string // of the state that pins the request
 	if pr := r.Previous; pr != nil {
 		if pr.ID == "" {
 			add("Previous.ID is empty: set Previous from the ChatResponse.Stored of the answer to continue")
 		}
 		checkWord(add, "Previous.ID", pr.ID, maxStateIDLen)
 		checkWord(add, "Previous.Origin", pr.Origin, maxStateIDLen)
+		origins = append(origins, pr.Origin)
+	}
+	if cv := r.Conversation; cv != nil {
+		if cv.ID == "" {
+			add("Conversation.ID is empty: name the conversation to continue")
+		}
+		if r.Previous != nil {
+			add("Previous and Conversation are both set: a call continues from a stored answer or from a conversation, not both")
+		}
+		checkWord(add, "Conversation.ID", cv.ID, maxStateIDLen)
+		checkWord(add, "Conversation.Origin", cv.Origin, maxStateIDLen)
+		origins = append(origins, cv.Origin)
+	}
+	for i, m := range r.Messages {
+		c := m.Compaction
+		if c == nil {
+			continue
+		}
+		if m.Role != RoleAssistant {
+			add("Messages[%d].Compaction: only an %q message carries a compaction item", i, RoleAssistant)
+		}
+		if c.Encrypted == "" {
+			add("Messages[%d].Compaction.Encrypted is empty: send the item back as the answer gave it", i)
+		}
+		checkWord(add, fmt.Sprintf("Messages[%d].Compaction.ID", i), c.ID, maxStateIDLen)
+		checkWord(add, fmt.Sprintf("Messages[%d].Compaction.Origin", i), c.Origin, maxStateIDLen)
+		if c.Pruned {
+			origins = append(origins, c.Origin)
+		}
+	}
+	first := ""
+	for _, o := range origins {
+		if first == "" {
+			first = o
+		}
+		if o != "" && o != first {
+			add("the request's provider state (Previous, Conversation, a pruned compaction item) comes from different providers (Origins differ): " +
+				"no provider holds all of it")
+			break
+		}
+	}
+	if r.CompactThreshold < 0 {
+		add("CompactThreshold = %d: must be 0 (no server-side compaction) or more", r.CompactThreshold)
 	}
 	if len(r.Include) > maxIncludes {
 		add("Include has %d entries: at most %d", len(r.Include), maxIncludes)

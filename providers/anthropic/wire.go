@@ -174,8 +174,10 @@ var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 // buildRequest turns a neutral request into a Messages API body. It refuses, with a
 // bad_request *providers.Error and before anything is sent, what the API would refuse anyway
 // or what cannot be expressed: no model, no messages, an empty turn, tool arguments that are
-// not JSON, an unknown response format, a stored answer to continue from (Previous), background
-// mode (Background). Store and Include are OpenAI's and ignored.
+// not JSON, an unknown response format, a stored answer to continue from (Previous), a
+// conversation kept elsewhere (Conversation) or pruned at a compaction item, background mode
+// (Background). Store, Include, CompactThreshold and compaction items that stand for messages
+// still in the request are OpenAI's and ignored.
 func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte, error) {
 	if err := req.Validate(); err != nil {
 		return nil, p.errs.Finish(err.(*providers.Error))
@@ -190,6 +192,11 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 	}
 	if req.Background {
 		return nil, p.badRequest("Background: the Messages API has no background mode; send the request without it")
+	}
+	if pin, ok := req.Pin(); ok {
+		// A conversation kept by another provider, or one pruned at its compaction item: the
+		// earlier messages are not in the request.
+		return nil, p.badRequest("the request continues from " + pin.What + ", which the Messages API cannot read; send the whole conversation")
 	}
 	w := wireRequest{
 		Model:         req.Model,
