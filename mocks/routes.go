@@ -17,6 +17,7 @@ const (
 	messagesEndpoint
 	responsesEndpoint
 	storedEndpoint // GET /v1/responses/{id}, POST /v1/responses/{id}/cancel (background.go)
+	countEndpoint  // POST /v1/messages/count_tokens (Anthropic)
 )
 
 // api is the wire dialect of a request.
@@ -35,6 +36,7 @@ const (
 	RouteChat            = "/v1/chat/completions"                              // OpenAI chat
 	RouteEmbeddings      = "/v1/embeddings"                                    // OpenAI embeddings
 	RouteMessages        = "/v1/messages"                                      // Anthropic messages
+	RouteCountTokens     = "/v1/messages/count_tokens"                         // Anthropic token counting
 	RouteAzureChat       = "/openai/deployments/{deployment}/chat/completions" // Azure chat, any deployment
 	RouteAzureEmbeddings = "/openai/deployments/{deployment}/embeddings"       // Azure embeddings, any deployment
 	RouteResponses       = "/v1/responses"                                     // OpenAI Responses
@@ -43,7 +45,7 @@ const (
 
 // Routes lists the route names a script can be given for itself.
 var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings,
-	RouteResponses, RouteAzureResponses}
+	RouteResponses, RouteAzureResponses, RouteCountTokens}
 
 // key is the route name of a request, one of Routes ("" for the others).
 func (r routed) key() string {
@@ -54,6 +56,8 @@ func (r routed) key() string {
 		return RouteEmbeddings
 	case r.api == anthropic && r.endpoint == messagesEndpoint:
 		return RouteMessages
+	case r.api == anthropic && r.endpoint == countEndpoint:
+		return RouteCountTokens
 	case r.api == azure && r.endpoint == chatEndpoint:
 		return RouteAzureChat
 	case r.api == azure && r.endpoint == embeddingsEndpoint:
@@ -92,6 +96,8 @@ func route(r *http.Request) (routed, bool) {
 		return routed{api: openAI, endpoint: modelsEndpoint, method: http.MethodGet}, true
 	case "/v1/messages":
 		return routed{api: anthropic, endpoint: messagesEndpoint, method: http.MethodPost}, true
+	case "/v1/messages/count_tokens":
+		return routed{api: anthropic, endpoint: countEndpoint, method: http.MethodPost}, true
 	case "/v1/responses":
 		return routed{api: openAI, endpoint: responsesEndpoint, method: http.MethodPost}, true
 	case "/openai/v1/responses":

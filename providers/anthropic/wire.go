@@ -11,7 +11,8 @@ import (
 )
 
 // The Messages API wire format, as far as this package speaks it. Fields the neutral types do
-// not carry (documents, citations, server tools…) are left out.
+// not carry (documents, citations…) are left out; tools given in the API's own shape and the
+// blocks of an answer the neutral message does not model travel verbatim (see blocks.go).
 
 // maxTemperature is the highest temperature the Messages API accepts (the neutral request
 // allows up to providers.MaxTemperature, as OpenAI does).
@@ -35,6 +36,10 @@ type wireRequest struct {
 	Thinking      *wireThinking `json:"thinking,omitempty"`
 	OutputConfig  *wireOutput   `json:"output_config,omitempty"`
 	Stream        bool          `json:"stream,omitempty"`
+
+	// raw: a tool or a block of the request is raw JSON (wireTool.raw, wireBlock.raw), which
+	// encode then writes as it is.
+	raw bool
 }
 
 // wireChoice is tool_choice: type "auto", "any", "tool" (with Name) or "none".
@@ -99,6 +104,10 @@ type wireBlock struct {
 	Signature    string          `json:"signature,omitempty"`
 	Data         string          `json:"data,omitempty"`
 	CacheControl *wireCache      `json:"cache_control,omitempty"`
+
+	// raw, when set, is the whole block, a JSON object given by its provider
+	// (providers.ProviderBlock), sent instead of the fields above (CacheControl added).
+	raw json.RawMessage
 }
 
 // respBlock is a content block of an answer. It is not wireBlock because blocks this package
@@ -120,6 +129,10 @@ type wireTool struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"input_schema"`
 	CacheControl *wireCache      `json:"cache_control,omitempty"`
+
+	// raw, when set, is the whole definition as the caller gave it (providers.Tool.Raw), sent
+	// instead of the fields above.
+	raw json.RawMessage
 }
 
 // wireResponse is a message: the body of a non-streamed answer and the "message" of a
@@ -171,12 +184,21 @@ func (u wireUsage) input() int {
 // emptySchema is the input_schema of a tool that declares no parameters.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// buildRequest turns a neutral request into a Messages API body. It refuses, with a
-// bad_request *providers.Error and before anything is sent, what the API would refuse anyway
-// or what cannot be expressed: no model, no messages, an empty turn, tool arguments that are
-// not JSON, an unknown response format, a stored answer to continue from (Previous), background
-// mode (Background). Store and Include are OpenAI's and ignored.
+// buildRequest turns a neutral request into a Messages API body (see toWire).
 func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte, error) {
+	w, err := p.toWire(req, stream)
+	if err != nil {
+		return nil, err
+	}
+	return p.encode(w)
+}
+
+// toWire turns a neutral request into a Messages API request. It refuses, with a bad_request
+// *providers.Error and before anything is sent, what the API would refuse anyway or what
+// cannot be expressed: no model, no messages, an empty turn, tool arguments that are not JSON,
+// a raw tool of another system, an unknown response format, a stored answer to continue from
+// (Previous), background mode (Background). Store and Include are OpenAI's and ignored.
+func (p *Provider) toWire(req *providers.ChatRequest, stream bool) (*wireRequest, error) {
 	if err := req.Validate(); err != nil {
 		return nil, p.errs.Finish(err.(*providers.Error))
 	}
@@ -234,6 +256,14 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 		return nil, p.badRequest(fmt.Sprintf("unknown response format %q", req.Format))
 	}
 	for i, t := range req.Tools {
+		if t.Raw != nil {
+			if t.System != providers.SystemAnthropic {
+				return nil, p.badRequest(fmt.Sprintf("Tools[%d] (%s) is a tool of %q: the Messages API takes only function tools and its own (System %q)",
+					i, t.RawType(), t.System, providers.SystemAnthropic))
+			}
+			w.Tools, w.raw = append(w.Tools, wireTool{raw: t.Raw}), true
+			continue
+		}
 		if t.Name == "" {
 			return nil, p.badRequest(fmt.Sprintf("tool %d has no name", i))
 		}
@@ -271,11 +301,7 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 			w.OutputConfig.Effort = r.Effort
 		}
 	}
-	body, err := json.Marshal(w)
-	if err != nil {
-		return nil, &providers.Error{Provider: p.name, Kind: providers.KindBadRequest, Message: "encoding the request: " + err.Error(), Err: err}
-	}
-	return body, nil
+	return &w, nil
 }
 
 // minThinkingBudget is the smallest budget_tokens of extended thinking the API accepts.
@@ -359,21 +385,9 @@ func (p *Provider) addMessage(w *wireRequest, i int, m providers.Message) error 
 				blocks = append(blocks, wireBlock{Type: "thinking", Thinking: t.Text, Signature: t.Signature})
 			}
 		}
-		if m.Content != "" {
-			blocks = append(blocks, wireBlock{Type: "text", Text: m.Content})
-		}
-		for _, tc := range m.ToolCalls {
-			input := json.RawMessage(`{}`)
-			if strings.TrimSpace(tc.Arguments) != "" {
-				input = json.RawMessage(tc.Arguments)
-			}
-			if !json.Valid(input) {
-				return p.badRequest(fmt.Sprintf("message %d: tool call %q: Arguments is not valid JSON", i, tc.ID))
-			}
-			if tc.ID == "" || tc.Name == "" {
-				return p.badRequest(fmt.Sprintf("message %d: a tool call needs an ID and a Name", i))
-			}
-			blocks = append(blocks, wireBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: input})
+		var err error
+		if blocks, err = p.answerBlocks(w, blocks, i, m); err != nil {
+			return err
 		}
 	case providers.RoleTool:
 		if m.ToolCallID == "" {
@@ -409,14 +423,16 @@ func partBlock(part providers.Part) wireBlock {
 		Data: base64.StdEncoding.EncodeToString(img.Data)}}
 }
 
-// fromResponse turns a message into the neutral assistant message: the text blocks joined,
-// the tool_use blocks as tool calls in order, the thinking blocks as Thinking. With forced
-// tool use for a structured answer (schemaTool, not ""), that tool's input is the answer's
-// text. Other blocks (server tools) are skipped.
-func fromResponse(r *wireResponse, schemaTool string) providers.Message {
+// fromResponse turns a message, whose JSON body is data, into the neutral assistant message:
+// the text blocks joined, the tool_use blocks as tool calls in order, the thinking blocks as
+// Thinking. With forced tool use for a structured answer (schemaTool, not ""), that tool's
+// input is the answer's text. Every other block (a server tool's call and result, a type added
+// to the API later) is kept verbatim in ProviderBlocks, marked with p's origin.
+func (p *Provider) fromResponse(r *wireResponse, data []byte, schemaTool string) providers.Message {
 	msg := providers.Message{Role: providers.RoleAssistant}
 	var text strings.Builder
-	for _, b := range r.Content {
+	var raws []json.RawMessage // the content block by block, read only for a block kept verbatim
+	for i, b := range r.Content {
 		switch b.Type {
 		case "text":
 			text.WriteString(b.Text)
@@ -437,6 +453,16 @@ func fromResponse(r *wireResponse, schemaTool string) providers.Message {
 			msg.Thinking = append(msg.Thinking, providers.ThinkingBlock{Text: b.Thinking, Signature: b.Signature})
 		case "redacted_thinking":
 			msg.Thinking = append(msg.Thinking, providers.ThinkingBlock{Redacted: b.Data})
+		case "":
+			// No type: nothing the API would take back.
+		default:
+			if raws == nil {
+				raws = rawContent(data)
+			}
+			if i < len(raws) {
+				msg.ProviderBlocks = append(msg.ProviderBlocks, providers.ProviderBlock{Type: b.Type, Raw: raws[i],
+					Origin: p.scope, At: text.Len(), Calls: len(msg.ToolCalls)})
+			}
 		}
 	}
 	msg.Content = text.String()
