@@ -46,6 +46,9 @@ func (p *Provider) chatRequest(req *providers.ChatRequest, msgs []goopenai.ChatC
 		return goopenai.ChatCompletionRequest{}, p.badRequest("Background: the chat completions API has no background mode; " +
 			"use the Responses API (Config.API)")
 	}
+	if err := p.refuseRawTools(req); err != nil {
+		return goopenai.ChatCompletionRequest{}, err
+	}
 	if len(req.Messages) == 0 {
 		return goopenai.ChatCompletionRequest{}, p.badRequest("the request has no messages")
 	}
