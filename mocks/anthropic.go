@@ -272,7 +272,7 @@ func (c *call) anthropicMessage(st Step) {
 	usage["output_tokens"] = completion
 	var srch *search // the web search the answer runs first, nil for none
 	if f.search != "" && tc == nil && !st.refuses() {
-		s := newSearch(f.search, c.lastUser, c.seq)
+		s := newSearch(f.search, c.lastUser)
 		srch = &s
 		usage["server_tool_use"] = obj{"web_search_requests": 1}
 	}

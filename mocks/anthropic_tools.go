@@ -2,7 +2,9 @@ package mocks
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -139,18 +141,23 @@ func encryptedFor(url string) string {
 // searchIntro is the text the fake's answer opens with before it searches.
 const searchIntro = "Let me search for that."
 
-// search is what the fake's web search answers for query, in call seq: the server_tool_use
-// block, its web_search_tool_result, and the citation the answer's text carries.
+// search is what the fake's web search answers for query: the server_tool_use block, its
+// web_search_tool_result, and the citation the answer's text carries.
 type search struct {
 	use, result, citation obj
 	query                 string
 }
 
-func newSearch(name, query string, seq int) search {
-	id := fmt.Sprintf("srvtoolu_fake%016d", seq)
+// newSearch returns the search the tool called name runs for query. It depends on the query
+// alone, not on the call, so that two clients asking the same question get the same blocks
+// and their next turns can be compared.
+func newSearch(name, query string) search {
+	sum := sha256.Sum256([]byte(query))
+	key := hex.EncodeToString(sum[:8])
+	id := "srvtoolu_fake" + key
 	results := make([]obj, 2)
 	for k := range results {
-		url := fmt.Sprintf("https://search.example/%d/%d", seq, k+1)
+		url := fmt.Sprintf("https://search.example/%s/%d", key, k+1)
 		results[k] = obj{"type": "web_search_result", "url": url, "title": fmt.Sprintf("Result %d", k+1),
 			"encrypted_content": encryptedFor(url), "page_age": "May 1, 2026"}
 	}
