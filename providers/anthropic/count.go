@@ -75,7 +75,7 @@ func (p *Provider) CountTokens(ctx context.Context, req *providers.ChatRequest) 
 	if n := v.InputTokens; n == nil || *n < 0 || *n > maxCount {
 		e := p.notAnAnswer(resp, data)
 		if e.Kind == providers.KindUnavailable {
-			e.Message = "the count answer states no input_tokens from 0 to 2^31: " + wire.Describe(data)
+			e.Message = p.errs.Text("the count answer states no input_tokens from 0 to 2^31: " + wire.Describe(data))
 		}
 		return 0, e
 	}
