@@ -261,6 +261,9 @@ func modeled(typ string) bool {
 // a block is kept verbatim (see fromResponse), not refused, so its fields are not read at all.
 func decodeAnswer(data []byte, w *wireResponse) error {
 	err := json.Unmarshal(data, w)
+	if err == nil {
+		return nil
+	}
 	var te *json.UnmarshalTypeError
 	if !errors.As(err, &te) {
 		return err
