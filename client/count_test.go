@@ -278,6 +278,21 @@ func TestRawTools_OnlyProvidersOfTheirSystemServeTheCall(t *testing.T) {
 	if err != nil || resp.Provider != "claude" || gpt.Journal().Len() != 0 || len(resp.Message.ProviderBlocks) != 2 {
 		t.Fatalf("%+v, %v; openai asked %d times", resp, err, gpt.Journal().Len())
 	}
+	// Streamed through the client, the blocks come on the Done delta.
+	st, err := c.ChatStream(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var done providers.Delta
+	for d, err := st.Recv(); err == nil; d, err = st.Recv() {
+		if d.Done {
+			done = d
+		}
+	}
+	_ = st.Close()
+	if len(done.ProviderBlocks) != 2 || done.ProviderBlocks[0].Type != "server_tool_use" {
+		t.Fatalf("Done delta %+v", done)
+	}
 	only := newClient(t, openAIProvider("openai", gpt, policy()))
 	_, err = only.Chat(context.Background(), req)
 	if providers.KindOf(err) != providers.KindBadRequest || !strings.Contains(err.Error(), "openai (takes no anthropic tools)") || gpt.Journal().Len() != 0 {
@@ -345,5 +360,30 @@ func TestChatStream_AnthropicRefusalMidStreamIsRefused(t *testing.T) {
 	}
 	if gpt.Journal().Len() != 0 || c.Deployments("claude")[0].Circuit.State != resilience.CircuitClosed {
 		t.Fatalf("openai asked %d times, circuit %s", gpt.Journal().Len(), c.Deployments("claude")[0].Circuit.State)
+	}
+}
+
+// A hedge counts for its own route, on its own goroutine.
+func TestPreflightCount_AHedgeCountsForItsRoute(t *testing.T) {
+	slow := mocks.NewServer(mocks.WithRouteScript(mocks.RouteMessages, mocks.Reply("slow").WithDelay(time.Minute).Always()))
+	defer slow.Close()
+	fast := mocks.NewServer(mocks.WithReply("fast"))
+	defer fast.Close()
+	o := pacedPolicy()
+	o.HedgeAfterSeconds = 0.02
+	o.RetryBudgetPercent, o.RetryBudgetFloor = 100, 10
+	tel := &countLog{}
+	c := newClient(t, client.WithTelemetry(tel), countingClaude("primary", slow, o, nil), countingClaude("backup", fast, pacedPolicy(), nil),
+		client.WithFallback("primary", "backup"))
+	resp, err := c.Chat(context.Background(), hello())
+	if err != nil || !resp.HedgeWon || resp.Provider != "backup" {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	got := map[string]bool{}
+	for _, r := range tel.all() {
+		got[r.Provider] = r.Err == nil && r.Counted > 0
+	}
+	if !got["primary"] || !got["backup"] {
+		t.Fatalf("counts %+v", tel.all())
 	}
 }
