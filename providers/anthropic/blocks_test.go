@@ -301,3 +301,18 @@ func TestChatStream_KeptBlocksAreBoundedByMaxResponseBytes(t *testing.T) {
 		t.Fatalf("%#v", e)
 	}
 }
+
+// An answer made of another origin's blocks alone leaves nothing to send: the turn is dropped,
+// and the user turns around it merge, instead of an empty turn the API would refuse.
+func TestChat_AnAnswerOfAnotherOriginsBlocksAloneIsDropped(t *testing.T) {
+	f := newFixture(t)
+	msg := providers.Message{Role: providers.RoleAssistant, ProviderBlocks: []providers.ProviderBlock{
+		{Type: "future_block_20270101", Raw: json.RawMessage(future), Origin: "another-origin"}}}
+	if _, err := f.p.Chat(context.Background(), nextTurn(userRequest("Hi"), msg, "More?")); err != nil {
+		t.Fatal(err)
+	}
+	msgs := sentBody(t, f.s, 0)["messages"].([]any)
+	if len(msgs) != 1 || len(msgs[0].(map[string]any)["content"].([]any)) != 2 {
+		t.Fatalf("messages %v", msgs)
+	}
+}

@@ -398,7 +398,12 @@ func (p *Provider) addMessage(w *wireRequest, i int, m providers.Message) error 
 	default:
 		return p.badRequest(fmt.Sprintf("message %d: unknown role %q", i, m.Role))
 	}
-	if len(blocks) == 0 {
+	switch {
+	case len(blocks) == 0 && len(m.ProviderBlocks) > 0:
+		// An answer of another origin's blocks alone (a server tool's, paused): nothing of it
+		// can go back, and the turns around it merge.
+		return nil
+	case len(blocks) == 0:
 		return p.badRequest(fmt.Sprintf("message %d (%s) is empty: Anthropic rejects empty turns", i, m.Role))
 	}
 	blocks[len(blocks)-1].CacheControl = cacheControl(m.Cache)
