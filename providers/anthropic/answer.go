@@ -12,7 +12,8 @@ import (
 // neutral answer.
 
 // respBlock is a content block of an answer. It is not wireBlock because blocks this package
-// skips (server tool results, say) may carry fields of other shapes under the same names.
+// keeps verbatim (server tool results, say) may carry fields of other shapes under the same
+// names (see decodeAnswer).
 type respBlock struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text"`
