@@ -195,7 +195,8 @@ var dialects = map[string]func(name string, p config.Provider, key string) clien
 			}
 			return anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: key, Version: p.Version,
 				HTTPClient: hc, Model: p.Model, DefaultMaxTokens: p.DefaultMaxTokens, Beta: p.Beta, Limits: p.Limits,
-				Capabilities: caps, ThinkingModes: modes})
+				Capabilities: caps, ThinkingModes: modes, CountTokens: p.CountTokens,
+				CountTimeout: time.Duration(p.CountTimeoutSeconds * float64(time.Second))})
 		}
 	},
 }

@@ -422,3 +422,22 @@ func TestFromConfig_ThinkingModesReachTheProvider(t *testing.T) {
 		t.Fatalf("body %s", r.Body)
 	}
 }
+
+// LLM.Providers.<name>.CountTokens reaches the Anthropic provider: with a token budget, each
+// call is counted before it is sent.
+func TestFromConfig_CountTokensReachesTheProvider(t *testing.T) {
+	s := mocks.NewServer()
+	defer s.Close()
+	c := clientFromJSON(t, `{"LLM":{"Providers":{"claude": {"Dialect":"anthropic","BaseURL":"`+s.AnthropicBaseURL()+
+		`","APIKeyEnv":"K","Model":"claude-sonnet-4-5","CountTokens":true,"CountTimeoutSeconds":5,"Resilience":{"PaceTokensPerMinute":100000}}}}}`, []string{"K=" + sentinelKey})
+	if _, err := c.Chat(context.Background(), hello()); err != nil {
+		t.Fatal(err)
+	}
+	reqs := s.Journal().Requests()
+	if len(reqs) != 2 || reqs[0].Path != "/v1/messages/count_tokens" || reqs[1].Path != "/v1/messages" {
+		t.Fatalf("%d requests: %v", len(reqs), reqs)
+	}
+	if n, err := c.CountTokens(context.Background(), hello()); err != nil || n != mocks.Tokens("hello there") {
+		t.Fatalf("%d %v", n, err)
+	}
+}

@@ -42,13 +42,14 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
-	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).hedging(o, false).starting(req.Background).pinning(req),
+	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).hedging(o, false).starting(req.Background).
+		pinning(req).forTools(rawSystem(req)),
 		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
-			return chatTry(ctx, t, req, pl, o, tokens)
+			return chatTry(ctx, t, req, pl, o, tokens, tr)
 		},
 		func() tryFunc[*providers.ChatResponse] {
 			return func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
-				return chatTry(ctx, t, req, pl, o, tokens)
+				return chatTry(ctx, t, req, pl, o, tokens, tr)
 			}
 		},
 		func(resp *providers.ChatResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
@@ -70,14 +71,16 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 }
 
 // chatTry makes the try t of a chat call for req, planned as pl, with options o and token
-// estimate tokens.
-func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o *callOptions, tokens int) (*providers.ChatResponse, *resilience.CallInfo, error) {
+// estimate tokens (which a pre-flight count may replace), for the call's tracker tr.
+func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o *callOptions, tokens int, tr CallTracker) (*providers.ChatResponse, *resilience.CallInfo, error) {
+	r := withModel(req, t.model)
+	tokens = t.d.preflight(ctx, t.route, r, tokens, tr)
 	call := new(resilience.Call)
 	call.Init(ctx, false)
 	call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
 	call.OutcomeReported, call.Route, call.Elsewhere = true, t.route, t.elsewhere
 	call.Priority = o.priorityOf()
-	resp, err := t.d.provider.Chat(call, withModel(req, t.model))
+	resp, err := t.d.provider.Chat(call, r)
 	if err == nil && resp != nil {
 		t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
 	}

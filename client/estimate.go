@@ -9,10 +9,13 @@ const DefaultAnswerTokens = 256
 // EstimateTokens is the estimate of the tokens a chat request will use that the client
 // debits from a provider's tokens-per-minute budget before sending it
 // (resilience.Options.PaceTokensPerMinute): the prompt at four bytes of text per token —
-// every message's text and parts, tool calls and results, tool definitions, the schema —
+// every message's text and parts, tool calls and results, provider blocks, tool definitions
+// (raw ones whole), the schema —
 // plus MaxTokens, or DefaultAnswerTokens when the request sets none. It is what the APIs
 // themselves debit when a request arrives (prompt and maximum answer); the answers'
 // rate-limit headers correct the budget afterwards. An image counts as a fixed 1 000 tokens.
+// A provider that counts prompts exactly may replace the prompt's part before a call (see
+// CountTokens and providers.TokenCounter).
 func EstimateTokens(req *providers.ChatRequest) int {
 	if req == nil {
 		return 0
@@ -32,9 +35,12 @@ func EstimateTokens(req *providers.ChatRequest) int {
 		for _, t := range m.Thinking {
 			bytes += len(t.Text)
 		}
+		for _, b := range m.ProviderBlocks {
+			bytes += len(b.Raw)
+		}
 	}
 	for _, t := range req.Tools {
-		bytes += len(t.Name) + len(t.Description) + len(t.Parameters)
+		bytes += len(t.Name) + len(t.Description) + len(t.Parameters) + len(t.Raw)
 	}
 	if req.Schema != nil {
 		bytes += len(req.Schema.Schema)

@@ -118,3 +118,37 @@ func Example_routeLatency() {
 	// most calls went to the fast one: true
 	// the slow one's first token, as measured, took at least 50ms: true
 }
+
+// Pacing by exact counts: with CountTokens on, each call's prompt is counted by Anthropic's
+// counting endpoint before it is sent, and the route's tokens-per-minute budget is debited the
+// count (plus the answer's MaxTokens) instead of an estimate. A count that fails leaves the
+// estimate; the call goes on.
+func ExampleClient_CountTokens() {
+	s := mocks.NewServer()
+	defer s.Close()
+	policy := resilience.DefaultOptions()
+	policy.PaceTokensPerMinute = 400_000
+	c, err := client.New(client.WithProvider("claude", policy, func(hc *http.Client) (providers.Provider, error) {
+		return anthropic.New(anthropic.Config{Name: "claude", BaseURL: s.AnthropicBaseURL(), APIKey: "sk-ant-example", HTTPClient: hc,
+			Model: "claude-haiku-4-5", CountTokens: true})
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	req := &providers.ChatRequest{MaxTokens: 100, Messages: []providers.Message{{Role: providers.RoleUser, Content: "How long is this prompt?"}}}
+	n, err := c.CountTokens(context.Background(), req)
+	fmt.Println("counted:", n, err, "estimated:", client.EstimateTokens(req)-req.MaxTokens)
+	if _, err := c.Chat(context.Background(), req); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range s.Journal().Requests() {
+		fmt.Println(r.Path)
+	}
+	// Output:
+	// counted: 6 <nil> estimated: 6
+	// /v1/messages/count_tokens
+	// /v1/messages/count_tokens
+	// /v1/messages
+}

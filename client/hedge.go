@@ -235,7 +235,7 @@ func (w *walk) nextHedge(chain []string, i int, deps []*deployment, k int, m str
 	}
 	for _, name := range chain[i+1:] {
 		e := w.c.entries[name]
-		if !e.caps.Has(w.need) {
+		if !e.caps.Has(w.need) || !w.takes(e) {
 			continue
 		}
 		m := w.c.modelFor(e, w.model, false)

@@ -387,6 +387,9 @@ type extrasTransport struct {
 	name   string
 	system string // the provider's GenAI system, set by New once the provider is built
 	next   http.RoundTripper
+	// headersOnly leaves the body as it is: a token count's request (count.go), whose
+	// endpoint refuses what only shapes an answer.
+	headersOnly bool
 }
 
 // authHeaders are the headers a call's options may not set: each provider's credentials.
@@ -420,7 +423,7 @@ func (t *extrasTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if o.requestID != "" {
 		r.Header.Set(RequestIDHeader, o.requestID)
 	}
-	if len(fields) > 0 && req.Body != nil && req.Body != http.NoBody {
+	if len(fields) > 0 && !t.headersOnly && req.Body != nil && req.Body != http.NoBody {
 		body, err := mergeFields(req, fields)
 		if err != nil {
 			return nil, &providers.Error{Provider: t.name, Kind: providers.KindBadRequest,

@@ -58,7 +58,8 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 		return nil, err
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true).starting(req.Background).pinning(req)
+	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true).starting(req.Background).
+		pinning(req).forTools(rawSystem(req))
 	return c.streamWalk(w, req, o)
 }
 
@@ -94,9 +95,11 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 // content arrived (or, in buffer mode, the whole answer).
 func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.ChatRequest, o *callOptions) (*Stream, *resilience.CallInfo, error) {
 	d := t.d
+	r := withModel(req, t.model)
+	tokens := d.preflight(ctx, t.route, r, w.tokens, w.tr)
 	s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
 	s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
-	s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), w.tokens
+	s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), tokens
 	s.call.OutcomeReported, s.call.Route, s.call.Elsewhere = true, t.route, t.elsewhere
 	s.call.Priority = o.priorityOf()
 	s.pipe = d.pipeline.Route(t.route)
@@ -122,7 +125,7 @@ func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.C
 	if o != nil && o.rescue != "" {
 		mode = o.rescue
 	}
-	inner, err := d.provider.ChatStream(&s.call, withModel(req, t.model))
+	inner, err := d.provider.ChatStream(&s.call, r)
 	if err != nil {
 		return nil, &s.call.Info, err
 	}

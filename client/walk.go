@@ -46,6 +46,9 @@ type walk struct {
 	pin      providers.Pin
 	pinned   bool
 	pinSkips int
+	// system is the GenAI system whose providers alone can serve the call (its raw tools:
+	// providers.Tool.Raw), "" for any.
+	system string
 
 	failures []*providers.Error
 	skipped  []string
@@ -103,6 +106,17 @@ func (w *walk) holds(d *deployment) bool {
 	return ok && s.SharingScope() == w.pin.Origin
 }
 
+// forTools makes w the walk of a call whose raw tools only providers of system take (""
+// for a call without them): the others are skipped.
+func (w *walk) forTools(system string) *walk {
+	w.system = system
+	return w
+}
+
+// takes reports whether provider e takes the call's tools: any provider when they are all
+// function tools, else only one of their system.
+func (w *walk) takes(e *entry) bool { return w.system == "" || e.system == w.system }
+
 // hedging makes w, a chat call's walk with options o, one that may be hedged (see hedgeOf).
 func (w *walk) hedging(o *callOptions, stream bool) *walk {
 	w.o, w.stream, w.hedgeable = o, stream, true
@@ -142,6 +156,10 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 		e := c.entries[name]
 		if missing := e.caps.Missing(w.need); missing != 0 {
 			w.skipped = append(w.skipped, name+" (no "+missing.String()+")")
+			continue
+		}
+		if !w.takes(e) {
+			w.skipped = append(w.skipped, name+" (takes no "+w.system+" tools)")
 			continue
 		}
 		m := c.modelFor(e, w.model, first)

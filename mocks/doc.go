@@ -44,7 +44,15 @@
 //     message_stop), GET /v1/models with anthropic-version. Auth: x-api-key or Bearer;
 //     anthropic-version is required. Thinking with a budget, or adaptive
 //     ({"type":"adaptive"}); the Claude models of version 4.7 and later refuse a budget, as
-//     the API does.
+//     the API does. Tools by versioned type (web_search_20250305, bash_20250124…) are taken, a
+//     type of another shape refused; with a web search tool the answer searches first (a text,
+//     server_tool_use with its input streamed as input_json_delta, web_search_tool_result with
+//     encrypted content, a cited text), and a search sent back on the next turn must come back
+//     as it was (its result after its server_tool_use, its encrypted content unchanged) or it
+//     is a 400. [Step.Blocks] adds any block, of any type. POST /v1/messages/count_tokens
+//     answers {"input_tokens": n}, the prompt tokens the answers report, and refuses what
+//     counts no prompt (max_tokens, stream…); it has a route of its own ([RouteCountTokens])
+//     and no rate limit.
 //
 // A missing key is the provider's 401, a bad body its 400, before any fault is chosen. Replies
 // are deterministic: the scripted text, the server's [WithReply] text, or an echo of the last

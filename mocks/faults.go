@@ -66,6 +66,8 @@ func (c *call) serve(st Step) {
 		c.sendJSON(st, c.modelsBody())
 	case c.endpoint == embeddingsEndpoint:
 		c.sendJSON(st, c.embeddingsBody())
+	case c.endpoint == countEndpoint:
+		c.sendJSON(st, obj{"input_tokens": c.promptTokens})
 	case c.api == anthropic:
 		c.anthropicMessage(st)
 	case c.endpoint == responsesEndpoint:
@@ -272,7 +274,9 @@ func (c *call) parse(body []byte) error {
 	case embeddingsEndpoint:
 		return c.parseEmbeddings(body)
 	case messagesEndpoint:
-		return c.parseMessages(body)
+		return c.parseMessages(body, false)
+	case countEndpoint:
+		return c.parseMessages(body, true)
 	case responsesEndpoint:
 		return c.parseResponses(body)
 	}

@@ -306,7 +306,7 @@ func (l *latencyState) draw() latencyDraw {
 // delayable reports whether a latency profile applies to the call answered with st: an
 // answer with content, a 200 from chat, messages or embeddings (see LatencyProfile).
 func (c *call) delayable(st Step) bool {
-	return c.endpoint != modelsEndpoint && !st.isError() && !st.Stall && !st.Reset && !st.Malformed &&
+	return c.endpoint != modelsEndpoint && c.endpoint != countEndpoint && !st.isError() && !st.Stall && !st.Reset && !st.Malformed &&
 		(c.stream || st.StreamError == "")
 }
 

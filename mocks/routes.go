@@ -20,6 +20,7 @@ const (
 	// conversationsEndpoint: POST /v1/conversations, GET and DELETE /v1/conversations/{id}
 	// (conversations.go).
 	conversationsEndpoint
+	countEndpoint // POST /v1/messages/count_tokens (Anthropic)
 )
 
 // api is the wire dialect of a request.
@@ -38,6 +39,7 @@ const (
 	RouteChat            = "/v1/chat/completions"                              // OpenAI chat
 	RouteEmbeddings      = "/v1/embeddings"                                    // OpenAI embeddings
 	RouteMessages        = "/v1/messages"                                      // Anthropic messages
+	RouteCountTokens     = "/v1/messages/count_tokens"                         // Anthropic token counting
 	RouteAzureChat       = "/openai/deployments/{deployment}/chat/completions" // Azure chat, any deployment
 	RouteAzureEmbeddings = "/openai/deployments/{deployment}/embeddings"       // Azure embeddings, any deployment
 	RouteResponses       = "/v1/responses"                                     // OpenAI Responses
@@ -53,7 +55,7 @@ const (
 
 // Routes lists the route names a script can be given for itself.
 var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings,
-	RouteResponses, RouteAzureResponses, RouteStoredResponses, RouteAzureStoredResponses}
+	RouteResponses, RouteAzureResponses, RouteStoredResponses, RouteAzureStoredResponses, RouteCountTokens}
 
 // key is the route name of a request, one of Routes ("" for the others).
 func (r routed) key() string {
@@ -64,6 +66,8 @@ func (r routed) key() string {
 		return RouteEmbeddings
 	case r.api == anthropic && r.endpoint == messagesEndpoint:
 		return RouteMessages
+	case r.api == anthropic && r.endpoint == countEndpoint:
+		return RouteCountTokens
 	case r.api == azure && r.endpoint == chatEndpoint:
 		return RouteAzureChat
 	case r.api == azure && r.endpoint == embeddingsEndpoint:
@@ -106,6 +110,8 @@ func route(r *http.Request) (routed, bool) {
 		return routed{api: openAI, endpoint: modelsEndpoint, method: http.MethodGet}, true
 	case "/v1/messages":
 		return routed{api: anthropic, endpoint: messagesEndpoint, method: http.MethodPost}, true
+	case "/v1/messages/count_tokens":
+		return routed{api: anthropic, endpoint: countEndpoint, method: http.MethodPost}, true
 	case "/v1/responses":
 		return routed{api: openAI, endpoint: responsesEndpoint, method: http.MethodPost}, true
 	case "/openai/v1/responses":

@@ -59,7 +59,8 @@ import (
 //	strings), delay_ms, stall, reset, malformed, text, tool_call ({name, arguments, id}),
 //	chunk_delay_ms, cut ("abort" or "clean"), cut_after, stream_error, error_after,
 //	count_content, first_token_delay_ms, stall_after, stall_for_ms, malformed_at,
-//	omit_terminal, refuse, refuse_category, refuse_after, content_filter, repeat, forever
+//	omit_terminal, refuse, refuse_category, refuse_after, content_filter, blocks (a list of
+//	JSON objects, Anthropic content blocks), repeat, forever
 //
 // Unknown keys are errors, so a typo does not silently become a normal reply; so are keys
 // that do nothing without another (stall_for_ms without stall_after, count_content without
@@ -207,6 +208,14 @@ func (st Step) validate() error {
 	if st.ToolCall != nil && st.ToolCall.Name == "" {
 		errs = append(errs, errors.New("tool_call without a name"))
 	}
+	for i, b := range st.Blocks {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(b, &head) != nil || head.Type == "" {
+			errs = append(errs, fmt.Errorf("blocks[%d] is not a JSON object with a \"type\"", i))
+		}
+	}
 	return errors.Join(errs...)
 }
 
@@ -242,6 +251,7 @@ type stepJSON struct {
 	RefuseAfter  int               `json:"refuse_after,omitempty"`
 	Filter       bool              `json:"content_filter,omitempty"`
 	Expire       bool              `json:"expire,omitempty"`
+	Blocks       []json.RawMessage `json:"blocks,omitempty"`
 	Repeat       int               `json:"repeat,omitempty"`
 	Forever      bool              `json:"forever,omitempty"`
 }
@@ -263,7 +273,7 @@ func (st Step) wire() stepJSON {
 		CountContent: st.CountContent, FirstTokenMs: toMs(st.FirstTokenDelay), StallAfter: st.StallAfter,
 		StallForMs: toMs(st.StallFor), MalformedAt: st.MalformedAt, OmitTerminal: st.OmitTerminal,
 		Refuse: st.Refuse, RefuseCat: st.RefuseCategory, RefuseAfter: st.RefuseAfter, Filter: st.ContentFilter,
-		Expire: st.Expire, Repeat: st.Repeat, Forever: st.Forever}
+		Expire: st.Expire, Blocks: st.Blocks, Repeat: st.Repeat, Forever: st.Forever}
 	if len(st.Header) > 0 {
 		w.Headers = map[string]string{}
 		for k := range st.Header {
@@ -289,7 +299,7 @@ func (st *Step) UnmarshalJSON(data []byte) error {
 		CountContent: w.CountContent, FirstTokenDelay: ms(w.FirstTokenMs), StallAfter: w.StallAfter,
 		StallFor: ms(w.StallForMs), MalformedAt: w.MalformedAt, OmitTerminal: w.OmitTerminal,
 		Refuse: w.Refuse, RefuseCategory: w.RefuseCat, RefuseAfter: w.RefuseAfter, ContentFilter: w.Filter,
-		Expire: w.Expire, Repeat: w.Repeat, Forever: w.Forever}
+		Expire: w.Expire, Blocks: w.Blocks, Repeat: w.Repeat, Forever: w.Forever}
 	for k, v := range w.Headers {
 		if st.Header == nil {
 			st.Header = http.Header{}

@@ -387,7 +387,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.conc.leave(c)
-	if s.limiter != nil && c.endpoint != modelsEndpoint {
+	if s.limiter != nil && c.endpoint != modelsEndpoint && c.endpoint != countEndpoint {
 		if b, limited := s.limiter.admit(c.apiKey(), c.cost(), now); limited {
 			c.budget, c.budgetAt = &b, now
 			if b.limited {

@@ -1,6 +1,7 @@
 package mocks
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -167,6 +168,11 @@ type Step struct {
 	// cancelling or resuming it is then a 404, as is a previous_response_id naming it. A cut
 	// background stream (Cut) therefore cannot be resumed. It does nothing to other calls.
 	Expire bool
+	// Blocks are content blocks an Anthropic answer holds before its own (after its thinking),
+	// each a JSON object sent as it is: a server tool's call and result, or a block type a
+	// client may not know. A stream sends each whole in its content_block_start, then its
+	// content_block_stop. Other dialects ignore them.
+	Blocks []json.RawMessage
 	// Repeat is how many consecutive calls this step answers (0 and 1 = one call).
 	Repeat int
 	// Forever makes the step answer every call from then on.

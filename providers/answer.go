@@ -146,6 +146,11 @@ type Delta struct {
 	// Thinking, on the Done delta, holds the reasoning blocks of the whole answer, signed,
 	// to send back with the assistant message in a multi-turn tool conversation.
 	Thinking []ThinkingBlock
+	// ProviderBlocks, on the Done delta, holds the blocks of the whole answer that the
+	// neutral deltas do not carry (a server tool's call and results: see
+	// Message.ProviderBlocks), to send back with the assistant message. Their At counts the
+	// bytes of the Text deltas before them, their Calls the tool calls.
+	ProviderBlocks []ProviderBlock
 	// RateLimit, on the first delta, is what the provider's rate-limit headers said.
 	RateLimit *RateLimit
 	// Stored, on the Done delta, names the stored answer as ChatResponse.Stored does.

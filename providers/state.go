@@ -1,6 +1,9 @@
 package providers
 
-import "errors"
+import (
+	"encoding/json"
+	"errors"
+)
 
 // Provider state is what one provider hands back for the next turn of a conversation and only
 // it can read: Anthropic's signed thinking blocks, the reasoning items of OpenAI's Responses API
@@ -17,6 +20,12 @@ import "errors"
 //     blocks it can read (the Responses wire those of its own Origin; Anthropic's the signed
 //     ones; chat completions none). A fallback to another provider therefore loses the earlier
 //     turns' reasoning, which the model can do without, but never fails for it.
+//   - Blocks a wire does not model (Message.ProviderBlocks: Anthropic's server tool calls and
+//     results, block types added later) carry the Origin of the provider that wrote them and
+//     go back, verbatim, only to a provider of that Origin; every other drops them and sends
+//     the rest of the message — its text and its tool calls — as it would without them. A
+//     fallback therefore loses what a server tool found (the answer's text that used it stays),
+//     but never fails for it and never shows one endpoint's data to another.
 //   - A stored answer is never dropped, because the conversation lives there: a request with
 //     Previous is refused (KindBadRequest, before sending) by every provider that keeps no
 //     stored answers and by one of another Origin, and the client sends it only to the
@@ -171,4 +180,25 @@ var ErrConversationGone = errors.New("the provider no longer holds the conversat
 // holds (ErrResponseGone, ErrConversationGone).
 func Gone(err error) bool {
 	return errors.Is(err, ErrResponseGone) || errors.Is(err, ErrConversationGone)
+}
+
+// ProviderBlock is one block of an assistant answer that the neutral message does not model,
+// kept verbatim so that its provider reads it back (Message.ProviderBlocks): Anthropic's
+// server_tool_use and the *_tool_result blocks of its server tools, and any content block type
+// an API adds later. A streamed block is kept as the provider's start event gave it, with what
+// its deltas added (a server tool's input), as the provider's own SDK accumulates it.
+type ProviderBlock struct {
+	// Type is the block's type, as in Raw ("server_tool_use", "web_search_tool_result"…).
+	Type string
+	// Raw is the block, a JSON object, as the provider sent it. Treat it as opaque: a server
+	// tool's result may hold encrypted content that the provider checks when it comes back.
+	Raw json.RawMessage
+	// Origin names, opaquely, the endpoint that produced the block (its SharingScope): the
+	// block is sent back only to a provider of the same origin and dropped by every other
+	// (see ThinkingBlock.Origin). "" claims none: every wire that reads such blocks sends it.
+	Origin string
+	// At and Calls say where the block stood in the answer: after the first At bytes of
+	// Message.Content and the first Calls of Message.ToolCalls. The wire puts it back there,
+	// splitting the text around it; values past the message's text or calls mean its end.
+	At, Calls int
 }

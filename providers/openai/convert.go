@@ -52,6 +52,9 @@ func (p *Provider) chatRequest(req *providers.ChatRequest, msgs []goopenai.ChatC
 		return goopenai.ChatCompletionRequest{}, p.badRequest("the request continues from " + pin.What +
 			", which the chat completions API cannot read; send the whole conversation, or use the Responses API (Config.API)")
 	}
+	if err := p.refuseRawTools(req); err != nil {
+		return goopenai.ChatCompletionRequest{}, err
+	}
 	if len(req.Messages) == 0 {
 		return goopenai.ChatCompletionRequest{}, p.badRequest("the request has no messages")
 	}

@@ -36,6 +36,9 @@ func (p *Provider) responsesRequest(req *providers.ChatRequest, stream bool) ([]
 	if len(req.Stop) > 0 {
 		return nil, p.badRequest("Stop: the Responses API has no stop sequences; use the chat completions API (Config.API) for them")
 	}
+	if err := p.refuseRawTools(req); err != nil {
+		return nil, err
+	}
 	if req.Background && req.Store != nil && !*req.Store {
 		return nil, p.badRequest("Background with Store false: a background answer is stored until it is retrieved; leave Store unset or true")
 	}
