@@ -441,3 +441,22 @@ func TestFromConfig_CountTokensReachesTheProvider(t *testing.T) {
 		t.Fatalf("%d %v", n, err)
 	}
 }
+
+// A provider's own RequestsPerMinute and TokensPerMinute pace its pipeline, as a deployment's
+// do: configured limits are never silently unused.
+func TestFromConfig_ProviderLimitsPaceIt(t *testing.T) {
+	srv := mocks.NewServer()
+	defer srv.Close()
+	c := clientFromJSON(t, `{"LLM": {"Providers": {
+		"openai": {"Type": "openai", "BaseURL": "`+srv.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "gpt-4o-mini",
+			"RequestsPerMinute": 120, "TokensPerMinute": 9000},
+		"other": {"Type": "openai", "BaseURL": "`+srv.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "gpt-4o-mini"}
+	}, "Fallback": ["openai", "other"]}}`, []string{"K=" + sentinelKey})
+	o := c.Pipeline("openai").Options()
+	if o.PaceRequestsPerMinute != 120 || o.PaceTokensPerMinute != 9000 || !c.Pipeline("openai").Paced() {
+		t.Errorf("the provider's limits: pace %d rpm, %d tpm, paced %v", o.PaceRequestsPerMinute, o.PaceTokensPerMinute, c.Pipeline("openai").Paced())
+	}
+	if o := c.Pipeline("other").Options(); o.PaceRequestsPerMinute != 0 || o.PaceTokensPerMinute != 0 {
+		t.Errorf("a provider without limits is paced: %d rpm, %d tpm", o.PaceRequestsPerMinute, o.PaceTokensPerMinute)
+	}
+}
