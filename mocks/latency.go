@@ -16,9 +16,10 @@ import (
 // LatencyProfile is how long a deployment or a model takes to answer: a time to first token
 // drawn per request, with a tail of stragglers, and optionally a pace between the words of a
 // stream. Hedged requests and latency-aware routing are tested against it: a profile per model
-// ([WithModelLatency]) or per API key ([WithKeyLatency], one key per deployment), or one for
-// every request ([WithLatency]), each changeable while the server runs ([Server.Latency],
-// [Server.ModelLatency], [Server.KeyLatency]).
+// ([WithModelLatency]), per route ([WithRouteLatency]) or per API key ([WithKeyLatency], one
+// key per deployment), or one for every request ([WithLatency]), each changeable while the
+// server runs ([Server.Latency], [Server.ModelLatency], [Server.RouteLatency],
+// [Server.KeyLatency], or the admin API).
 //
 // Each request the profile delays draws its first-token delay: with probability
 // StragglerRate (or, with StragglerEvery, every n-th request exactly) it is a straggler and
@@ -81,7 +82,21 @@ func (p LatencyProfile) Validate() error { return p.validate(false) }
 
 // validate is Validate, naming the fields as a scenario file does when file is set.
 func (p LatencyProfile) validate(file bool) error {
-	var errs []error
+	prefix := ""
+	if !file {
+		prefix = "Go:"
+	}
+	return joinProblems(p.problems(prefix))
+}
+
+// problems lists what is wrong with p: its fields named as a scenario file names them after
+// prefix, or, for the prefix "Go:", as the Go fields (the durations in Go's notation).
+func (p LatencyProfile) problems(prefix string) []*Problem {
+	var out []*Problem
+	goNames := prefix == "Go:"
+	if goNames {
+		prefix = ""
+	}
 	for _, f := range []struct {
 		name, key string
 		d         time.Duration
@@ -94,31 +109,45 @@ func (p LatencyProfile) validate(file bool) error {
 		if f.d >= 0 && f.d <= MaxLatencyDelay {
 			continue
 		}
-		if file {
-			errs = append(errs, fmt.Errorf("%s %s out of range [0, %s]", f.key, msText(toMs(f.d)), msText(toMs(MaxLatencyDelay))))
+		if goNames {
+			out = append(out, &Problem{Field: f.name, Value: f.d, Allowed: fmt.Sprintf("out of range [0s, %v]", MaxLatencyDelay)})
 		} else {
-			errs = append(errs, fmt.Errorf("%s %v out of range [0s, %v]", f.name, f.d, MaxLatencyDelay))
+			out = append(out, &Problem{Field: prefix + f.key, Value: json.Number(msText(toMs(f.d))),
+				Allowed: fmt.Sprintf("out of range [0, %s]", msText(toMs(MaxLatencyDelay)))})
 		}
 	}
 	rate, every := "StragglerRate", "StragglerEvery"
-	if file {
-		rate, every = "stragglerRate", "stragglerEvery"
+	if !goNames {
+		rate, every = prefix+"stragglerRate", prefix+"stragglerEvery"
 	}
 	if !(p.StragglerRate >= 0 && p.StragglerRate <= 1) { // NaN included
-		errs = append(errs, fmt.Errorf("%s %v out of range [0, 1]", rate, p.StragglerRate))
+		out = append(out, &Problem{Field: rate, Value: p.StragglerRate, Allowed: "out of range [0, 1]"})
 	}
 	if p.StragglerEvery < 0 || p.StragglerEvery > math.MaxInt32 {
-		errs = append(errs, fmt.Errorf("%s %d out of range [0, %d]", every, p.StragglerEvery, math.MaxInt32))
+		out = append(out, &Problem{Field: every, Value: p.StragglerEvery, Allowed: fmt.Sprintf("out of range [0, %d]", math.MaxInt32)})
 	}
 	if p.StragglerRate > 0 && p.StragglerEvery > 0 {
-		errs = append(errs, fmt.Errorf("%s %v and %s %d both set: give one", rate, p.StragglerRate, every, p.StragglerEvery))
+		out = append(out, &Problem{Field: rate, Value: p.StragglerRate,
+			Allowed: fmt.Sprintf("and %s %d both set: give one", every, p.StragglerEvery)})
 	}
-	return errors.Join(errs...)
+	return out
 }
 
 // WithLatency gives every request the profile p (see [LatencyProfile]), unless a profile of
 // its API key or its model applies. NewServer panics for an invalid profile.
 func WithLatency(p LatencyProfile) Option { return func(o *options) { o.latency = p } }
+
+// WithRouteLatency gives the requests to route (one of [Routes]) the profile p, unless their API
+// key or their model has one (see [Server.RouteLatency]). The zero profile removes the
+// route's. NewServer panics for an invalid profile or an unknown route.
+func WithRouteLatency(route string, p LatencyProfile) Option {
+	return func(o *options) {
+		if o.routeLatency == nil {
+			o.routeLatency = map[string]LatencyProfile{}
+		}
+		o.routeLatency[route] = p
+	}
+}
 
 // WithModelLatency gives the requests for model (the body's "model", or the Azure deployment of
 // the path) the profile p, unless their API key has one (see [Server.ModelLatency]). The zero
@@ -178,6 +207,20 @@ func (s *Server) ModelLatency(model string, p LatencyProfile) error {
 	return s.updateLatency(func(t *latencyTable) error { return setLatency(t.models, "model", model, p) })
 }
 
+// RouteLatency replaces the profile of the requests to one route (see [WithRouteLatency]), as
+// Latency does for every request; the zero profile removes it. A request takes the profile of
+// its API key, else its model's, else its route's, else the profile of every request. It
+// fails for an invalid profile or an unknown route.
+func (s *Server) RouteLatency(route string, p LatencyProfile) error {
+	if !validRoute(route) {
+		return fmt.Errorf("mocks: route latency: unknown route %q (want one of %v)", clip(route, maxScenarioName), Routes)
+	}
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("mocks: route latency %s: %w", route, err)
+	}
+	return s.updateLatency(func(t *latencyTable) error { return setLatency(t.routes, "route", route, p) })
+}
+
 // KeyLatency replaces the profile of the requests made with one API key (see
 // [WithKeyLatency]), as Latency does for every request; the zero profile removes it. It fails
 // for an invalid profile, an empty key or a key beyond [MaxModels]; its errors do not repeat
@@ -210,9 +253,9 @@ func setLatency(m map[string]*latencyState, kind, name string, p LatencyProfile)
 func (s *Server) updateLatency(change func(t *latencyTable) error) error {
 	s.latencyMu.Lock()
 	defer s.latencyMu.Unlock()
-	t := &latencyTable{models: map[string]*latencyState{}, keys: map[string]*latencyState{}}
+	t := &latencyTable{models: map[string]*latencyState{}, keys: map[string]*latencyState{}, routes: map[string]*latencyState{}}
 	if old := s.latency.Load(); old != nil {
-		t.all, t.models, t.keys = old.all, maps.Clone(old.models), maps.Clone(old.keys)
+		t.all, t.models, t.keys, t.routes = old.all, maps.Clone(old.models), maps.Clone(old.keys), maps.Clone(old.routes)
 	}
 	if err := change(t); err != nil {
 		return err
@@ -230,9 +273,32 @@ func (s *Server) setLatencies(o *options) {
 	for key, p := range o.keyLatency {
 		errs = append(errs, s.KeyLatency(key, p))
 	}
+	for route, p := range o.routeLatency {
+		errs = append(errs, s.RouteLatency(route, p))
+	}
 	if err := errors.Join(errs...); err != nil {
 		panic(err.Error())
 	}
+}
+
+// latencyTableOf builds the table of o's profiles, which NewServer checked, with their counts
+// and sources new.
+func latencyTableOf(o *options) *latencyTable {
+	t := &latencyTable{models: map[string]*latencyState{}, keys: map[string]*latencyState{}, routes: map[string]*latencyState{}}
+	if o.latency != (LatencyProfile{}) {
+		t.all = newLatencyState(o.latency)
+	}
+	for _, src := range []struct {
+		from map[string]LatencyProfile
+		to   map[string]*latencyState
+	}{{o.modelLatency, t.models}, {o.keyLatency, t.keys}, {o.routeLatency, t.routes}} {
+		for name, p := range src.from {
+			if p != (LatencyProfile{}) {
+				src.to[name] = newLatencyState(p)
+			}
+		}
+	}
+	return t
 }
 
 // latencyTable holds the profiles in force. A published table is never modified (see
@@ -241,11 +307,12 @@ type latencyTable struct {
 	all    *latencyState            // every request's; nil: none
 	models map[string]*latencyState // by model (Azure: deployment)
 	keys   map[string]*latencyState // by API key
+	routes map[string]*latencyState // by route (see Routes)
 }
 
-// pick returns the profile of a request made with key for model: the key's, else the model's,
-// else every request's; nil when none applies.
-func (t *latencyTable) pick(key, model string) *latencyState {
+// pick returns the profile of a request made with key for model on route: the key's, else the
+// model's, else the route's, else every request's; nil when none applies.
+func (t *latencyTable) pick(key, model, route string) *latencyState {
 	if t == nil {
 		return nil
 	}
@@ -253,6 +320,9 @@ func (t *latencyTable) pick(key, model string) *latencyState {
 		return l
 	}
 	if l := t.models[model]; l != nil {
+		return l
+	}
+	if l := t.routes[route]; l != nil {
 		return l
 	}
 	return t.all
@@ -376,7 +446,13 @@ func (cfg *Config) validateLatency() []error {
 			errs = append(errs, fmt.Errorf("latency: %w", err))
 		}
 	}
-	for what, m := range map[string]map[string]LatencyProfile{"modelLatency": cfg.ModelLatency, "keyLatency": cfg.KeyLatency} {
+	for route := range cfg.RouteLatency {
+		if !validRoute(route) {
+			errs = append(errs, fmt.Errorf("routeLatency: route %q is none of %v", route, Routes))
+		}
+	}
+	for what, m := range map[string]map[string]LatencyProfile{"modelLatency": cfg.ModelLatency, "keyLatency": cfg.KeyLatency,
+		"routeLatency": cfg.RouteLatency} {
 		if len(m) > MaxModels {
 			errs = append(errs, fmt.Errorf("%s names %d, more than %d", what, len(m), MaxModels))
 		}

@@ -2,11 +2,15 @@ package mocks
 
 import (
 	"crypto/sha256"
+	"errors"
+	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -65,6 +69,121 @@ func WithKeyRateLimits(key string, l RateLimits) Option {
 	}
 }
 
+// WithRouteRateLimits enforces l for the calls to route (one of [Routes]), each API key with a
+// budget of its own there, instead of the limits of [WithRateLimits]; a key's own limits
+// ([WithKeyRateLimits]) still win. The zero RateLimits exempts the route. NewServer panics
+// for an unknown route or limits out of range.
+func WithRouteRateLimits(route string, l RateLimits) Option {
+	return func(o *options) {
+		if o.routeLimits == nil {
+			o.routeLimits = map[string]RateLimits{}
+		}
+		o.routeLimits[route] = l
+	}
+}
+
+// MaxRatePerMinute bounds RequestsPerMinute and TokensPerMinute, and MaxLimitMinute the
+// fake's minute, so that no budget arithmetic overflows.
+const (
+	MaxRatePerMinute = 1_000_000_000
+	MaxLimitMinute   = 24 * time.Hour
+)
+
+// Validate reports every value of l out of its range, naming the field, the value and the
+// range, or nil.
+func (l RateLimits) Validate() error {
+	return joinProblems(l.problems(""))
+}
+
+// problems lists what is wrong with l, its fields named after prefix as a scenario file names
+// them.
+func (l RateLimits) problems(prefix string) []*Problem {
+	var out []*Problem
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"requestsPerMinute", l.RequestsPerMinute}, {"tokensPerMinute", l.TokensPerMinute}} {
+		if f.v < 0 || f.v > MaxRatePerMinute {
+			out = append(out, &Problem{Field: prefix + f.name, Value: f.v, Allowed: fmt.Sprintf("out of range [0, %d] (0: no limit)", MaxRatePerMinute)})
+		}
+	}
+	if l.MinuteMs < 0 || time.Duration(l.MinuteMs) > MaxLimitMinute/time.Millisecond {
+		out = append(out, &Problem{Field: prefix + "minuteMs", Value: l.MinuteMs,
+			Allowed: fmt.Sprintf("out of range [0, %d] (0: a real minute)", MaxLimitMinute.Milliseconds())})
+	}
+	if l.Minute < 0 || l.Minute > MaxLimitMinute {
+		out = append(out, &Problem{Field: prefix + "Minute", Value: l.Minute,
+			Allowed: fmt.Sprintf("out of range [0s, %s] (0: a real minute)", MaxLimitMinute)})
+	}
+	return out
+}
+
+// RateLimits replaces the limits of every API key ([WithRateLimits]) while the server runs;
+// nil removes them. Route and key limits ([Server.RouteRateLimits], [Server.KeyRateLimits])
+// stay. It applies to the requests that arrive after it returns: a budget kept under other
+// limits starts again, full, under the new ones the next time its key sends a request. It
+// returns an error, changing nothing, for limits out of range. It is safe for concurrent use.
+func (s *Server) RateLimits(l *RateLimits) error {
+	if l != nil {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("mocks: rate limits: %w", err)
+		}
+		cp := *l
+		l = &cp
+	}
+	s.limiter.change(func(ls *limitSet) { ls.def = l })
+	return nil
+}
+
+// RouteRateLimits replaces the limits of the calls to route (see [WithRouteRateLimits]) as
+// RateLimits does for every key; nil removes them, and the route's calls fall back to the
+// limits of every key. It fails for an unknown route or limits out of range.
+func (s *Server) RouteRateLimits(route string, l *RateLimits) error {
+	if !validRoute(route) {
+		return fmt.Errorf("mocks: route rate limits: unknown route %q (want one of %v)", clip(route, maxScenarioName), Routes)
+	}
+	if l != nil {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("mocks: route rate limits %s: %w", route, err)
+		}
+	}
+	s.limiter.change(func(ls *limitSet) {
+		if l == nil {
+			delete(ls.routes, route)
+		} else {
+			ls.routes[route] = *l
+		}
+	})
+	return nil
+}
+
+// KeyRateLimits replaces the limits of one API key (see [WithKeyRateLimits]) as RateLimits
+// does for every key; nil removes them, and the key falls back to its route's or every key's
+// limits. The zero RateLimits exempts the key. It fails for an empty key, limits out of range,
+// or a key beyond [MaxModels]; its errors do not repeat the key, a secret.
+func (s *Server) KeyRateLimits(key string, l *RateLimits) error {
+	if key == "" {
+		return errors.New("mocks: key rate limits: the key is empty")
+	}
+	if l != nil {
+		if err := l.Validate(); err != nil {
+			return fmt.Errorf("mocks: key rate limits: %w", err)
+		}
+	}
+	var err error
+	s.limiter.change(func(ls *limitSet) {
+		switch _, known := ls.keys[key]; {
+		case l == nil:
+			delete(ls.keys, key)
+		case !known && len(ls.keys) >= MaxModels:
+			err = fmt.Errorf("mocks: key rate limits: more than %d keys have limits", MaxModels)
+		default:
+			ls.keys[key] = *l
+		}
+	})
+	return err
+}
+
 // bucket is one budget: level units of limit, refilled at limit per minute.
 type bucket struct {
 	limit int
@@ -92,32 +211,95 @@ func (b *bucket) wait(n float64, minute time.Duration) time.Duration {
 // reset is how long until the bucket is full again.
 func (b *bucket) reset(minute time.Duration) time.Duration { return b.wait(float64(b.limit), minute) }
 
-// keyBudget is what one key has left.
-type keyBudget struct {
-	limits   RateLimits
-	requests bucket
-	tokens   bucket
-}
-
 // maxTrackedKeys is how many keys' budgets the limiter holds. Every distinct key a client
 // sends gets a budget, so without a bound a client inventing keys would grow the map for
 // ever; see limiter.makeRoom for what is forgotten first.
 const maxTrackedKeys = 10000
 
-// limiter holds the budgets of every key, by the SHA-256 of the key (a key is a header value,
-// up to 1 MiB: the map should not keep that).
-type limiter struct {
-	mu   sync.Mutex
-	def  *RateLimits
-	keys map[string]RateLimits
-	by   map[[sha256.Size]byte]*keyBudget
+// limitSet is the rate limits in force: every key's, each route's and particular keys'. A
+// published set is never modified (see limiter.change): a request reads the set of its
+// arrival without a lock.
+type limitSet struct {
+	def    *RateLimits           // every key's; nil: none
+	routes map[string]RateLimits // by route (see Routes)
+	keys   map[string]RateLimits // by API key
 }
 
-func newLimiter(def *RateLimits, keys map[string]RateLimits) *limiter {
-	if (def == nil || def.zero()) && len(keys) == 0 {
-		return nil
+// pick returns the limits of a request made with key on route, and the scope of its budget:
+// the key's own limits (one budget per key, whatever the route), else its route's (one budget
+// per key on that route), else every key's (one budget per key).
+func (ls *limitSet) pick(route, key string) (RateLimits, string, bool) {
+	if l, ok := ls.keys[key]; ok {
+		return l, "key", true
 	}
-	return &limiter{def: def, keys: keys, by: map[[sha256.Size]byte]*keyBudget{}}
+	if l, ok := ls.routes[route]; ok {
+		return l, "route " + route, true
+	}
+	if ls.def != nil {
+		return *ls.def, "", true
+	}
+	return RateLimits{}, "", false
+}
+
+// limiter holds the budgets of every key, by the SHA-256 of the key and the scope of its
+// limits (a key is a header value, up to 1 MiB: the map should not keep that). Its limits can
+// change while the server runs: a budget made under other limits than those now in force
+// starts again, full, under the new ones.
+type limiter struct {
+	set atomic.Pointer[limitSet]
+	mu  sync.Mutex
+	by  map[[sha256.Size]byte]*keyBudget
+}
+
+func newLimiter(def *RateLimits, routes, keys map[string]RateLimits) *limiter {
+	l := &limiter{by: map[[sha256.Size]byte]*keyBudget{}}
+	ls := &limitSet{routes: maps.Clone(routes), keys: maps.Clone(keys)}
+	if def != nil {
+		d := *def
+		ls.def = &d
+	}
+	l.set.Store(ls)
+	return l
+}
+
+// change publishes a changed copy of the limits in force; mu serialises the changes.
+func (l *limiter) change(f func(ls *limitSet)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.set.Load()
+	ls := &limitSet{def: old.def, routes: maps.Clone(old.routes), keys: maps.Clone(old.keys)}
+	if ls.routes == nil {
+		ls.routes = map[string]RateLimits{}
+	}
+	if ls.keys == nil {
+		ls.keys = map[string]RateLimits{}
+	}
+	f(ls)
+	l.set.Store(ls)
+}
+
+// forget drops the budgets whose scope is scope ("" every budget), so that they start again
+// full.
+func (l *limiter) forget(all bool, scope string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if all {
+		clear(l.by)
+		return
+	}
+	for k, b := range l.by {
+		if b.scope == scope {
+			delete(l.by, k)
+		}
+	}
+}
+
+// keyBudget is what one key has left under the limits of one scope.
+type keyBudget struct {
+	limits   RateLimits
+	scope    string
+	requests bucket
+	tokens   bucket
 }
 
 // makeRoom runs when the limiter holds maxTrackedKeys budgets and a new key arrives; l.mu must
@@ -153,27 +335,31 @@ type budgetState struct {
 	enforcesReqs, enforcesTokens bool
 }
 
-// admit debits a request of cost tokens from key's budgets, or refuses it.
-func (l *limiter) admit(key string, cost int, now time.Time) (budgetState, bool) {
-	lim, ok := l.keys[key]
-	if !ok {
-		if l.def == nil {
-			return budgetState{}, false // this key is not limited
-		}
-		lim = *l.def
-	}
-	if lim.zero() {
+// admit debits a request of cost tokens, made with key on route, from its budgets, or
+// refuses it. It reports false when no limit applies to the request.
+func (l *limiter) admit(route, key string, cost int, now time.Time) (budgetState, bool) {
+	ls := l.set.Load()
+	lim, scope, ok := ls.pick(route, key)
+	if !ok || lim.zero() {
 		return budgetState{}, false
 	}
-	id := sha256.Sum256([]byte(key))
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	var id [sha256.Size]byte
+	h.Sum(id[:0])
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.by[id]
+	if b != nil && b.limits != lim {
+		b = nil // the limits changed since: a budget under the new ones
+	}
 	if b == nil {
-		if len(l.by) >= maxTrackedKeys {
+		if _, known := l.by[id]; !known && len(l.by) >= maxTrackedKeys {
 			l.makeRoom(now)
 		}
-		b = &keyBudget{limits: lim, requests: bucket{limit: lim.RequestsPerMinute}, tokens: bucket{limit: lim.TokensPerMinute}}
+		b = &keyBudget{limits: lim, scope: scope, requests: bucket{limit: lim.RequestsPerMinute}, tokens: bucket{limit: lim.TokensPerMinute}}
 		l.by[id] = b
 	}
 	m := lim.minute()
