@@ -67,10 +67,13 @@ type deadlineKey struct{}
 type callDeadline struct {
 	context.Context // the cancellable child
 	parent          context.Context
-	at              time.Time // the deadline, on the client's clock
-	err             *resilience.TimeoutError
-	cancel          context.CancelCauseFunc
-	timer           resilience.Timer
+	at              time.Time     // the deadline, on the client's clock
+	limit           time.Duration // how long the call had
+	// err is the cause the deadline ends the context with, made when it runs out (a call that
+	// ends in time pays nothing for it).
+	err    atomic.Pointer[resilience.TimeoutError]
+	cancel context.CancelCauseFunc
+	timer  resilience.Timer
 	// off is set once the deadline no longer applies: a stream that ChatStream returned.
 	off atomic.Bool
 }
@@ -86,10 +89,16 @@ func (c *Client) withDeadline(ctx context.Context, d time.Duration) (context.Con
 		return ctx, nil // the caller's deadline comes first: it decides, as always
 	}
 	cctx, cancel := context.WithCancelCause(ctx)
-	dl := &callDeadline{Context: cctx, parent: ctx, at: at, cancel: cancel,
-		err: &resilience.TimeoutError{Limit: resilience.TimeoutCall, After: d}}
-	dl.timer = c.afterFunc(d, func() { cancel(dl.err) })
+	dl := &callDeadline{Context: cctx, parent: ctx, at: at, limit: d, cancel: cancel}
+	dl.timer = c.afterFunc(d, dl.expire)
 	return dl, dl
+}
+
+// expire ends the call's context with the deadline's error.
+func (d *callDeadline) expire() {
+	te := &resilience.TimeoutError{Limit: resilience.TimeoutCall, After: d.limit}
+	d.err.Store(te)
+	d.cancel(te)
 }
 
 // Deadline reports the earlier of the caller's deadline and the call's, so that every wait
@@ -120,7 +129,16 @@ func deadlineOf(ctx context.Context) *callDeadline {
 
 // expired reports whether the deadline ended the call's context, before the caller did.
 func (d *callDeadline) expired() bool {
-	return context.Cause(d.Context) == error(d.err)
+	te := d.err.Load()
+	return te != nil && context.Cause(d.Context) == error(te)
+}
+
+// cause is the deadline's error: the one it ended the context with, or one like it.
+func (d *callDeadline) cause() *resilience.TimeoutError {
+	if te := d.err.Load(); te != nil {
+		return te
+	}
+	return &resilience.TimeoutError{Limit: resilience.TimeoutCall, After: d.limit}
 }
 
 // release stops the deadline and frees its context, once the call is over. d may be nil.
@@ -174,20 +192,20 @@ func (d *callDeadline) verdict(pe *providers.Error, wait time.Duration) {
 	pe.Kind, pe.GaveUp = providers.KindTimeout, string(resilience.GaveUpDeadline)
 	if !d.expired() {
 		pe.Message = fmt.Sprintf("waiting %s would pass the call's deadline of %s: gave up at once (%s: %s)",
-			wait.Round(time.Millisecond), d.err.After, was, pe.Message)
-		pe.Err = errors.Join(d.err, pe.Err)
+			wait.Round(time.Millisecond), d.limit, was, pe.Message)
+		pe.Err = errors.Join(d.cause(), pe.Err)
 		return
 	}
-	pe.Message = fmt.Sprintf("the call's deadline of %s ran out", d.err.After)
-	pe.Err = d.err
+	pe.Message = fmt.Sprintf("the call's deadline of %s ran out", d.limit)
+	pe.Err = d.cause()
 }
 
 // lead returns the failure that explains a call the deadline ended after failures, when the
 // last of them is not already the deadline's: a timeout naming no provider, since the
 // deadline passed between two tries.
 func (d *callDeadline) lead(failures []*providers.Error) *providers.Error {
-	return &providers.Error{Kind: providers.KindTimeout, GaveUp: string(resilience.GaveUpDeadline), Err: d.err,
-		Message: fmt.Sprintf("the call's deadline of %s ran out after %d tries; no other route was started", d.err.After, len(failures))}
+	return &providers.Error{Kind: providers.KindTimeout, GaveUp: string(resilience.GaveUpDeadline), Err: d.cause(),
+		Message: fmt.Sprintf("the call's deadline of %s ran out after %d tries; no other route was started", d.limit, len(failures))}
 }
 
 // isDeadline reports whether pe is the failure of the whole-call deadline.
