@@ -59,6 +59,16 @@ func await(t *testing.T, done <-chan outcome) outcome {
 	}
 }
 
+// arrived waits until s has received n requests, failing the test after a generous guard.
+func arrived(t *testing.T, s *mocks.Server, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := s.Journal().Wait(ctx, n); err != nil {
+		t.Fatalf("%d requests arrived, want %d: %v", s.Journal().Len(), n, err)
+	}
+}
+
 // timeoutOf checks that err is the whole call's deadline: kind timeout, GaveUp deadline,
 // matching resilience.ErrTimeout and context.DeadlineExceeded, never context.Canceled.
 func timeoutOf(t *testing.T, err error) *providers.Error {
@@ -134,9 +144,7 @@ func TestCallTimeout_RunsOutDuringATryAndStartsNoFallback(t *testing.T) {
 	c := newClient(t, client.WithClock(clock), openAIProvider("primary", primary, pol), openAIProvider("secondary", secondary, pol),
 		client.WithFallback("primary", "secondary"))
 	done := chatAsync(context.Background(), c)
-	if err := primary.Journal().Wait(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	arrived(t, primary, 1)
 	clock.Advance(2 * time.Second)
 	pe := timeoutOf(t, await(t, done).err)
 	if pe.Provider != "primary" || pe.Message != "the call's deadline of 2s ran out" || secondary.Journal().Len() != 0 {
@@ -206,11 +214,10 @@ func TestCallTimeout_TheCallersEarlierDeadlineAndCancellationWin(t *testing.T) {
 	if !errors.As(err, &pe) || pe.Kind != providers.KindCanceled || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("the caller's deadline: %v", err)
 	}
+	n := s.Journal().Len() // 1, or 0 on a machine so slow that the 50 ms ran out before sending
 	ctx, cancel = context.WithCancel(context.Background())
 	done := chatAsync(ctx, c, client.WithCallTimeout(time.Hour))
-	if err := s.Journal().Wait(context.Background(), 2); err != nil {
-		t.Fatal(err)
-	}
+	arrived(t, s, n+1)
 	cancel()
 	err = await(t, done).err
 	if !errors.As(err, &pe) || pe.Kind != providers.KindCanceled || !errors.Is(err, context.Canceled) || pe.GaveUp != "" {
@@ -282,9 +289,7 @@ func TestCallTimeout_BoundsAStreamUntilItsFirstContent(t *testing.T) {
 		}
 		done <- err
 	}()
-	if err := s.Journal().Wait(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	arrived(t, s, 1)
 	clock.Advance(time.Second)
 	select {
 	case err := <-done:
@@ -316,9 +321,7 @@ func TestCallTimeout_BoundsEmbeddings(t *testing.T) {
 		_, err := c.Embed(context.Background(), &providers.EmbedRequest{Model: "text-embedding-3-small", Inputs: []string{"x"}})
 		done <- err
 	}()
-	if err := s.Journal().Wait(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	arrived(t, s, 1)
 	clock.Advance(time.Second)
 	select {
 	case err := <-done:
@@ -340,9 +343,7 @@ func TestCallTimeout_NoHedgeAfterTheDeadline(t *testing.T) {
 	c := newClient(t, client.WithClock(clock), openAIProvider("slow", slow, pol), openAIProvider("other", other, pol),
 		client.WithFallback("slow", "other"))
 	done := chatAsync(context.Background(), c, client.WithHedge(2*time.Second, 1))
-	if err := slow.Journal().Wait(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	arrived(t, slow, 1)
 	clock.Advance(time.Second)
 	timeoutOf(t, await(t, done).err)
 	clock.Advance(time.Hour)
@@ -359,9 +360,7 @@ func TestCallTimeout_ADeferredCallSaysItsDeadlineRanOut(t *testing.T) {
 	clock := backend.NewManualClock()
 	c := newClient(t, client.WithClock(clock), openAIProvider("p", s, deadlinePolicy(3*time.Second)))
 	done := chatAsync(context.Background(), c, client.Deferred(1))
-	if err := s.Journal().Wait(context.Background(), 1); err != nil {
-		t.Fatal(err)
-	}
+	arrived(t, s, 1)
 	clock.Advance(3 * time.Second)
 	err := await(t, done).err
 	timeoutOf(t, err)
