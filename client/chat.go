@@ -40,9 +40,11 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	if err != nil {
 		return nil, err
 	}
+	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
+	defer dl.release()
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
-	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).hedging(o, false).starting(req.Background).
+	return walkChain(c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).bounded(dl).hedging(o, false).starting(req.Background).
 		pinning(req).forTools(rawSystem(req)),
 		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			return chatTry(ctx, t, req, pl, o, tokens, tr)
@@ -109,9 +111,11 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 	if err != nil {
 		return nil, err
 	}
+	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
+	defer dl.release()
 	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
 	tokens := embedTokens(req)
-	return walkChain(c.newWalk(ctx, tr, pl, req.Model, providers.CapEmbeddings, 0),
+	return walkChain(c.newWalk(ctx, tr, pl, req.Model, providers.CapEmbeddings, 0).bounded(dl),
 		func(ctx context.Context, t try) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
@@ -253,6 +257,8 @@ func endCall(tr CallTracker, err error) error {
 // number of attempts and why the pipeline gave up. Providers map the errors they see (the
 // pipeline's rejections included) to *providers.Error where they first see them; an error a
 // provider returned as it got it is mapped here the same way (providers.Classify). When the
+// call's whole-call deadline caused the failure (it ran out, or a wait would have passed it)
+// the failure is KindTimeout with GaveUp "deadline" (see deadline.go). Otherwise, when the
 // caller's context ctx has ended the failure is KindCanceled whatever it looks like: the
 // caller gave up, and neither the provider nor the pipeline is to blame.
 func classify(ctx context.Context, provider string, err error, info *resilience.CallInfo) *providers.Error {
@@ -269,7 +275,14 @@ func classify(ctx context.Context, provider string, err error, info *resilience.
 	if x, _ := ctx.Value(extrasKey{}).(*callExtras); x != nil {
 		pe.ClientRequestID = x.o.requestID
 	}
-	if ctx.Err() != nil && pe.Kind != providers.KindCanceled {
+	byDeadline := false
+	if d := deadlineOf(ctx); d != nil {
+		var wait time.Duration
+		if wait, byDeadline = d.explains(err, info); byDeadline {
+			d.verdict(pe, wait)
+		}
+	}
+	if !byDeadline && ctx.Err() != nil && pe.Kind != providers.KindCanceled {
 		pe.Kind = providers.KindCanceled
 		if !errors.Is(pe.Err, ctx.Err()) {
 			pe.Err = errors.Join(ctx.Err(), pe.Err)

@@ -34,8 +34,11 @@
 // retry, since asking again would produce and bill the answer twice — unless the call opts in
 // with WithRestartIfGone.
 //
-// Each call takes options (WithPolicy, WithTimeout, WithProviders, WithRequestID,
-// WithExtraFields…). A provider may be several deployments — keys, regions, base URLs —
+// Each call takes options (WithPolicy, WithTimeout, WithCallTimeout, WithProviders,
+// WithRequestID, WithExtraFields…). WithTimeout bounds each route's try; WithCallTimeout (or
+// the policy's CallTimeoutSeconds) bounds the whole call — every try, retry, backoff, hedge and
+// fallback together — and fails it with kind timeout, GaveUp "deadline", as soon as a wait
+// would pass it or it runs out (see deadline.go for streams and the caller's own deadline). A provider may be several deployments — keys, regions, base URLs —
 // routed by a Strategy (WithDeployments, WithStickyKey), each paced under its per-minute
 // budgets and paused after a 429; a call that would have to wait longer than
 // WithFailoverAfter goes to another provider that can serve it at once.

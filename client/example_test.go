@@ -152,3 +152,28 @@ func ExampleClient_CountTokens() {
 	// /v1/messages/count_tokens
 	// /v1/messages
 }
+
+// A whole-call deadline: the provider asks to be retried in 30 s, which the policy would wait
+// for, but the call has 2 s in all, so it fails at once with kind timeout, keeping what the
+// server said.
+func ExampleWithCallTimeout() {
+	s := mocks.NewServer(mocks.WithScript(mocks.RateLimited(30 * time.Second)))
+	defer s.Close()
+	policy := resilience.DefaultOptions()
+	policy.RetryMaxDelaySeconds = 60 // the policy would wait 30 s for a retry
+	c, err := client.New(client.WithProvider("openai", policy, func(hc *http.Client) (providers.Provider, error) {
+		return openai.New(openai.Config{Name: "openai", BaseURL: s.OpenAIBaseURL(), APIKey: "sk-example", HTTPClient: hc, Model: "gpt-4o-mini"})
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = c.Chat(context.Background(), &providers.ChatRequest{
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "Hello"}},
+	}, client.WithCallTimeout(2*time.Second))
+	var e *providers.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Kind, e.GaveUp, e.StatusCode, e.RetryAfter, errors.Is(err, context.DeadlineExceeded))
+	}
+	// Output: timeout deadline 429 30s true
+}

@@ -118,8 +118,8 @@ func hedged[R any](w *walk, call tryFunc[R],
 	for {
 		select {
 		case <-fire:
-			if len(routes) > h.Max {
-				continue
+			if len(routes) > h.Max || w.ctx.Err() != nil {
+				continue // no hedge once the call's deadline (or the caller) ended it
 			}
 			r, rt, ok := next()
 			switch {

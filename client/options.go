@@ -53,6 +53,8 @@ type callOptions struct {
 	hasPriority bool
 	// restartGone lets the call start over when its stored answer is gone (WithRestartIfGone).
 	restartGone bool
+	// callTimeout is the call's whole-call deadline (WithCallTimeout), nil for its policy's.
+	callTimeout *time.Duration
 }
 
 // WithFirstTokenTimeout sets, for a stream, the first-token limit of each route's try (the
@@ -119,8 +121,7 @@ func WithPolicy(name string) CallOption {
 // WithTimeout sets the total time limit of each provider's try of this call (the policy's
 // TimeoutSeconds), keeping the rest of the policy; it may be shorter or longer than the
 // policy's. d must be above 0: a per-call option never turns the policy's limit off, and d <= 0
-// is a bad_request. To bound the whole call, fallbacks included, give the call a context with
-// a deadline.
+// is a bad_request. To bound the whole call, fallbacks included, see WithCallTimeout.
 func WithTimeout(d time.Duration) CallOption {
 	return func(o *callOptions) { o.timeout, o.hasTO = d, true }
 }

@@ -57,10 +57,22 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 	if err != nil {
 		return nil, err
 	}
+	// The whole-call deadline bounds the stream until ChatStream returns (its first content,
+	// or in buffer mode the whole answer), not the answer that then streams: cutting a healthy
+	// answer at an arbitrary point would turn it into a truncated one that no rescue can save,
+	// and the idle limit and ctx bound the rest.
+	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true).starting(req.Background).
+	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).bounded(dl).hedging(o, true).starting(req.Background).
 		pinning(req).forTools(rawSystem(req))
-	return c.streamWalk(w, req, o)
+	s, err := c.streamWalk(w, req, o)
+	if err != nil {
+		dl.release()
+		return nil, err
+	}
+	dl.detach()
+	s.deadline = dl
+	return s, nil
 }
 
 // streamWalk walks w's chain for a stream of req; a rescue walks the rest of it.
@@ -179,10 +191,12 @@ type Stream struct {
 	goneOnly bool // the rescue is for a gone answer only (WithRestartIfGone without "restart")
 	rescue   *rescuer
 	// release, for the try of a hedged call that won, ends the context the stream reads
-	// under (see hold).
-	release func()
-	mu      sync.Mutex // guards next against Close from another goroutine
-	next    *Stream
+	// under (see hold); deadline, for the stream ChatStream returned, is the whole-call
+	// deadline whose context it reads under, released at Close.
+	release  func()
+	deadline *callDeadline
+	mu       sync.Mutex // guards next against Close from another goroutine
+	next     *Stream
 }
 
 // current returns the stream that serves now: s, or the one that took over after a rescue.
@@ -505,6 +519,7 @@ func (s *Stream) Close() error {
 	if s.release != nil {
 		s.release()
 	}
+	s.deadline.release()
 	return err
 }
 

@@ -53,6 +53,8 @@ type walk struct {
 	failures []*providers.Error
 	skipped  []string
 	acct     Accounting
+	// dl is the call's whole-call deadline, nil for none (see deadline.go).
+	dl *callDeadline
 }
 
 // tryFunc makes one try of a call on one route (see try). walkChain runs it on the walk's
@@ -80,6 +82,12 @@ type Accounting struct {
 // newWalk starts the walk of a call made with ctx (the context its providers see) along pl.
 func (c *Client) newWalk(ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities, tokens int) *walk {
 	return &walk{c: c, ctx: ctx, tr: tr, pl: pl, model: model, need: need, tokens: tokens}
+}
+
+// bounded makes w the walk of a call under the whole-call deadline dl (nil: none).
+func (w *walk) bounded(dl *callDeadline) *walk {
+	w.dl = dl
+	return w
 }
 
 // pinning makes w the walk of a call for req, which, when provider state pins it
@@ -196,6 +204,11 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			if k+1 < len(deps) && wait == 0 && w.holds(deps[k+1]) && deps[k+1].available(deps[k+1].modelFor(routeModel)) {
 				wait = c.failoverWait()
 			}
+			if w.dl != nil && len(w.failures) > 0 && w.dl.expired() {
+				// The call's deadline passed since the last failure: no route is started that
+				// could not answer in time.
+				return zero, endCall(tr, w.outcome(true))
+			}
 			w.markTried(d)
 			t := try{d: d, model: dm, route: route, maxWait: wait, elsewhere: wait != 0}
 			// at is the route whose try ended: this one, or with hedging the one that served (or
@@ -250,7 +263,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 				tr.TryDone(res)
 			}
 			if !next {
-				return zero, endCall(tr, chainError(w.failures, w.skipped, true))
+				return zero, endCall(tr, w.outcome(true))
 			}
 			if redirect != nil {
 				// The kind's own chain (FallbackOn) replaces what was left of this one.
@@ -284,7 +297,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 		f.Message += "; not sent elsewhere: the call continues from " + w.pin.What +
 			", which only " + f.Provider + " holds"
 	}
-	return zero, endCall(tr, chainError(w.failures, w.skipped, false))
+	return zero, endCall(tr, w.outcome(false))
 }
 
 // failed records the failure err of the try of deployment d of provider e.

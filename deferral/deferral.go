@@ -195,8 +195,10 @@ const (
 //     permanent: no provider will serve that request;
 //   - otherwise each failure that may pass gives a time — the server's hint (RetryAfter; for
 //     a rate limit without one, the reset of the spent budget), the circuit's next probe, or
-//     the policy's backoff for attempt; a canceled call, the backoff — and the decision is the
-//     earliest of them, so a chain comes back when its first provider can serve;
+//     the policy's backoff for attempt; a canceled call, or one whose whole-call deadline
+//     (client.WithCallTimeout, CallTimeoutSeconds) ran out, the backoff, the Reason saying
+//     so — and the decision is the earliest of them, so a chain comes back when its first
+//     provider can serve;
 //   - when none may pass (a refused key and an exhausted quota) it is permanent.
 //
 // Every delay is kept within [Floor, MaxDelay] (see Decision.Reason for when it was).
@@ -277,7 +279,14 @@ func (d Decider) decideOne(now time.Time, attempt int, pe *providers.Error) Deci
 			return d.after(now, attempt, at.Sub(now), SourceHint, "the rate-limit reset", pe)
 		}
 	}
-	return d.after(now, attempt, d.backoff(attempt), SourceBackoff, "the policy's backoff", pe)
+	why := "the policy's backoff"
+	var te *resilience.TimeoutError
+	if pe.Kind == providers.KindTimeout && errors.As(pe.Err, &te) && te.Limit == resilience.TimeoutCall {
+		// The job's own budget ran out, not the provider's patience: the next run gets a whole
+		// deadline again, after the usual backoff.
+		why = fmt.Sprintf("the call's deadline (%s) ran out: the policy's backoff", te.After)
+	}
+	return d.after(now, attempt, d.backoff(attempt), SourceBackoff, why, pe)
 }
 
 // providerErrors returns every *providers.Error in err's tree, each once, in the order

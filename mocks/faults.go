@@ -18,6 +18,8 @@ type call struct {
 	api        api
 	endpoint   endpoint
 	deployment string
+	route      string // the route name (see Routes), "" for the others
+	concRoute  int    // the index of the route whose concurrency count holds the call, -1 for none
 
 	// From the request body.
 	model        string

@@ -53,9 +53,15 @@ const (
 	RouteAzureStoredResponses = "/openai/v1/responses/{id}"
 )
 
-// Routes lists the route names a script can be given for itself.
-var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings,
+// routeNames are the routes, in the order of Routes.
+var routeNames = [...]string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings,
 	RouteResponses, RouteAzureResponses, RouteStoredResponses, RouteAzureStoredResponses, RouteCountTokens}
+
+// numRoutes is how many routes there are.
+const numRoutes = len(routeNames)
+
+// Routes lists the route names a script, a latency profile or limits can be given for.
+var Routes = routeNames[:]
 
 // key is the route name of a request, one of Routes ("" for the others).
 func (r routed) key() string {
