@@ -48,7 +48,9 @@ func run(ctx context.Context, out io.Writer) error {
 	policy.RetryCount = 2
 	policy.RetryBaseDelaySeconds = 0.05
 	policy.CircuitBreakerThreshold = 2
-	policy.CircuitBreakerDurationSeconds = 2 // a short break, so the example does not wait long
+	// A short break, so the example does not wait long, yet long enough that calls 3 and 4
+	// meet the open circuit however slowly a loaded machine runs them.
+	policy.CircuitBreakerDurationSeconds = 5
 	provider := func(name string, s *mocks.Server) client.Option {
 		return client.WithProvider(name, policy, func(hc *http.Client) (providers.Provider, error) {
 			return openai.New(openai.Config{Name: name, Dialect: openai.Compatible, BaseURL: s.OpenAIBaseURL(), APIKey: "sk-demo", HTTPClient: hc})
@@ -96,7 +98,7 @@ func run(ctx context.Context, out io.Writer) error {
 	if err := admin.ResetRoute(ctx, mocks.RouteChat); err != nil {
 		return err
 	}
-	// The circuit stays open for its break (2 s here), then lets one probe through.
+	// The circuit stays open for its break (5 s here), then lets one probe through.
 	for circuit.CircuitState() == resilience.CircuitOpen {
 		select {
 		case <-ctx.Done():
