@@ -126,26 +126,29 @@ func Example_routeLatency() {
 func ExampleClient_CountTokens() {
 	s := mocks.NewServer()
 	defer s.Close()
+	// docs:begin count-tokens
 	policy := resilience.DefaultOptions()
-	policy.PaceTokensPerMinute = 400_000
+	policy.PaceTokensPerMinute = 400_000 // a token budget: only a paced route is counted
 	c, err := client.New(client.WithProvider("claude", policy, func(hc *http.Client) (providers.Provider, error) {
 		return anthropic.New(anthropic.Config{Name: "claude", BaseURL: s.AnthropicBaseURL(), APIKey: "sk-ant-example", HTTPClient: hc,
-			Model: "claude-haiku-4-5", CountTokens: true})
+			Model: "claude-haiku-4-5", CountTokens: true}) // CountTimeout: 0, the default 2 s
 	}))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	req := &providers.ChatRequest{MaxTokens: 100, Messages: []providers.Message{{Role: providers.RoleUser, Content: "How long is this prompt?"}}}
-	n, err := c.CountTokens(context.Background(), req)
+	n, err := c.CountTokens(context.Background(), req) // a count on demand, as the chain would send it
 	fmt.Println("counted:", n, err, "estimated:", client.EstimateTokens(req)-req.MaxTokens)
-	if _, err := c.Chat(context.Background(), req); err != nil {
+	if _, err := c.Chat(context.Background(), req); err != nil { // counted first, then debited n + 100
 		fmt.Println(err)
 		return
 	}
+	// docs:end count-tokens
 	for _, r := range s.Journal().Requests() {
 		fmt.Println(r.Path)
 	}
+
 	// Output:
 	// counted: 6 <nil> estimated: 6
 	// /v1/messages/count_tokens

@@ -1,12 +1,14 @@
 package deferral_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -375,4 +377,21 @@ func FuzzParseAwaiting(f *testing.F) {
 			t.Fatalf("%q → %s → %+v %v", data, out, back, err)
 		}
 	})
+}
+
+// The record docs/job-queues.md shows is the form an Awaiting is written in: it reads back,
+// and writes out again byte for byte.
+func TestAwaiting_TheGuidesRecordIsItsForm(t *testing.T) {
+	data, err := os.ReadFile("testdata/awaiting.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := deferral.ParseAwaiting(bytes.TrimSpace(data))
+	if err != nil || a.Polls != 2 || a.Stored.ID != "resp_68c2a9f1e4b7" {
+		t.Fatalf("%+v %v", a, err)
+	}
+	out, err := json.Marshal(a)
+	if err != nil || !bytes.Equal(out, bytes.TrimSpace(data)) {
+		t.Fatalf("written back as %s (%v)", out, err)
+	}
 }

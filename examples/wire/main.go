@@ -3,8 +3,11 @@
 //
 //   - a structured output with an image, on the Anthropic wire, and extended thinking sent
 //     back on the next turn;
-//   - OpenAI's Responses API: a stored answer continued by the next turn, and an answer made
-//     in background mode, read until it is complete;
+//   - OpenAI's Responses API: a stored answer continued by the next turn, an answer made
+//     in background mode, read until it is complete, a background stream whose answer is
+//     gone, a conversation the provider keeps, and a compaction item with what a fallback
+//     does with it;
+//   - Anthropic's server tools given by their versioned type, and the blocks they leave;
 //   - what the rate-limit headers of an answer said.
 //
 // It needs no API key and nothing installed:
@@ -38,7 +41,8 @@ func main() {
 func run(ctx context.Context, out io.Writer) error {
 	fake := mocks.NewServer(mocks.WithRateLimits(mocks.RateLimits{RequestsPerMinute: 500, TokensPerMinute: 100_000}))
 	defer fake.Close()
-	for _, f := range []func(context.Context, io.Writer, *mocks.Server) error{fullRequest, responses, background} {
+	for _, f := range []func(context.Context, io.Writer, *mocks.Server) error{fullRequest, responses, background, gone,
+		conversation, compaction, serverTools} {
 		if err := f(ctx, out, fake); err != nil {
 			return err
 		}

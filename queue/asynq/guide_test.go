@@ -2,6 +2,7 @@ package steadyasynq_test
 
 import (
 	"context"
+	"net/http"
 	"sync"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/deferral"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	steadyasynq "github.com/steadyllm/steady/queue/asynq"
@@ -96,5 +98,54 @@ func TestGuide_AsynqRunsTheTaskAgainAtTheHint(t *testing.T) {
 	defer mu.Unlock()
 	if len(retried) != 2 || retried[1] != 0 {
 		t.Fatalf("asynq's retry counts per run %v: the second run must not have spent a retry", retried)
+	}
+}
+
+// A task that asks for a long answer in background mode frees its worker: the handler asks
+// once, and the looks that follow hand the answer to Done when it is finished.
+func TestGuide_AsynqWaitsForABackgroundAnswerWithoutAWorker(t *testing.T) {
+	fake := mocks.NewServer(mocks.WithReply("Revenue grew 12%."))
+	defer fake.Close()
+	c := responsesClient(t, fake)
+	redis := asynq.RedisClientOpt{Addr: redisAddr}
+	freshQueue(t, redis, "default")
+	enq := asynq.NewClient(redis)
+	defer enq.Close()
+	reports := make(chan string, 2)
+	mux := asynq.NewServeMux()
+
+	// docs:begin background
+	report := &steadyasynq.Background{Client: c, Enqueuer: enq, // enq: the *asynq.Client the looks go through
+		Ask: func(ctx context.Context, t *asynq.Task) (*providers.ChatRequest, error) {
+			return &providers.ChatRequest{Messages: []providers.Message{
+				{Role: providers.RoleUser, Content: "Write a report on " + string(t.Payload())}}}, nil
+		},
+		Done: func(ctx context.Context, t *asynq.Task, resp *providers.ChatResponse) error {
+			reports <- resp.Message.Content // keep it idempotent: Done may see the same answer twice
+			return nil
+		}}
+	mux.Handle("report", report)
+	// docs:end background
+	report.Decider = deferral.Decider{PollFirst: 100 * time.Millisecond} // the test's: no need to wait seconds
+	startServer(t, redis, "default", mux)
+	if _, err := enq.Enqueue(asynq.NewTask("report", []byte("the quarter")), asynq.MaxRetry(3)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-reports:
+		if got != "Revenue grew 12%." {
+			t.Fatalf("Done got %q", got)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no report; the fake saw %d requests", fake.Journal().Len())
+	}
+	posts := 0
+	for _, r := range fake.Journal().Requests() {
+		if r.Method == http.MethodPost {
+			posts++
+		}
+	}
+	if posts != 1 || fake.Journal().Len() < 2 {
+		t.Fatalf("%d requests, %d of them POSTs: want the prompt sent once and at least one look", fake.Journal().Len(), posts)
 	}
 }

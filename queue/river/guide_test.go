@@ -2,6 +2,7 @@ package steadyriver_test
 
 import (
 	"context"
+	"net/http"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	"github.com/riverqueue/river/rivermigrate"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/deferral"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	steadyriver "github.com/steadyllm/steady/queue/river"
@@ -105,5 +107,57 @@ func TestGuide_RiverSnoozesTheJobToTheHint(t *testing.T) {
 	reqs := fake.Journal().Requests()
 	if len(reqs) != 2 || reqs[1].Arrived.Sub(reqs[0].Arrived) < 900*time.Millisecond {
 		t.Fatalf("the fake saw %d requests; want the second one after the 1 s hint", len(reqs))
+	}
+}
+
+// TopicArgs are the arguments of a job that asks for a long report on a topic.
+type TopicArgs struct {
+	Topic string `json:"topic"`
+}
+
+func (TopicArgs) Kind() string { return "topic_report" }
+
+// A job that asks for a long answer in background mode frees its worker: it asks once and is
+// snoozed, using no attempt, until a look finds the answer finished and hands it to Done.
+func TestGuide_RiverWaitsForABackgroundAnswerWithoutAWorker(t *testing.T) {
+	ctx := context.Background()
+	fake := mocks.NewServer(mocks.WithReply("Revenue grew 12%."))
+	defer fake.Close()
+	c := responsesClient(t, fake)
+	reports := make(chan string, 2)
+	workers := river.NewWorkers()
+
+	// docs:begin background
+	report := &steadyriver.Background[TopicArgs]{Client: c,
+		Ask: func(ctx context.Context, job *river.Job[TopicArgs]) (*providers.ChatRequest, error) {
+			return &providers.ChatRequest{Messages: []providers.Message{
+				{Role: providers.RoleUser, Content: "Write a report on " + job.Args.Topic}}}, nil
+		},
+		Done: func(ctx context.Context, job *river.Job[TopicArgs], resp *providers.ChatResponse) error {
+			reports <- resp.Message.Content // keep it idempotent: Done may see the same answer twice
+			return nil
+		}}
+	river.AddWorker[TopicArgs](workers, report) // no Wrap: Background hands River its failures itself
+	// docs:end background
+	report.Decider = deferral.Decider{PollFirst: 100 * time.Millisecond} // the test's: no need to wait seconds
+	rc, events := startRiver(t, workers)
+	if _, err := rc.Insert(ctx, TopicArgs{Topic: "the quarter"}, &river.InsertOpts{MaxAttempts: 3}); err != nil {
+		t.Fatal(err)
+	}
+	ev := nextEnd(t, events)
+	if ev.Kind != river.EventKindJobCompleted || ev.Job.Attempt != 1 {
+		t.Fatalf("the job ended %s on attempt %d; want completed on its first attempt (snoozes spend none)", ev.Kind, ev.Job.Attempt)
+	}
+	if got := <-reports; got != "Revenue grew 12%." {
+		t.Fatalf("Done got %q", got)
+	}
+	posts := 0
+	for _, r := range fake.Journal().Requests() {
+		if r.Method == http.MethodPost {
+			posts++
+		}
+	}
+	if posts != 1 || fake.Journal().Len() < 2 {
+		t.Fatalf("%d requests, %d of them POSTs: want the prompt sent once and at least one look", fake.Journal().Len(), posts)
 	}
 }
