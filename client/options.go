@@ -82,7 +82,8 @@ func WithRescue(mode string) CallOption {
 // falls back; a stream that had delivered content delivers the new answer after a delta marked
 // Restart, as StreamRescue "restart" does (other failures after content are rescued only as
 // the call's StreamRescue says). A call that continues from stored state
-// (ChatRequest.Previous, Conversation) never starts over: without that state there is nothing
+// (ChatRequest.Previous, Conversation, a conversation pruned at its compaction item: any
+// ChatRequest.Pin) never starts over: without that state there is nothing
 // to start from, so its gone error is the call's.
 func WithRestartIfGone() CallOption {
 	return func(o *callOptions) { o.restartGone = true }

@@ -71,7 +71,8 @@ func (b *backgroundResponses) forget(id string) bool {
 
 // Forget makes the stored answer or the conversation id gone, as after its retention ended or
 // its deletion: a read, a cancel or the resume of the answer's stream is then a 404, as is a
-// previous_response_id or a conversation naming it (see [Step.Expire]). It reports whether the
+// request naming the conversation, and a previous_response_id naming the answer is a 400, as
+// OpenAI answers it (see [Step.Expire]). It reports whether the
 // server held it.
 func (s *Server) Forget(id string) bool { return s.forget(id) }
 

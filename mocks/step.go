@@ -165,7 +165,7 @@ type Step struct {
 	ContentFilter bool
 	// Expire makes a background answer (Responses' background: true) gone as soon as this
 	// step has answered the call that started it, as after its retention ended: reading,
-	// cancelling or resuming it is then a 404, as is a previous_response_id naming it. A cut
+	// cancelling or resuming it is then a 404, and a previous_response_id naming it a 400. A cut
 	// background stream (Cut) therefore cannot be resumed. It does nothing to other calls.
 	Expire bool
 	// Blocks are content blocks an Anthropic answer holds before its own (after its thinking),
