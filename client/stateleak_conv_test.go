@@ -2,8 +2,10 @@ package client_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +28,7 @@ func (d *labDriver) turn(conv *labConv, turn int) {
 	rng := conv.rng
 	conv.transcript = append(conv.transcript, providers.Message{Role: providers.RoleUser,
 		Content: fmt.Sprintf("conversation %d, turn %d: tell me about %s", conv.id, turn, labWords[rng.IntN(len(labWords))])})
-	req := &providers.ChatRequest{MaxTokens: 4096, Store: conv.store}
+	req := &providers.ChatRequest{MaxTokens: 4096, Store: conv.store, CompactThreshold: conv.compactAt}
 	if rng.IntN(5) > 0 {
 		req.Reasoning = &providers.Reasoning{Effort: "low", BudgetTokens: 1024}
 		if rng.IntN(2) == 0 {
@@ -40,20 +42,31 @@ func (d *labDriver) turn(conv *labConv, turn int) {
 	if conv.tools {
 		req.Tools = labTools // a transcript with tool calls keeps its tools
 	}
+	if rng.IntN(8) == 0 {
+		// Anthropic's web search, a server tool: its call and results come back as provider
+		// blocks, and only Anthropic's routes take the call.
+		req.Tools = append(append([]providers.Tool(nil), req.Tools...), labSearch)
+		req.ToolChoice = providers.ToolChoice{}
+	}
 	stored := conv.store == nil || *conv.store
 	req.Background = stored && rng.IntN(6) == 0
 	stream := rng.IntN(2) == 0
 	req.Messages = conv.transcript
-	if conv.last != nil && rng.IntN(10) < 4 {
+	switch way := rng.IntN(10); {
+	case way < 4 && conv.server != nil:
+		req.Conversation, req.Messages = conv.server, conv.transcript[conv.serverAt:]
+	case way >= 4 && way < 7 && conv.last != nil:
 		req.Previous, req.Messages = conv.last, conv.transcript[conv.lastAt:]
+	case way >= 7 && way < 9:
+		req.Messages = providers.PruneCompacted(conv.transcript) // pinned when it holds an item
 	}
 	tag := fmt.Sprintf("c%d.t%d", conv.id, turn)
 	ans, err := d.call(conv, req, stream, tag)
-	if err != nil && req.Previous != nil {
-		// The route that stored the answer failed (or this call's providers left it out): the
+	if _, pinned := req.Pin(); err != nil && pinned {
+		// The route that holds the state failed (or this call's providers left it out): the
 		// caller replays the transcript it kept, anywhere.
-		d.count("previous failed, replayed")
-		req.Previous, req.Messages = nil, conv.transcript
+		d.count("pinned call failed, replayed")
+		req.Previous, req.Conversation, req.Messages = nil, nil, conv.transcript
 		ans, err = d.call(conv, req, stream, tag+".replay")
 	}
 	if err != nil {
@@ -61,10 +74,16 @@ func (d *labDriver) turn(conv *labConv, turn int) {
 	}
 	conv.transcript = append(conv.transcript, ans.msg)
 	conv.last, conv.lastAt = ans.stored, len(conv.transcript)
+	if req.Conversation != nil {
+		conv.serverAt = len(conv.transcript)
+	}
 	for _, tc := range ans.msg.ToolCalls {
 		conv.transcript = append(conv.transcript, providers.Message{Role: providers.RoleTool, ToolCallID: tc.ID, Content: "a word"})
 	}
 }
+
+// labSearch is Anthropic's web search tool, in the API's own shape.
+var labSearch = providers.Tool{System: providers.SystemAnthropic, Raw: []byte(`{"type":"web_search_20250305","name":"web_search","max_uses":1}`)}
 
 // errLabCancelled ends a turn whose background answer the caller cancelled.
 var errLabCancelled = errors.New("the caller cancelled the background answer")
@@ -77,7 +96,7 @@ var labWords = []string{"rivers", "bridges", "clocks", "lanterns", "ferns", "har
 func (d *labDriver) call(conv *labConv, req *providers.ChatRequest, stream bool, tag string) (labAnswer, error) {
 	rng := conv.rng
 	opts := []client.CallOption{client.WithHeader(labCallHeader, tag)}
-	if rng.IntN(10) < 8 {
+	if rng.IntN(10) < 8 && !slices.ContainsFunc(req.Tools, func(t providers.Tool) bool { return t.Raw != nil }) {
 		order := append([]string(nil), labChain...)
 		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
 		opts = append(opts, client.WithProviders(order[:1+rng.IntN(len(order))]...))
@@ -115,17 +134,12 @@ func (d *labDriver) call(conv *labConv, req *providers.ChatRequest, stream bool,
 
 // hold notes the state the request of call carries, for the check.
 func (d *labDriver) hold(call string, req *providers.ChatRequest) {
-	var b strings.Builder
-	for _, m := range req.Messages {
-		for _, th := range m.Thinking {
-			b.WriteString(th.ID + " " + th.Encrypted + " " + th.Signature + " " + th.Redacted + " ")
-		}
-	}
-	if req.Previous != nil {
-		b.WriteString(req.Previous.ID)
+	b, err := json.Marshal(req)
+	if err != nil {
+		d.unexpectedf("%s: %v", call, err)
 	}
 	d.mu.Lock()
-	d.heldBy[call] = stateIn(b.String())
+	d.heldBy[call] = stateIn(string(b))
 	d.mu.Unlock()
 }
 
@@ -160,7 +174,8 @@ func (d *labDriver) stream(ctx context.Context, req *providers.ChatRequest, opts
 			c.ID, c.Name, c.Arguments = c.ID+tc.ID, c.Name+tc.Name, c.Arguments+tc.Arguments
 		}
 		if delta.Done {
-			ans.msg.Thinking, ans.stored = delta.Thinking, delta.Stored
+			ans.msg.Thinking, ans.msg.ProviderBlocks, ans.msg.Compaction = delta.Thinking, delta.ProviderBlocks, delta.Compaction
+			ans.stored = delta.Stored
 		}
 	}
 	ans.msg.Role, ans.msg.Content, ans.msg.ToolCalls = providers.RoleAssistant, text.String(), calls
@@ -211,8 +226,9 @@ func (d *labDriver) paths(acct client.Accounting, restarts int) {
 }
 
 // tallyCall counts the outcome of a call. Failures are expected (a third of the requests
-// fail); what the request itself caused is not, except a Previous whose route the call's
-// providers left out, or a background call that none of them can store.
+// fail); what the request itself caused is not, except a call that none of the providers it
+// names can serve (a pinned call whose route they leave out, a background call none of them
+// can store, a web search without Anthropic).
 func (d *labDriver) tallyCall(req *providers.ChatRequest, stream bool, err error) {
 	d.mu.Lock()
 	d.calls++
@@ -226,8 +242,13 @@ func (d *labDriver) tallyCall(req *providers.ChatRequest, stream bool, err error
 	case stream:
 		way = "stream"
 	}
-	if req.Previous != nil {
+	switch pin, _ := req.Pin(); {
+	case req.Previous != nil:
 		way += " from previous"
+	case req.Conversation != nil:
+		way += " in a conversation"
+	case strings.Contains(pin.What, "compaction"):
+		way += " of a pruned transcript"
 	}
 	var perr *providers.Error
 	switch {
@@ -236,7 +257,7 @@ func (d *labDriver) tallyCall(req *providers.ChatRequest, stream bool, err error
 	case errors.Is(err, errLabCancelled):
 		d.count(way + " cancelled")
 	case errors.As(err, &perr) && perr.Kind == providers.KindBadRequest:
-		if strings.Contains(perr.Message, "stored answer") || strings.Contains(perr.Message, "(no stored responses)") {
+		if strings.Contains(perr.Message, "no provider of the chain can serve this call") {
 			d.count(way + " refused before sending")
 			return
 		}

@@ -2,16 +2,18 @@ package client_test
 
 import (
 	"bufio"
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -36,6 +38,7 @@ import (
 const (
 	labOriginHeader = "X-Lab-Origin"
 	labCallHeader   = "X-Lab-Call"
+	labTickHeader   = "X-Lab-Tick" // the lab's clock when the request arrived
 )
 
 // The wire families of the origins, for the one rule that tells them apart: Anthropic's
@@ -66,15 +69,23 @@ type lab struct {
 	listeners map[string]*httptest.Server
 	origins   map[string]labOrigin // by label
 
-	mu     sync.Mutex
-	ledger map[string]string // state token → label of the origin whose answer first carried it
-	draws  map[string]int    // call and origin → requests drawn so far
+	// clock orders what the lab sees: each request's arrival and each write of an answer.
+	clock atomic.Int64
+
+	mu sync.Mutex
+	// ledger holds, for each state token, the origins whose answers carried it and the tick
+	// of the first time each did. An origin may carry a token another carried first (a fake
+	// whose blocks depend on the question alone, a hedge), so a token is an origin's own
+	// once that origin carried it — and not before: an answer that echoes what a request
+	// leaked does not excuse the request.
+	ledger map[string]map[string]int64
+	draws  map[string]int // call and origin → requests drawn so far
 }
 
 // newLab starts the fake and one listener per name in listeners.
 func newLab(t *testing.T, seed uint64, faultRate float64, listeners ...string) *lab {
 	l := &lab{seed: seed, faultRate: faultRate, listeners: map[string]*httptest.Server{}, origins: map[string]labOrigin{},
-		ledger: map[string]string{}, draws: map[string]int{}}
+		ledger: map[string]map[string]int64{}, draws: map[string]int{}}
 	l.fake = mocks.NewServer(
 		mocks.WithScenario("lab-limited", mocks.RateLimited(20*time.Millisecond).Always()),
 		mocks.WithScenario("lab-slow", mocks.Latency(25*time.Millisecond).Always()),
@@ -101,6 +112,7 @@ func (l *lab) handler(listener string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		label := listener + "|" + requestKey(r)
 		r.Header.Set(labOriginHeader, label)
+		r.Header.Set(labTickHeader, strconv.FormatInt(l.clock.Add(1), 10))
 		if fault := l.fault(r.Header.Get(labCallHeader), label); fault != "" {
 			r.Header.Set(mocks.ScenarioHeader, fault)
 		}
@@ -137,27 +149,42 @@ func (l *lab) fault(call, label string) string {
 	return labFaults[binary.LittleEndian.Uint64(sum[8:16])%uint64(len(labFaults))]
 }
 
-// produced notes the state tokens in p, written by the origin label (the first origin to
-// carry a token keeps it: an origin that echoes another's ID does not become its owner).
+// produced notes the state tokens in p, written by the origin label now.
 func (l *lab) produced(label string, p []byte) {
-	if !bytes.Contains(p, fakeMark) {
+	if !mayHoldState(p) {
 		return
 	}
+	tick := l.clock.Add(1)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	scanState(p, func(tok []byte) {
-		if _, ok := l.ledger[string(tok)]; !ok {
-			l.ledger[string(tok)] = label
+		by := l.ledger[string(tok)]
+		if by == nil {
+			by = map[string]int64{}
+			l.ledger[string(tok)] = by
+		}
+		if _, ok := by[label]; !ok {
+			by[label] = tick
 		}
 	})
 }
 
-// owner returns the origin whose answer first carried tok.
-func (l *lab) owner(tok string) (string, bool) {
+// producers returns the origins whose answers carried tok before tick, the first of them
+// first (ties by name).
+func (l *lab) producers(tok string, tick int64) []string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	o, ok := l.ledger[tok]
-	return o, ok
+	var out []string
+	for o, at := range l.ledger[tok] {
+		if at < tick {
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		ai, aj := l.ledger[tok][out[i]], l.ledger[tok][out[j]]
+		return ai < aj || ai == aj && out[i] < out[j]
+	})
+	return out
 }
 
 // notingWriter notes the state in what the fake writes before the client can read it. It
@@ -267,22 +294,23 @@ func (l *lab) check(t *testing.T, tally *labTally, held func(call string) []stri
 func (l *lab) checkOne(tally *labTally, e mocks.Request, held func(call string) []string) {
 	to := e.Header.Get(labOriginHeader)
 	call := e.Header.Get(labCallHeader)
+	tick, _ := strconv.ParseInt(e.Header.Get(labTickHeader), 10, 64)
 	tally.requests++
 	toks := stateIn(e.Path + "?" + e.Query + "\n" + string(e.Body))
 	if len(toks) > 0 {
 		tally.withState++
 	}
 	for _, tok := range toks {
-		from, ok := l.owner(tok)
+		from := l.producers(tok, tick)
 		switch {
-		case !ok:
+		case len(from) == 0:
 			tally.unknown = append(tally.unknown, labFinding{token: tok, to: to, call: call, path: e.Path})
-		case from == to:
+		case slices.Contains(from, to):
 			tally.ownState[tokenKind(tok)]++
-		case tokenKind(tok) == "signature" && l.origins[from].family == familyAnthropic && l.origins[to].family == familyAnthropic:
+		case l.anthropicSignature(tok, from, to):
 			tally.anthropic++
 		default:
-			tally.leaks = append(tally.leaks, labFinding{token: tok, from: from, to: to, call: call, path: e.Path})
+			tally.leaks = append(tally.leaks, labFinding{token: tok, from: from[0], to: to, call: call, path: e.Path})
 		}
 	}
 	if call == "" || held == nil {
@@ -290,7 +318,7 @@ func (l *lab) checkOne(tally *labTally, e mocks.Request, held func(call string) 
 	}
 	foreign := map[string]bool{}
 	for _, tok := range held(call) {
-		if from, ok := l.owner(tok); ok && from != to && !(tokenKind(tok) == "signature" && l.origins[to].family == familyAnthropic) {
+		if from := l.producers(tok, tick); len(from) > 0 && !slices.Contains(from, to) && !l.anthropicSignature(tok, from, to) {
 			foreign[tokenKind(tok)] = true
 		}
 	}
@@ -300,6 +328,20 @@ func (l *lab) checkOne(tally *labTally, e mocks.Request, held func(call string) 
 			tally.exposedKinds[k]++
 		}
 	}
+}
+
+// anthropicSignature reports whether tok is Anthropic's signed thinking, from an Anthropic
+// origin to another: state every Anthropic endpoint reads (see stateleak_test.go).
+func (l *lab) anthropicSignature(tok string, from []string, to string) bool {
+	if tokenKind(tok) != "signature" || l.origins[to].family != familyAnthropic {
+		return false
+	}
+	for _, o := range from {
+		if l.origins[o].family == familyAnthropic {
+			return true
+		}
+	}
+	return false
 }
 
 // summary describes the tally in one line per fact.

@@ -21,25 +21,29 @@ import (
 // The goal of issue 26: zero cases, in a randomized fallback test, of provider state sent to
 // another provider. Thousands of random conversations (300 with -short) run through one
 // client whose chain holds every wire — OpenAI's Responses API (three deployments, two of
-// them on one endpoint with different keys), Azure (one deployment on Responses, one on chat
-// completions), chat completions, Anthropic (two deployments, one with adaptive thinking) —
-// each deployment its own origin, over loopback HTTP to a fake that fails a third of the
-// requests at random (statuses, resets, cut, truncated and malformed streams, 429s, slow
-// answers that hedges race). Each conversation stores its answers or not (Store nil, true,
-// false), asks for reasoning (summaries, encrypted content), calls tools, continues from
-// stored answers (Previous; when that fails, it replays the transcript it kept), runs
-// answers in background mode (polled, cancelled, streamed), streams with every rescue mode,
-// hedges, and sends each turn to a random order of providers. It keeps the answers as they
-// come — reasoning items, encrypted content, signed thinking — and sends them back on the
+// them on one endpoint with different keys), Azure's Responses API (two keys on one
+// endpoint), chat completions (on OpenAI and on Azure), Anthropic (two deployments, one with
+// adaptive thinking) — each deployment its own origin, over loopback HTTP to a fake that
+// fails a third of the requests at random (statuses, resets, cut, truncated and malformed
+// streams, 429s, slow answers that hedges race). Each conversation stores its answers or not
+// (Store nil, true, false), asks for reasoning (summaries, encrypted content), calls tools,
+// uses Anthropic's web search (server tool blocks), has the server compact it (compaction
+// items) and sometimes sends it pruned, lives in a conversation a provider keeps, continues
+// from stored answers (Previous), runs answers in background mode (polled, cancelled,
+// streamed), streams with every rescue mode, hedges, and sends each turn to a random order of
+// providers. When a call pinned to the provider holding its state fails, the caller replays
+// the transcript it kept. It keeps the answers as they come — reasoning items, encrypted
+// content, signed thinking, compaction items, provider blocks — and sends them back on the
 // next turn, wherever the client sends it.
 //
 // Every request the fake received is then checked: each piece of provider state it carries
-// (response IDs, reasoning item IDs and their encrypted content, thinking signatures, output
-// item IDs, in the body, the path or the query) must come from an answer of the origin the
-// request reached. One rule is Anthropic's own: its signed thinking is readable by any
-// Anthropic endpoint (Anthropic documents the signatures as valid across its platforms), and
-// the wire sends it to every Anthropic origin (providers/state.go); it is counted apart, and
-// is a leak anywhere else.
+// (response, reasoning, compaction, conversation, output item and server tool IDs, encrypted
+// reasoning, compaction and search content, thinking signatures; in the body, the path or
+// the query) must have come, before the request, in an answer of the origin it reached. One
+// rule is Anthropic's own: its signed thinking is readable by any Anthropic endpoint
+// (Anthropic documents the signatures as valid across its platforms), and the wire sends it
+// to every Anthropic origin (providers/state.go); it is counted apart, and is a leak anywhere
+// else.
 //
 // The seed is STEADY_LEAK_SEED when set (any uint64), else 26; failures print it.
 func TestStateLeak_RandomFallbackNeverSendsProviderStateToAnotherOrigin(t *testing.T) {
@@ -74,13 +78,19 @@ func TestStateLeak_RandomFallbackNeverSendsProviderStateToAnotherOrigin(t *testi
 		t.Errorf("unexpected: %s", msg)
 	}
 	// The run must have given the filter something to do, and the state its way home.
-	// (A stored answer's ID is never among them: a call that continues from it is pinned.)
-	if tally.exposed < conversations/4 || tally.exposedKinds["encrypted"] == 0 || tally.exposedKinds["rs-id"] == 0 ||
-		tally.exposedKinds["signature"] == 0 {
-		t.Errorf("too few requests went to an origin while the conversation held another's state: %d %v", tally.exposed, tally.exposedKinds)
+	// (A stored answer's or a conversation's ID is never among them: a call that continues
+	// from one is pinned.)
+	exposed, own := []string{"encrypted", "rs-id", "signature", "cmp-id", "srvtoolu-id", "search-content"},
+		[]string{"encrypted", "rs-id", "resp-id", "signature", "cmp-id", "conv-id", "srvtoolu-id", "search-content"}
+	for _, kind := range exposed {
+		if tally.exposedKinds[kind] == 0 || tally.exposed < conversations/4 {
+			t.Errorf("too few requests went to an origin while the conversation held another's state (%s): %d %v", kind, tally.exposed, tally.exposedKinds)
+		}
 	}
-	if tally.ownState["encrypted"] == 0 || tally.ownState["rs-id"] == 0 || tally.ownState["resp-id"] == 0 || tally.ownState["signature"] == 0 {
-		t.Errorf("provider state never went back to its own origin: %v", tally.ownState)
+	for _, kind := range own {
+		if tally.ownState[kind] == 0 {
+			t.Errorf("provider state (%s) never went back to its own origin: %v", kind, tally.ownState)
+		}
 	}
 	if t.Failed() {
 		t.Logf("seed %d (rerun with STEADY_LEAK_SEED=%d)", seed, seed)
@@ -277,15 +287,19 @@ func labRequest(user string, msgs []providers.Message) *providers.ChatRequest {
 		Reasoning: &providers.Reasoning{Effort: "low", BudgetTokens: 1024, Summary: "auto"}}
 }
 
-// labConv is one conversation: the transcript its caller keeps, and the last stored answer.
+// labConv is one conversation: the transcript its caller keeps, the last stored answer, the
+// conversation a provider keeps for it.
 type labConv struct {
 	id         int
 	rng        *rand.Rand
 	store      *bool
 	tools      bool
+	compactAt  int // CompactThreshold, 0 for none
 	transcript []providers.Message
 	last       *providers.StoredResponse // the last answer, when it was stored
 	lastAt     int                       // len(transcript) just after it
+	server     *providers.Conversation   // the conversation a provider keeps, nil for none
+	serverAt   int                       // len(transcript) up to which it holds the transcript
 }
 
 // conversation runs conversation i: two to six turns.
@@ -300,6 +314,22 @@ func (d *labDriver) conversation(i int) {
 	}
 	if conv.rng.IntN(3) == 0 {
 		conv.transcript = []providers.Message{{Role: providers.RoleSystem, Content: "Answer briefly."}}
+	}
+	if conv.rng.IntN(2) == 0 {
+		conv.compactAt = 20 + conv.rng.IntN(60) // from the first or a later turn on
+	}
+	if conv.rng.IntN(5) == 0 {
+		// A conversation kept by OpenAI or Azure (created on their first deployment).
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		server, err := d.c.NewConversation(ctx, []string{"oai", "azr"}[conv.rng.IntN(2)],
+			client.WithHeader(labCallHeader, fmt.Sprintf("c%d.new", i)))
+		cancel()
+		if err == nil {
+			conv.server = server
+			d.count("conversation created")
+		} else {
+			d.count("conversation not created")
+		}
 	}
 	for turn := range 2 + conv.rng.IntN(5) {
 		d.turn(conv, turn)
