@@ -257,10 +257,16 @@ func (c *call) checkRequest() string {
 	switch {
 	case c.api == anthropic && c.r.Header.Get("Anthropic-Version") == "":
 		return "anthropic-version: header is required"
-	case c.api == azure && c.endpoint != responsesEndpoint && c.endpoint != storedEndpoint && c.r.URL.Query().Get("api-version") == "":
+	case c.api == azure && !c.v1() && c.r.URL.Query().Get("api-version") == "":
 		return "Missing required query parameter: api-version"
 	}
 	return ""
+}
+
+// v1 reports whether the call is to Azure's v1 API (/openai/v1/…: responses, the answers they
+// store, conversations), which takes no api-version.
+func (c *call) v1() bool {
+	return c.endpoint == responsesEndpoint || c.endpoint == storedEndpoint || c.endpoint == conversationsEndpoint
 }
 
 // parse reads the request body; its error message goes back to the client in a 400. A body

@@ -196,9 +196,8 @@ func (u *respUsage) neutral() providers.Usage {
 // respOutItem is an output item of the types this package reads: "message" (Content of
 // output_text and refusal parts), "function_call" (CallID, Name, Arguments), "reasoning"
 // (ID, Summary, EncryptedContent, and Content of reasoning_text parts from servers that show
-// their reasoning) and "compaction" (ID, EncryptedContent). Items of other types (hosted tools…) may use the same field names for
-// other shapes, so an item is decoded only once its type is known to be one of these; the
-// others keep their type alone.
+// their reasoning) and "compaction" (ID, EncryptedContent). Items of other types (hosted
+// tools…) may use the same field names for other shapes: they keep their type alone.
 type respOutItem struct {
 	Type             string
 	ID               string
@@ -221,19 +220,10 @@ type respOutPart struct {
 // UnmarshalJSON reads an item: its type, then its fields when it is of a type this package
 // reads.
 func (it *respOutItem) UnmarshalJSON(data []byte) error {
-	var head struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return err
-	}
-	*it = respOutItem{Type: head.Type}
-	switch head.Type {
-	case "message", "function_call", "reasoning", "compaction":
-	default:
-		return nil
-	}
+	// One decoding reads the items of the known types; only when it fails is the type read
+	// alone, for an item of another type may give the same names to other shapes.
 	var full struct {
+		Type             string        `json:"type"`
 		ID               string        `json:"id"`
 		Content          []respOutPart `json:"content"`
 		CallID           string        `json:"call_id"`
@@ -242,10 +232,26 @@ func (it *respOutItem) UnmarshalJSON(data []byte) error {
 		Summary          []respSummary `json:"summary"`
 		EncryptedContent string        `json:"encrypted_content"`
 	}
-	if err := json.Unmarshal(data, &full); err != nil {
+	err := json.Unmarshal(data, &full)
+	if err != nil {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(data, &head); err != nil {
+			return err
+		}
+		full.Type = head.Type
+	}
+	*it = respOutItem{Type: full.Type}
+	switch full.Type {
+	case "message", "function_call", "reasoning", "compaction":
+	default:
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	*it = respOutItem{Type: head.Type, ID: full.ID, Content: full.Content, CallID: full.CallID, Name: full.Name,
+	*it = respOutItem{Type: full.Type, ID: full.ID, Content: full.Content, CallID: full.CallID, Name: full.Name,
 		Arguments: full.Arguments, Summary: full.Summary, EncryptedContent: full.EncryptedContent}
 	return nil
 }
