@@ -97,7 +97,16 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 			errs = append(errs, err)
 			continue
 		}
-		all = append(all, client.WithProvider(name, p.EffectiveResilience(), factory))
+		o := p.EffectiveResilience()
+		// The provider's own limits, when stated, are its pacing budget, as for a deployment
+		// (client.Deployment.RequestsPerMinute).
+		if p.RequestsPerMinute > 0 {
+			o.PaceRequestsPerMinute = p.RequestsPerMinute
+		}
+		if p.TokensPerMinute > 0 {
+			o.PaceTokensPerMinute = p.TokensPerMinute
+		}
+		all = append(all, client.WithProvider(name, o, factory))
 		all = appendWindow(all, name, p)
 		if all, err = appendProbe(all, name, p); err != nil {
 			errs = append(errs, err)
@@ -200,7 +209,8 @@ var dialects = map[string]func(name string, p config.Provider, key string) clien
 			}
 			return anthropic.New(anthropic.Config{Name: name, BaseURL: p.BaseURL, APIKey: key, Version: p.Version,
 				HTTPClient: hc, Model: p.Model, DefaultMaxTokens: p.DefaultMaxTokens, Beta: p.Beta, Limits: p.Limits,
-				Capabilities: caps, ThinkingModes: modes})
+				Capabilities: caps, ThinkingModes: modes, CountTokens: p.CountTokens,
+				CountTimeout: time.Duration(p.CountTimeoutSeconds * float64(time.Second))})
 		}
 	},
 }

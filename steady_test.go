@@ -422,3 +422,41 @@ func TestFromConfig_ThinkingModesReachTheProvider(t *testing.T) {
 		t.Fatalf("body %s", r.Body)
 	}
 }
+
+// LLM.Providers.<name>.CountTokens reaches the Anthropic provider: with a token budget, each
+// call is counted before it is sent.
+func TestFromConfig_CountTokensReachesTheProvider(t *testing.T) {
+	s := mocks.NewServer()
+	defer s.Close()
+	c := clientFromJSON(t, `{"LLM":{"Providers":{"claude": {"Dialect":"anthropic","BaseURL":"`+s.AnthropicBaseURL()+
+		`","APIKeyEnv":"K","Model":"claude-sonnet-4-5","CountTokens":true,"CountTimeoutSeconds":5,"Resilience":{"PaceTokensPerMinute":100000}}}}}`, []string{"K=" + sentinelKey})
+	if _, err := c.Chat(context.Background(), hello()); err != nil {
+		t.Fatal(err)
+	}
+	reqs := s.Journal().Requests()
+	if len(reqs) != 2 || reqs[0].Path != "/v1/messages/count_tokens" || reqs[1].Path != "/v1/messages" {
+		t.Fatalf("%d requests: %v", len(reqs), reqs)
+	}
+	if n, err := c.CountTokens(context.Background(), hello()); err != nil || n != mocks.Tokens("hello there") {
+		t.Fatalf("%d %v", n, err)
+	}
+}
+
+// A provider's own RequestsPerMinute and TokensPerMinute pace its pipeline, as a deployment's
+// do: configured limits are never silently unused.
+func TestFromConfig_ProviderLimitsPaceIt(t *testing.T) {
+	srv := mocks.NewServer()
+	defer srv.Close()
+	c := clientFromJSON(t, `{"LLM": {"Providers": {
+		"openai": {"Type": "openai", "BaseURL": "`+srv.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "gpt-4o-mini",
+			"RequestsPerMinute": 120, "TokensPerMinute": 9000},
+		"other": {"Type": "openai", "BaseURL": "`+srv.OpenAIBaseURL()+`", "APIKeyEnv": "K", "Model": "gpt-4o-mini"}
+	}, "Fallback": ["openai", "other"]}}`, []string{"K=" + sentinelKey})
+	o := c.Pipeline("openai").Options()
+	if o.PaceRequestsPerMinute != 120 || o.PaceTokensPerMinute != 9000 || !c.Pipeline("openai").Paced() {
+		t.Errorf("the provider's limits: pace %d rpm, %d tpm, paced %v", o.PaceRequestsPerMinute, o.PaceTokensPerMinute, c.Pipeline("openai").Paced())
+	}
+	if o := c.Pipeline("other").Options(); o.PaceRequestsPerMinute != 0 || o.PaceTokensPerMinute != 0 {
+		t.Errorf("a provider without limits is paced: %d rpm, %d tpm", o.PaceRequestsPerMinute, o.PaceTokensPerMinute)
+	}
+}

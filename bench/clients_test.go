@@ -42,12 +42,14 @@ type wire struct {
 	answer   []byte // the JSON answer
 	events   []byte // the streamed answer
 	head     []byte // what a client has read of events at its first content delta
+	chunks   int    // the content deltas of events
 	subjects func(rt http.RoundTripper) []subject
 }
 
 var wires = []wire{
-	{name: "openai", answer: openAIAnswer, events: openAIStream, head: openAIStreamHead, subjects: openAISubjects},
-	{name: "anthropic", answer: anthropicAnswer, events: anthropicStream, head: anthropicStreamHead, subjects: anthropicSubjects},
+	{name: "openai", answer: openAIAnswer, events: openAIStream, head: openAIStreamHead, chunks: streamChunks, subjects: openAISubjects},
+	{name: "anthropic", answer: anthropicAnswer, events: anthropicStream, head: anthropicStreamHead, chunks: streamChunks, subjects: anthropicSubjects},
+	{name: "responses", answer: responsesAnswer, events: responsesStream, head: responsesStreamHead, chunks: responsesChunks, subjects: responsesSubjects},
 }
 
 func openAISubjects(rt http.RoundTripper) []subject {

@@ -23,8 +23,8 @@ func TestSubjectsReadTheWire(t *testing.T) {
 		}
 		for _, s := range w.subjects(eventWire(w.events)) {
 			deltas, text, err := s.stream(ctx, nil)
-			if err != nil || deltas != streamChunks || text != len(answer) {
-				t.Errorf("%s/%s stream: %d deltas, %d bytes, %v; want %d, %d", w.name, s.name, deltas, text, err, streamChunks, len(answer))
+			if err != nil || deltas != w.chunks || text != len(answer) {
+				t.Errorf("%s/%s stream: %d deltas, %d bytes, %v; want %d, %d", w.name, s.name, deltas, text, err, w.chunks, len(answer))
 			}
 		}
 		for _, s := range w.subjects(heldWire{w.head}) {
@@ -58,22 +58,24 @@ func BenchmarkChat(b *testing.B) {
 	}
 }
 
-// BenchmarkStream is one streamed call of the workload (streamChunks content deltas), read to
-// the end. Besides the usual figures it reports allocs/chunk: the allocations of reading one
-// content delta, measured over the deltas after the first.
+// BenchmarkStream is one streamed call of the workload (the wire's chunks content deltas:
+// 200, 64 on the Responses wire), read to the end. Besides the usual figures it reports
+// allocs/chunk, the allocations of reading one content delta, measured over the deltas after
+// the first, and ns/chunk, the whole stream's time divided by its content deltas.
 func BenchmarkStream(b *testing.B) {
 	for _, w := range wires {
 		for _, s := range w.subjects(eventWire(w.events)) {
 			b.Run(w.name+"/"+s.name, func(b *testing.B) {
 				ctx := context.Background()
-				perChunk := allocsPerChunk(b, s)
+				perChunk := allocsPerChunk(b, s, w.chunks)
 				b.ReportAllocs()
 				for b.Loop() {
-					if deltas, _, err := s.stream(ctx, nil); err != nil || deltas != streamChunks {
+					if deltas, _, err := s.stream(ctx, nil); err != nil || deltas != w.chunks {
 						b.Fatal(deltas, err)
 					}
 				}
 				b.ReportMetric(perChunk, "allocs/chunk")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(w.chunks), "ns/chunk")
 			})
 		}
 	}
@@ -82,7 +84,7 @@ func BenchmarkStream(b *testing.B) {
 // allocsPerChunk measures, over a few streams, the allocations made from the first content
 // delta to the end of the stream, per delta after the first. The closing events of the
 // stream and the Close are included, so it is a slight over-estimate for every client alike.
-func allocsPerChunk(b *testing.B, s subject) float64 {
+func allocsPerChunk(b *testing.B, s subject, chunks int) float64 {
 	const streams = 20
 	var total uint64
 	var before, after runtime.MemStats
@@ -94,7 +96,7 @@ func allocsPerChunk(b *testing.B, s subject) float64 {
 		}
 		total += after.Mallocs - before.Mallocs
 	}
-	return float64(total) / streams / (streamChunks - 1)
+	return float64(total) / streams / float64(chunks-1)
 }
 
 // BenchmarkOpenStreams holds openStreams streams open at once, each in the middle of its

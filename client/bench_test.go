@@ -124,3 +124,26 @@ func benchClient(b *testing.B, answer string, factory client.ProviderFactory) {
 		}
 	}
 }
+
+// BenchmarkClientChat_CallTimeout is BenchmarkClientChat_OpenAI under a whole-call deadline
+// (CallTimeoutSeconds): what the deadline's context and timer add to a call that succeeds.
+func BenchmarkClientChat_CallTimeout(b *testing.B) {
+	o := benchPolicy()
+	o.CallTimeoutSeconds = 30
+	c, err := client.New(client.WithProvider("llm", o, func(hc *http.Client) (providers.Provider, error) {
+		return openai.New(openai.Config{Name: "llm", BaseURL: "http://127.0.0.1:1/v1", APIKey: "sk-bench", HTTPClient: hc, Model: "gpt-4o-mini"})
+	}), client.WithBaseTransport(memTransport{[]byte(openAIAnswer)}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello there"}}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		resp, err := c.Chat(ctx, req)
+		if err != nil || resp.Message.Content != "Hello from memory." {
+			b.Fatal(resp, err)
+		}
+	}
+}

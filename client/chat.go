@@ -40,6 +40,8 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	if err != nil {
 		return nil, err
 	}
+	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
+	defer dl.release()
 	b := c.billOf(req)
 	ticket, req, pl, err := c.admit(ctx, req, pl, o, b, false)
 	if err != nil {
@@ -48,14 +50,15 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 	tokens := EstimateTokens(req)
-	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).hedging(o, false).starting(req.Background).pinning(req.Previous).billing(b)
+	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).bounded(dl).hedging(o, false).starting(req.Background).
+		pinning(req).forTools(rawSystem(req)).billing(b)
 	resp, err := walkChain(w,
 		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
-			return chatTry(ctx, t, req, pl, o, tokens)
+			return chatTry(ctx, t, req, pl, o, tokens, tr)
 		},
 		func() tryFunc[*providers.ChatResponse] {
 			return func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
-				return chatTry(ctx, t, req, pl, o, tokens)
+				return chatTry(ctx, t, req, pl, o, tokens, tr)
 			}
 		},
 		func(resp *providers.ChatResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
@@ -91,14 +94,16 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 }
 
 // chatTry makes the try t of a chat call for req, planned as pl, with options o and token
-// estimate tokens.
-func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o *callOptions, tokens int) (*providers.ChatResponse, *resilience.CallInfo, error) {
+// estimate tokens (which a pre-flight count may replace), for the call's tracker tr.
+func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o *callOptions, tokens int, tr CallTracker) (*providers.ChatResponse, *resilience.CallInfo, error) {
+	r := withModel(req, t.model)
+	tokens = t.d.preflight(ctx, t.route, r, tokens, tr)
 	call := new(resilience.Call)
 	call.Init(ctx, false)
 	call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
 	call.OutcomeReported, call.Route, call.Elsewhere = true, t.route, t.elsewhere
 	call.Priority = o.priorityOf()
-	resp, err := t.d.provider.Chat(call, withModel(req, t.model))
+	resp, err := t.d.provider.Chat(call, r)
 	if err == nil && resp != nil {
 		t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
 	}
@@ -127,9 +132,11 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 	if err != nil {
 		return nil, err
 	}
+	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
+	defer dl.release()
 	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
 	tokens := embedTokens(req)
-	return walkChain(c.newWalk(ctx, tr, pl, req.Model, providers.CapEmbeddings, 0),
+	return walkChain(c.newWalk(ctx, tr, pl, req.Model, providers.CapEmbeddings, 0).bounded(dl),
 		func(ctx context.Context, t try) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
@@ -271,6 +278,8 @@ func endCall(tr CallTracker, err error) error {
 // number of attempts and why the pipeline gave up. Providers map the errors they see (the
 // pipeline's rejections included) to *providers.Error where they first see them; an error a
 // provider returned as it got it is mapped here the same way (providers.Classify). When the
+// call's whole-call deadline caused the failure (it ran out, or a wait would have passed it)
+// the failure is KindTimeout with GaveUp "deadline" (see deadline.go). Otherwise, when the
 // caller's context ctx has ended the failure is KindCanceled whatever it looks like: the
 // caller gave up, and neither the provider nor the pipeline is to blame.
 func classify(ctx context.Context, provider string, err error, info *resilience.CallInfo) *providers.Error {
@@ -287,7 +296,14 @@ func classify(ctx context.Context, provider string, err error, info *resilience.
 	if x, _ := ctx.Value(extrasKey{}).(*callExtras); x != nil {
 		pe.ClientRequestID = x.o.requestID
 	}
-	if ctx.Err() != nil && pe.Kind != providers.KindCanceled {
+	byDeadline := false
+	if d := deadlineOf(ctx); d != nil {
+		var wait time.Duration
+		if wait, byDeadline = d.explains(err, info); byDeadline {
+			d.verdict(pe, wait)
+		}
+	}
+	if !byDeadline && ctx.Err() != nil && pe.Kind != providers.KindCanceled {
 		pe.Kind = providers.KindCanceled
 		if !errors.Is(pe.Err, ctx.Err()) {
 			pe.Err = errors.Join(ctx.Err(), pe.Err)

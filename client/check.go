@@ -30,6 +30,10 @@ func (c *Client) checkOptions(o *callOptions) error {
 	if o.hasTO && o.timeout <= 0 {
 		return badCall("WithTimeout(%s): must be above 0; a call may shorten or lengthen its time limit, never turn it off", o.timeout)
 	}
+	if o.callTimeout != nil && (*o.callTimeout <= 0 || *o.callTimeout > MaxCallTimeout) {
+		return badCall("WithCallTimeout(%s): must be above 0 and at most %s; a call may shorten or lengthen its deadline, never turn it off",
+			*o.callTimeout, MaxCallTimeout)
+	}
 	if o.firstToken != nil && *o.firstToken <= 0 {
 		return badCall("WithFirstTokenTimeout(%s): must be above 0; a call never turns the policy's limit off", *o.firstToken)
 	}

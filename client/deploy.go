@@ -87,6 +87,9 @@ type deployment struct {
 	weight   int
 	// firstContent bounds the wait for a stream's first content: the pipeline's total timeout.
 	firstContent time.Duration
+	// count counts tokens outside the pipeline, for a provider that counts them (count.go);
+	// nil for one that does not.
+	count *counting
 	// outs counts the times the deployment was taken out (takeOut) since its last success;
 	// outUntil is when the current take-out ends (guarded by outMu with the counting), so
 	// the calls in flight when it began, refused too, do not count as more take-outs.
@@ -265,7 +268,8 @@ func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
 		}
 		p.SetSharedScope(sharingScope(prov)) // before any call: fixes the shared name, reads the fleet's view
 		out = append(out, &deployment{name: name, owner: s.name, provider: prov, wrapped: wrapped, pipeline: p, model: ds.Model,
-			weight: max(ds.Weight, 1), firstContent: time.Duration(opts.TimeoutSeconds * float64(time.Second))})
+			weight: max(ds.Weight, 1), firstContent: time.Duration(opts.TimeoutSeconds * float64(time.Second)),
+			count: countingOf(prov, ds.Factory, s.name, xt.system, c.base)})
 	}
 	return out, errors.Join(errs...)
 }

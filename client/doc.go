@@ -19,15 +19,26 @@
 // next provider only when one is unavailable to the request, never for an error the request
 // itself caused.
 //
-// A call that continues from a stored answer (providers.ChatRequest.Previous, from an earlier
-// ChatResponse.Stored of a provider on OpenAI's Responses API) is pinned: only the route that
-// stored it — the one whose sharing scope is the answer's Origin — is asked, never hedged or
+// A call that continues from provider state (providers.ChatRequest.Pin) is pinned: a stored
+// answer (Previous, from an earlier ChatResponse.Stored of a provider on OpenAI's Responses
+// API), a conversation the provider keeps (Conversation; NewConversation creates one), or a
+// conversation pruned at a compaction item (providers.PruneCompacted). Only the route that
+// holds the state — the one whose sharing scope is its Origin — is asked, never hedged or
 // failed over, because no other holds the conversation; its failure says so, and a chain
-// without that route refuses the call (bad request) before sending. Reasoning items of an
-// earlier turn are no such pin: a fallback sends the conversation without them.
+// without that route refuses the call (bad request) before sending. Reasoning items and the
+// compaction items of a transcript the caller keeps whole are no such pin: a fallback sends
+// the conversation without them.
 //
-// Each call takes options (WithPolicy, WithTimeout, WithProviders, WithRequestID,
-// WithExtraFields…). A provider may be several deployments — keys, regions, base URLs —
+// A stored answer the provider no longer holds (providers.ErrResponseGone: a cut background
+// stream whose resume is a 404) ends the call with the text delivered — no fallback, rescue or
+// retry, since asking again would produce and bill the answer twice — unless the call opts in
+// with WithRestartIfGone.
+//
+// Each call takes options (WithPolicy, WithTimeout, WithCallTimeout, WithProviders,
+// WithRequestID, WithExtraFields…). WithTimeout bounds each route's try; WithCallTimeout (or
+// the policy's CallTimeoutSeconds) bounds the whole call — every try, retry, backoff, hedge and
+// fallback together — and fails it with kind timeout, GaveUp "deadline", as soon as a wait
+// would pass it or it runs out (see deadline.go for streams and the caller's own deadline). A provider may be several deployments — keys, regions, base URLs —
 // routed by a Strategy (WithDeployments, WithStickyKey), each paced under its per-minute
 // budgets and paused after a 429; a call that would have to wait longer than
 // WithFailoverAfter goes to another provider that can serve it at once.

@@ -11,7 +11,8 @@ const DefaultAnswerTokens = 256
 // (resilience.Options.PaceTokensPerMinute): the prompt (EstimateInputTokens) plus MaxTokens,
 // or DefaultAnswerTokens when the request sets none. It is what the APIs themselves debit when
 // a request arrives (prompt and maximum answer); the answers' rate-limit headers correct the
-// budget afterwards.
+// budget afterwards. A provider that counts prompts exactly may replace the prompt's part
+// before a call (see CountTokens and providers.TokenCounter).
 func EstimateTokens(req *providers.ChatRequest) int {
 	if req == nil {
 		return 0
@@ -24,10 +25,11 @@ func EstimateTokens(req *providers.ChatRequest) int {
 }
 
 // EstimateInputTokens estimates the prompt tokens of a chat request at four bytes of text per
-// token, rounded up for each message (its text and parts, tool calls, reasoning blocks) and
-// for the tool definitions and the schema together: tokenizers start afresh at each message,
-// so rounding once over the whole prompt would count short conversations low. An image counts
-// as a fixed 1 000 tokens. The pre-flight cost of a call (package cost) prices this estimate.
+// token, rounded up for each message (its text and parts, tool calls and results, reasoning
+// and provider blocks) and for the tool definitions (raw ones whole) and the schema together:
+// tokenizers start afresh at each message, so rounding once over the whole prompt would count
+// short conversations low. An image counts as a fixed 1 000 tokens. The pre-flight cost of a
+// call (client.WithBudgets) prices this estimate.
 func EstimateInputTokens(req *providers.ChatRequest) int {
 	if req == nil {
 		return 0
@@ -47,11 +49,14 @@ func EstimateInputTokens(req *providers.ChatRequest) int {
 		for _, t := range m.Thinking {
 			bytes += len(t.Text)
 		}
+		for _, b := range m.ProviderBlocks {
+			bytes += len(b.Raw)
+		}
 		tokens += textTokens(bytes)
 	}
 	bytes := 0
 	for _, t := range req.Tools {
-		bytes += len(t.Name) + len(t.Description) + len(t.Parameters)
+		bytes += len(t.Name) + len(t.Description) + len(t.Parameters) + len(t.Raw)
 	}
 	if req.Schema != nil {
 		bytes += len(req.Schema.Schema)

@@ -26,6 +26,7 @@ func Example_fallback() {
 
 	policy := resilience.DefaultOptions()
 	policy.RetryBaseDelaySeconds = 0.001
+	// docs:begin in-code
 	c, err := client.New(
 		client.WithProvider("openai", policy, func(hc *http.Client) (providers.Provider, error) {
 			return openai.New(openai.Config{Name: "openai", BaseURL: down.OpenAIBaseURL(), APIKey: "sk-example", HTTPClient: hc, Model: "gpt-4o-mini"})
@@ -35,6 +36,7 @@ func Example_fallback() {
 		}),
 		client.WithFallback("openai", "claude"),
 	)
+	// docs:end in-code
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -115,4 +117,66 @@ func Example_routeLatency() {
 	// Output:
 	// most calls went to the fast one: true
 	// the slow one's first token, as measured, took at least 50ms: true
+}
+
+// Pacing by exact counts: with CountTokens on, each call's prompt is counted by Anthropic's
+// counting endpoint before it is sent, and the route's tokens-per-minute budget is debited the
+// count (plus the answer's MaxTokens) instead of an estimate. A count that fails leaves the
+// estimate; the call goes on.
+func ExampleClient_CountTokens() {
+	s := mocks.NewServer()
+	defer s.Close()
+	// docs:begin count-tokens
+	policy := resilience.DefaultOptions()
+	policy.PaceTokensPerMinute = 400_000 // a token budget: only a paced route is counted
+	c, err := client.New(client.WithProvider("claude", policy, func(hc *http.Client) (providers.Provider, error) {
+		return anthropic.New(anthropic.Config{Name: "claude", BaseURL: s.AnthropicBaseURL(), APIKey: "sk-ant-example", HTTPClient: hc,
+			Model: "claude-haiku-4-5", CountTokens: true}) // CountTimeout: 0, the default 2 s
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	req := &providers.ChatRequest{MaxTokens: 100, Messages: []providers.Message{{Role: providers.RoleUser, Content: "How long is this prompt?"}}}
+	n, err := c.CountTokens(context.Background(), req) // a count on demand, as the chain would send it
+	fmt.Println("counted:", n, err, "estimated:", client.EstimateTokens(req)-req.MaxTokens)
+	if _, err := c.Chat(context.Background(), req); err != nil { // counted first, then debited n + 100
+		fmt.Println(err)
+		return
+	}
+	// docs:end count-tokens
+	for _, r := range s.Journal().Requests() {
+		fmt.Println(r.Path)
+	}
+
+	// Output:
+	// counted: 6 <nil> estimated: 6
+	// /v1/messages/count_tokens
+	// /v1/messages/count_tokens
+	// /v1/messages
+}
+
+// A whole-call deadline: the provider asks to be retried in 30 s, which the policy would wait
+// for, but the call has 2 s in all, so it fails at once with kind timeout, keeping what the
+// server said.
+func ExampleWithCallTimeout() {
+	s := mocks.NewServer(mocks.WithScript(mocks.RateLimited(30 * time.Second)))
+	defer s.Close()
+	policy := resilience.DefaultOptions()
+	policy.RetryMaxDelaySeconds = 60 // the policy would wait 30 s for a retry
+	c, err := client.New(client.WithProvider("openai", policy, func(hc *http.Client) (providers.Provider, error) {
+		return openai.New(openai.Config{Name: "openai", BaseURL: s.OpenAIBaseURL(), APIKey: "sk-example", HTTPClient: hc, Model: "gpt-4o-mini"})
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	_, err = c.Chat(context.Background(), &providers.ChatRequest{
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "Hello"}},
+	}, client.WithCallTimeout(2*time.Second))
+	var e *providers.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Kind, e.GaveUp, e.StatusCode, e.RetryAfter, errors.Is(err, context.DeadlineExceeded))
+	}
+	// Output: timeout deadline 429 30s true
 }

@@ -17,9 +17,10 @@ import (
 
 // BenchmarkStreamFailures measures, on the real clock and with the default policy, what the
 // caller of a stream sees when the failures that hurt streaming users most strike the primary:
-// the seconds until the complete answer, and the attempts the primary got. The README's table
-// comes from one run: go test ./client -run '^$' -bench StreamFailures -benchtime 1x. The tests
-// (failover_stream_test.go, routes_test.go) prove the same behaviour on a manual clock.
+// the seconds until the complete answer, and the attempts the primary got. The table in
+// docs/failures.md comes from one run: go test ./client -run '^$' -bench StreamFailures
+// -benchtime 1x. The tests (failover_stream_test.go, routes_test.go) prove the same behaviour
+// on a manual clock.
 func BenchmarkStreamFailures(b *testing.B) {
 	answer := words("s", 60)
 	cut := mocks.Reply(words("p", 60))

@@ -118,8 +118,8 @@ func hedged[R any](w *walk, call tryFunc[R],
 	for {
 		select {
 		case <-fire:
-			if len(routes) > h.Max {
-				continue
+			if len(routes) > h.Max || w.ctx.Err() != nil {
+				continue // no hedge once the call's deadline (or the caller) ended it
 			}
 			r, rt, ok := next()
 			switch {
@@ -236,7 +236,7 @@ func (w *walk) nextHedge(chain []string, i int, deps []*deployment, k int, m str
 	}
 	for _, name := range chain[i+1:] {
 		e := w.c.entries[name]
-		if !e.caps.Has(w.need) {
+		if !e.caps.Has(w.need) || !w.takes(e) {
 			continue
 		}
 		m := w.c.modelFor(e, w.model, false)

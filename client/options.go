@@ -52,6 +52,10 @@ type callOptions struct {
 	// priority is the call's class (WithPriority), "" for its policy's.
 	priority    resilience.Priority
 	hasPriority bool
+	// restartGone lets the call start over when its stored answer is gone (WithRestartIfGone).
+	restartGone bool
+	// callTimeout is the call's whole-call deadline (WithCallTimeout), nil for its policy's.
+	callTimeout *time.Duration
 	// keys are the call's budget keys (WithBudgetKey, WithTenant).
 	keys []cost.Key
 }
@@ -70,6 +74,22 @@ func WithFirstTokenTimeout(d time.Duration) CallOption {
 // "off", "restart" or "buffer" (see ChatStream). Another value is a bad_request.
 func WithRescue(mode string) CallOption {
 	return func(o *callOptions) { o.rescue = mode }
+}
+
+// WithRestartIfGone lets a call whose stored answer is gone start over. A background stream
+// (ChatRequest.Background) that is cut is resumed on its route; when the server no longer
+// holds the answer (a 404: providers.ErrResponseGone) the call fails by default, with the text
+// delivered in Partial, because asking again produces — and bills — the answer a second time,
+// which only the caller may decide. With this option the whole request is sent again instead:
+// first to the route that lost the answer (once), then along the chain as after a failure that
+// falls back; a stream that had delivered content delivers the new answer after a delta marked
+// Restart, as StreamRescue "restart" does (other failures after content are rescued only as
+// the call's StreamRescue says). A call that continues from stored state
+// (ChatRequest.Previous, Conversation, a conversation pruned at its compaction item: any
+// ChatRequest.Pin) never starts over: without that state there is nothing
+// to start from, so its gone error is the call's.
+func WithRestartIfGone() CallOption {
+	return func(o *callOptions) { o.restartGone = true }
 }
 
 // Deferred runs the call in deferred mode, for a background job whose queue will retry it:
@@ -105,8 +125,7 @@ func WithPolicy(name string) CallOption {
 // WithTimeout sets the total time limit of each provider's try of this call (the policy's
 // TimeoutSeconds), keeping the rest of the policy; it may be shorter or longer than the
 // policy's. d must be above 0: a per-call option never turns the policy's limit off, and d <= 0
-// is a bad_request. To bound the whole call, fallbacks included, give the call a context with
-// a deadline.
+// is a bad_request. To bound the whole call, fallbacks included, see WithCallTimeout.
 func WithTimeout(d time.Duration) CallOption {
 	return func(o *callOptions) { o.timeout, o.hasTO = d, true }
 }
@@ -376,6 +395,9 @@ type extrasTransport struct {
 	name   string
 	system string // the provider's GenAI system, set by New once the provider is built
 	next   http.RoundTripper
+	// headersOnly leaves the body as it is: a token count's request (count.go), whose
+	// endpoint refuses what only shapes an answer.
+	headersOnly bool
 }
 
 // authHeaders are the headers a call's options may not set: each provider's credentials.
@@ -409,7 +431,7 @@ func (t *extrasTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if o.requestID != "" {
 		r.Header.Set(RequestIDHeader, o.requestID)
 	}
-	if len(fields) > 0 && req.Body != nil && req.Body != http.NoBody {
+	if len(fields) > 0 && !t.headersOnly && req.Body != nil && req.Body != http.NoBody {
 		body, err := mergeFields(req, fields)
 		if err != nil {
 			return nil, &providers.Error{Provider: t.name, Kind: providers.KindBadRequest,

@@ -250,7 +250,7 @@ func TestPriority_InteractiveCallsAreServedWhileBatchAbsorbsTheOverload(t *testi
 	}
 }
 
-// BenchmarkPriority states, for the README, what the classes achieve under both loads, with
+// BenchmarkPriority states, for docs/capacity.md, what the classes achieve under both loads, with
 // and without them (one five-second run each).
 func BenchmarkPriority(b *testing.B) {
 	for _, scenario := range []string{"concurrency", "flood", "rate"} {
@@ -418,7 +418,7 @@ func TestAdaptive_FindsTheFakesCapacityAndFollowsItDown(t *testing.T) {
 
 var debugAdaptive = false
 
-// BenchmarkAdaptiveConcurrency states, for the README, how fast and how close the adaptive
+// BenchmarkAdaptiveConcurrency states, for docs/capacity.md, how fast and how close the adaptive
 // limit finds a fake's concurrency limit of 20 (from a guess of 5) and follows it when it
 // halves after 15 s, with a service time of 50 ms: time runs 20 to 40 times faster than
 // against a real model, whose answers take one or two seconds.

@@ -170,7 +170,7 @@ func TestPacing_TokensBindWithoutRateLimitErrors(t *testing.T) {
 	}
 }
 
-// BenchmarkPacing states, for the README, what pacing achieves under the loads of
+// BenchmarkPacing states, for docs/capacity.md, what pacing achieves under the loads of
 // TestPacing_ReachesTheLimitWithoutRateLimitErrors (requests bind) and
 // TestPacing_TokensBindWithoutRateLimitErrors (tokens bind), paced and unpaced (one run each).
 func BenchmarkPacing(b *testing.B) {

@@ -58,21 +58,33 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 	if err != nil {
 		return nil, err
 	}
+	// The whole-call deadline bounds the stream until ChatStream returns (its first content,
+	// or in buffer mode the whole answer), not the answer that then streams: cutting a healthy
+	// answer at an arbitrary point would turn it into a truncated one that no rescue can save,
+	// and the idle limit and ctx bound the rest.
+	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
 	b := c.billOf(req)
 	ticket, req, pl, err := c.admit(ctx, req, pl, o, b, true)
 	if err != nil {
+		dl.release()
 		_, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
 		return nil, endCall(tr, err)
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).hedging(o, true).starting(req.Background).
-		pinning(req.Previous).billing(b)
+	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).bounded(dl).hedging(o, true).starting(req.Background).
+		pinning(req).forTools(rawSystem(req)).billing(b)
 	w.ticket = ticket
-	st, err := c.streamWalk(w, req, o)
-	if err != nil && ticket != nil {
-		c.settle(ticket, w.acct.Cost, "", "", providers.Usage{}, b)
+	s, err := c.streamWalk(w, req, o)
+	if err != nil {
+		dl.release()
+		if ticket != nil {
+			c.settle(ticket, w.acct.Cost, "", "", providers.Usage{}, b)
+		}
+		return nil, err
 	}
-	return st, err
+	dl.detach()
+	s.deadline = dl
+	return s, nil
 }
 
 // streamWalk walks w's chain for a stream of req; a rescue walks the rest of it.
@@ -107,9 +119,11 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 // content arrived (or, in buffer mode, the whole answer).
 func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.ChatRequest, o *callOptions) (*Stream, *resilience.CallInfo, error) {
 	d := t.d
+	r := withModel(req, t.model)
+	tokens := d.preflight(ctx, t.route, r, w.tokens, w.tr)
 	s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
 	s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
-	s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), w.tokens
+	s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), tokens
 	s.call.OutcomeReported, s.call.Route, s.call.Elsewhere = true, t.route, t.elsewhere
 	s.call.Priority = o.priorityOf()
 	s.pipe = d.pipeline.Route(t.route)
@@ -135,7 +149,7 @@ func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.C
 	if o != nil && o.rescue != "" {
 		mode = o.rescue
 	}
-	inner, err := d.provider.ChatStream(&s.call, withModel(req, t.model))
+	inner, err := d.provider.ChatStream(&s.call, r)
 	if err != nil {
 		return nil, &s.call.Info, err
 	}
@@ -148,6 +162,9 @@ func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.C
 		return nil, &s.call.Info, perr
 	}
 	s.restarts = mode == resilience.RescueRestart
+	if !s.restarts && o != nil && o.restartGone {
+		s.restarts, s.goneOnly = true, true // a rescue for a gone answer alone (WithRestartIfGone)
+	}
 	return s, &s.call.Info, nil
 }
 
@@ -198,12 +215,15 @@ type Stream struct {
 	// rest of its chain after a failure; next is the stream that took over, to which
 	// everything defers.
 	restarts bool
+	goneOnly bool // the rescue is for a gone answer only (WithRestartIfGone without "restart")
 	rescue   *rescuer
 	// release, for the try of a hedged call that won, ends the context the stream reads
-	// under (see hold).
-	release func()
-	mu      sync.Mutex // guards next against Close from another goroutine
-	next    *Stream
+	// under (see hold); deadline, for the stream ChatStream returned, is the whole-call
+	// deadline whose context it reads under, released at Close.
+	release  func()
+	deadline *callDeadline
+	mu       sync.Mutex // guards next against Close from another goroutine
+	next     *Stream
 }
 
 // current returns the stream that serves now: s, or the one that took over after a rescue.
@@ -402,13 +422,23 @@ func (s *Stream) taken() *Stream {
 // telemetry of the call ends with the rescue.
 func (s *Stream) restart(perr *providers.Error) *Stream {
 	r := s.rescue
-	if r == nil || s.closed.Load() {
+	if r == nil || s.closed.Load() || (s.goneOnly && !providers.Gone(perr)) {
 		s.tel.end(perr, providers.Delta{}, false, s.charged())
 		s.settle()
 		return nil
 	}
 	s.rescue = nil
 	w := &r.w
+	if providers.Gone(perr) && w.restartsGone() {
+		// Only the answer was lost: the route that served it is asked first, once.
+		if e := r.c.entries[s.served]; e != nil {
+			for _, d := range e.deps {
+				if d.name == s.provider {
+					w.untry(d)
+				}
+			}
+		}
+	}
 	w.failures = append(w.failures, perr)
 	// The walk was copied before the route served: its retries of that route are in s.acct.
 	w.acct = s.acct
@@ -529,6 +559,7 @@ func (s *Stream) Close() error {
 	if s.release != nil {
 		s.release()
 	}
+	s.deadline.release()
 	return err
 }
 

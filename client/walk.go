@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/steadyllm/steady/cost"
-	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
@@ -42,15 +41,21 @@ type walk struct {
 	// minWindow, once a route answered that the prompt exceeds its context window, is that
 	// window: only routes that declare a larger one are tried after it.
 	minWindow int
-	// pin is the stored answer the call continues from (ChatRequest.Previous): only the route
-	// that stored it is asked (see holds), and pinSkips counts the routes skipped for it. pin is
-	// nil for a call that continues from none.
-	pin      *providers.StoredResponse
+	// pin is the provider state the call continues from (ChatRequest.Pin: a stored answer, a
+	// conversation, a pruned compaction item), when pinned: only the route that holds it is
+	// asked (see holds), and pinSkips counts the routes skipped for it.
+	pin      providers.Pin
+	pinned   bool
 	pinSkips int
+	// system is the GenAI system whose providers alone can serve the call (its raw tools:
+	// providers.Tool.Raw), "" for any.
+	system string
 
 	failures []*providers.Error
 	skipped  []string
 	acct     Accounting
+	// dl is the call's whole-call deadline, nil for none (see deadline.go).
+	dl *callDeadline
 	// bill is what prices the tries whose usage no server reported (see abandonedCost);
 	// ticket is what the call holds in the client's budgets, nil when none.
 	bill   bill
@@ -93,21 +98,28 @@ func (w *walk) billing(b bill) *walk {
 	return w
 }
 
-// pinning makes w the walk of a call that continues from the stored answer prev (nil: none),
-// which only the route that stored it may serve (see holds).
-func (w *walk) pinning(prev *providers.StoredResponse) *walk {
-	w.pin = prev
+// bounded makes w the walk of a call under the whole-call deadline dl (nil: none).
+func (w *walk) bounded(dl *callDeadline) *walk {
+	w.dl = dl
 	return w
 }
 
-// holds reports whether route d may serve the call: every route, unless the call continues
-// from a stored answer (ChatRequest.Previous). Then only the route whose provider's sharing
-// scope is the answer's Origin holds it — or, for an answer that names no origin, the first
-// route the walk tried, and no other: after that route fails the call does not fall back,
-// because no other provider holds the conversation (see providers/state.go).
+// pinning makes w the walk of a call for req, which, when provider state pins it
+// (ChatRequest.Pin), only the route that holds that state may serve (see holds).
+func (w *walk) pinning(req *providers.ChatRequest) *walk {
+	w.pin, w.pinned = req.Pin()
+	return w
+}
+
+// holds reports whether route d may serve the call: every route, unless provider state pins
+// the call (ChatRequest.Pin: a stored answer, a conversation, a pruned compaction item). Then
+// only the route whose provider's sharing scope is the state's Origin holds it — or, for state
+// that names no origin, the first route the walk tried, and no other: after that route fails
+// the call does not fall back, because no other provider holds the conversation (see
+// providers/state.go).
 func (w *walk) holds(d *deployment) bool {
 	switch {
-	case w.pin == nil:
+	case !w.pinned:
 		return true
 	case w.pin.Origin == "":
 		return (w.ntried == 0 && len(w.triedMore) == 0) || w.isTried(d)
@@ -115,6 +127,17 @@ func (w *walk) holds(d *deployment) bool {
 	s, ok := d.provider.(providers.Scoper)
 	return ok && s.SharingScope() == w.pin.Origin
 }
+
+// forTools makes w the walk of a call whose raw tools only providers of system take (""
+// for a call without them): the others are skipped.
+func (w *walk) forTools(system string) *walk {
+	w.system = system
+	return w
+}
+
+// takes reports whether provider e takes the call's tools: any provider when they are all
+// function tools, else only one of their system.
+func (w *walk) takes(e *entry) bool { return w.system == "" || e.system == w.system }
 
 // hedging makes w, a chat call's walk with options o, one that may be hedged (see hedgeOf).
 func (w *walk) hedging(o *callOptions, stream bool) *walk {
@@ -157,6 +180,10 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			w.skipped = append(w.skipped, name+" (no "+missing.String()+")")
 			continue
 		}
+		if !w.takes(e) {
+			w.skipped = append(w.skipped, name+" (takes no "+w.system+" tools)")
+			continue
+		}
 		m := c.modelFor(e, w.model, first)
 		first = false
 		routeModel := e.telemetryModel(m)
@@ -165,7 +192,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			deps = e.route(w, routeModel)
 		}
 		later := c.maxWait(chain, i, w.model, w.need) // the wait allowed when a later provider can serve
-		if w.pin != nil {
+		if w.pinned {
 			later = 0 // no later provider holds the stored answer: waiting here is the only way
 		}
 		again := false // a route abandoned at its first-token limit is asked once more when it is the last
@@ -176,7 +203,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 				continue
 			}
 			if !w.holds(d) {
-				w.skipped = append(w.skipped, d.name+" (does not hold the stored answer "+redact.Safe(w.pin.ID, 64)+")")
+				w.skipped = append(w.skipped, d.name+" (does not hold "+w.pin.What+")")
 				w.pinSkips++
 				continue
 			}
@@ -190,6 +217,11 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			wait := later
 			if k+1 < len(deps) && wait == 0 && w.holds(deps[k+1]) && deps[k+1].available(deps[k+1].modelFor(routeModel)) {
 				wait = c.failoverWait()
+			}
+			if w.dl != nil && len(w.failures) > 0 && w.dl.expired() {
+				// The call's deadline passed since the last failure: no route is started that
+				// could not answer in time.
+				return zero, endCall(tr, w.outcome(true))
 			}
 			w.markTried(d)
 			t := try{d: d, model: dm, route: route, maxWait: wait, elsewhere: wait != 0}
@@ -246,13 +278,20 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 				tr.TryDone(res)
 			}
 			if !next {
-				return zero, endCall(tr, chainError(w.failures, w.skipped, true))
+				return zero, endCall(tr, w.outcome(true))
 			}
 			if redirect != nil {
 				// The kind's own chain (FallbackOn) replaces what was left of this one.
 				chain = append(slices.Clone(chain[:i+1]), redirect...)
 				w.pl.chain = chain // for a rescue of the stream that serves later
 				break deployments
+			}
+			if providers.Gone(perr) && at.d == d && !slices.Contains(w.retried, d) {
+				// A call that may start over when its answer is gone (WithRestartIfGone) asks the
+				// route that lost it first, once: the route is well, only the answer was lost.
+				w.retried, again = append(w.retried, d), true
+				k--
+				continue
 			}
 			if firstTokenTimeout(perr) && at.d == d && !slices.Contains(w.retried, d) && k+1 == len(deps) && later == 0 {
 				// Silent routes go to the next route first; a same-route retry only when no other
@@ -270,10 +309,10 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 	if w.pinSkips > 0 && len(w.failures) == 1 {
 		// One failure is the call's error as it is: say why the chain did not go on.
 		f := w.failures[0]
-		f.Message += "; not sent elsewhere: the call continues from the stored answer " + redact.Safe(w.pin.ID, 64) +
+		f.Message += "; not sent elsewhere: the call continues from " + w.pin.What +
 			", which only " + f.Provider + " holds"
 	}
-	return zero, endCall(tr, chainError(w.failures, w.skipped, false))
+	return zero, endCall(tr, w.outcome(false))
 }
 
 // failed records the failure err of the try of deployment d of provider e.
@@ -300,6 +339,11 @@ func (w *walk) next(perr *providers.Error, window int) (next bool, redirect []st
 	if w.ctx.Err() != nil {
 		return false, nil
 	}
+	if providers.Gone(perr) {
+		// The stored answer was produced, and billed, where it is gone: asking again is the
+		// caller's decision (see providers.CodeResponseGone).
+		return w.restartsGone(), nil
+	}
 	if to, ok := w.c.fallbackOn[perr.Kind]; ok {
 		for _, name := range to {
 			if !w.triedProvider(name) {
@@ -318,6 +362,28 @@ func (w *walk) next(perr *providers.Error, window int) (next bool, redirect []st
 		return true, nil
 	}
 	return perr.Kind.FallsBack(), nil
+}
+
+// restartsGone reports whether the call starts over when its stored answer is gone: only when
+// it opted in (WithRestartIfGone) and continues from no stored state.
+func (w *walk) restartsGone() bool {
+	return w.o != nil && w.o.restartGone && !w.pinned
+}
+
+// untry forgets that route d was tried, so that a rescue may ask it again, once (w.retried
+// remembers it); it reports whether it did.
+func (w *walk) untry(d *deployment) bool {
+	if slices.Contains(w.retried, d) {
+		return false
+	}
+	w.retried = append(w.retried, d)
+	if i := slices.Index(w.tried[:w.ntried], d); i >= 0 {
+		copy(w.tried[i:w.ntried], w.tried[i+1:w.ntried])
+		w.ntried--
+		w.tried[w.ntried] = nil
+	}
+	w.triedMore = slices.DeleteFunc(slices.Clone(w.triedMore), func(x *deployment) bool { return x == d })
+	return true
 }
 
 // triedProvider reports whether every deployment of provider name was tried.

@@ -54,3 +54,30 @@ func TestParse_ThinkingModes(t *testing.T) {
 		t.Errorf("openai: %+v", pr)
 	}
 }
+
+// CountTokens and CountTimeoutSeconds belong to the anthropic dialect; the timeout is 0 to 30
+// seconds, a number or a duration, and a value past it names the key, the value and the range.
+func TestParse_CountTokens(t *testing.T) {
+	p := parse(t, `{"LLM": {"Providers": {"p": {`+windowsProviders[DialectAnthropic]+`, "CountTokens": true, "CountTimeoutSeconds": "750ms"}}}}`).Providers["p"]
+	if !p.CountTokens || p.CountTimeoutSeconds != 0.75 {
+		t.Errorf("%v %v", p.CountTokens, p.CountTimeoutSeconds)
+	}
+	if p := parse(t, `{"LLM": {"Providers": {"p": {`+windowsProviders[DialectAnthropic]+`}}}}`).Providers["p"]; p.CountTokens || p.CountTimeoutSeconds != 0 {
+		t.Errorf("counting is on by default: %+v", p)
+	}
+	for _, v := range []string{"-1", "31"} {
+		cfg, err := ParseWithEnv([]byte(`{"LLM": {"Providers": {"p": {`+windowsProviders[DialectAnthropic]+`, "CountTimeoutSeconds": `+v+`}}}}`), keys)
+		pr := problemAt(t, problemsOf(t, cfg, err), "LLM.Providers.p.CountTimeoutSeconds")
+		if !strings.Contains(pr.Allowed, "between 0") || !strings.Contains(pr.Allowed, "30 seconds") {
+			t.Errorf("%s: problem %+v", v, pr)
+		}
+	}
+	cfg, err := ParseWithEnv([]byte(`{"LLM": {"Providers": {"p": {`+windowsProviders[DialectOpenAI]+`, "CountTokens": true}}}}`), keys)
+	if pr := problemAt(t, problemsOf(t, cfg, err), "LLM.Providers.p.CountTokens"); !strings.Contains(pr.Allowed, "only used with Dialect") {
+		t.Errorf("openai: %+v", pr)
+	}
+	cfg, err = ParseWithEnv([]byte(`{"LLM": {"Providers": {"p": {`+windowsProviders[DialectAnthropic]+`, "CountTokens": "yes"}}}}`), keys)
+	if pr := problemAt(t, problemsOf(t, cfg, err), "LLM.Providers.p.CountTokens"); !strings.Contains(pr.Allowed, "true or false") {
+		t.Errorf("a string: %+v", pr)
+	}
+}

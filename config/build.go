@@ -113,6 +113,8 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	limit := func(key string) int64 { n, _ := lim[key].(int); return int64(n) }
 	dmt, _ := tree[keyDefaultMaxTokens].(int)
 	omit, _ := tree[keyOmitStreamUsage].(bool)
+	countTokens, _ := tree[keyCountTokens].(bool)
+	countTimeout, _ := tree[keyCountTimeout].(float64)
 	beta, _ := tree[keyBeta].([]string)
 	caps, _ := tree[keyCapabilities].([]string)
 	weight, _ := tree[keyWeight].(int)
@@ -121,30 +123,32 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	window, _ := tree[keyContextWindow].(int)
 	windows, _ := tree[keyContextWindows].(map[string]int)
 	p := Provider{
-		Name:              name,
-		Dialect:           strings.ToLower(strings.TrimSpace(str(keyDialect))),
-		BaseURL:           str(keyBaseURL),
-		APIKeyEnv:         str(keyAPIKeyEnv),
-		Model:             str(keyModel),
-		APIVersion:        str(keyAPIVersion),
-		Organization:      str(keyOrganization),
-		Deployments:       smap(keyDeployments),
-		OmitStreamUsage:   omit,
-		Version:           str(keyVersion),
-		DefaultMaxTokens:  dmt,
-		Beta:              append([]string(nil), beta...),
-		Capabilities:      append([]string(nil), caps...),
-		DeploymentOf:      strings.TrimSpace(str(keyDeploymentOf)),
-		Weight:            weight,
-		RequestsPerMinute: rpm,
-		TokensPerMinute:   tpm,
-		Limits:            providers.Limits{MaxResponseBytes: limit(keyMaxResponseBytes), MaxEventBytes: limit(keyMaxEventBytes), MaxErrorBodyBytes: limit(keyMaxErrorBodyBytes)},
-		ModelMap:          smap(keyModelMap),
-		ContextWindow:     window,
-		ContextWindows:    maps.Clone(windows),
-		ActiveProbe:       strings.ToLower(strings.TrimSpace(str(keyActiveProbe))),
-		API:               strings.ToLower(strings.TrimSpace(str(keyAPI))),
-		ThinkingModes:     smap(keyThinkingModes),
+		Name:                name,
+		Dialect:             strings.ToLower(strings.TrimSpace(str(keyDialect))),
+		BaseURL:             str(keyBaseURL),
+		APIKeyEnv:           str(keyAPIKeyEnv),
+		Model:               str(keyModel),
+		APIVersion:          str(keyAPIVersion),
+		Organization:        str(keyOrganization),
+		Deployments:         smap(keyDeployments),
+		OmitStreamUsage:     omit,
+		Version:             str(keyVersion),
+		DefaultMaxTokens:    dmt,
+		Beta:                append([]string(nil), beta...),
+		Capabilities:        append([]string(nil), caps...),
+		DeploymentOf:        strings.TrimSpace(str(keyDeploymentOf)),
+		Weight:              weight,
+		RequestsPerMinute:   rpm,
+		TokensPerMinute:     tpm,
+		Limits:              providers.Limits{MaxResponseBytes: limit(keyMaxResponseBytes), MaxEventBytes: limit(keyMaxEventBytes), MaxErrorBodyBytes: limit(keyMaxErrorBodyBytes)},
+		ModelMap:            smap(keyModelMap),
+		ContextWindow:       window,
+		ContextWindows:      maps.Clone(windows),
+		ActiveProbe:         strings.ToLower(strings.TrimSpace(str(keyActiveProbe))),
+		API:                 strings.ToLower(strings.TrimSpace(str(keyAPI))),
+		ThinkingModes:       smap(keyThinkingModes),
+		CountTokens:         countTokens,
+		CountTimeoutSeconds: countTimeout,
 	}
 	for m, mode := range p.ThinkingModes {
 		p.ThinkingModes[m] = strings.ToLower(strings.TrimSpace(mode))
@@ -218,6 +222,10 @@ const (
 	ProbeNone = "none"
 )
 
+// maxCountTimeout bounds CountTimeoutSeconds, as anthropic.MaxCountTimeout does: a count
+// every call waits for must cost a fraction of the call.
+const maxCountTimeout = 30
+
 // maxContextWindow bounds a declared context window, as client.WithContextWindow does.
 const maxContextWindow = 100_000_000
 
@@ -237,6 +245,9 @@ func checkProviderValues(add func(key string, value any, allowed string), p Prov
 	if p.ActiveProbe != "" && p.ActiveProbe != ProbeChat {
 		add(keyActiveProbe, p.ActiveProbe, fmt.Sprintf("must be %q (a one-token chat to the model whose circuit is open), "+
 			"%q or empty (no active probe)", ProbeChat, ProbeNone))
+	}
+	if !(p.CountTimeoutSeconds >= 0 && p.CountTimeoutSeconds <= maxCountTimeout) { // a NaN fails too
+		add(keyCountTimeout, p.CountTimeoutSeconds, fmt.Sprintf("must be between 0 (the provider's default, 2 s) and %d seconds", maxCountTimeout))
 	}
 	if p.ContextWindow < 0 || p.ContextWindow > maxContextWindow {
 		add(keyContextWindow, p.ContextWindow, fmt.Sprintf("must be between 0 (none declared) and %d tokens", maxContextWindow))

@@ -81,6 +81,10 @@ func TestParse_Problems(t *testing.T) {
 			"LLM.Providers.p.Resilience.AttemptTimeoutSeconds", "60", "below TimeoutSeconds"},
 		{"bad list element value", `{"LLM": {"Resilience": {"RetryableStatusCodes": [200]}}}`,
 			"LLM.Resilience.RetryableStatusCodes[0]", "200", "between 400 and 599"},
+		{"call timeout range", `{"LLM": {"Resilience": {"CallTimeoutSeconds": -1}}}`,
+			"LLM.Resilience.CallTimeoutSeconds", "-1", "between 0 and 86400"},
+		{"call timeout range in a policy", `{"LLM": {"Policies": {"p": {"CallTimeoutSeconds": "25h"}}}}`,
+			"LLM.Policies.p.CallTimeoutSeconds", "90000", "between 0 and 86400"},
 		{"backoff name", `{"LLM": {"Resilience": {"RetryBackoff": "fibonacci"}}}`,
 			"LLM.Resilience.RetryBackoff", `"fibonacci"`, `"exponential"`},
 

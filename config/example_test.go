@@ -37,18 +37,21 @@ func ExampleLoad() {
 }
 
 func ExampleParse() {
+	// docs:begin parse
 	_, err := config.Parse([]byte(`{
-  "LLM": {
-    "Resilience": { "RetryCont": 5, "TimeoutSeconds": "2m" },
-    "Providers": { "openai": { "Dialect": "openai", "ApiKey": "sk-…" } }
-  }
-}`))
+	  "LLM": {
+	    "Resilience": { "RetryCont": 5, "TimeoutSeconds": "2m" },
+	    "Providers": { "openai": { "Dialect": "openai", "ApiKey": "sk-…" } }
+	  }
+	}`))
 	var cerr *config.Error
 	if errors.As(err, &cerr) {
 		for _, p := range cerr.Problems {
 			fmt.Println(p.Path+":", p.Allowed)
 		}
 	}
+	// docs:end parse
+
 	// Output:
 	// LLM.Providers.openai.ApiKey: an API key must not be written into the configuration: put it in an environment variable and name that variable in APIKeyEnv
 	// LLM.Resilience.RetryCont: unknown key; did you mean RetryCount?

@@ -95,6 +95,14 @@ type Provider struct {
 	// over the provider's default (adaptive for the Claude models of version 4.7 and later,
 	// which refuse a budget; see anthropic.Config.ThinkingModes).
 	ThinkingModes map[string]string
+	// CountTokens counts the prompt of every chat call with the provider's counting endpoint
+	// before sending it, so that pacing debits the exact prompt instead of an estimate
+	// (anthropic; see anthropic.Config.CountTokens). Off by default; a count that fails never
+	// fails the call.
+	CountTokens bool
+	// CountTimeoutSeconds bounds each count (anthropic.Config.CountTimeout): 0 means the
+	// provider's default (2 s). Allowed: 0 to 30.
+	CountTimeoutSeconds float64
 	// Capabilities lists what the server serves ("chat", "streaming", "tools", "images",
 	// "structured output"…: providers.CapabilityNames), for a compatible server that lacks
 	// some of it; empty means everything its dialect serves.

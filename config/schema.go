@@ -51,6 +51,8 @@ const (
 	keyActiveProbe      = "ActiveProbe"
 	keyAPI              = "API"
 	keyThinkingModes    = "ThinkingModes"
+	keyCountTokens      = "CountTokens"
+	keyCountTimeout     = "CountTimeoutSeconds"
 
 	keyMaxResponseBytes  = "MaxResponseBytes"
 	keyMaxEventBytes     = "MaxEventBytes"
@@ -61,7 +63,8 @@ var (
 	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFallbackOn, keyFailover, keyRouting, keySharedState, keyCost}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
-		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe, keyAPI, keyThinkingModes}
+		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe, keyAPI, keyThinkingModes,
+		keyCountTokens, keyCountTimeout}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -97,6 +100,8 @@ var providerFields = map[string]providerField{
 	keyActiveProbe:      {kind: kindString},
 	keyAPI:              {kind: kindString, types: []string{DialectOpenAI, DialectAzure, DialectOpenAICompatible}},
 	keyThinkingModes:    {kind: kindStringMap, types: []string{DialectAnthropic}},
+	keyCountTokens:      {kind: kindBool, types: []string{DialectAnthropic}},
+	keyCountTimeout:     {kind: kindSeconds, types: []string{DialectAnthropic}},
 }
 
 // sharedStateFields describes every field of LLM.SharedState.

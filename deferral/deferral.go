@@ -18,6 +18,11 @@
 //
 // The decision is pure: given the same error, attempt, clock and random source it is the
 // same. The client's deferred mode (client.Deferred) returns an *Error carrying it.
+//
+// A job that asks for a long answer can also wait for it without holding a connection: it
+// asks in background mode, hands its queue the Pending that Decider.Defer returns (the
+// stored answer to look at, and when), and each later run looks once with Decider.Await —
+// never sending the prompt again (see await.go; queue/asynq and queue/river wrap it whole).
 package deferral
 
 import (
@@ -123,6 +128,12 @@ type Decider struct {
 	// [0, 1)), for determinism.
 	Now    func() time.Time
 	Random func() float64
+	// PollFirst, PollMax and MaxAwait shape a job's wait for a background answer (Defer,
+	// Await): the first look PollFirst after the answer started, each later one twice as long
+	// after the previous, at most PollMax apart (both jittered by ±20 %), and no more waiting
+	// MaxAwait after it started. 0 means DefaultPollFirst, DefaultPollMax, DefaultMaxAwait; a
+	// PollMax below PollFirst is PollFirst.
+	PollFirst, PollMax, MaxAwait time.Duration
 }
 
 var defaultPolicy = func() *resilience.Policy {
@@ -184,8 +195,10 @@ const (
 //     permanent: no provider will serve that request;
 //   - otherwise each failure that may pass gives a time — the server's hint (RetryAfter; for
 //     a rate limit without one, the reset of the spent budget), the circuit's next probe, or
-//     the policy's backoff for attempt; a canceled call, the backoff — and the decision is the
-//     earliest of them, so a chain comes back when its first provider can serve;
+//     the policy's backoff for attempt; a canceled call, or one whose whole-call deadline
+//     (client.WithCallTimeout, CallTimeoutSeconds) ran out, the backoff, the Reason saying
+//     so — and the decision is the earliest of them, so a chain comes back when its first
+//     provider can serve;
 //   - when none may pass (a refused key and an exhausted quota) it is permanent.
 //
 // Every delay is kept within [Floor, MaxDelay] (see Decision.Reason for when it was).
@@ -238,7 +251,11 @@ func mayPass(k providers.ErrorKind) bool {
 }
 
 func permanent(attempt int, pe *providers.Error, why string) Decision {
-	return Decision{Attempt: attempt, Source: SourcePermanent, Kind: pe.Kind, Provider: pe.Provider, Reason: why}
+	dec := Decision{Attempt: attempt, Source: SourcePermanent, Reason: why}
+	if pe != nil {
+		dec.Kind, dec.Provider = pe.Kind, pe.Provider
+	}
+	return dec
 }
 
 // decideOne returns the time at which the failure pe, which may pass, may pass.
@@ -262,7 +279,14 @@ func (d Decider) decideOne(now time.Time, attempt int, pe *providers.Error) Deci
 			return d.after(now, attempt, at.Sub(now), SourceHint, "the rate-limit reset", pe)
 		}
 	}
-	return d.after(now, attempt, d.backoff(attempt), SourceBackoff, "the policy's backoff", pe)
+	why := "the policy's backoff"
+	var te *resilience.TimeoutError
+	if pe.Kind == providers.KindTimeout && errors.As(pe.Err, &te) && te.Limit == resilience.TimeoutCall {
+		// The job's own budget ran out, not the provider's patience: the next run gets a whole
+		// deadline again, after the usual backoff.
+		why = fmt.Sprintf("the call's deadline (%s) ran out: the policy's backoff", te.After)
+	}
+	return d.after(now, attempt, d.backoff(attempt), SourceBackoff, why, pe)
 }
 
 // providerErrors returns every *providers.Error in err's tree, each once, in the order

@@ -94,8 +94,9 @@ func anthropicErrorType(status int) string {
 	return "invalid_request_error"
 }
 
-// parseMessages reads a Messages API request.
-func (c *call) parseMessages(body []byte) error {
+// parseMessages reads a Messages API request, or with count the body of a count_tokens
+// request, which holds only what makes the prompt.
+func (c *call) parseMessages(body []byte, count bool) error {
 	var req struct {
 		Model       string          `json:"model"`
 		MaxTokens   *int            `json:"max_tokens"`
@@ -104,11 +105,8 @@ func (c *call) parseMessages(body []byte) error {
 		Stream      bool            `json:"stream"`
 		Temperature *float64        `json:"temperature"`
 		TopP        *float64        `json:"top_p"`
-		Tools       []struct {
-			Name        string          `json:"name"`
-			InputSchema json.RawMessage `json:"input_schema"`
-		} `json:"tools"`
-		ToolChoice *struct {
+		Tools       []anthropicTool `json:"tools"`
+		ToolChoice  *struct {
 			Type string `json:"type"`
 			Name string `json:"name"`
 		} `json:"tool_choice"`
@@ -127,7 +125,16 @@ func (c *call) parseMessages(body []byte) error {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return fmt.Errorf("invalid JSON body: %v", err)
 	}
+	if count {
+		if err := countOnly(body); err != nil {
+			return err
+		}
+	}
+	if err := checkTools(req.Tools); err != nil {
+		return err
+	}
 	var f features
+	f.search = searchTool(req.Tools)
 	if tc := req.ToolChoice; tc != nil && (tc.Type == "tool" || tc.Type == "any") {
 		for _, t := range req.Tools {
 			if tc.Type == "any" || t.Name == tc.Name {
@@ -170,10 +177,7 @@ func (c *call) parseMessages(body []byte) error {
 	}
 	f.cacheable = bytes.Contains(body, []byte(`"cache_control"`))
 	for i, m := range req.Messages {
-		var blocks []struct {
-			Type   string          `json:"type"`
-			Source json.RawMessage `json:"source"`
-		}
+		var blocks []contentBlock
 		if json.Unmarshal(m.Content, &blocks) != nil {
 			continue
 		}
@@ -184,15 +188,18 @@ func (c *call) parseMessages(body []byte) error {
 				}
 			}
 		}
+		if err := checkServerBlocks(i, blocks); err != nil {
+			return err
+		}
 	}
 	f.prefix = promptKey(req.System, req.Messages)
 	c.feat = f
 	switch {
 	case req.Model == "":
 		return errors.New("model: Field required")
-	case req.MaxTokens == nil:
+	case !count && req.MaxTokens == nil:
 		return errors.New("max_tokens: Field required")
-	case *req.MaxTokens < 1:
+	case !count && *req.MaxTokens < 1:
 		return errors.New("max_tokens: must be greater than or equal to 1")
 	case len(req.Messages) == 0:
 		return errors.New("messages: at least one message is required")
@@ -206,7 +213,10 @@ func (c *call) parseMessages(body []byte) error {
 			return invalidParam(fmt.Sprintf("messages.%d.role", i), fmt.Sprintf("messages.%d.role: Input should be 'user' or 'assistant'", i))
 		}
 	}
-	c.model, c.stream, c.maxTokens = req.Model, req.Stream, *req.MaxTokens
+	c.model, c.stream = req.Model, req.Stream
+	if req.MaxTokens != nil {
+		c.maxTokens = *req.MaxTokens
+	}
 	c.lastUser, c.promptTokens = prompt(req.System, req.Messages)
 	c.lastRole = req.Messages[len(req.Messages)-1].Role
 	return nil
@@ -260,13 +270,26 @@ func (c *call) anthropicMessage(st Step) {
 	}
 	completion += Tokens(thinkText)
 	usage["output_tokens"] = completion
+	var srch *search // the web search the answer runs first, nil for none
+	if f.search != "" && tc == nil && !st.refuses() {
+		s := newSearch(f.search, c.lastUser)
+		srch = &s
+		usage["server_tool_use"] = obj{"web_search_requests": 1}
+	}
 	if !c.stream {
-		content := []obj{block}
+		content := []any{block}
 		if st.refuses() && text == "" {
-			content = []obj{} // refused before a word: no block at all
+			content = []any{} // refused before a word: no block at all
+		}
+		if srch != nil {
+			block["citations"] = []obj{srch.citation}
+			content = append([]any{obj{"type": "text", "text": searchIntro}, srch.use, srch.result}, content...)
+		}
+		for i := len(st.Blocks) - 1; i >= 0; i-- {
+			content = append([]any{st.Blocks[i]}, content...)
 		}
 		if f.thinking {
-			content = append([]obj{{"type": "thinking", "thinking": thinkText, "signature": signature}}, content...)
+			content = append([]any{obj{"type": "thinking", "thinking": thinkText, "signature": signature}}, content...)
 		}
 		msg := obj{"id": id, "type": "message", "role": "assistant", "model": c.model,
 			"content": content, "stop_reason": stop, "stop_sequence": nil, "usage": usage}
@@ -306,13 +329,16 @@ func (c *call) anthropicMessage(st Step) {
 			return
 		}
 	}
+	if !c.streamBlocks(sw, st.Blocks, srch, &at) {
+		return
+	}
 	opening := obj{"type": "text", "text": ""}
 	if tc != nil {
 		opening = obj{"type": "tool_use", "id": block["id"], "name": tc.Name, "input": obj{}}
 	}
-	// The answer's block opens the stream unless a thinking block came first.
+	// The answer's block opens the stream unless a block came before it.
 	openBlock, ping := sw.open, sw.open
-	if f.thinking {
+	if at > 0 {
 		openBlock, ping = sw.send, sw.send
 	}
 	if !openBlock("content_block_start", obj{"type": "content_block_start", "index": at, "content_block": opening}) {
@@ -322,6 +348,9 @@ func (c *call) anthropicMessage(st Step) {
 		return
 	}
 	delta := func(d obj) obj { return obj{"type": "content_block_delta", "index": at, "delta": d} }
+	if srch != nil && !sw.send("content_block_delta", delta(obj{"type": "citations_delta", "citation": srch.citation})) {
+		return
+	}
 	if tc != nil {
 		for _, part := range argChunks(toolArgs(tc)) {
 			if !sw.delta("content_block_delta", delta(obj{"type": "input_json_delta", "partial_json": part})) {

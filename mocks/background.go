@@ -58,6 +58,30 @@ func (b *backgroundResponses) addStream(id string, final obj, events []recEvent)
 	b.runs[id] = &backgroundRun{final: final, events: events}
 }
 
+// forget drops the run id, reporting whether there was one.
+func (b *backgroundResponses) forget(id string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if _, ok := b.runs[id]; !ok {
+		return false
+	}
+	delete(b.runs, id) // its place in order is reused in turn, as an evicted one's
+	return true
+}
+
+// Forget makes the stored answer or the conversation id gone, as after its retention ended or
+// its deletion: a read, a cancel or the resume of the answer's stream is then a 404, as is a
+// request naming the conversation, and a previous_response_id naming the answer is a 400, as
+// OpenAI answers it (see [Step.Expire]). It reports whether the
+// server held it.
+func (s *Server) Forget(id string) bool { return s.forget(id) }
+
+func (s *Server) forget(id string) bool {
+	bg := s.background.forget(id)
+	conv := s.conversations.forget(id)
+	return s.responses.forget(id) || bg || conv
+}
+
 // step reads (or cancels) the run id and returns the response object it stands at, or false
 // when the server holds no such run.
 func (b *backgroundResponses) step(id string, cancel bool) (obj, bool) {
@@ -100,7 +124,12 @@ func (b *backgroundResponses) stream(id string) ([]recEvent, bool) {
 // note. A read with stream=true serves the events of a streamed one after starting_after (all
 // of them without it), with no fault: a resumed stream runs to its end.
 func (c *call) serveStored(rt routed) string {
-	c.headers(Step{})
+	st, scripted := c.s.script.routeStep(rt.key())
+	if scripted && (st.isError() || st.Reset || st.Stall || st.Malformed) {
+		c.serve(st)
+		return "route " + st.String()
+	}
+	c.headers(st)
 	if q := c.r.URL.Query(); !rt.cancel && q.Get("stream") == "true" {
 		after := -1
 		if v := q.Get("starting_after"); v != "" {

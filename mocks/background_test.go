@@ -2,8 +2,11 @@ package mocks_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/steadyllm/steady/mocks"
 )
@@ -75,5 +78,66 @@ func TestBackground_StreamResumesAfterAnEvent(t *testing.T) {
 	}
 	if last := decode(t, []byte(rest[len(rest)-1].data)); path(last, "type") != "response.completed" {
 		t.Fatalf("last %v", last)
+	}
+}
+
+// A step with Expire makes its background answer gone once it answered: reads, cancels and
+// resumes are 404s, a previous_response_id naming it is refused; Forget does the same to any
+// stored answer. Expire survives the scenario file format.
+func TestBackground_ExpiredAnswersAreGone(t *testing.T) {
+	s := newServer(t, mocks.WithScript(mocks.Step{Expire: true}, mocks.Step{Text: "one two three", Cut: mocks.CutClean, CutAfter: 3, Expire: true}))
+	_, b := mustDo(t, s, http.MethodPost, "/v1/responses", openAIHeaders(), `{"model":"m","background":true,"input":"hi"}`)
+	id := path(decode(t, b), "id").(string)
+	for _, op := range []struct{ method, suffix string }{{http.MethodGet, ""}, {http.MethodPost, "/cancel"}} {
+		if res, b := mustDo(t, s, op.method, "/v1/responses/"+id+op.suffix, openAIHeaders(), ""); res.StatusCode != http.StatusNotFound {
+			t.Fatalf("%s %s: %d %s", op.method, op.suffix, res.StatusCode, b)
+		}
+	}
+	res, b := mustDo(t, s, http.MethodPost, "/v1/responses", openAIHeaders(), `{"model":"m","previous_response_id":"`+id+`","input":"and?"}`)
+	if res.StatusCode != http.StatusBadRequest || path(decode(t, b), "error", "param") != "previous_response_id" {
+		t.Fatalf("previous: %d %s", res.StatusCode, b)
+	}
+
+	_, evs, _ := stream(t, s, "/v1/responses", openAIHeaders(), `{"model":"m","background":true,"stream":true,"input":"count"}`)
+	id = path(decode(t, []byte(evs[0].data)), "response", "id").(string)
+	if res, b := mustDo(t, s, http.MethodGet, "/v1/responses/"+id+"?stream=true&starting_after=2", openAIHeaders(), ""); res.StatusCode != http.StatusNotFound {
+		t.Fatalf("resume: %d %s", res.StatusCode, b)
+	}
+
+	_, b = mustDo(t, s, http.MethodPost, "/v1/responses", openAIHeaders(), `{"model":"m","input":"kept"}`)
+	id = path(decode(t, b), "id").(string)
+	if !s.Forget(id) || s.Forget(id) {
+		t.Fatal("Forget did not report what it held")
+	}
+	if res, _ := mustDo(t, s, http.MethodPost, "/v1/responses", openAIHeaders(), `{"model":"m","previous_response_id":"`+id+`","input":"and?"}`); res.StatusCode != http.StatusBadRequest {
+		t.Fatalf("previous after Forget: %d", res.StatusCode)
+	}
+
+	var st mocks.Step
+	if data, err := json.Marshal(mocks.Step{Expire: true}); err != nil || json.Unmarshal(data, &st) != nil || !st.Expire ||
+		!strings.Contains(string(data), `"expire":true`) || !strings.Contains(st.String(), "expire") {
+		t.Fatalf("%s %+v", data, st)
+	}
+}
+
+// A script given for the stored-answer route fails its reads (a 429 with its hint) or adds
+// headers to them; the default sequence does not reach them.
+func TestBackground_StoredReadsFollowTheirRouteScript(t *testing.T) {
+	s := newServer(t, mocks.WithScript(mocks.Status(500).Always()),
+		mocks.WithRouteScript(mocks.RouteResponses, mocks.OK()),
+		mocks.WithRouteScript(mocks.RouteStoredResponses, mocks.RateLimited(3*time.Second), mocks.Step{RetryAfter: 5 * time.Second}))
+	_, b := mustDo(t, s, http.MethodPost, "/v1/responses", openAIHeaders(), `{"model":"m","background":true,"input":"hi"}`)
+	id := path(decode(t, b), "id").(string)
+	res, b := mustDo(t, s, http.MethodGet, "/v1/responses/"+id, openAIHeaders(), "")
+	if res.StatusCode != http.StatusTooManyRequests || res.Header.Get("Retry-After") != "3" {
+		t.Fatalf("first read: %d %v %s", res.StatusCode, res.Header, b)
+	}
+	res, b = mustDo(t, s, http.MethodGet, "/v1/responses/"+id, openAIHeaders(), "")
+	if res.StatusCode != http.StatusOK || res.Header.Get("Retry-After") != "5" || path(decode(t, b), "status") != "in_progress" {
+		t.Fatalf("second read: %d %v %s", res.StatusCode, res.Header, b)
+	}
+	res, b = mustDo(t, s, http.MethodGet, "/v1/responses/"+id, openAIHeaders(), "")
+	if res.StatusCode != http.StatusOK || res.Header.Get("Retry-After") != "" || path(decode(t, b), "status") != "completed" {
+		t.Fatalf("third read: %d %v %s", res.StatusCode, res.Header, b)
 	}
 }

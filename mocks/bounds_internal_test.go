@@ -19,12 +19,12 @@ func TestLimiter_TracksABoundedNumberOfKeys(t *testing.T) {
 		{"keys that all stay drained (all within a second)", time.Microsecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newLimiter(&RateLimits{RequestsPerMinute: 5, TokensPerMinute: 1000}, nil)
+			l := newLimiter(&RateLimits{RequestsPerMinute: 5, TokensPerMinute: 1000}, nil, nil)
 			peak := 0
 			for i := range 3 * maxTrackedKeys {
 				at = at.Add(tc.step)
 				// Long keys: the map must not hold them either.
-				if _, ok := l.admit(strings.Repeat("k", 1024)+strconv.Itoa(i), 10, at); !ok {
+				if _, ok := l.admit("", strings.Repeat("k", 1024)+strconv.Itoa(i), 10, at); !ok {
 					t.Fatal("a limited key was not tracked")
 				}
 				peak = max(peak, len(l.by))
@@ -38,19 +38,19 @@ func TestLimiter_TracksABoundedNumberOfKeys(t *testing.T) {
 
 func TestLimiter_ForgetsRefilledKeysFirst(t *testing.T) {
 	t0 := time.Unix(0, 0)
-	l := newLimiter(&RateLimits{RequestsPerMinute: 1}, nil)
+	l := newLimiter(&RateLimits{RequestsPerMinute: 1}, nil, nil)
 	for i := range maxTrackedKeys - 1 { // drained now, refilled a minute later
-		l.admit("idle"+strconv.Itoa(i), 1, t0)
+		l.admit("", "idle"+strconv.Itoa(i), 1, t0)
 	}
 	t1 := t0.Add(2 * time.Minute)
-	if st, _ := l.admit("busy", 1, t1); st.limited { // the table is now full
+	if st, _ := l.admit("", "busy", 1, t1); st.limited { // the table is now full
 		t.Fatal("the busy key's first request was refused")
 	}
-	l.admit("newcomer", 1, t1.Add(time.Second)) // makes room
+	l.admit("", "newcomer", 1, t1.Add(time.Second)) // makes room
 	if len(l.by) != 2 {
 		t.Errorf("after the sweep %d keys are tracked, want the busy key and the newcomer", len(l.by))
 	}
-	if st, _ := l.admit("busy", 1, t1.Add(2*time.Second)); !st.limited {
+	if st, _ := l.admit("", "busy", 1, t1.Add(2*time.Second)); !st.limited {
 		t.Error("the sweep forgot a drained key and reset its budget, though refilled keys could go")
 	}
 }

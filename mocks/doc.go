@@ -8,7 +8,7 @@
 //     POST /v1/embeddings (float or base64), GET /v1/models. Auth: Authorization: Bearer.
 //   - OpenAI Responses: POST /v1/responses (Azure: /openai/v1/responses, no api-version): input
 //     items (messages with input_text and input_image parts, function_call,
-//     function_call_output, reasoning), the response object, or its semantic events each with
+//     function_call_output, reasoning, compaction), the response object, or its semantic events each with
 //     a sequence_number (response.created, response.in_progress, response.output_item.added,
 //     response.content_part.added, response.output_text.delta, response.refusal.delta,
 //     response.function_call_arguments.delta, response.reasoning_summary_text.delta, their done
@@ -24,7 +24,19 @@
 //     complete), POST /v1/responses/{id}/cancel cancels it, an unknown ID is a 404. A
 //     background stream is kept whole, cut by its step's faults like any stream (Cut,
 //     CutAfter), and GET /v1/responses/{id}?stream=true&starting_after=N serves its events
-//     after N, so a cut stream can be resumed (see background.go).
+//     after N, so a cut stream can be resumed (see background.go). A step with Expire, or
+//     [Server.Forget], makes an answer gone: its reads, cancels and resumes are 404s. Reads
+//     and cancels follow only their own route's script ([RouteStoredResponses]): an error
+//     step fails them, another adds its headers (a Retry-After on a pending read).
+//   - OpenAI Responses server-side compaction (context_management
+//     [{"type":"compaction","compact_threshold":N}]): a prompt of N tokens or more is answered
+//     with a compaction item first (its encrypted content this server's); a compaction item in
+//     the input replaces every message before it but the instructions, and one the server did
+//     not encrypt is refused, as another provider's is by the API.
+//   - OpenAI Conversations: POST /v1/conversations creates one, GET and DELETE
+//     /v1/conversations/{id} read and delete it; a Responses request that names it
+//     (conversation) gets its items before its input and adds its turn to it; an unknown one
+//     is a 404, one with previous_response_id a 400 (see conversations.go).
 //   - Azure OpenAI: POST /openai/deployments/{deployment}/chat/completions and …/embeddings,
 //     with ?api-version= required. Auth: api-key header (or Bearer).
 //   - Anthropic: POST /v1/messages (JSON, or the full event stream message_start,
@@ -32,7 +44,15 @@
 //     message_stop), GET /v1/models with anthropic-version. Auth: x-api-key or Bearer;
 //     anthropic-version is required. Thinking with a budget, or adaptive
 //     ({"type":"adaptive"}); the Claude models of version 4.7 and later refuse a budget, as
-//     the API does.
+//     the API does. Tools by versioned type (web_search_20250305, bash_20250124…) are taken, a
+//     type of another shape refused; with a web search tool the answer searches first (a text,
+//     server_tool_use with its input streamed as input_json_delta, web_search_tool_result with
+//     encrypted content, a cited text), and a search sent back on the next turn must come back
+//     as it was (its result after its server_tool_use, its encrypted content unchanged) or it
+//     is a 400. [Step.Blocks] adds any block, of any type. POST /v1/messages/count_tokens
+//     answers {"input_tokens": n}, the prompt tokens the answers report, and refuses what
+//     counts no prompt (max_tokens, stream…); it has a route of its own ([RouteCountTokens])
+//     and no rate limit.
 //
 // A missing key is the provider's 401, a bad body its 400, before any fault is chosen. Replies
 // are deterministic: the scripted text, the server's [WithReply] text, or an echo of the last
@@ -74,13 +94,16 @@
 //
 // # Rate limits
 //
-// With [WithRateLimits] (every key) or [WithKeyRateLimits] (one key), the server enforces
-// requests and tokens per minute per API key, as the real APIs do: a request debits one
+// With [WithRateLimits] (every key), [WithRouteRateLimits] (each key, on one route) or
+// [WithKeyRateLimits] (one key), the server enforces requests and tokens per minute per API
+// key, as the real APIs do: a request debits one
 // request and its prompt plus max_tokens tokens, budgets refill continuously, a request that
 // does not fit is answered 429 with retry-after and retry-after-ms, and every answer carries
 // the key's real x-ratelimit-* (durations) or anthropic-ratelimit-* (RFC 3339) headers.
 // [RateLimits.Minute] shortens the minute and [WithClock] replaces the clock, so tests of
-// pacing take seconds or no time at all. A [Config] sets them with "limits" and "keyLimits".
+// pacing take seconds or no time at all. A [Config] sets them with "limits", "routeLimits" and
+// "keyLimits"; [Server.RateLimits], [Server.RouteRateLimits] and [Server.KeyRateLimits] change
+// them while the server runs.
 //
 // # Latency profiles
 //
@@ -94,10 +117,11 @@
 //		mocks.WithKeyLatency("sk-west", mocks.LatencyProfile{FirstToken: 120 * time.Millisecond}))
 //
 // A request takes its API key's profile ([WithKeyLatency]: one key per deployment), else its
-// model's ([WithModelLatency]; an Azure deployment is its model), else every request's
-// ([WithLatency]). [Server.Latency], [Server.ModelLatency] and [Server.KeyLatency] change them
-// for the requests that arrive next; a [Config] sets them with "latency", "modelLatency" and
-// "keyLatency". A seed makes the draws repeatable and StragglerEvery makes the count of
+// model's ([WithModelLatency]; an Azure deployment is its model), else its route's
+// ([WithRouteLatency]), else every request's ([WithLatency]). [Server.Latency],
+// [Server.ModelLatency], [Server.RouteLatency] and [Server.KeyLatency] change them for the
+// requests that arrive next; a [Config] sets them with "latency", "modelLatency",
+// "routeLatency" and "keyLatency". A seed makes the draws repeatable and StragglerEvery makes the count of
 // stragglers exact; the [Journal] records each request's delay and whether it straggled. The
 // delays run on the server's timers ([WithAfterFunc]: a manual clock makes them cost nothing)
 // and end at once when the client goes away, so a cancelled hedge frees its handler.
@@ -107,9 +131,35 @@
 // With [WithConcurrencyLimit] the server serves at most a number of calls at once, counting each
 // from its arrival until its answer is written, and refuses the others at once as an
 // overloaded provider does: Anthropic's 529 overloaded_error, OpenAI's 503 "The server is
-// overloaded or not ready yet." (or 529). [Server.SetConcurrencyLimit] changes the limit while
-// the server runs — the provider's capacity halving mid-run — and [Server.Concurrency] says
-// how many were served, refused and in flight at most.
+// overloaded or not ready yet." (or 529); a route may have a limit of its own
+// ([ConcurrencyLimit].Routes). [Server.SetConcurrencyLimit] and
+// [Server.SetRouteConcurrencyLimit] change them while the server runs — the provider's capacity
+// halving mid-run — and [Server.Concurrency] says how many were served, refused and in flight
+// at most.
+//
+// # Steering a running server
+//
+// Everything above can change while the server runs, from Go ([Server.Script],
+// [Server.RouteScript], [Server.RouteLatency], [Server.RouteRateLimits],
+// [Server.SetRouteConcurrencyLimit], [Server.Reset], …) or from another process through the
+// admin API, HTTP and JSON under [AdminPrefix] (/_fake/), which the fakellm command serves
+// too and [Admin] is the Go client of:
+//
+//	a := mocks.Admin("http://127.0.0.1:8080")      // a fakellm started elsewhere
+//	_ = a.RouteScript(ctx, mocks.RouteChat, mocks.Status(503).Always()) // the primary fails
+//	_ = a.ResetRoute(ctx, mocks.RouteChat)                              // and recovers
+//
+// It changes a script (the default, a route's or a model's), a latency profile (every
+// request's, a route's, a model's or an API key's), rate limits (every key's, a route's or a
+// key's) and concurrency limits (the server's or a route's); it reads the settings in force
+// with the scripts' positions and the counters ([State]), and the journal's last requests
+// without their headers or bodies; it resets everything, or one route, to the settings the
+// server started with. A change is published whole and applies to the requests that arrive
+// after its answer: a request in flight keeps the step, the delays and the budget it began
+// with. Every bad value is answered 400 naming the field, the value and what is allowed
+// ([AdminError], [Problem]); a body is at most [MaxAdminBodyBytes]. The API answers loopback
+// peers only, for a loopback Host and from no other Origin, whatever address the server
+// listens on; [WithoutAdmin] turns it off. Its requests are not journaled.
 //
 // # The full request
 //

@@ -1,6 +1,7 @@
 package mocks_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -115,4 +116,48 @@ func ExampleWithKeyLatency() {
 	// 6 20ms true
 	// 7 4ms false
 	// stragglers: 2
+}
+
+// A test steers a fake server it did not start — here one of this process, reached over HTTP
+// as a fakellm command would be — through its admin API: the chat route fails, then recovers.
+func ExampleAdmin() {
+	s := mocks.NewServer()
+	defer s.Close()
+	ctx := context.Background()
+	admin := mocks.Admin(s.URL())
+
+	status := func() int {
+		req, _ := http.NewRequest(http.MethodPost, s.OpenAIBaseURL()+"/chat/completions",
+			strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}`))
+		req.Header.Set("Authorization", "Bearer sk-test")
+		res, err := s.Client().Do(req)
+		if err != nil {
+			return 0
+		}
+		res.Body.Close()
+		return res.StatusCode
+	}
+	fmt.Println("before:", status())
+	if err := admin.RouteScript(ctx, mocks.RouteChat, mocks.Status(503).Always()); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("down:", status(), status())
+	if err := admin.ResetRoute(ctx, mocks.RouteChat); err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("back:", status())
+	st, _ := admin.State(ctx)
+	fmt.Println("requests:", st.Journal.Received)
+
+	// A bad value is refused, naming it.
+	err := admin.SetConcurrencyLimit(ctx, -1)
+	fmt.Println(err)
+	// Output:
+	// before: 200
+	// down: 503 503
+	// back: 200
+	// requests: 4
+	// mocks: admin API (400): bad request to /_fake/limits/concurrency, nothing changed: max -1 out of range [0, 1000000] (0: no limit)
 }

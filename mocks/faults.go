@@ -18,6 +18,8 @@ type call struct {
 	api        api
 	endpoint   endpoint
 	deployment string
+	route      string // the route name (see Routes), "" for the others
+	concRoute  int    // the index of the route whose concurrency count holds the call, -1 for none
 
 	// From the request body.
 	model        string
@@ -66,6 +68,8 @@ func (c *call) serve(st Step) {
 		c.sendJSON(st, c.modelsBody())
 	case c.endpoint == embeddingsEndpoint:
 		c.sendJSON(st, c.embeddingsBody())
+	case c.endpoint == countEndpoint:
+		c.sendJSON(st, obj{"input_tokens": c.promptTokens})
 	case c.api == anthropic:
 		c.anthropicMessage(st)
 	case c.endpoint == responsesEndpoint:
@@ -253,10 +257,16 @@ func (c *call) checkRequest() string {
 	switch {
 	case c.api == anthropic && c.r.Header.Get("Anthropic-Version") == "":
 		return "anthropic-version: header is required"
-	case c.api == azure && c.endpoint != responsesEndpoint && c.endpoint != storedEndpoint && c.r.URL.Query().Get("api-version") == "":
+	case c.api == azure && !c.v1() && c.r.URL.Query().Get("api-version") == "":
 		return "Missing required query parameter: api-version"
 	}
 	return ""
+}
+
+// v1 reports whether the call is to Azure's v1 API (/openai/v1/…: responses, the answers they
+// store, conversations), which takes no api-version.
+func (c *call) v1() bool {
+	return c.endpoint == responsesEndpoint || c.endpoint == storedEndpoint || c.endpoint == conversationsEndpoint
 }
 
 // parse reads the request body; its error message goes back to the client in a 400. A body
@@ -272,7 +282,9 @@ func (c *call) parse(body []byte) error {
 	case embeddingsEndpoint:
 		return c.parseEmbeddings(body)
 	case messagesEndpoint:
-		return c.parseMessages(body)
+		return c.parseMessages(body, false)
+	case countEndpoint:
+		return c.parseMessages(body, true)
 	case responsesEndpoint:
 		return c.parseResponses(body)
 	}

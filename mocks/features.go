@@ -19,6 +19,7 @@ type features struct {
 	toolSchema json.RawMessage   // its parameters
 	thinking   bool              // Anthropic extended thinking, or a reasoning effort
 	cacheable  bool              // the prompt holds a cache breakpoint (Anthropic)
+	search     string            // the name of the request's web search tool (Anthropic's server tool), "" for none
 	prefix     [sha256.Size]byte // the prompt's digest, for the prompt cache (see promptKey)
 }
 

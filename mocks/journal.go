@@ -120,24 +120,24 @@ func WithJournalLimits(l JournalLimits) Option { return func(o *options) { o.jou
 // JournalStats are a journal's counters since the server started or [Journal.Reset].
 type JournalStats struct {
 	// Received counts every request, kept or not (the same as [Journal.Len]).
-	Received int
+	Received int `json:"received"`
 	// Kept is how many requests the journal holds now (len of [Journal.Requests]).
-	Kept int
+	Kept int `json:"kept"`
 	// Dropped counts the requests the journal let go, the oldest first, to stay within
 	// MaxEntries and MaxTotalBytes: Received = Kept + Dropped.
-	Dropped int
+	Dropped int `json:"dropped"`
 	// TruncatedBodies counts the requests whose body was cut to MaxBodyBytes, kept or since
 	// dropped.
-	TruncatedBodies int
+	TruncatedBodies int `json:"truncatedBodies"`
 	// KeptBytes is what the kept requests count toward MaxTotalBytes.
-	KeptBytes int64
+	KeptBytes int64 `json:"keptBytes"`
 	// Stragglers counts the requests a latency profile made stragglers ([Request].Straggler),
 	// kept or since dropped.
-	Stragglers int
+	Stragglers int `json:"stragglers"`
 	// ContentEvents counts the content events (a word, a tool call fragment…) the server's
 	// streams wrote, for every request: what a client that cancels streams was sent, and may
 	// be billed for.
-	ContentEvents int64
+	ContentEvents int64 `json:"contentEvents"`
 }
 
 // Journal records the requests a [Server] received, within its [JournalLimits], and how many
@@ -358,4 +358,38 @@ func (j *Journal) Reset() {
 	j.received, j.dropped, j.truncated, j.straggled = 0, 0, 0, 0
 	j.content.Store(0)
 	j.peak = j.inFlight
+}
+
+// JournalView is what GET /_fake/journal answers (see [AdminClient.Journal]): the journal's
+// counters and a summary of its latest requests, without their headers or bodies.
+type JournalView struct {
+	Stats    JournalStats   `json:"stats"`
+	Requests []JournalEntry `json:"requests"`
+}
+
+// JournalEntry summarises one [Request] of the journal for the admin API: how it was
+// answered, not what it said.
+type JournalEntry struct {
+	Seq      int       `json:"seq"`
+	Arrived  time.Time `json:"arrived"`
+	Method   string    `json:"method"`
+	Path     string    `json:"path"`
+	Scenario string    `json:"scenario,omitempty"`
+	Step     string    `json:"step"`
+	// FirstTokenDelayMs is the delay a latency profile drew for the request, in milliseconds.
+	FirstTokenDelayMs float64 `json:"firstTokenDelayMs,omitempty"`
+	Straggler         bool    `json:"straggler,omitempty"`
+}
+
+// last summarises the latest n requests kept, oldest first.
+func (j *Journal) last(n int) []JournalEntry {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	reqs := j.reqs[max(len(j.reqs)-n, 0):]
+	out := make([]JournalEntry, len(reqs))
+	for i, e := range reqs {
+		out[i] = JournalEntry{Seq: e.Seq, Arrived: e.Arrived, Method: e.Method, Path: clip(e.Path, 256), Scenario: e.Scenario,
+			Step: e.Step, FirstTokenDelayMs: toMs(e.FirstTokenDelay), Straggler: e.Straggler}
+	}
+	return out
 }

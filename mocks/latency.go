@@ -1,14 +1,12 @@
 package mocks
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"math"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -16,9 +14,10 @@ import (
 // LatencyProfile is how long a deployment or a model takes to answer: a time to first token
 // drawn per request, with a tail of stragglers, and optionally a pace between the words of a
 // stream. Hedged requests and latency-aware routing are tested against it: a profile per model
-// ([WithModelLatency]) or per API key ([WithKeyLatency], one key per deployment), or one for
-// every request ([WithLatency]), each changeable while the server runs ([Server.Latency],
-// [Server.ModelLatency], [Server.KeyLatency]).
+// ([WithModelLatency]), per route ([WithRouteLatency]) or per API key ([WithKeyLatency], one
+// key per deployment), or one for every request ([WithLatency]), each changeable while the
+// server runs ([Server.Latency], [Server.ModelLatency], [Server.RouteLatency],
+// [Server.KeyLatency], or the admin API).
 //
 // Each request the profile delays draws its first-token delay: with probability
 // StragglerRate (or, with StragglerEvery, every n-th request exactly) it is a straggler and
@@ -81,7 +80,21 @@ func (p LatencyProfile) Validate() error { return p.validate(false) }
 
 // validate is Validate, naming the fields as a scenario file does when file is set.
 func (p LatencyProfile) validate(file bool) error {
-	var errs []error
+	prefix := ""
+	if !file {
+		prefix = "Go:"
+	}
+	return joinProblems(p.problems(prefix))
+}
+
+// problems lists what is wrong with p: its fields named as a scenario file names them after
+// prefix, or, for the prefix "Go:", as the Go fields (the durations in Go's notation).
+func (p LatencyProfile) problems(prefix string) []*Problem {
+	var out []*Problem
+	goNames := prefix == "Go:"
+	if goNames {
+		prefix = ""
+	}
 	for _, f := range []struct {
 		name, key string
 		d         time.Duration
@@ -94,31 +107,45 @@ func (p LatencyProfile) validate(file bool) error {
 		if f.d >= 0 && f.d <= MaxLatencyDelay {
 			continue
 		}
-		if file {
-			errs = append(errs, fmt.Errorf("%s %s out of range [0, %s]", f.key, msText(toMs(f.d)), msText(toMs(MaxLatencyDelay))))
+		if goNames {
+			out = append(out, &Problem{Field: f.name, Value: f.d, Allowed: fmt.Sprintf("out of range [0s, %v]", MaxLatencyDelay)})
 		} else {
-			errs = append(errs, fmt.Errorf("%s %v out of range [0s, %v]", f.name, f.d, MaxLatencyDelay))
+			out = append(out, &Problem{Field: prefix + f.key, Value: json.Number(msText(toMs(f.d))),
+				Allowed: fmt.Sprintf("out of range [0, %s]", msText(toMs(MaxLatencyDelay)))})
 		}
 	}
 	rate, every := "StragglerRate", "StragglerEvery"
-	if file {
-		rate, every = "stragglerRate", "stragglerEvery"
+	if !goNames {
+		rate, every = prefix+"stragglerRate", prefix+"stragglerEvery"
 	}
 	if !(p.StragglerRate >= 0 && p.StragglerRate <= 1) { // NaN included
-		errs = append(errs, fmt.Errorf("%s %v out of range [0, 1]", rate, p.StragglerRate))
+		out = append(out, &Problem{Field: rate, Value: p.StragglerRate, Allowed: "out of range [0, 1]"})
 	}
 	if p.StragglerEvery < 0 || p.StragglerEvery > math.MaxInt32 {
-		errs = append(errs, fmt.Errorf("%s %d out of range [0, %d]", every, p.StragglerEvery, math.MaxInt32))
+		out = append(out, &Problem{Field: every, Value: p.StragglerEvery, Allowed: fmt.Sprintf("out of range [0, %d]", math.MaxInt32)})
 	}
 	if p.StragglerRate > 0 && p.StragglerEvery > 0 {
-		errs = append(errs, fmt.Errorf("%s %v and %s %d both set: give one", rate, p.StragglerRate, every, p.StragglerEvery))
+		out = append(out, &Problem{Field: rate, Value: p.StragglerRate,
+			Allowed: fmt.Sprintf("and %s %d both set: give one", every, p.StragglerEvery)})
 	}
-	return errors.Join(errs...)
+	return out
 }
 
 // WithLatency gives every request the profile p (see [LatencyProfile]), unless a profile of
 // its API key or its model applies. NewServer panics for an invalid profile.
 func WithLatency(p LatencyProfile) Option { return func(o *options) { o.latency = p } }
+
+// WithRouteLatency gives the requests to route (one of [Routes]) the profile p, unless their API
+// key or their model has one (see [Server.RouteLatency]). The zero profile removes the
+// route's. NewServer panics for an invalid profile or an unknown route.
+func WithRouteLatency(route string, p LatencyProfile) Option {
+	return func(o *options) {
+		if o.routeLatency == nil {
+			o.routeLatency = map[string]LatencyProfile{}
+		}
+		o.routeLatency[route] = p
+	}
+}
 
 // WithModelLatency gives the requests for model (the body's "model", or the Azure deployment of
 // the path) the profile p, unless their API key has one (see [Server.ModelLatency]). The zero
@@ -178,6 +205,20 @@ func (s *Server) ModelLatency(model string, p LatencyProfile) error {
 	return s.updateLatency(func(t *latencyTable) error { return setLatency(t.models, "model", model, p) })
 }
 
+// RouteLatency replaces the profile of the requests to one route (see [WithRouteLatency]), as
+// Latency does for every request; the zero profile removes it. A request takes the profile of
+// its API key, else its model's, else its route's, else the profile of every request. It
+// fails for an invalid profile or an unknown route.
+func (s *Server) RouteLatency(route string, p LatencyProfile) error {
+	if !validRoute(route) {
+		return fmt.Errorf("mocks: route latency: unknown route %q (want one of %v)", clip(route, maxScenarioName), Routes)
+	}
+	if err := p.Validate(); err != nil {
+		return fmt.Errorf("mocks: route latency %s: %w", route, err)
+	}
+	return s.updateLatency(func(t *latencyTable) error { return setLatency(t.routes, "route", route, p) })
+}
+
 // KeyLatency replaces the profile of the requests made with one API key (see
 // [WithKeyLatency]), as Latency does for every request; the zero profile removes it. It fails
 // for an invalid profile, an empty key or a key beyond [MaxModels]; its errors do not repeat
@@ -210,9 +251,9 @@ func setLatency(m map[string]*latencyState, kind, name string, p LatencyProfile)
 func (s *Server) updateLatency(change func(t *latencyTable) error) error {
 	s.latencyMu.Lock()
 	defer s.latencyMu.Unlock()
-	t := &latencyTable{models: map[string]*latencyState{}, keys: map[string]*latencyState{}}
+	t := &latencyTable{models: map[string]*latencyState{}, keys: map[string]*latencyState{}, routes: map[string]*latencyState{}}
 	if old := s.latency.Load(); old != nil {
-		t.all, t.models, t.keys = old.all, maps.Clone(old.models), maps.Clone(old.keys)
+		t.all, t.models, t.keys, t.routes = old.all, maps.Clone(old.models), maps.Clone(old.keys), maps.Clone(old.routes)
 	}
 	if err := change(t); err != nil {
 		return err
@@ -230,9 +271,32 @@ func (s *Server) setLatencies(o *options) {
 	for key, p := range o.keyLatency {
 		errs = append(errs, s.KeyLatency(key, p))
 	}
+	for route, p := range o.routeLatency {
+		errs = append(errs, s.RouteLatency(route, p))
+	}
 	if err := errors.Join(errs...); err != nil {
 		panic(err.Error())
 	}
+}
+
+// latencyTableOf builds the table of o's profiles, which NewServer checked, with their counts
+// and sources new.
+func latencyTableOf(o *options) *latencyTable {
+	t := &latencyTable{models: map[string]*latencyState{}, keys: map[string]*latencyState{}, routes: map[string]*latencyState{}}
+	if o.latency != (LatencyProfile{}) {
+		t.all = newLatencyState(o.latency)
+	}
+	for _, src := range []struct {
+		from map[string]LatencyProfile
+		to   map[string]*latencyState
+	}{{o.modelLatency, t.models}, {o.keyLatency, t.keys}, {o.routeLatency, t.routes}} {
+		for name, p := range src.from {
+			if p != (LatencyProfile{}) {
+				src.to[name] = newLatencyState(p)
+			}
+		}
+	}
+	return t
 }
 
 // latencyTable holds the profiles in force. A published table is never modified (see
@@ -241,11 +305,12 @@ type latencyTable struct {
 	all    *latencyState            // every request's; nil: none
 	models map[string]*latencyState // by model (Azure: deployment)
 	keys   map[string]*latencyState // by API key
+	routes map[string]*latencyState // by route (see Routes)
 }
 
-// pick returns the profile of a request made with key for model: the key's, else the model's,
-// else every request's; nil when none applies.
-func (t *latencyTable) pick(key, model string) *latencyState {
+// pick returns the profile of a request made with key for model on route: the key's, else the
+// model's, else the route's, else every request's; nil when none applies.
+func (t *latencyTable) pick(key, model, route string) *latencyState {
 	if t == nil {
 		return nil
 	}
@@ -253,6 +318,9 @@ func (t *latencyTable) pick(key, model string) *latencyState {
 		return l
 	}
 	if l := t.models[model]; l != nil {
+		return l
+	}
+	if l := t.routes[route]; l != nil {
 		return l
 	}
 	return t.all
@@ -306,7 +374,7 @@ func (l *latencyState) draw() latencyDraw {
 // delayable reports whether a latency profile applies to the call answered with st: an
 // answer with content, a 200 from chat, messages or embeddings (see LatencyProfile).
 func (c *call) delayable(st Step) bool {
-	return c.endpoint != modelsEndpoint && !st.isError() && !st.Stall && !st.Reset && !st.Malformed &&
+	return c.endpoint != modelsEndpoint && c.endpoint != countEndpoint && !st.isError() && !st.Stall && !st.Reset && !st.Malformed &&
 		(c.stream || st.StreamError == "")
 }
 
@@ -317,80 +385,4 @@ func (c *call) waitFirstToken() bool {
 		return c.wait(d)
 	}
 	return true
-}
-
-// latencyJSON is the scenario file form of a LatencyProfile (durations in milliseconds).
-type latencyJSON struct {
-	FirstTokenMs   float64 `json:"firstTokenMs,omitempty"`
-	JitterMs       float64 `json:"jitterMs,omitempty"`
-	StragglerRate  float64 `json:"stragglerRate,omitempty"`
-	StragglerEvery int     `json:"stragglerEvery,omitempty"`
-	StragglerMs    float64 `json:"stragglerMs,omitempty"`
-	ChunkDelayMs   float64 `json:"chunkDelayMs,omitempty"`
-	HeadersFirst   bool    `json:"headersFirst,omitempty"`
-	Seed           uint64  `json:"seed,omitempty"`
-}
-
-// MarshalJSON writes p in the scenario file format (see [Config]).
-func (p LatencyProfile) MarshalJSON() ([]byte, error) {
-	return json.Marshal(latencyJSON{FirstTokenMs: toMs(p.FirstToken), JitterMs: toMs(p.Jitter),
-		StragglerRate: p.StragglerRate, StragglerEvery: p.StragglerEvery, StragglerMs: toMs(p.Straggler),
-		ChunkDelayMs: toMs(p.ChunkDelay), HeadersFirst: p.HeadersFirst, Seed: p.Seed})
-}
-
-// UnmarshalJSON reads a profile in the scenario file format; unknown keys are errors, and so
-// is a duration too large to hold (the ranges are checked with the rest of the file, where
-// the error can say whose profile it is).
-func (p *LatencyProfile) UnmarshalJSON(data []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var w latencyJSON
-	if err := dec.Decode(&w); err != nil {
-		return err
-	}
-	for key, v := range map[string]float64{"firstTokenMs": w.FirstTokenMs, "jitterMs": w.JitterMs,
-		"stragglerMs": w.StragglerMs, "chunkDelayMs": w.ChunkDelayMs} {
-		if math.Abs(v) > 1e12 { // ~31 years: beyond, a Duration could not hold it
-			return fmt.Errorf("%s %s out of range [0, %s]", key, msText(v), msText(toMs(MaxLatencyDelay)))
-		}
-	}
-	*p = LatencyProfile{FirstToken: ms(w.FirstTokenMs), Jitter: ms(w.JitterMs), StragglerRate: w.StragglerRate,
-		StragglerEvery: w.StragglerEvery, Straggler: ms(w.StragglerMs), ChunkDelay: ms(w.ChunkDelayMs),
-		HeadersFirst: w.HeadersFirst, Seed: w.Seed}
-	return nil
-}
-
-// msText writes milliseconds as a scenario file would, without an exponent.
-func msText(v float64) string {
-	if math.Abs(v) >= 1e15 {
-		return strconv.FormatFloat(v, 'g', -1, 64)
-	}
-	return strconv.FormatFloat(v, 'f', -1, 64)
-}
-
-// validateLatency reports what is wrong with cfg's latency profiles.
-func (cfg *Config) validateLatency() []error {
-	var errs []error
-	if cfg.Latency != nil {
-		if err := cfg.Latency.validate(true); err != nil {
-			errs = append(errs, fmt.Errorf("latency: %w", err))
-		}
-	}
-	for what, m := range map[string]map[string]LatencyProfile{"modelLatency": cfg.ModelLatency, "keyLatency": cfg.KeyLatency} {
-		if len(m) > MaxModels {
-			errs = append(errs, fmt.Errorf("%s names %d, more than %d", what, len(m), MaxModels))
-		}
-		for name, p := range m {
-			if name == "" {
-				errs = append(errs, fmt.Errorf("%s: a profile for an empty name", what))
-			}
-			if what == "keyLatency" {
-				name = "[key]" // a key is a secret: say which list, not which key
-			}
-			if err := p.validate(true); err != nil {
-				errs = append(errs, fmt.Errorf("%s.%s: %w", what, name, err))
-			}
-		}
-	}
-	return errs
 }

@@ -2,11 +2,13 @@ package mocks
 
 import (
 	"crypto/sha256"
+	"maps"
 	"math"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -92,32 +94,95 @@ func (b *bucket) wait(n float64, minute time.Duration) time.Duration {
 // reset is how long until the bucket is full again.
 func (b *bucket) reset(minute time.Duration) time.Duration { return b.wait(float64(b.limit), minute) }
 
-// keyBudget is what one key has left.
-type keyBudget struct {
-	limits   RateLimits
-	requests bucket
-	tokens   bucket
-}
-
 // maxTrackedKeys is how many keys' budgets the limiter holds. Every distinct key a client
 // sends gets a budget, so without a bound a client inventing keys would grow the map for
 // ever; see limiter.makeRoom for what is forgotten first.
 const maxTrackedKeys = 10000
 
-// limiter holds the budgets of every key, by the SHA-256 of the key (a key is a header value,
-// up to 1 MiB: the map should not keep that).
-type limiter struct {
-	mu   sync.Mutex
-	def  *RateLimits
-	keys map[string]RateLimits
-	by   map[[sha256.Size]byte]*keyBudget
+// limitSet is the rate limits in force: every key's, each route's and particular keys'. A
+// published set is never modified (see limiter.change): a request reads the set of its
+// arrival without a lock.
+type limitSet struct {
+	def    *RateLimits           // every key's; nil: none
+	routes map[string]RateLimits // by route (see Routes)
+	keys   map[string]RateLimits // by API key
 }
 
-func newLimiter(def *RateLimits, keys map[string]RateLimits) *limiter {
-	if (def == nil || def.zero()) && len(keys) == 0 {
-		return nil
+// pick returns the limits of a request made with key on route, and the scope of its budget:
+// the key's own limits (one budget per key, whatever the route), else its route's (one budget
+// per key on that route), else every key's (one budget per key).
+func (ls *limitSet) pick(route, key string) (RateLimits, string, bool) {
+	if l, ok := ls.keys[key]; ok {
+		return l, "key", true
 	}
-	return &limiter{def: def, keys: keys, by: map[[sha256.Size]byte]*keyBudget{}}
+	if l, ok := ls.routes[route]; ok {
+		return l, "route " + route, true
+	}
+	if ls.def != nil {
+		return *ls.def, "", true
+	}
+	return RateLimits{}, "", false
+}
+
+// limiter holds the budgets of every key, by the SHA-256 of the key and the scope of its
+// limits (a key is a header value, up to 1 MiB: the map should not keep that). Its limits can
+// change while the server runs: a budget made under other limits than those now in force
+// starts again, full, under the new ones.
+type limiter struct {
+	set atomic.Pointer[limitSet]
+	mu  sync.Mutex
+	by  map[[sha256.Size]byte]*keyBudget
+}
+
+func newLimiter(def *RateLimits, routes, keys map[string]RateLimits) *limiter {
+	l := &limiter{by: map[[sha256.Size]byte]*keyBudget{}}
+	ls := &limitSet{routes: maps.Clone(routes), keys: maps.Clone(keys)}
+	if def != nil {
+		d := *def
+		ls.def = &d
+	}
+	l.set.Store(ls)
+	return l
+}
+
+// change publishes a changed copy of the limits in force; mu serialises the changes.
+func (l *limiter) change(f func(ls *limitSet)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	old := l.set.Load()
+	ls := &limitSet{def: old.def, routes: maps.Clone(old.routes), keys: maps.Clone(old.keys)}
+	if ls.routes == nil {
+		ls.routes = map[string]RateLimits{}
+	}
+	if ls.keys == nil {
+		ls.keys = map[string]RateLimits{}
+	}
+	f(ls)
+	l.set.Store(ls)
+}
+
+// forget drops the budgets whose scope is scope ("" every budget), so that they start again
+// full.
+func (l *limiter) forget(all bool, scope string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if all {
+		clear(l.by)
+		return
+	}
+	for k, b := range l.by {
+		if b.scope == scope {
+			delete(l.by, k)
+		}
+	}
+}
+
+// keyBudget is what one key has left under the limits of one scope.
+type keyBudget struct {
+	limits   RateLimits
+	scope    string
+	requests bucket
+	tokens   bucket
 }
 
 // makeRoom runs when the limiter holds maxTrackedKeys budgets and a new key arrives; l.mu must
@@ -153,27 +218,31 @@ type budgetState struct {
 	enforcesReqs, enforcesTokens bool
 }
 
-// admit debits a request of cost tokens from key's budgets, or refuses it.
-func (l *limiter) admit(key string, cost int, now time.Time) (budgetState, bool) {
-	lim, ok := l.keys[key]
-	if !ok {
-		if l.def == nil {
-			return budgetState{}, false // this key is not limited
-		}
-		lim = *l.def
-	}
-	if lim.zero() {
+// admit debits a request of cost tokens, made with key on route, from its budgets, or
+// refuses it. It reports false when no limit applies to the request.
+func (l *limiter) admit(route, key string, cost int, now time.Time) (budgetState, bool) {
+	ls := l.set.Load()
+	lim, scope, ok := ls.pick(route, key)
+	if !ok || lim.zero() {
 		return budgetState{}, false
 	}
-	id := sha256.Sum256([]byte(key))
+	h := sha256.New()
+	h.Write([]byte(scope))
+	h.Write([]byte{0})
+	h.Write([]byte(key))
+	var id [sha256.Size]byte
+	h.Sum(id[:0])
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b := l.by[id]
+	if b != nil && b.limits != lim {
+		b = nil // the limits changed since: a budget under the new ones
+	}
 	if b == nil {
-		if len(l.by) >= maxTrackedKeys {
+		if _, known := l.by[id]; !known && len(l.by) >= maxTrackedKeys {
 			l.makeRoom(now)
 		}
-		b = &keyBudget{limits: lim, requests: bucket{limit: lim.RequestsPerMinute}, tokens: bucket{limit: lim.TokensPerMinute}}
+		b = &keyBudget{limits: lim, scope: scope, requests: bucket{limit: lim.RequestsPerMinute}, tokens: bucket{limit: lim.TokensPerMinute}}
 		l.by[id] = b
 	}
 	m := lim.minute()

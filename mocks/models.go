@@ -38,7 +38,9 @@ func (s *Server) ModelScript(model string, steps ...Step) {
 	if model == "" {
 		panic("mocks: a model script needs a model name")
 	}
-	s.script.setModel(model, steps)
+	if err := s.script.setModel(model, steps); err != nil {
+		panic(err.Error())
+	}
 }
 
 // WithContextWindows gives models a context window, in the fake's tokens ([Tokens]: about 4

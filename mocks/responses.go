@@ -20,6 +20,13 @@ type respCall struct {
 	store      bool   // store (default true): the answer can be continued from
 	previous   string // previous_response_id
 	background bool   // background: answered queued, read back by GET (background.go)
+	// compactAt is context_management's compact_threshold (0: no server-side compaction): a
+	// prompt of that many tokens or more is answered with a compaction item first.
+	compactAt int
+	// conversation is the conversation the call continues (conversations.go), "" for none;
+	// input is the request's own input, which the call adds to it.
+	conversation string
+	input        []message
 }
 
 // respInput is an input item, reduced to what the fake reads.
@@ -49,7 +56,12 @@ func (c *call) parseResponses(body []byte) error {
 		Include            []string        `json:"include"`
 		PreviousResponseID string          `json:"previous_response_id"`
 		Background         bool            `json:"background"`
-		Reasoning          *struct {
+		Conversation       json.RawMessage `json:"conversation"`
+		ContextManagement  []struct {
+			Type             string `json:"type"`
+			CompactThreshold *int   `json:"compact_threshold"`
+		} `json:"context_management"`
+		Reasoning *struct {
 			Effort  string `json:"effort"`
 			Summary string `json:"summary"`
 		} `json:"reasoning"`
@@ -107,12 +119,34 @@ func (c *call) parseResponses(body []byte) error {
 	}
 	rc := respCall{store: req.Store == nil || *req.Store, encrypted: slices.Contains(req.Include, "reasoning.encrypted_content"),
 		previous: req.PreviousResponseID, background: req.Background}
+	for i, cm := range req.ContextManagement {
+		at := fmt.Sprintf("context_management[%d]", i)
+		if cm.Type != "compaction" {
+			return invalidParam(at+".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'compaction'.", cm.Type))
+		}
+		rc.compactAt = defaultCompactAt
+		if t := cm.CompactThreshold; t != nil {
+			if *t < 1 {
+				return invalidParam(at+".compact_threshold", fmt.Sprintf("Invalid '%s.compact_threshold': integer below minimum value. Expected a value >= 1, but got %d instead.", at, *t))
+			}
+			rc.compactAt = *t
+		}
+	}
+	conv, err := c.conversationParam(req.Conversation, req.PreviousResponseID != "")
+	if err != nil {
+		return err
+	}
+	rc.conversation = conv
 	if r := req.Reasoning; r != nil {
 		f.thinking, rc.summary = r.Effort != "", r.Summary != ""
 	}
 	msgs, err := c.responsesInput(req.Input, rc.store)
 	if err != nil {
 		return err
+	}
+	if rc.conversation != "" {
+		rc.input = msgs
+		msgs = append(c.s.conversations.items(rc.conversation), msgs...) // the conversation's items come first
 	}
 	if req.PreviousResponseID != "" && !c.s.responses.has(req.PreviousResponseID) {
 		return invalidParam("previous_response_id", fmt.Sprintf("Previous response with id '%s' not found.", req.PreviousResponseID))
@@ -129,7 +163,7 @@ func (c *call) parseResponses(body []byte) error {
 	if req.Model == "" {
 		return invalidParam("model", "Missing required parameter: 'model'.")
 	}
-	if len(msgs) == 0 && req.PreviousResponseID == "" {
+	if len(msgs) == 0 && req.PreviousResponseID == "" && rc.conversation == "" {
 		return invalidParam("input", "Missing required parameter: 'input'.")
 	}
 	f.prefix = promptKey(req.Instructions, msgs)
@@ -148,10 +182,14 @@ func (c *call) parseResponses(body []byte) error {
 // minOutputTokens is the least max_output_tokens the Responses API accepts.
 const minOutputTokens = 16
 
+// defaultCompactAt is the fake's compact_threshold when a compaction entry states none.
+const defaultCompactAt = 1000
+
 // responsesInput reads input — a string, or a list of items — as messages (a tool result as
 // a "tool" message, a function call as an "assistant" one), refusing the items the API would
 // refuse: an unknown type or role, a call or a result without its call_id, an image the API
-// cannot read, a reasoning item that is neither encrypted by this server nor stored by it.
+// cannot read, a reasoning or compaction item that is neither encrypted by this server nor
+// stored by it. A compaction item replaces every message before it but the instructions.
 func (c *call) responsesInput(raw json.RawMessage, store bool) ([]message, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
@@ -192,8 +230,20 @@ func (c *call) responsesInput(raw json.RawMessage, store bool) ([]message, error
 			if err := c.checkReasoning(at, it, store); err != nil {
 				return nil, err
 			}
+		case "compaction":
+			if !strings.HasPrefix(it.EncryptedContent, encryptedPrefix) {
+				return nil, invalidParam(at+".encrypted_content", "The encrypted content for item "+it.ID+" could not be verified.")
+			}
+			// The item stands for everything before it but the instructions.
+			kept := msgs[:0]
+			for _, m := range msgs {
+				if m.Role == "system" || m.Role == "developer" {
+					kept = append(kept, m)
+				}
+			}
+			msgs = kept
 		default:
-			return nil, invalidParam(at+".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'message', 'function_call', 'function_call_output' and 'reasoning'.", it.Type))
+			return nil, invalidParam(at+".type", fmt.Sprintf("Invalid value: '%s'. Supported values are: 'message', 'function_call', 'function_call_output', 'reasoning' and 'compaction'.", it.Type))
 		}
 	}
 	return msgs, nil
@@ -283,6 +333,17 @@ func (s *storedResponses) add(ids ...string) {
 		}
 		s.ids[id] = true
 	}
+}
+
+// forget drops id, reporting whether it was held; its place in order is reused in turn.
+func (s *storedResponses) forget(id string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.ids[id] {
+		return false
+	}
+	delete(s.ids, id)
+	return true
 }
 
 func (s *storedResponses) has(id string) bool {

@@ -2,13 +2,15 @@ package mocks
 
 import (
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"time"
 )
 
 // openAIResponse answers a Responses request, as a response object or as the stream of its
-// semantic events. The output holds, in order: a reasoning item when the request asks for
-// reasoning (its summary when asked, its encrypted content when included), then the answer — a
+// semantic events. The output holds, in order: a compaction item when the request asks for
+// server-side compaction and its prompt reaches the threshold, a reasoning item when the
+// request asks for reasoning (its summary when asked, its encrypted content when included), then the answer — a
 // message of output_text (and a refusal part for a refusal) or a function call. Status
 // "completed", or "incomplete" with incomplete_details.reason "max_output_tokens" for an
 // answer cut at max_output_tokens and "content_filter" for ContentFilter.
@@ -34,6 +36,11 @@ func (c *call) openAIResponse(st Step) {
 		tc = nil // the model refused instead of calling
 	}
 	respID, rsID, msgID, fcID := respIDs(c.seq)
+	var compaction obj // the compaction item, nil when the prompt stays below the threshold
+	if rc.compactAt > 0 && c.promptTokens >= rc.compactAt {
+		compaction = obj{"type": "compaction", "id": fmt.Sprintf("cmp_fake%016d", c.seq),
+			"encrypted_content": encryptedPrefix + base64.StdEncoding.EncodeToString([]byte(fmt.Sprintf("compacted by call %d", c.seq)))}
+	}
 	var reasoning obj // the reasoning item, nil when none was asked for
 	var think string
 	reasoningTokens, cachedTokens := 0, 0
@@ -71,12 +78,17 @@ func (c *call) openAIResponse(st Step) {
 	usage := obj{"input_tokens": c.promptTokens, "input_tokens_details": obj{"cached_tokens": cachedTokens},
 		"output_tokens": completion, "output_tokens_details": obj{"reasoning_tokens": reasoningTokens},
 		"total_tokens": c.promptTokens + completion}
-	output := []obj{answer}
-	if reasoning != nil {
-		output = []obj{reasoning, answer}
+	output := make([]obj, 0, 3)
+	for _, it := range []obj{compaction, reasoning, answer} {
+		if it != nil {
+			output = append(output, it)
+		}
 	}
 	if rc.store {
 		c.s.responses.add(respID, rsID)
+	}
+	if rc.conversation != "" {
+		c.s.conversations.record(rc.conversation, rc.input, message{Role: "assistant", Content: jsonText(text)})
 	}
 	response := func(status string, output []obj, usage any) obj {
 		r := obj{"id": respID, "object": "response", "created_at": time.Now().Unix(), "status": status,
@@ -86,6 +98,9 @@ func (c *call) openAIResponse(st Step) {
 			"previous_response_id": nil, "reasoning": obj{"effort": nil, "summary": nil}}
 		if rc.previous != "" {
 			r["previous_response_id"] = rc.previous
+		}
+		if rc.conversation != "" {
+			r["conversation"] = obj{"id": rc.conversation}
 		}
 		if reason != "" && status == "incomplete" {
 			r["incomplete_details"] = obj{"reason": reason}
@@ -98,6 +113,9 @@ func (c *call) openAIResponse(st Step) {
 		queued := response("queued", []obj{}, nil)
 		queued["background"] = true
 		c.s.background.add(respID, final)
+		if st.Expire {
+			defer c.s.forget(respID) // also when the reply is cut (a panic that drops the connection)
+		}
 		c.sendJSON(st, queued)
 		return
 	}
@@ -119,11 +137,17 @@ func (c *call) openAIResponse(st Step) {
 			return false
 		}
 		at := 0
-		if reasoning != nil {
-			if !e.reasoningItem(reasoning, rc.summary, think) {
+		if compaction != nil {
+			if !e.compactionItem(at, compaction) {
 				return false
 			}
-			at = 1
+			at++
+		}
+		if reasoning != nil {
+			if !e.reasoningItem(at, reasoning, rc.summary, think) {
+				return false
+			}
+			at++
 			e.opened = true // what follows the reasoning's deltas is no preamble
 		}
 		if tc != nil {
@@ -139,6 +163,9 @@ func (c *call) openAIResponse(st Step) {
 		final := response(status, output, usage)
 		final["background"] = true
 		c.s.background.addStream(respID, final, *e.rec)
+		if st.Expire {
+			defer c.s.forget(respID) // before the connection drops, when the stream is cut
+		}
 		replay(c.startStream(st), *e.rec, -1)
 	}
 }
@@ -198,15 +225,22 @@ func (e *respEvents) open(name string, data obj) bool  { return e.event(preamble
 func (e *respEvents) delta(name string, data obj) bool { return e.event(contentEvent, name, data) }
 func (e *respEvents) send(name string, data obj) bool  { return e.event(otherEvent, name, data) }
 
-// reasoningItem streams the reasoning item: added (without its encrypted content, as the API
-// sends it), its summary's deltas when it has one, done (whole).
-func (e *respEvents) reasoningItem(item obj, summary bool, text string) bool {
+// compactionItem streams the compaction item at output index at: added (without its encrypted
+// content), done (whole).
+func (e *respEvents) compactionItem(at int, item obj) bool {
+	return e.open("response.output_item.added", obj{"output_index": at, "item": obj{"type": "compaction", "id": item["id"]}}) &&
+		e.open("response.output_item.done", obj{"output_index": at, "item": item})
+}
+
+// reasoningItem streams the reasoning item at output index at: added (without its encrypted
+// content, as the API sends it), its summary's deltas when it has one, done (whole).
+func (e *respEvents) reasoningItem(at int, item obj, summary bool, text string) bool {
 	added := obj{"type": "reasoning", "id": item["id"], "summary": []obj{}}
-	if !e.open("response.output_item.added", obj{"output_index": 0, "item": added}) {
+	if !e.open("response.output_item.added", obj{"output_index": at, "item": added}) {
 		return false
 	}
 	if summary {
-		ref := obj{"item_id": item["id"], "output_index": 0, "summary_index": 0}
+		ref := obj{"item_id": item["id"], "output_index": at, "summary_index": 0}
 		with := func(k string, v any) obj {
 			o := obj{k: v}
 			for key, val := range ref {
@@ -227,7 +261,7 @@ func (e *respEvents) reasoningItem(item obj, summary bool, text string) bool {
 			return false
 		}
 	}
-	return e.send("response.output_item.done", obj{"output_index": 0, "item": item})
+	return e.send("response.output_item.done", obj{"output_index": at, "item": item})
 }
 
 // functionCall streams a function call at output index at: added (arguments empty), the
@@ -301,4 +335,10 @@ func respStreamError(st Step, seq int) obj {
 		msg = fmt.Sprintf("The server had an error while processing your request (%s).", st.StreamError)
 	}
 	return obj{"type": "error", "code": st.StreamError, "message": msg, "param": nil, "sequence_number": seq}
+}
+
+// jsonText is text as a JSON string.
+func jsonText(text string) json.RawMessage {
+	b, _ := json.Marshal(text)
+	return b
 }

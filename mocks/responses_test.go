@@ -142,3 +142,22 @@ func TestResponses_AzureV1RouteAndRouteScripts(t *testing.T) {
 		t.Fatalf("journal %+v", r)
 	}
 }
+
+// Azure's v1 API takes no api-version for conversations either, as for responses.
+func TestResponses_AzureV1ConversationsTakeNoAPIVersion(t *testing.T) {
+	s := newServer(t)
+	azure := map[string]string{"Api-Key": "k", "Content-Type": "application/json"}
+	res, b := mustDo(t, s, http.MethodPost, "/openai/v1/conversations", azure, `{}`)
+	var conv map[string]any
+	if res.StatusCode != 200 || json.Unmarshal(b, &conv) != nil || conv["object"] != "conversation" {
+		t.Fatalf("create: %d %s", res.StatusCode, b)
+	}
+	id, _ := conv["id"].(string)
+	if res, b := mustDo(t, s, http.MethodGet, "/openai/v1/conversations/"+id, azure, ""); res.StatusCode != 200 {
+		t.Fatalf("read: %d %s", res.StatusCode, b)
+	}
+	body := fmt.Sprintf(`{"model":"gpt-4o-mini","conversation":%q,"input":"hello"}`, id)
+	if res, b := mustDo(t, s, http.MethodPost, "/openai/v1/responses", azure, body); res.StatusCode != 200 {
+		t.Fatalf("continue: %d %s", res.StatusCode, b)
+	}
+}

@@ -17,6 +17,10 @@ const (
 	messagesEndpoint
 	responsesEndpoint
 	storedEndpoint // GET /v1/responses/{id}, POST /v1/responses/{id}/cancel (background.go)
+	// conversationsEndpoint: POST /v1/conversations, GET and DELETE /v1/conversations/{id}
+	// (conversations.go).
+	conversationsEndpoint
+	countEndpoint // POST /v1/messages/count_tokens (Anthropic)
 )
 
 // api is the wire dialect of a request.
@@ -35,15 +39,29 @@ const (
 	RouteChat            = "/v1/chat/completions"                              // OpenAI chat
 	RouteEmbeddings      = "/v1/embeddings"                                    // OpenAI embeddings
 	RouteMessages        = "/v1/messages"                                      // Anthropic messages
+	RouteCountTokens     = "/v1/messages/count_tokens"                         // Anthropic token counting
 	RouteAzureChat       = "/openai/deployments/{deployment}/chat/completions" // Azure chat, any deployment
 	RouteAzureEmbeddings = "/openai/deployments/{deployment}/embeddings"       // Azure embeddings, any deployment
 	RouteResponses       = "/v1/responses"                                     // OpenAI Responses
 	RouteAzureResponses  = "/openai/v1/responses"                              // Azure Responses (the v1 API)
+	// RouteStoredResponses is the read (GET) and the cancel (POST …/cancel) of a stored
+	// background answer, and Azure's under RouteAzureStoredResponses. Only a script given for
+	// the route itself answers them (the default sequence, scenarios and chaos do not): a step
+	// with an error status, Reset, Stall or Malformed fails the read; any other serves it as
+	// the fake's background runs stand, with the step's headers (RetryAfter included).
+	RouteStoredResponses      = "/v1/responses/{id}"
+	RouteAzureStoredResponses = "/openai/v1/responses/{id}"
 )
 
-// Routes lists the route names a script can be given for itself.
-var Routes = []string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings,
-	RouteResponses, RouteAzureResponses}
+// routeNames are the routes, in the order of Routes.
+var routeNames = [...]string{RouteChat, RouteEmbeddings, RouteMessages, RouteAzureChat, RouteAzureEmbeddings,
+	RouteResponses, RouteAzureResponses, RouteStoredResponses, RouteAzureStoredResponses, RouteCountTokens}
+
+// numRoutes is how many routes there are.
+const numRoutes = len(routeNames)
+
+// Routes lists the route names a script, a latency profile or limits can be given for.
+var Routes = routeNames[:]
 
 // key is the route name of a request, one of Routes ("" for the others).
 func (r routed) key() string {
@@ -54,6 +72,8 @@ func (r routed) key() string {
 		return RouteEmbeddings
 	case r.api == anthropic && r.endpoint == messagesEndpoint:
 		return RouteMessages
+	case r.api == anthropic && r.endpoint == countEndpoint:
+		return RouteCountTokens
 	case r.api == azure && r.endpoint == chatEndpoint:
 		return RouteAzureChat
 	case r.api == azure && r.endpoint == embeddingsEndpoint:
@@ -62,6 +82,10 @@ func (r routed) key() string {
 		return RouteResponses
 	case r.api == azure && r.endpoint == responsesEndpoint:
 		return RouteAzureResponses
+	case r.api == openAI && r.endpoint == storedEndpoint:
+		return RouteStoredResponses
+	case r.api == azure && r.endpoint == storedEndpoint:
+		return RouteAzureStoredResponses
 	}
 	return ""
 }
@@ -72,7 +96,7 @@ type routed struct {
 	endpoint   endpoint
 	method     string
 	deployment string
-	stored     string // storedEndpoint: the response ID
+	stored     string // storedEndpoint: the response ID; conversationsEndpoint: the conversation's, "" to create one
 	cancel     bool   // storedEndpoint: POST …/cancel
 }
 
@@ -92,10 +116,28 @@ func route(r *http.Request) (routed, bool) {
 		return routed{api: openAI, endpoint: modelsEndpoint, method: http.MethodGet}, true
 	case "/v1/messages":
 		return routed{api: anthropic, endpoint: messagesEndpoint, method: http.MethodPost}, true
+	case "/v1/messages/count_tokens":
+		return routed{api: anthropic, endpoint: countEndpoint, method: http.MethodPost}, true
 	case "/v1/responses":
 		return routed{api: openAI, endpoint: responsesEndpoint, method: http.MethodPost}, true
 	case "/openai/v1/responses":
 		return routed{api: azure, endpoint: responsesEndpoint, method: http.MethodPost}, true
+	}
+	for _, base := range []struct {
+		path string
+		api  api
+	}{{"/v1/conversations", openAI}, {"/openai/v1/conversations", azure}} {
+		switch rest, ok := strings.CutPrefix(p, base.path); {
+		case !ok:
+		case rest == "":
+			return routed{api: base.api, endpoint: conversationsEndpoint, method: http.MethodPost}, true
+		case strings.HasPrefix(rest, "/") && len(rest) > 1 && !strings.Contains(rest[1:], "/"):
+			method := http.MethodGet
+			if r.Method == http.MethodDelete {
+				method = http.MethodDelete
+			}
+			return routed{api: base.api, endpoint: conversationsEndpoint, method: method, stored: rest[1:]}, true
+		}
 	}
 	for _, base := range []struct {
 		prefix string

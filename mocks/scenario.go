@@ -31,7 +31,10 @@ import (
 //	  "journal": {"maxEntries": 10000, "maxBodyBytes": 1048576, "maxTotalBytes": 67108864},
 //	  "latency": profile,
 //	  "modelLatency": { "gpt-4o": profile },
-//	  "keyLatency": { "sk-key": profile }
+//	  "keyLatency": { "sk-key": profile },
+//	  "routeLatency": { "/v1/messages": profile },
+//	  "routeLimits": { "/v1/messages": {"requestsPerMinute": 50} },
+//	  "concurrency": {"max": 8, "openAIStatus": 529, "routes": {"/v1/messages": 2}}
 //	}
 //
 // "routes" and "models" give a route (one of [Routes]) or a model (Azure: a deployment) a
@@ -45,8 +48,10 @@ import (
 // largest request body the server reads (a longer one is answered 413; default 4 MiB, see
 // [WithMaxBodyBytes]); "journal" bounds what the journal keeps (the oldest requests dropped
 // beyond maxEntries or maxTotalBytes, bodies cut to maxBodyBytes; see [JournalLimits]). Zero
-// or absent values keep the defaults. "latency", "modelLatency" and "keyLatency" are latency
-// profiles ([LatencyProfile], [WithLatency]), objects with these optional keys:
+// or absent values keep the defaults. "routeLimits" gives routes rate limits of their own
+// ([WithRouteRateLimits]); "concurrency" is a [ConcurrencyLimit]. "latency", "modelLatency",
+// "keyLatency" and "routeLatency" are latency profiles ([LatencyProfile], [WithLatency]),
+// objects with these optional keys:
 //
 //	firstTokenMs, jitterMs, stragglerRate (0 to 1), stragglerEvery, stragglerMs, chunkDelayMs,
 //	headersFirst, seed
@@ -59,7 +64,8 @@ import (
 //	strings), delay_ms, stall, reset, malformed, text, tool_call ({name, arguments, id}),
 //	chunk_delay_ms, cut ("abort" or "clean"), cut_after, stream_error, error_after,
 //	count_content, first_token_delay_ms, stall_after, stall_for_ms, malformed_at,
-//	omit_terminal, refuse, refuse_category, refuse_after, content_filter, repeat, forever
+//	omit_terminal, refuse, refuse_category, refuse_after, content_filter, blocks (a list of
+//	JSON objects, Anthropic content blocks), repeat, forever
 //
 // Unknown keys are errors, so a typo does not silently become a normal reply; so are keys
 // that do nothing without another (stall_for_ms without stall_after, count_content without
@@ -98,6 +104,12 @@ type Config struct {
 	Latency      *LatencyProfile           `json:"latency,omitempty"`
 	ModelLatency map[string]LatencyProfile `json:"modelLatency,omitempty"`
 	KeyLatency   map[string]LatencyProfile `json:"keyLatency,omitempty"`
+	// RouteLatency is each route's latency profile (see WithRouteLatency).
+	RouteLatency map[string]LatencyProfile `json:"routeLatency,omitempty"`
+	// RouteLimits are the rate limits of the calls to each route (see WithRouteRateLimits).
+	RouteLimits map[string]RateLimits `json:"routeLimits,omitempty"`
+	// Concurrency is the concurrency limit (see ConcurrencyLimit).
+	Concurrency *ConcurrencyLimit `json:"concurrency,omitempty"`
 }
 
 // ParseConfig reads a scenario file's JSON and validates it.
@@ -130,8 +142,8 @@ func (cfg *Config) validate() error {
 		errs = append(errs, fmt.Errorf("chaos %v out of range [0, 1]", cfg.Chaos))
 	}
 	checkLimits := func(where string, l RateLimits) {
-		if l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.MinuteMs < 0 {
-			errs = append(errs, fmt.Errorf("%s: requestsPerMinute, tokensPerMinute and minuteMs must be 0 or more", where))
+		for _, p := range l.problems("") {
+			errs = append(errs, fmt.Errorf("%s: %w", where, p))
 		}
 	}
 	if cfg.Limits != nil {
@@ -142,6 +154,17 @@ func (cfg *Config) validate() error {
 	}
 	for key, l := range cfg.KeyLimits {
 		checkLimits("keyLimits."+key, l)
+	}
+	for route, l := range cfg.RouteLimits {
+		if !validRoute(route) {
+			errs = append(errs, fmt.Errorf("routeLimits: route %q is none of %v", route, Routes))
+		}
+		checkLimits("routeLimits."+route, l)
+	}
+	if cfg.Concurrency != nil {
+		for _, p := range cfg.Concurrency.problems("concurrency.") {
+			errs = append(errs, p)
+		}
 	}
 	check := func(where string, steps []Step) {
 		for i, st := range steps {
@@ -174,40 +197,65 @@ func (cfg *Config) validate() error {
 }
 
 // validate reports what is wrong with st.
-func (st Step) validate() error {
-	var errs []error
+func (st Step) validate() error { return joinProblems(st.problems("")) }
+
+// problems lists what is wrong with st, its fields named as a scenario file names them, after
+// prefix.
+func (st Step) problems(prefix string) []*Problem {
+	var out []*Problem
+	add := func(field string, value any, allowed string) {
+		out = append(out, &Problem{Field: prefix + field, Value: value, Allowed: allowed})
+	}
 	if st.Status != 0 && (st.Status < 100 || st.Status > 599) {
-		errs = append(errs, fmt.Errorf("status %d out of range [100, 599]", st.Status))
+		add("status", st.Status, "out of range [100, 599]")
 	}
 	if st.Cut != "" && st.Cut != CutAbort && st.Cut != CutClean {
-		errs = append(errs, fmt.Errorf("cut %q is neither %q nor %q", st.Cut, CutAbort, CutClean))
+		add("cut", clip(string(st.Cut), maxScenarioName), fmt.Sprintf("is neither %q nor %q", CutAbort, CutClean))
 	}
-	for name, v := range map[string]int{"cut_after": st.CutAfter, "error_after": st.ErrorAfter, "repeat": st.Repeat,
-		"stall_after": st.StallAfter, "malformed_at": st.MalformedAt, "refuse_after": st.RefuseAfter} {
-		if v < 0 {
-			errs = append(errs, fmt.Errorf("%s %d is negative", name, v))
+	for _, f := range []struct {
+		name string
+		v    int
+	}{{"cut_after", st.CutAfter}, {"error_after", st.ErrorAfter}, {"repeat", st.Repeat},
+		{"stall_after", st.StallAfter}, {"malformed_at", st.MalformedAt}, {"refuse_after", st.RefuseAfter}} {
+		if f.v < 0 {
+			add(f.name, f.v, "is negative (allowed: 0 or more)")
 		}
 	}
-	for name, alone := range map[string]bool{
-		"stall_for_ms without stall_after":                 st.StallFor != 0 && st.StallAfter == 0,
-		"count_content without cut or stream_error":        st.CountContent && st.Cut == "" && st.StreamError == "",
-		"refuse_category without refuse or content_filter": st.RefuseCategory != "" && !st.refuses(),
-		"refuse_after without refuse or content_filter":    st.RefuseAfter != 0 && !st.refuses(),
+	for _, f := range []struct {
+		name   string
+		alone  bool
+		reason string
+	}{
+		{"stall_for_ms", st.StallFor != 0 && st.StallAfter == 0, "without stall_after does nothing"},
+		{"count_content", st.CountContent && st.Cut == "" && st.StreamError == "", "without cut or stream_error does nothing"},
+		{"refuse_category", st.RefuseCategory != "" && !st.refuses(), "without refuse or content_filter does nothing"},
+		{"refuse_after", st.RefuseAfter != 0 && !st.refuses(), "without refuse or content_filter does nothing"},
 	} {
-		if alone {
-			errs = append(errs, errors.New(name+" does nothing"))
+		if f.alone {
+			add(f.name, nil, f.reason)
 		}
 	}
-	for name, d := range map[string]time.Duration{"delay_ms": st.Delay, "retry_after_ms": st.RetryAfter, "chunk_delay_ms": st.ChunkDelay,
-		"first_token_delay_ms": st.FirstTokenDelay, "stall_for_ms": st.StallFor} {
-		if d < 0 {
-			errs = append(errs, fmt.Errorf("%s %d is negative", name, d.Milliseconds()))
+	for _, f := range []struct {
+		name string
+		d    time.Duration
+	}{{"delay_ms", st.Delay}, {"retry_after_ms", st.RetryAfter}, {"chunk_delay_ms", st.ChunkDelay},
+		{"first_token_delay_ms", st.FirstTokenDelay}, {"stall_for_ms", st.StallFor}} {
+		if f.d < 0 {
+			add(f.name, json.Number(msText(toMs(f.d))), "is negative (allowed: 0 or more)")
 		}
 	}
 	if st.ToolCall != nil && st.ToolCall.Name == "" {
-		errs = append(errs, errors.New("tool_call without a name"))
+		add("tool_call", nil, "without a name")
 	}
-	return errors.Join(errs...)
+	for i, b := range st.Blocks {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if json.Unmarshal(b, &head) != nil || head.Type == "" {
+			add(fmt.Sprintf("blocks[%d]", i), nil, `not a JSON object with a "type"`)
+		}
+	}
+	return out
 }
 
 // stepJSON is the wire form of a Step.
@@ -241,6 +289,8 @@ type stepJSON struct {
 	RefuseCat    string            `json:"refuse_category,omitempty"`
 	RefuseAfter  int               `json:"refuse_after,omitempty"`
 	Filter       bool              `json:"content_filter,omitempty"`
+	Expire       bool              `json:"expire,omitempty"`
+	Blocks       []json.RawMessage `json:"blocks,omitempty"`
 	Repeat       int               `json:"repeat,omitempty"`
 	Forever      bool              `json:"forever,omitempty"`
 }
@@ -262,7 +312,7 @@ func (st Step) wire() stepJSON {
 		CountContent: st.CountContent, FirstTokenMs: toMs(st.FirstTokenDelay), StallAfter: st.StallAfter,
 		StallForMs: toMs(st.StallFor), MalformedAt: st.MalformedAt, OmitTerminal: st.OmitTerminal,
 		Refuse: st.Refuse, RefuseCat: st.RefuseCategory, RefuseAfter: st.RefuseAfter, Filter: st.ContentFilter,
-		Repeat: st.Repeat, Forever: st.Forever}
+		Expire: st.Expire, Blocks: st.Blocks, Repeat: st.Repeat, Forever: st.Forever}
 	if len(st.Header) > 0 {
 		w.Headers = map[string]string{}
 		for k := range st.Header {
@@ -288,7 +338,7 @@ func (st *Step) UnmarshalJSON(data []byte) error {
 		CountContent: w.CountContent, FirstTokenDelay: ms(w.FirstTokenMs), StallAfter: w.StallAfter,
 		StallFor: ms(w.StallForMs), MalformedAt: w.MalformedAt, OmitTerminal: w.OmitTerminal,
 		Refuse: w.Refuse, RefuseCategory: w.RefuseCat, RefuseAfter: w.RefuseAfter, ContentFilter: w.Filter,
-		Repeat: w.Repeat, Forever: w.Forever}
+		Expire: w.Expire, Blocks: w.Blocks, Repeat: w.Repeat, Forever: w.Forever}
 	for k, v := range w.Headers {
 		if st.Header == nil {
 			st.Header = http.Header{}

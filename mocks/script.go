@@ -3,6 +3,7 @@ package mocks
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -132,33 +133,86 @@ func newScript() *script {
 	return &script{scenarios: map[string]*sequence{}, routes: map[string]*sequence{}, models: map[string]*sequence{}}
 }
 
+// load replaces everything with what o says, rewound: the default sequence or scenario, the
+// named scenarios, the route and model sequences, the outages (already resolved) and chaos
+// mode. o must have been checked (see NewServer).
+func (sc *script) load(o *options, outages []outageWindow) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	sc.def, sc.defName = nil, ""
+	sc.scenarios = map[string]*sequence{}
+	for name, steps := range o.scenarios {
+		sc.scenarios[name] = &sequence{steps: slices.Clone(steps)}
+	}
+	sc.routes = map[string]*sequence{}
+	for route, steps := range o.routes {
+		if len(steps) > 0 {
+			sc.routes[route] = &sequence{steps: slices.Clone(steps)}
+		}
+	}
+	sc.models = map[string]*sequence{}
+	for model, steps := range o.modelScripts {
+		if len(steps) > 0 {
+			sc.models[model] = &sequence{steps: slices.Clone(steps)}
+		}
+	}
+	sc.outages = outages
+	if o.script != nil {
+		sc.def = &sequence{steps: slices.Clone(o.script)}
+	}
+	if o.use != "" {
+		if q, ok := sc.lookup(o.use); ok {
+			sc.def, sc.defName = q, o.use
+		}
+	}
+	sc.chaos = nil
+	if o.chaos > 0 {
+		sc.chaos = newChaos(o.seed, min(o.chaos, 1))
+	}
+}
+
 // setModel replaces (and rewinds) the sequence of one model, or with no steps removes it. It
-// panics when the model would be one more than MaxModels.
-func (sc *script) setModel(model string, steps []Step) {
+// fails when the model would be one more than MaxModels.
+func (sc *script) setModel(model string, steps []Step) error {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	if len(steps) == 0 {
 		delete(sc.models, model)
-		return
+		return nil
 	}
 	if _, ok := sc.models[model]; !ok && len(sc.models) >= MaxModels {
-		panic(fmt.Sprintf("mocks: more than %d model scripts", MaxModels))
+		return fmt.Errorf("mocks: more than %d model scripts", MaxModels)
 	}
-	sc.models[model] = &sequence{steps: append([]Step(nil), steps...)}
+	sc.models[model] = &sequence{steps: slices.Clone(steps)}
+	return nil
 }
 
-// setRoute replaces (and rewinds) the sequence of one route.
+// setRoute replaces (and rewinds) the sequence of one route, or with no steps removes it.
 func (sc *script) setRoute(route string, steps []Step) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	sc.routes[route] = &sequence{steps: append([]Step(nil), steps...)}
+	if len(steps) == 0 {
+		delete(sc.routes, route)
+		return
+	}
+	sc.routes[route] = &sequence{steps: slices.Clone(steps)}
+}
+
+// routeStep takes the next step of route's own sequence; false when it has none (left).
+func (sc *script) routeStep(route string) (Step, bool) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	if q := sc.routes[route]; q != nil {
+		return q.next()
+	}
+	return Step{}, false
 }
 
 // setDefault replaces the default sequence.
 func (sc *script) setDefault(steps []Step) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
-	sc.def, sc.defName = &sequence{steps: append([]Step(nil), steps...)}, ""
+	sc.def, sc.defName = &sequence{steps: slices.Clone(steps)}, ""
 }
 
 // setScenario defines (or redefines and rewinds) the scenario name.
@@ -278,4 +332,72 @@ func (sc *script) next(sel selector) (Step, string, error) {
 		}
 	}
 	return OK(), sc.defName, nil
+}
+
+// ScriptState is one sequence of steps as it stands: its steps, the one the next call takes,
+// and how many calls that one has answered already (for a step that Repeats).
+type ScriptState struct {
+	Steps []Step `json:"steps"`
+	// Next is the index in Steps of the step the next call takes; Next == len(Steps) once the
+	// sequence is spent.
+	Next int `json:"next"`
+	// Used is how many calls Steps[Next] has answered so far.
+	Used int `json:"used"`
+	// Spent reports that the sequence has no step left: its calls fall through to the next
+	// source (see the package doc, "Choosing faults").
+	Spent bool `json:"spent"`
+}
+
+// ScriptsState is the fault selection in force (see [State]).
+type ScriptsState struct {
+	// Default is the default sequence ([Server.Script]); nil when there is none.
+	Default *ScriptState `json:"default,omitempty"`
+	// DefaultScenario names the scenario in use as the default ([Server.UseScenario]), "" for
+	// none.
+	DefaultScenario string `json:"defaultScenario,omitempty"`
+	// Routes and Models are the sequences of the routes and of the models that have one.
+	Routes map[string]ScriptState `json:"routes,omitempty"`
+	Models map[string]ScriptState `json:"models,omitempty"`
+	// Scenarios names the scenarios defined or used so far (builtins once used), sorted.
+	Scenarios []string `json:"scenarios,omitempty"`
+	// Outages is how many outages are scheduled ([WithOutage]).
+	Outages int `json:"outages"`
+	// ChaosRate is the fraction of calls chaos mode fails (0: off).
+	ChaosRate float64 `json:"chaosRate,omitempty"`
+}
+
+// state returns q as it stands.
+func (q *sequence) state() ScriptState {
+	return ScriptState{Steps: slices.Clone(q.steps), Next: q.pos, Used: q.used, Spent: q.pos >= len(q.steps)}
+}
+
+// state returns the fault selection as it stands.
+func (sc *script) state() ScriptsState {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	st := ScriptsState{DefaultScenario: sc.defName, Outages: len(sc.outages)}
+	if sc.def != nil && sc.defName == "" {
+		d := sc.def.state()
+		st.Default = &d
+	}
+	for route, q := range sc.routes {
+		if st.Routes == nil {
+			st.Routes = map[string]ScriptState{}
+		}
+		st.Routes[route] = q.state()
+	}
+	for model, q := range sc.models {
+		if st.Models == nil {
+			st.Models = map[string]ScriptState{}
+		}
+		st.Models[model] = q.state()
+	}
+	for name := range sc.scenarios {
+		st.Scenarios = append(st.Scenarios, name)
+	}
+	sort.Strings(st.Scenarios)
+	if sc.chaos != nil {
+		st.ChaosRate = sc.chaos.rate
+	}
+	return st
 }

@@ -30,42 +30,49 @@ type Server struct {
 	cacheOrder [][32]byte        // the same, oldest first from cacheNext once full
 	cacheNext  int
 
-	limiter *limiter // nil: no rate limits (see WithRateLimits)
+	limiter *limiter // the rate limits (see WithRateLimits) and the budgets
 	now     func() time.Time
 	started time.Time      // the clock's reading at NewServer, from which outages count
 	maxBody int64          // the largest body read (see WithMaxBodyBytes)
 	windows map[string]int // context windows by model (see WithContextWindows); read-only
 	prefill ModelSet       // the models that reject a prefill (see WithRejectPrefill)
 
-	responses  storedResponses     // the Responses answers stored, for previous_response_id
-	background backgroundResponses // the Responses answers run in background mode
+	responses     storedResponses     // the Responses answers stored, for previous_response_id
+	background    backgroundResponses // the Responses answers run in background mode
+	conversations conversations       // the conversations of the Conversations API
 
 	after     func(time.Duration, func()) func() bool // the server's timers (see WithAfterFunc)
 	latency   atomic.Pointer[latencyTable]            // the latency profiles in force
 	latencyMu sync.Mutex                              // serialises changes to latency
 	// conc counts the calls in flight and holds their limit (see concurrency.go).
 	conc *concurrency
+
+	// initial is what the server was started with, which Reset restores; admin says whether
+	// the admin API answers (see admin.go).
+	initial options
+	admin   bool
 }
 
 // Option configures a [Server].
 type Option func(*options)
 
 type options struct {
-	listener  net.Listener
-	reply     string
-	apiKey    string
-	script    []Step
-	scenarios map[string][]Step
-	routes    map[string][]Step
-	use       string
-	seed      int64
-	chaos     float64
-	models    []string
-	limits    *RateLimits
-	keyLimits map[string]RateLimits
-	now       func() time.Time
-	maxBody   int64
-	journal   JournalLimits
+	listener    net.Listener
+	reply       string
+	apiKey      string
+	script      []Step
+	scenarios   map[string][]Step
+	routes      map[string][]Step
+	use         string
+	seed        int64
+	chaos       float64
+	models      []string
+	limits      *RateLimits
+	keyLimits   map[string]RateLimits
+	routeLimits map[string]RateLimits
+	now         func() time.Time
+	maxBody     int64
+	journal     JournalLimits
 
 	modelScripts map[string][]Step
 	windows      map[string]int
@@ -76,7 +83,9 @@ type options struct {
 	latency      LatencyProfile
 	modelLatency map[string]LatencyProfile
 	keyLatency   map[string]LatencyProfile
+	routeLatency map[string]LatencyProfile
 	concurrency  *ConcurrencyLimit
+	noAdmin      bool
 }
 
 // WithScript sets the default sequence of steps: each call that names no scenario takes the next
@@ -185,6 +194,15 @@ func WithConfig(cfg *Config) Option {
 		for key, p := range cfg.KeyLatency {
 			WithKeyLatency(key, p)(o)
 		}
+		for route, p := range cfg.RouteLatency {
+			WithRouteLatency(route, p)(o)
+		}
+		for route, l := range cfg.RouteLimits {
+			WithRouteRateLimits(route, l)(o)
+		}
+		if cfg.Concurrency != nil {
+			WithConcurrencyLimit(*cfg.Concurrency)(o)
+		}
 	}
 }
 
@@ -198,6 +216,9 @@ func NewServer(opts ...Option) *Server {
 		}
 		opt(&o)
 	}
+	if err := o.check(); err != nil {
+		panic(err.Error())
+	}
 	s := &Server{
 		journal: newJournal(o.journal),
 		script:  newScript(),
@@ -205,11 +226,13 @@ func NewServer(opts ...Option) *Server {
 		apiKey:  o.apiKey,
 		models:  o.models,
 		closing: make(chan struct{}),
-		limiter: newLimiter(o.limits, o.keyLimits),
+		limiter: newLimiter(o.limits, o.routeLimits, o.keyLimits),
 		conc:    newConcurrency(o.concurrency),
 		now:     o.now,
 		maxBody: o.maxBody,
 		after:   o.after,
+		initial: o,
+		admin:   !o.noAdmin,
 	}
 	if s.after == nil {
 		s.after = wallAfter
@@ -221,35 +244,8 @@ func NewServer(opts ...Option) *Server {
 		s.now = time.Now
 	}
 	s.started = s.now()
-	if len(o.windows) > MaxModels || len(o.prefill.Models) > MaxModels || len(o.modelScripts) > MaxModels {
-		panic(fmt.Sprintf("mocks: context windows, prefill rejections and model scripts may each name at most %d models", MaxModels))
-	}
 	s.windows, s.prefill = o.windows, o.prefill
-	for model, steps := range o.modelScripts {
-		if model == "" {
-			panic("mocks: a model script needs a model name")
-		}
-		s.script.setModel(model, steps)
-	}
-	s.script.outages = s.outageWindows(o.outages)
-	for name, steps := range o.scenarios {
-		s.script.setScenario(name, steps)
-	}
-	if o.script != nil {
-		s.script.setDefault(o.script)
-	}
-	for route, steps := range o.routes {
-		if !validRoute(route) {
-			panic(fmt.Sprintf("mocks: unknown route %q (want one of %v)", route, Routes))
-		}
-		s.script.setRoute(route, steps)
-	}
-	if o.use != "" {
-		if err := s.script.use(o.use); err != nil {
-			panic(err)
-		}
-	}
-	s.script.setChaos(o.seed, o.chaos)
+	s.script.load(&o, s.outageWindows(o.outages))
 	s.setLatencies(&o)
 	l := o.listener
 	if l == nil {
@@ -320,6 +316,10 @@ func (s *Server) Close() {
 
 // ServeHTTP answers one call. It is exported so the server can also be mounted elsewhere.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.admin && isAdminPath(r.URL.Path) {
+		s.serveAdmin(w, r)
+		return
+	}
 	arrived := time.Now()
 	latency := s.latency.Load() // the profiles in force when the request arrived
 	s.journal.enter()
@@ -328,7 +328,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	entry := s.journal.record(r, body, arrived)
 	c := &call{s: s, w: w, r: r, seq: entry.Seq}
 	rt, ok := route(r)
-	c.api, c.endpoint, c.deployment = rt.api, rt.endpoint, rt.deployment
+	c.api, c.endpoint, c.deployment, c.route = rt.api, rt.endpoint, rt.deployment, rt.key()
 	reject := func(status int, errType, message, note string) {
 		s.journal.setStep(entry, "", fmt.Sprintf("%d %s", status, note))
 		c.headers(Step{Status: status})
@@ -357,6 +357,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.journal.setStep(entry, "", c.serveStored(rt))
 		return
 	}
+	if rt.endpoint == conversationsEndpoint {
+		s.journal.setStep(entry, "", c.serveConversation(rt, body))
+		return
+	}
 	now := s.now()
 	if err := c.parse(body); err != nil {
 		if nf, ok := isNotFound(err); ok {
@@ -382,8 +386,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.conc.leave(c)
-	if s.limiter != nil && c.endpoint != modelsEndpoint {
-		if b, limited := s.limiter.admit(c.apiKey(), c.cost(), now); limited {
+	if c.endpoint != modelsEndpoint && c.endpoint != countEndpoint {
+		if b, limited := s.limiter.admit(c.route, c.apiKey(), c.cost(), now); limited {
 			c.budget, c.budgetAt = &b, now
 			if b.limited {
 				s.journal.setStep(entry, "", "429 rate limit")
@@ -394,7 +398,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
-	st, scenario, err := s.script.next(selector{header: r.Header.Get(ScenarioHeader), route: rt.key(),
+	st, scenario, err := s.script.next(selector{header: r.Header.Get(ScenarioHeader), route: c.route,
 		model: c.model, now: now})
 	if err != nil {
 		reject(http.StatusBadRequest, "", err.Error(), "scenario")
@@ -402,7 +406,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	s.journal.setStep(entry, scenario, st.String())
 	if c.delayable(st) {
-		if p := latency.pick(c.apiKey(), c.model); p != nil {
+		if p := latency.pick(c.apiKey(), c.model, c.route); p != nil {
 			c.lat = p.draw()
 			s.journal.setLatency(entry, c.lat.firstToken, c.lat.straggler)
 		}

@@ -1,6 +1,7 @@
 package mocks
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -162,6 +163,16 @@ type Step struct {
 	// RefuseCategory and a null explanation. With Refuse also set, OpenAI sends the refusal text and then
 	// finish_reason "content_filter". It replaces a tool call.
 	ContentFilter bool
+	// Expire makes a background answer (Responses' background: true) gone as soon as this
+	// step has answered the call that started it, as after its retention ended: reading,
+	// cancelling or resuming it is then a 404, and a previous_response_id naming it a 400. A cut
+	// background stream (Cut) therefore cannot be resumed. It does nothing to other calls.
+	Expire bool
+	// Blocks are content blocks an Anthropic answer holds before its own (after its thinking),
+	// each a JSON object sent as it is: a server tool's call and result, or a block type a
+	// client may not know. A stream sends each whole in its content_block_start, then its
+	// content_block_stop. Other dialects ignore them.
+	Blocks []json.RawMessage
 	// Repeat is how many consecutive calls this step answers (0 and 1 = one call).
 	Repeat int
 	// Forever makes the step answer every call from then on.
@@ -348,6 +359,9 @@ func (st Step) String() string {
 	}
 	if st.OmitTerminal {
 		parts = append(parts, "omit-terminal")
+	}
+	if st.Expire {
+		parts = append(parts, "expire")
 	}
 	return strings.Join(parts, " ")
 }

@@ -153,6 +153,23 @@ func (c *callTracker) hedgeSpan(r client.TryResult, outcome string) {
 	c.span.AddLink(trace.Link{SpanContext: s.SpanContext(), Attributes: attrs[2:3]})
 }
 
+// TokensCounted records a count of the call's prompt made before a try (client.CountTracker):
+// MetricTokenCounts by provider and outcome, and, for a count that failed, a warning that the
+// estimate was debited instead. It may run on a hedge's goroutine: it touches no state of the
+// tracker.
+func (c *callTracker) TokensCounted(r client.TokenCount) {
+	outcome := OutcomeCounted
+	if r.Err != nil {
+		outcome = string(r.Err.Kind)
+	}
+	c.t.inst.tokenCount(c.ctx, r.Provider, outcome)
+	if l := c.t.logger; r.Err != nil && l != nil && l.Enabled(c.ctx, slog.LevelWarn) {
+		l.LogAttrs(c.ctx, slog.LevelWarn, "token count for "+r.Deployment+" failed ("+string(r.Err.Kind)+"): pacing debited the estimate",
+			slog.String(LogProvider, r.Provider), slog.String(LogDeployment, r.Deployment),
+			slog.String(LogErrorKind, string(r.Err.Kind)), slog.Int64(LogDurationMs, r.Duration.Milliseconds()))
+	}
+}
+
 // HedgeRefused counts a hedge of the call the retry budget of provider did not allow
 // (client.HedgeTracker).
 func (c *callTracker) HedgeRefused(provider string) {

@@ -34,6 +34,7 @@ func Example() {
 	meters := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
 	spans := tracetest.NewSpanRecorder()
 	tracers := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	// docs:begin client
 	tel, err := observe.New(observe.WithMeterProvider(meters), observe.WithTracerProvider(tracers))
 	if err != nil {
 		panic(err)
@@ -44,6 +45,7 @@ func Example() {
 		}),
 		client.WithTelemetry(tel),
 	)
+	// docs:end client
 	if err != nil {
 		panic(err)
 	}
@@ -91,7 +93,9 @@ func ExampleNewSlogObserver() {
 	}))
 	opts := resilience.DefaultOptions()
 	opts.RetryBaseDelaySeconds, opts.RetryUseJitter = 0.001, false
+	// docs:begin slog
 	p, err := resilience.New(opts, resilience.WithName("openai"), resilience.OnEvent(observe.NewSlogObserver(logger)))
+	// docs:end slog
 	if err != nil {
 		panic(err)
 	}

@@ -16,7 +16,7 @@ import (
 // instruments are the metric instruments of one Telemetry.
 type instruments struct {
 	retries, gaveUp, transitions, circuitRejected, timeouts, bulkheadRejected metric.Int64Counter
-	cooldowns, cooldownRejected, sharedFailures, probes, hedges               metric.Int64Counter
+	cooldowns, cooldownRejected, sharedFailures, probes, hedges, tokenCounts  metric.Int64Counter
 	bulkheadAdmitted, bulkheadQueued, limitChanges                            metric.Int64Counter
 	bulkheadWait                                                              metric.Float64Histogram
 	limit                                                                     metric.Int64Gauge
@@ -53,6 +53,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 	in.sharedFailures = counter(MetricSharedStateFailures, "{failure}", "Times the shared state stopped answering.")
 	in.probes = counter(MetricActiveProbes, "{probe}", "Active probes of open circuits, by outcome.")
 	in.hedges = counter(MetricHedges, "{try}", "Hedged tries of calls, by outcome.")
+	in.tokenCounts = counter(MetricTokenCounts, "{count}", "Exact token counts made before calls, by outcome.")
 	in.bulkheadAdmitted = counter(MetricBulkheadAdmitted, "{call}", "Calls the bulkhead gave a slot, by class.")
 	in.bulkheadQueued = counter(MetricBulkheadQueued, "{call}", "Calls that queued for a bulkhead slot, by class.")
 	in.limitChanges = counter(MetricConcurrencyLimitChanges, "{change}", "Changes of the adaptive concurrency limit.")
@@ -223,6 +224,7 @@ const (
 	layoutOutputTokens                  // as layoutGenAI, plus gen_ai.token.type=output
 	layoutHedge                         // a provider, b outcome of MetricHedges
 	layoutLimit                         // a provider, for MetricConcurrencyLimit
+	layoutTokenCount                    // a provider, b outcome of MetricTokenCounts
 
 	// layoutEvent plus an event type: a provider, and the b or n of the event's label
 	// (see eventDesc).
@@ -264,6 +266,13 @@ func hedgeOutcome(r *client.TryResult) string {
 		return OutcomeHedgeFailed
 	}
 	return OutcomeHedgeWon
+}
+
+// tokenCount counts one pre-flight token count for provider, by outcome.
+func (in *instruments) tokenCount(ctx context.Context, provider, outcome string) {
+	in.tokenCounts.Add(ctx, 1, in.options.get(optionKey{layout: layoutTokenCount, a: provider, b: outcome}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{KeyProvider.String(provider), KeyOutcome.String(outcome)}
+	}).add...)
 }
 
 // hedge counts one outcome of hedging for provider.

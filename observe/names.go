@@ -61,6 +61,11 @@ const (
 	// MetricConcurrencyLimitChanges counts the changes of the adaptive concurrency limit, by
 	// provider and direction (increase, decrease).
 	MetricConcurrencyLimitChanges = "llm_resilience_concurrency_limit_changes_total"
+	// MetricTokenCounts counts the exact token counts made before calls (a provider that
+	// counts prompts itself, such as anthropic.Config.CountTokens; client.CountTracker), by
+	// provider and outcome: counted (pacing debited the count), or the error kind of a count
+	// that failed (the estimate was debited instead; the call went on).
+	MetricTokenCounts = "llm_resilience_token_count_total"
 	// MetricCallDuration is the duration in seconds of each provider's handling of a logical
 	// call (every attempt and wait; for a stream, until it ends), by provider and outcome.
 	MetricCallDuration = "llm_resilience_call_duration"
@@ -141,6 +146,9 @@ const (
 	OutcomeHedgeLost   = "hedge_lost"
 	OutcomeFirstLost   = "first_lost"
 	OutcomeRefused     = "refused"
+
+	// OutcomeCounted is the outcome of MetricTokenCounts for a count that pacing used.
+	OutcomeCounted = "counted"
 
 	// The directions of MetricConcurrencyLimitChanges.
 	DirectionIncrease = "increase"

@@ -91,6 +91,13 @@ type ChatResponse struct {
 	// others. Status.Pending() is true only for a background answer not finished yet
 	// (ChatRequest.Background, BackgroundResponder.Retrieve): its Message is not the answer.
 	Status ResponseStatus
+	// Conversation, when the call continued a conversation its provider keeps
+	// (ChatRequest.Conversation), names it with the provider's Origin; nil otherwise.
+	Conversation *Conversation
+	// RetryAfter, on a pending background answer (Status.Pending()), is how long the server
+	// asked the caller to wait before reading it again (its Retry-After or retry-after-ms
+	// header, at most 24 h); 0 when it said nothing, and on every other answer.
+	RetryAfter time.Duration
 	// Cost is what the call cost at the client's prices: the serving attempt and the attempts
 	// it abandoned (set by the client; zero without prices).
 	Cost CallCost
@@ -142,10 +149,20 @@ type Delta struct {
 	// Thinking, on the Done delta, holds the reasoning blocks of the whole answer, signed,
 	// to send back with the assistant message in a multi-turn tool conversation.
 	Thinking []ThinkingBlock
+	// ProviderBlocks, on the Done delta, holds the blocks of the whole answer that the
+	// neutral deltas do not carry (a server tool's call and results: see
+	// Message.ProviderBlocks), to send back with the assistant message. Their At counts the
+	// bytes of the Text deltas before them, their Calls the tool calls.
+	ProviderBlocks []ProviderBlock
 	// RateLimit, on the first delta, is what the provider's rate-limit headers said.
 	RateLimit *RateLimit
 	// Stored, on the Done delta, names the stored answer as ChatResponse.Stored does.
 	Stored *StoredResponse
+	// Compaction, on the Done delta, is the answer's compaction item (see Message.Compaction),
+	// to send back with the assistant message; nil when none came.
+	Compaction *Compaction
+	// Conversation, on the Done delta, names the conversation as ChatResponse.Conversation does.
+	Conversation *Conversation
 }
 
 // ToolCallDelta is a fragment of a streamed tool call: the first fragment of a call carries

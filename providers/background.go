@@ -1,6 +1,9 @@
 package providers
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Background mode (OpenAI Responses' background: true) lets a long answer be worked on by the
 // provider without a held connection: the request comes back at once with the answer queued,
@@ -32,6 +35,12 @@ const (
 // response with a status: it is the *Error it failed with.
 func (s ResponseStatus) Pending() bool { return s == StatusQueued || s == StatusInProgress }
 
+// ErrResponseFailed is the cause (Error.Err; errors.Is finds it) of the error for an answer
+// that itself failed — OpenAI Responses' status "failed", whatever its error's kind — rather
+// than an exchange that failed: reading a stored answer that failed again gives the same
+// failure, and only a new call may succeed.
+var ErrResponseFailed = errors.New("the answer failed")
+
 // BackgroundResponder is implemented by a provider that can answer in background mode
 // (ChatRequest.Background): OpenAI's provider on the Responses API. The client's Retrieve and
 // Cancel reach it on the route that stored the answer.
@@ -49,4 +58,14 @@ type BackgroundResponder interface {
 	// /responses/{id}/cancel). Cancelling a finished answer is not an error of this
 	// interface: the server's answer (the response as it was, or its error) is returned.
 	Cancel(ctx context.Context, stored StoredResponse) (*ChatResponse, error)
+}
+
+// ConversationKeeper is implemented by a provider that keeps conversations
+// (ChatRequest.Conversation): OpenAI's provider on the Responses API (its Conversations API).
+// The client's NewConversation reaches it.
+type ConversationKeeper interface {
+	// NewConversation creates an empty conversation (OpenAI: POST /conversations) and names it
+	// with the provider's Origin, for ChatRequest.Conversation. It does not retry: the client's
+	// pipeline does.
+	NewConversation(ctx context.Context) (*Conversation, error)
 }

@@ -22,8 +22,9 @@ const (
 	CapJSONSchema                          // ChatRequest.Schema: structured output
 	CapReasoning                           // ChatRequest.Reasoning
 	// CapStoredResponses is continuing from an answer the provider stored
-	// (ChatRequest.Previous: OpenAI Responses' previous_response_id), and answering in
-	// background mode (ChatRequest.Background), which stores the answer.
+	// (ChatRequest.Previous: OpenAI Responses' previous_response_id) or from a conversation it
+	// keeps (ChatRequest.Conversation), and answering in background mode
+	// (ChatRequest.Background), which stores the answer.
 	CapStoredResponses
 )
 
@@ -124,7 +125,7 @@ func (r *ChatRequest) Needs(stream bool) Capabilities {
 	if r.Reasoning != nil {
 		need |= CapReasoning
 	}
-	if r.Previous != nil || r.Background {
+	if r.Previous != nil || r.Background || r.Conversation != nil {
 		need |= CapStoredResponses
 	}
 	return need

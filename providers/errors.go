@@ -21,7 +21,9 @@ type Error struct {
 	// Code is the provider's error code, e.g. "insufficient_quota"; for KindRefused, the
 	// refusal's category when the provider names one (Anthropic's stop_details.category:
 	// "cyber", "bio"…; "" when null or for OpenAI). steady sets CodePrefillUnsupported in place
-	// of the provider's generic code when the message says the model refuses a prefill.
+	// of the provider's generic code when the message says the model refuses a prefill, and
+	// CodeResponseGone or CodeConversationGone when the provider no longer holds the state a
+	// call named (see state.go).
 	Code string
 	// Message is the provider's message: for KindRefused the refusal's text (OpenAI's refusal,
 	// Anthropic's stop_details.explanation) or, when the provider gave none, steady's words
@@ -80,9 +82,18 @@ const CodePrefillUnsupported = "prefill_unsupported"
 var ErrPrefillUnsupported = errors.New("the model does not support assistant message prefill")
 
 // Is reports whether e is the condition target names: ErrPrefillUnsupported for an error with
-// CodePrefillUnsupported. Everything else is matched through Unwrap, as usual.
+// CodePrefillUnsupported, ErrResponseGone for one with CodeResponseGone, ErrConversationGone
+// for one with CodeConversationGone. Everything else is matched through Unwrap, as usual.
 func (e *Error) Is(target error) bool {
-	return target == ErrPrefillUnsupported && e.Code == CodePrefillUnsupported
+	switch target {
+	case ErrPrefillUnsupported:
+		return e.Code == CodePrefillUnsupported
+	case ErrResponseGone:
+		return e.Code == CodeResponseGone
+	case ErrConversationGone:
+		return e.Code == CodeConversationGone
+	}
+	return false
 }
 
 func (e *Error) Error() string {

@@ -32,6 +32,19 @@ type Message struct {
 	// cache_control breakpoint on this message's last block; OpenAI caches prefixes by
 	// itself and ignores it).
 	Cache CacheTTL
+	// Compaction is the compaction item an assistant message came with (server-side
+	// compaction: ChatRequest.CompactThreshold): the provider's encrypted summary of the
+	// conversation before it. Send it back with the message; it is provider state, sent only
+	// to its Origin (see state.go and PruneCompacted).
+	Compaction *Compaction
+	// ProviderBlocks are the blocks of an assistant answer that the fields above do not
+	// model — Anthropic's server tool calls and their results (server_tool_use,
+	// web_search_tool_result, code_execution_tool_result…), and any block type an API adds
+	// later — kept verbatim, each where it stood among the text and the tool calls, so that
+	// the provider that wrote them reads them back on the next turn (ChatResponse.Message
+	// carries them). They are provider state (see state.go): send them back unchanged with
+	// the rest of the message; a provider of another origin drops them.
+	ProviderBlocks []ProviderBlock
 }
 
 // Part is one part of a message's content: Text, or Image.
@@ -90,12 +103,64 @@ const (
 )
 
 // Tool is a function the model may call. Parameters is its JSON Schema.
+//
+// A tool the neutral fields cannot describe — a provider's server tool (Anthropic's
+// {"type":"web_search_20250305","name":"web_search","max_uses":5}), or a client tool it
+// defines by a versioned type (bash_20250124, text_editor_20250728, computer use) — is given
+// as Raw, its definition in the provider's own shape, with System naming the provider whose
+// API takes it; the other fields stay empty. It is sent as it is, whatever its type, so a
+// tool version released after this module works the day it is announced. Only providers of
+// that System take the request: the client skips the others in a fallback chain, and a
+// provider of another system refuses it (KindBadRequest, before sending). A client tool
+// defined so is called as any other (ChatResponse.Message.ToolCalls, by its name); a server
+// tool's calls and results come back as Message.ProviderBlocks.
 type Tool struct {
 	Name        string
 	Description string
 	Parameters  json.RawMessage
 	// Cache marks the end of the cacheable prefix after this tool (see Message.Cache).
 	Cache CacheTTL
+	// System is the GenAI system (SystemAnthropic…) whose API takes Raw; "" for a function
+	// tool.
+	System string
+	// Raw is the tool's definition as the API of System takes it: a JSON object with its
+	// "type" (and, for every type known today, its "name"). nil for a function tool.
+	Raw json.RawMessage
+}
+
+// RawType returns the "type" of a tool given as Raw, "" for a function tool or a Raw that
+// names none.
+func (t Tool) RawType() string {
+	typ, _ := rawHead(t.Raw)
+	return typ
+}
+
+// ToolName returns the name the model calls the tool by: Name, or the "name" of a Raw
+// definition.
+func (t Tool) ToolName() string {
+	if t.Raw == nil {
+		return t.Name
+	}
+	_, name := rawHead(t.Raw)
+	return name
+}
+
+// rawHead reads the "type" and "name" of a JSON object, "" for either that is missing or
+// not a string.
+func rawHead(raw json.RawMessage) (typ, name string) {
+	if len(raw) == 0 {
+		return "", ""
+	}
+	var head struct {
+		Type any `json:"type"`
+		Name any `json:"name"`
+	}
+	if json.Unmarshal(raw, &head) != nil {
+		return "", ""
+	}
+	typ, _ = head.Type.(string)
+	name, _ = head.Name.(string)
+	return typ, name
 }
 
 // ToolChoice says whether and which tools the model must call: the zero value leaves it to
@@ -201,4 +266,15 @@ type ChatRequest struct {
 	// request is refused (KindBadRequest, before sending), and the client sends it only to
 	// routes that store answers and never hedges it.
 	Background bool
+	// Conversation continues a conversation the provider keeps (OpenAI Responses'
+	// conversation): its items come before Messages, and the call adds its input and answer
+	// to it. Like Previous (which it excludes) it pins the call to the provider that keeps it,
+	// and a provider that keeps none refuses the request (see state.go).
+	Conversation *Conversation
+	// CompactThreshold, above 0, asks the provider to compact the conversation server-side
+	// once its rendered prompt passes that many tokens (OpenAI Responses' context_management
+	// [{"type":"compaction","compact_threshold":N}]): the answer then carries a compaction item
+	// (Message.Compaction) standing for the conversation before it. 0 asks nothing; wires
+	// without server-side compaction ignore it.
+	CompactThreshold int
 }

@@ -1,6 +1,7 @@
 package providers
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -33,7 +34,9 @@ func checkModel(model string) string {
 
 // Validate reports what makes r unusable, before anything is sent: a nil request, no
 // messages, an unknown role, a tool result without the ID of its call, a tool without a name
-// or with parameters that are not JSON, an unknown response format, and parameters out of
+// or with parameters that are not JSON, a raw tool (Tool.Raw) without a System or a "type",
+// raw tools of two systems, provider blocks that are not JSON objects of their Type or stand
+// in a message that is no assistant's, an unknown response format, and parameters out of
 // range (Temperature 0 to MaxTemperature, TopP 0 to MaxTopP, MaxTokens 0 or more), a Model
 // longer than MaxModelLen or with a control character, a Previous without an ID, provider-state
 // values that are empty, too long or hold control characters. The error
@@ -75,6 +78,12 @@ func (r *ChatRequest) Validate() error {
 		if !validCache(m.Cache) {
 			add("Messages[%d].Cache = %q: must be empty, %q, %q or %q", i, clip(string(m.Cache)), CacheDefault, Cache5m, Cache1h)
 		}
+		if len(m.ProviderBlocks) > 0 && m.Role != RoleAssistant {
+			add("Messages[%d].ProviderBlocks: only a %q message has provider blocks", i, RoleAssistant)
+		}
+		for j, b := range m.ProviderBlocks {
+			checkProviderBlock(add, i, j, b)
+		}
 	}
 	if t := r.Temperature; t != nil && !within(*t, 0, MaxTemperature) {
 		add("Temperature = %g: must be between 0 and %g", *t, MaxTemperature)
@@ -110,6 +119,11 @@ func (r *ChatRequest) Validate() error {
 	}
 	names := map[string]bool{}
 	for i, t := range r.Tools {
+		if t.Raw != nil || t.System != "" {
+			checkRawTool(add, i, t)
+			names[t.ToolName()] = true
+			continue
+		}
 		if t.Name == "" {
 			add("Tools[%d].Name is empty", i)
 		}
@@ -120,6 +134,9 @@ func (r *ChatRequest) Validate() error {
 		if !validCache(t.Cache) {
 			add("Tools[%d].Cache = %q: must be empty, %q, %q or %q", i, clip(string(t.Cache)), CacheDefault, Cache5m, Cache1h)
 		}
+	}
+	if a, b := r.RawToolSystems(); b != "" {
+		add("Tools: raw tools of %q and of %q: no provider takes both", clip(a), clip(b))
 	}
 	switch tc := r.ToolChoice; tc.Mode {
 	case "", ToolChoiceAuto, ToolChoiceNone:
@@ -154,12 +171,56 @@ const (
 
 // checkState reports what is wrong with the provider-state fields of r (see state.go).
 func checkState(add func(string, ...any), r *ChatRequest) {
+	var origins []string // of the state that pins the request
 	if pr := r.Previous; pr != nil {
 		if pr.ID == "" {
 			add("Previous.ID is empty: set Previous from the ChatResponse.Stored of the answer to continue")
 		}
 		checkWord(add, "Previous.ID", pr.ID, maxStateIDLen)
 		checkWord(add, "Previous.Origin", pr.Origin, maxStateIDLen)
+		origins = append(origins, pr.Origin)
+	}
+	if cv := r.Conversation; cv != nil {
+		if cv.ID == "" {
+			add("Conversation.ID is empty: name the conversation to continue")
+		}
+		if r.Previous != nil {
+			add("Previous and Conversation are both set: a call continues from a stored answer or from a conversation, not both")
+		}
+		checkWord(add, "Conversation.ID", cv.ID, maxStateIDLen)
+		checkWord(add, "Conversation.Origin", cv.Origin, maxStateIDLen)
+		origins = append(origins, cv.Origin)
+	}
+	for i, m := range r.Messages {
+		c := m.Compaction
+		if c == nil {
+			continue
+		}
+		if m.Role != RoleAssistant {
+			add("Messages[%d].Compaction: only an %q message carries a compaction item", i, RoleAssistant)
+		}
+		if c.Encrypted == "" {
+			add("Messages[%d].Compaction.Encrypted is empty: send the item back as the answer gave it", i)
+		}
+		checkWord(add, fmt.Sprintf("Messages[%d].Compaction.ID", i), c.ID, maxStateIDLen)
+		checkWord(add, fmt.Sprintf("Messages[%d].Compaction.Origin", i), c.Origin, maxStateIDLen)
+		if c.Pruned {
+			origins = append(origins, c.Origin)
+		}
+	}
+	first := ""
+	for _, o := range origins {
+		if first == "" {
+			first = o
+		}
+		if o != "" && o != first {
+			add("the request's provider state (Previous, Conversation, a pruned compaction item) comes from different providers (Origins differ): " +
+				"no provider holds all of it")
+			break
+		}
+	}
+	if r.CompactThreshold < 0 {
+		add("CompactThreshold = %d: must be 0 (no server-side compaction) or more", r.CompactThreshold)
 	}
 	if len(r.Include) > maxIncludes {
 		add("Include has %d entries: at most %d", len(r.Include), maxIncludes)
@@ -170,6 +231,68 @@ func checkState(add func(string, ...any), r *ChatRequest) {
 		}
 		checkWord(add, fmt.Sprintf("Include[%d]", i), in, maxWordLen)
 	}
+}
+
+// checkRawTool reports what is wrong with tool i, given as Raw: a System is required, the
+// definition must be a JSON object with a "type", and the neutral fields stay empty.
+func checkRawTool(add func(string, ...any), i int, t Tool) {
+	if t.System == "" {
+		add("Tools[%d].Raw needs a System: the provider whose API takes it, such as %q", i, SystemAnthropic)
+	}
+	checkWord(add, fmt.Sprintf("Tools[%d].System", i), t.System, maxWordLen)
+	if t.Raw == nil {
+		add("Tools[%d].System = %q without Raw: a function tool names no system", i, clip(t.System))
+		return
+	}
+	if !isObject(t.Raw) {
+		add("Tools[%d].Raw must be a JSON object, the tool's definition", i)
+		return
+	}
+	if typ, _ := rawHead(t.Raw); typ == "" {
+		add("Tools[%d].Raw has no \"type\": the tool's versioned type, such as \"web_search_20250305\"", i)
+	}
+	if t.Name != "" || t.Description != "" || len(t.Parameters) > 0 || t.Cache != CacheNone {
+		add("Tools[%d]: set Raw or Name, Description, Parameters and Cache, not both", i)
+	}
+}
+
+// RawToolSystems returns the systems of the raw tools of r (Tool.Raw): a, the first one ("" for
+// none), and b, a second one that differs from it ("" when every raw tool is a's). Only
+// providers of system a can serve a request with raw tools.
+func (r *ChatRequest) RawToolSystems() (a, b string) {
+	for _, t := range r.Tools {
+		switch {
+		case t.Raw == nil:
+		case a == "":
+			a = t.System
+		case t.System != a:
+			return a, t.System
+		}
+	}
+	return a, ""
+}
+
+// checkProviderBlock reports what is wrong with block j of message i: a JSON object whose
+// "type" is its Type, and an Origin and a place that can be its own.
+func checkProviderBlock(add func(string, ...any), i, j int, b ProviderBlock) {
+	field := fmt.Sprintf("Messages[%d].ProviderBlocks[%d]", i, j)
+	switch typ, _ := rawHead(b.Raw); {
+	case !isObject(b.Raw):
+		add("%s.Raw must be a JSON object, the block as its provider sent it", field)
+	case b.Type == "" || typ != b.Type:
+		add("%s.Type = %q: must be the block's \"type\" (%q)", field, clip(b.Type), clip(typ))
+	}
+	checkWord(add, field+".Type", b.Type, maxWordLen)
+	checkWord(add, field+".Origin", b.Origin, maxStateIDLen)
+	if b.At < 0 || b.Calls < 0 {
+		add("%s: At = %d, Calls = %d: must not be negative", field, b.At, b.Calls)
+	}
+}
+
+// isObject reports whether raw is a JSON object.
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
 }
 
 // checkWord reports a value that is longer than max bytes or holds a control character.

@@ -13,7 +13,7 @@ import (
 	"github.com/steadyllm/steady/resilience"
 )
 
-// Benchmarks for the pipeline's performance targets (see the README's Performance section).
+// Benchmarks for the pipeline's performance targets (see docs/performance.md).
 // The base transport is in memory, so the difference between BenchmarkPipeline_Success and
 // BenchmarkBaseTransport is the pipeline's own overhead.
 //

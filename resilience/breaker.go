@@ -132,14 +132,18 @@ func verdictOf(ctx context.Context, err error) verdict {
 }
 
 // callerGaveUp reports whether ctx, the context a layer below the timeout layer sees, ended
-// because the caller's context did, rather than by one of the pipeline's own limits.
+// because the caller's context did, rather than by one of the pipeline's own limits. The
+// steady client's whole-call deadline (TimeoutCall) is the caller's: its budget ran out, not
+// the provider's patience.
 func callerGaveUp(ctx context.Context) bool {
 	if ctx.Err() == nil {
 		return false
 	}
-	switch context.Cause(ctx).(type) {
-	case *TimeoutError, *callEnded:
-		return false // the timeout layer's own expiry, or its release of a finished call
+	switch c := context.Cause(ctx).(type) {
+	case *TimeoutError:
+		return c.Limit == TimeoutCall // else the timeout layer's own expiry
+	case *callEnded:
+		return false // the timeout layer's release of a finished call
 	}
 	return true
 }

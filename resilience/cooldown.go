@@ -150,10 +150,35 @@ func (c *cooldown) remaining() time.Duration {
 // when the wait fits the call (see maxWait); else not at all, with a *CooldownError. Then it
 // debits the call from the pipeline's budgets (see pacer).
 func (c *cooldown) gate(req *http.Request) error {
-	if err := c.pause(req); err != nil {
-		return err
+	err := c.pause(req)
+	if err == nil {
+		err = c.budget(req.Context())
 	}
-	return c.budget(req.Context())
+	if ce, ok := err.(*CooldownError); ok {
+		c.blame(req.Context(), ce)
+	}
+	return err
+}
+
+// blame sets ce.Deadline when the deadline of ctx is why the call could not wait: the wait
+// fits the call's other limits (its policy's RetryMaxDelaySeconds, its Call.MaxWait) and ends
+// past the deadline.
+func (c *cooldown) blame(ctx context.Context, ce *CooldownError) {
+	dl, ok := ctx.Deadline()
+	if !ok || ce.probing {
+		return
+	}
+	_, _, pol := callers(ctx)
+	if pol == nil {
+		pol = c.pol
+	}
+	limit := pol.max
+	if w, set := maxWaitOf(ctx); set {
+		limit = min(limit, w)
+	}
+	if ce.RetryAfter <= limit && c.ev.clock.Now().Add(ce.RetryAfter).After(dl) {
+		ce.Deadline = dl
+	}
 }
 
 // budget debits a call (or a retry of it) made with ctx from the pipeline's per-minute budgets,
@@ -201,7 +226,7 @@ func (c *cooldown) probe(req *http.Request) error {
 	left := max(time.Duration(int64(c.probeHold)-(now-at)), time.Millisecond)
 	ctx := req.Context()
 	c.ev.emit(Event{Type: EventCooldownRejected, Delay: left, Reason: "probing after the longest pause", Context: ctx})
-	return &CooldownError{Pipeline: c.ev.name, RetryAfter: left}
+	return &CooldownError{Pipeline: c.ev.name, RetryAfter: left, probing: true}
 }
 
 // maxWait is the longest a call made with ctx may wait for the pause to end: its policy's

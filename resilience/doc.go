@@ -28,6 +28,9 @@
 //     stream it ends when the headers arrive and StreamIdleTimeoutSeconds bounds each silence
 //     of the wire (a Read that lasts longer while bytes keep coming is not idle; see Wrap).
 //     Only the pipeline's own expiry is ErrTimeout; the caller's cancellation is returned as it is.
+//     (CallTimeoutSeconds is the steady client's deadline across a whole call and its
+//     fallbacks, which the pipelines below see as their context's deadline; a bare pipeline
+//     ignores it.)
 //   - Circuit breaker: counts logical calls; 5xx, 529, network errors, our timeouts, reported
 //     in-stream failures and refused credentials (401, 403) are failures; 429 and the other
 //     4xx are not. After

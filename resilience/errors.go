@@ -69,6 +69,12 @@ type CooldownError struct {
 	// Budget is "" for the pause after a 429 (RateLimitCooldown), "requests" or "tokens" when
 	// the pipeline's own pacing found no room in that per-minute budget.
 	Budget string
+	// Deadline, when not zero, is the context's deadline that the wait would have passed: why
+	// the call could not wait (a wait the policy and Call.MaxWait allowed). The steady client
+	// reads it to tell its whole-call deadline's refusals from the others.
+	Deadline time.Time
+
+	probing bool // refused as another call probes a pause cut at its longest, whatever the deadline
 }
 
 func (e *CooldownError) Error() string {
@@ -166,6 +172,10 @@ const (
 	TimeoutAttempt    TimeLimit = "attempt"     // AttemptTimeoutSeconds
 	TimeoutStreamIdle TimeLimit = "stream-idle" // StreamIdleTimeoutSeconds
 	TimeoutFirstToken TimeLimit = "first-token" // FirstTokenTimeoutSeconds (Call.AwaitFirstToken)
+	// TimeoutCall is the steady client's whole-call deadline (CallTimeoutSeconds,
+	// client.WithCallTimeout), across every try and fallback of a call; its TimeoutError
+	// names no pipeline.
+	TimeoutCall TimeLimit = "call"
 )
 
 // TimeoutError is returned when one of the pipeline's own time limits runs out.
@@ -178,6 +188,9 @@ type TimeoutError struct {
 }
 
 func (e *TimeoutError) Error() string {
+	if e.Pipeline == "" {
+		return fmt.Sprintf("resilience: %s timeout of %s exceeded", e.Limit, e.After)
+	}
 	return fmt.Sprintf("resilience: %s timeout of %s exceeded for %q", e.Limit, e.After, e.Pipeline)
 }
 

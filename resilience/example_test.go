@@ -24,6 +24,7 @@ func ExamplePipeline_Wrap() {
 	}))
 	defer srv.Close()
 
+	// docs:begin wrap
 	p, err := resilience.New(resilience.DefaultOptions(), resilience.WithName("example"),
 		resilience.OnEvent(func(e resilience.Event) {
 			if e.Type == resilience.EventRetryScheduled {
@@ -34,6 +35,7 @@ func ExamplePipeline_Wrap() {
 		panic(err)
 	}
 	httpClient := &http.Client{Transport: p.Wrap(http.DefaultTransport)}
+	// docs:end wrap
 
 	resp, err := httpClient.Get(srv.URL)
 	if err != nil {
@@ -77,11 +79,13 @@ func ExampleWithPolicy() {
 	interactive := o
 	interactive.RetryCount = 0
 	interactive.TimeoutSeconds = 2
+	// docs:begin policy
 	pol, err := resilience.NewPolicy("interactive", interactive)
 	if err != nil {
 		panic(err)
 	}
 	req, _ := http.NewRequestWithContext(resilience.WithPolicy(context.Background(), pol), http.MethodGet, srv.URL, nil)
+	// docs:end policy
 	resp, err := httpClient.Do(req)
 	if err != nil {
 		panic(err)

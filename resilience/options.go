@@ -90,10 +90,26 @@ type Options struct {
 	// Allowed: 1..1000.
 	CircuitBreakerHalfOpenMaxRequests int `json:"CircuitBreakerHalfOpenMaxRequests"`
 
-	// TimeoutSeconds bounds the whole logical call: every attempt, every backoff and reading an
-	// ordinary response body. For an event stream it ends when the stream's headers arrive.
-	// 0 disables it. Allowed: 0..86400.
+	// TimeoutSeconds bounds the whole logical call through the pipeline — with the steady
+	// client, one route's try: every attempt, every backoff and reading an ordinary response
+	// body. For an event stream it ends when the stream's headers arrive. 0 disables it. To
+	// bound a client call across its fallbacks, see CallTimeoutSeconds. Allowed: 0..86400.
 	TimeoutSeconds float64 `json:"TimeoutSeconds"`
+	// CallTimeoutSeconds is the whole-call deadline of the steady client (client.Client): it
+	// bounds one call — every try of every route, their retries, backoffs and hedges, and the
+	// fallbacks — together, where TimeoutSeconds bounds one route's try. A wait that would end
+	// past it (a Retry-After, a backoff, a rate-limit pause) is not started: the try gives up
+	// at once; no route is started once it has passed; an attempt in flight when it runs out is
+	// cancelled. The call then fails with kind timeout and GaveUp "deadline", never counted
+	// against a circuit (it is the caller's budget, not the provider's failure). For a stream it
+	// bounds the time until ChatStream returns (its first content, or with StreamRescue
+	// "buffer" the whole answer); from then on StreamIdleTimeoutSeconds and the caller's context
+	// bound the stream. The client reads it from the call's policy (client.WithPolicy), else
+	// from the first provider of its chain; client.WithCallTimeout sets it per call. A bare
+	// pipeline (Wrap), which makes one try per call, ignores it: TimeoutSeconds bounds that
+	// try. 0, the default, sets no deadline of the call's own (the caller's context may).
+	// Allowed: 0..86400.
+	CallTimeoutSeconds float64 `json:"CallTimeoutSeconds"`
 	// AttemptTimeoutSeconds bounds each attempt until its response headers arrive; an attempt
 	// that runs out is retried. 0 disables it. Allowed: 0..86400, below TimeoutSeconds.
 	AttemptTimeoutSeconds float64 `json:"AttemptTimeoutSeconds"`
@@ -351,6 +367,7 @@ func (o Options) Validate() error {
 	v.intRange("CircuitBreakerHalfOpenMaxRequests", o.CircuitBreakerHalfOpenMaxRequests, 1, 1000)
 
 	timeoutOK := v.secRange("TimeoutSeconds", o.TimeoutSeconds, 0, 86400)
+	v.secRange("CallTimeoutSeconds", o.CallTimeoutSeconds, 0, 86400)
 	if v.secRange("AttemptTimeoutSeconds", o.AttemptTimeoutSeconds, 0, 86400) && timeoutOK &&
 		o.AttemptTimeoutSeconds > 0 && o.TimeoutSeconds > 0 && o.AttemptTimeoutSeconds >= o.TimeoutSeconds {
 		v.add("AttemptTimeoutSeconds", o.AttemptTimeoutSeconds,

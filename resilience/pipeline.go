@@ -269,6 +269,11 @@ func (p *Pipeline) Headroom() Headroom {
 // is whether Headroom has anything to say.
 func (p *Pipeline) Paced() bool { return p.pace.req.Load() != nil || p.pace.tok.Load() != nil }
 
+// PacesTokens reports whether the pipeline has a tokens-per-minute budget (configured or
+// learnt) from which each call's Call.Tokens is debited: whether an exact count of a call's
+// tokens would change anything.
+func (p *Pipeline) PacesTokens() bool { return p.pace.tok.Load() != nil }
+
 // headroomTTL is how long a reading of the budgets serves HeadroomAt while they do not change:
 // they refill meanwhile by at most a thousandth of a minute's budget per 60 ms.
 const headroomTTL = time.Millisecond

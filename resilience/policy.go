@@ -26,6 +26,7 @@ type Policy struct {
 	retryable statusSet
 	attempt   time.Duration // AttemptTimeoutSeconds, 0 for none
 	total     time.Duration // TimeoutSeconds, 0 for none
+	call      time.Duration // CallTimeoutSeconds, 0 for none
 	idle      time.Duration // StreamIdleTimeoutSeconds, 0 for none
 	// firstToken is FirstTokenTimeoutSeconds, 0 for none; rescue is StreamRescue.
 	firstToken time.Duration
@@ -80,6 +81,7 @@ func newPolicy(name string, o Options) *Policy {
 		jitter:  o.RetryUseJitter,
 		attempt: seconds(o.AttemptTimeoutSeconds),
 		total:   seconds(o.TimeoutSeconds),
+		call:    seconds(o.CallTimeoutSeconds),
 		idle:    seconds(o.StreamIdleTimeoutSeconds),
 
 		firstToken: seconds(o.FirstTokenTimeoutSeconds),
@@ -114,6 +116,9 @@ func (p *Policy) Name() string { return p.name }
 
 // Timeout returns the policy's total time limit (TimeoutSeconds), 0 for none.
 func (p *Policy) Timeout() time.Duration { return p.total }
+
+// CallTimeout returns the policy's whole-call deadline (CallTimeoutSeconds), 0 for none.
+func (p *Policy) CallTimeout() time.Duration { return p.call }
 
 // Retries returns the number of retries after the first attempt (RetryCount).
 func (p *Policy) Retries() int { return p.count }

@@ -174,6 +174,14 @@ type CallInfo struct {
 	// GaveUp is why the retry layer stopped when the call failed; "" when it succeeded, was
 	// rejected before any attempt or ended because the caller gave up.
 	GaveUp GaveUp
+	// Wait is the wait the retry layer refused when it gave up rather than wait (GaveUp
+	// "deadline", "hint_too_long", "wait_too_long"): the server's hint, or the backoff; 0
+	// otherwise.
+	Wait time.Duration
+	// Deadline, with GaveUp "deadline", is the deadline the wait would have passed: the
+	// earlier of the context's (the caller's, or the steady client's whole-call deadline) and
+	// the pipeline's own TimeoutSeconds. Zero otherwise.
+	Deadline time.Time
 }
 
 // WithCallInfo returns a context for a request and the CallInfo the pipeline fills in for the

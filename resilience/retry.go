@@ -91,6 +91,10 @@ type callState struct {
 	pol     *Policy
 	attempt int
 	gaveUp  GaveUp // why retrying stopped, once it has
+	// refused is the wait retrying stopped for, and dl the deadline it would have passed
+	// (GaveUpDeadline): what CallInfo reports.
+	refused time.Duration
+	dl      time.Time
 	getBody func() (io.ReadCloser, error)
 	req     retryablehttp.Request
 }
@@ -145,13 +149,13 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := t.attempt.send(req, 1, pol)
 	retry, reason := pol.classify(resp, err)
 	if !retry || req.Context().Err() != nil {
-		r.setOutcome(req.Context(), 1, notRetried(req.Context(), resp, err))
+		r.setOutcome(req.Context(), 1, notRetried(req.Context(), resp, err), 0, time.Time{})
 		return resp, err
 	}
 	s := &callState{Context: req.Context(), r: r, pol: pol, attempt: 1, getBody: getBody}
 	again, cerr := s.decide(resp, err, reason)
 	if !again {
-		r.setOutcome(req.Context(), s.attempt, s.gaveUp)
+		r.setOutcome(req.Context(), s.attempt, s.gaveUp, s.refused, s.dl)
 		if cerr != nil {
 			if resp != nil {
 				_ = resp.Body.Close()
@@ -165,7 +169,7 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	s.req.Request = req.WithContext(s)
 	resp, err = t.client.Do(&s.req)
-	r.setOutcome(req.Context(), s.attempt, s.gaveUp)
+	r.setOutcome(req.Context(), s.attempt, s.gaveUp, s.refused, s.dl)
 	return resp, err
 }
 
@@ -181,8 +185,10 @@ func (r *retrier) policy(c *call, ctx context.Context) *Policy {
 	return r.pol
 }
 
-// setOutcome fills in the CallInfo of the call, if the caller asked for one (see Call).
-func (r *retrier) setOutcome(ctx context.Context, attempts int, gaveUp GaveUp) {
+// setOutcome fills in the CallInfo of the call, if the caller asked for one (see Call): the
+// attempts made, why retrying stopped, the wait it refused and the deadline that wait would
+// have passed.
+func (r *retrier) setOutcome(ctx context.Context, attempts int, gaveUp GaveUp, refused time.Duration, dl time.Time) {
 	var info *CallInfo
 	if c := callOf(ctx, r.ev); c != nil {
 		info = c.info // found once, by the timeout layer
@@ -190,7 +196,7 @@ func (r *retrier) setOutcome(ctx context.Context, attempts int, gaveUp GaveUp) {
 		info, _, _ = callers(ctx)
 	}
 	if info != nil {
-		info.Attempts, info.GaveUp = attempts, gaveUp
+		info.Attempts, info.GaveUp, info.Wait, info.Deadline = attempts, gaveUp, refused, dl
 	}
 }
 
@@ -326,7 +332,7 @@ func (p *Policy) classify(resp *http.Response, err error) (bool, string) {
 func (s *callState) decide(resp *http.Response, err error, reason string) (bool, error) {
 	r, pol := s.r, s.pol
 	giveUp := func(why GaveUp, hint time.Duration) (bool, error) {
-		s.gaveUp = why
+		s.gaveUp, s.refused = why, hint
 		e := Event{Type: EventGaveUp, Attempt: s.attempt, GaveUp: why, Reason: why.Description(), Err: err, Delay: hint,
 			Context: s.Context}
 		if resp != nil {
@@ -356,6 +362,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		return giveUp(GaveUpWaitTooLong, delay)
 	}
 	if dl, ok := s.Deadline(); ok && now.Add(delay).After(dl) {
+		s.dl = dl
 		return giveUp(GaveUpDeadline, delay)
 	}
 	if r.circuit.blocked(s.Context) {

@@ -5,21 +5,26 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestFallbackExample(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	var out bytes.Buffer
-	if err := run(context.Background(), &out); err != nil {
+	if err := run(ctx, &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	got := out.String()
-	for _, want := range []string{
-		`call 1: "Answered by the secondary." from secondary (model llama-3.3-70b); primary saw 3 requests, its circuit is closed`,
-		`call 2: "Answered by the secondary." from secondary (model llama-3.3-70b); primary saw 2 requests, its circuit is open`,
-		`call 3: "Answered by the secondary." from secondary (model llama-3.3-70b); primary saw 0 requests, its circuit is open`,
-	} {
-		if !strings.Contains(got, want) {
-			t.Errorf("output lacks %q:\n%s", want, got)
-		}
+	want := strings.Join([]string{
+		`call 1: "Answered by the primary." from primary (model gpt-4o); primary saw 1 requests, its circuit is closed`,
+		`-- the primary goes down: every call 503`,
+		`call 2: "Answered by the secondary." from secondary (model llama-3.3-70b); primary saw 3 requests, its circuit is closed`,
+		`call 3: "Answered by the secondary." from secondary (model llama-3.3-70b); primary saw 2 requests, its circuit is open`,
+		`call 4: "Answered by the secondary." from secondary (model llama-3.3-70b); primary saw 0 requests, its circuit is open`,
+		`-- the primary comes back`,
+		`call 5: "Answered by the primary." from primary (model gpt-4o); primary saw 1 requests, its circuit is closed`,
+	}, "\n") + "\n"
+	if out.String() != want {
+		t.Errorf("output:\n%s\nwant:\n%s", out.String(), want)
 	}
 }

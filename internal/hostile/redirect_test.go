@@ -144,8 +144,8 @@ func providerOps(p providers.Provider) providerRunner {
 	}
 }
 
-// The README's advice for a bare pipeline under an official SDK holds: the pipeline itself
-// refuses, so even an http.Client that would follow sends nothing elsewhere.
+// The advice of docs/official-sdks.md for a bare pipeline under an official SDK holds: the
+// pipeline itself refuses, so even an http.Client that would follow sends nothing elsewhere.
 func TestRedirects_BarePipelineRefuses(t *testing.T) {
 	th := &thief{}
 	other := server(t, th.handler)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
@@ -16,6 +17,15 @@ const DefaultBaseURL = "https://api.anthropic.com"
 // DefaultVersion is the anthropic-version header sent when Config.Version is empty: the one
 // stable version of the Messages API.
 const DefaultVersion = "2023-06-01"
+
+// DefaultCountTimeout is how long a pre-flight token count may take (Config.CountTimeout)
+// before the client's estimate stands in for it: a count is one small request, answered in
+// well under a second.
+const DefaultCountTimeout = 2 * time.Second
+
+// MaxCountTimeout is the longest Config.CountTimeout allowed: a count every call waits for
+// must never cost more than a fraction of the call.
+const MaxCountTimeout = 30 * time.Second
 
 // DefaultMaxTokens is the max_tokens sent when neither the request nor Config.DefaultMaxTokens
 // sets one. Anthropic, unlike OpenAI, requires the field on every request.
@@ -65,6 +75,18 @@ type Config struct {
 	// a proxy's alias — or to move a 4.6 model off its deprecated budget. Every value must be
 	// ThinkingBudget or ThinkingAdaptive.
 	ThinkingModes map[string]ThinkingMode
+	// CountTokens has the steady client count the prompt of every chat call with the API's
+	// counting endpoint (POST /v1/messages/count_tokens) before sending it, so that pacing
+	// debits the exact prompt from the route's tokens-per-minute budget instead of an estimate
+	// of four bytes a token (providers.TokenCounter; see client.EstimateTokens). A route with no
+	// token budget, configured or learnt, is not counted: nothing would use the count. It costs
+	// a request before each call (its own rate limit at Anthropic, not the Messages API's); one
+	// that fails or takes longer than CountTimeout leaves the estimate, and never fails the
+	// call. Off by default.
+	CountTokens bool
+	// CountTimeout bounds a pre-flight count (CountTokens) and a count through the client
+	// (client.Client.CountTokens). 0 means DefaultCountTimeout; allowed 0 to MaxCountTimeout.
+	CountTimeout time.Duration
 }
 
 // withDefaults returns c with its defaults applied, or an error naming what is wrong. The
@@ -101,6 +123,13 @@ func (c Config) withDefaults() (Config, error) {
 	if c.APIKey == "" {
 		errs = append(errs, fmt.Errorf("anthropic: provider %q: APIKey is required", c.Name))
 	}
+	switch {
+	case c.CountTimeout == 0:
+		c.CountTimeout = DefaultCountTimeout
+	case c.CountTimeout < 0 || c.CountTimeout > MaxCountTimeout:
+		errs = append(errs, fmt.Errorf("anthropic: provider %q: CountTimeout = %v: must be 0 (the default, %v) up to %v",
+			c.Name, c.CountTimeout, DefaultCountTimeout, MaxCountTimeout))
+	}
 	if c.DefaultMaxTokens < 0 {
 		errs = append(errs, fmt.Errorf("anthropic: provider %q: DefaultMaxTokens = %d: must not be negative", c.Name, c.DefaultMaxTokens))
 	}
@@ -116,14 +145,14 @@ func (c Config) withDefaults() (Config, error) {
 
 // String describes c with the API key redacted.
 func (c Config) String() string {
-	return fmt.Sprintf("{Name:%s BaseURL:%s APIKey:%s Version:%s HTTPClient:%p Model:%s DefaultMaxTokens:%d Beta:%v Limits:%+v}",
-		c.Name, c.BaseURL, hideKey(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta, c.Limits)
+	return fmt.Sprintf("{Name:%s BaseURL:%s APIKey:%s Version:%s HTTPClient:%p Model:%s DefaultMaxTokens:%d Beta:%v Limits:%+v CountTokens:%t CountTimeout:%v}",
+		c.Name, c.BaseURL, hideKey(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta, c.Limits, c.CountTokens, c.CountTimeout)
 }
 
 // GoString describes c as Go syntax, with the API key redacted.
 func (c Config) GoString() string {
-	return fmt.Sprintf("anthropic.Config{Name:%q, BaseURL:%q, APIKey:%q, Version:%q, HTTPClient:%p, Model:%q, DefaultMaxTokens:%d, Beta:%#v, Limits:%#v}",
-		c.Name, c.BaseURL, hideKey(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta, c.Limits)
+	return fmt.Sprintf("anthropic.Config{Name:%q, BaseURL:%q, APIKey:%q, Version:%q, HTTPClient:%p, Model:%q, DefaultMaxTokens:%d, Beta:%#v, Limits:%#v, CountTokens:%t, CountTimeout:%d}",
+		c.Name, c.BaseURL, hideKey(c.APIKey), c.Version, c.HTTPClient, c.Model, c.DefaultMaxTokens, c.Beta, c.Limits, c.CountTokens, c.CountTimeout)
 }
 
 // Format implements fmt.Formatter so that every verb (%v, %+v, %s, %q, %x…) goes through

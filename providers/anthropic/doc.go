@@ -49,6 +49,21 @@
 //     {"type":"adaptive"} for either one instead, since they answer a budget with a 400.
 //     Previous (a stored answer) is refused: the Messages API keeps none. Thinking blocks go
 //     back only when signed (or redacted): another provider's reasoning is dropped.
+//   - Tools the neutral fields cannot describe — server tools (web_search_20250305,
+//     code_execution…) and client tools defined by a versioned type (bash_20250124,
+//     text_editor_20250728, computer use) — are given as providers.Tool{System:
+//     providers.SystemAnthropic, Raw: …} and sent as they are, whatever their type; a raw tool
+//     of another system is refused. A client tool so defined is called as any other (tool_use
+//     blocks become ToolCalls).
+//   - Answer blocks that are not text, tool_use or thinking — server_tool_use, the
+//     *_tool_result blocks of server tools, any type the API adds later — are kept verbatim in
+//     Message.ProviderBlocks (a stream's on its Done delta, built from its content_block_start
+//     and input_json_delta events, bounded by Limits.MaxResponseBytes), marked with the
+//     provider's origin and where they stood; an assistant message sends them back, to a
+//     provider of the same origin only, where they stood, its text split around them.
+//   - CountTokens counts a request's prompt with POST /v1/messages/count_tokens
+//     (providers.TokenCounter); Config.CountTokens has the steady client count every call
+//     before sending it, for pacing.
 //   - Usage.InputTokens counts the whole prompt: input_tokens plus the tokens written to and
 //     read from the prompt cache, which Anthropic reports apart.
 //   - Embed always fails with KindBadRequest: Anthropic has no embeddings API.

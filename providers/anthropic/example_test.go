@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -67,4 +68,54 @@ func ExampleProvider_Embed() {
 	_, err := p.Embed(context.Background(), &providers.EmbedRequest{Inputs: []string{"x"}})
 	fmt.Println(providers.KindOf(err))
 	// Output: bad_request
+}
+
+// A server tool given in the API's own shape, by its versioned type: the answer's search
+// blocks are kept verbatim and go back with the next turn, which the fake refuses unless they
+// come back as they were.
+func ExampleProvider_Chat_serverTool() {
+	s := mocks.NewServer()
+	defer s.Close()
+	p, err := anthropic.New(anthropic.Config{BaseURL: s.AnthropicBaseURL(), APIKey: "sk-ant-example", Model: "claude-sonnet-4-5"})
+	if err != nil {
+		panic(err)
+	}
+	req := &providers.ChatRequest{
+		Tools: []providers.Tool{{System: providers.SystemAnthropic,
+			Raw: json.RawMessage(`{"type":"web_search_20250305","name":"web_search","max_uses":5}`)}},
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "What is new?"}},
+	}
+	resp, err := p.Chat(context.Background(), req)
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(resp.Message.Content)
+	for _, b := range resp.Message.ProviderBlocks {
+		fmt.Println(b.Type, "after byte", b.At)
+	}
+	// The whole answer goes back with the next question.
+	req.Messages = append(req.Messages, resp.Message, providers.Message{Role: providers.RoleUser, Content: "And before?"})
+	_, err = p.Chat(context.Background(), req)
+	fmt.Println("next turn:", err)
+	// Output:
+	// Let me search for that.What is new?
+	// server_tool_use after byte 23
+	// web_search_tool_result after byte 23
+	// next turn: <nil>
+}
+
+// The exact prompt of a request, as the API counts it (POST /v1/messages/count_tokens).
+func ExampleProvider_CountTokens() {
+	s := mocks.NewServer()
+	defer s.Close()
+	p, err := anthropic.New(anthropic.Config{BaseURL: s.AnthropicBaseURL(), APIKey: "sk-ant-example", Model: "claude-sonnet-4-5"})
+	if err != nil {
+		panic(err)
+	}
+	n, err := p.CountTokens(context.Background(), &providers.ChatRequest{Messages: []providers.Message{
+		{Role: providers.RoleSystem, Content: "Be brief."},
+		{Role: providers.RoleUser, Content: "How long is this prompt?"},
+	}})
+	fmt.Println(n, err)
+	// Output: 9 <nil>
 }

@@ -67,6 +67,9 @@ func FuzzErrorBody(f *testing.F) {
 	f.Add(200, "application/json", []byte(`null`))
 	f.Add(402, "application/json", []byte(`{"type":"error","error":{"type":"billing_error"}}`))
 	f.Add(502, "text/html", []byte(`<html>bad gateway</html>`))
+	f.Add(200, "application/json", []byte(`{"type":"message","content":[{"type":"text","text":"a"},{"type":"server_tool_use","id":"s","input":{}},`+
+		`{"type":"future","text":5,"data":{}},{"type":""}],"stop_reason":"end_turn"}`))
+	f.Add(200, "application/json", []byte(`{"input_tokens":12}`))
 	f.Fuzz(func(t *testing.T, status int, contentType string, body []byte) {
 		if status < 100 || status > 999 {
 			status = 200 + (status%800+800)%800
@@ -77,7 +80,26 @@ func FuzzErrorBody(f *testing.F) {
 		if err == nil && (resp == nil || resp.Provider == "") {
 			t.Fatal("an empty success")
 		}
+		if err == nil {
+			checkSendsBack(t, resp.Message)
+		}
+		n, err := p.CountTokens(context.Background(), userMessage())
+		checkFuzzError(t, err)
+		if err == nil && n < 0 {
+			t.Fatalf("count %d", n)
+		}
 	})
+}
+
+// checkSendsBack fails unless answer, as the caller keeps it, is a valid turn to send back:
+// whatever the server sent, the blocks kept verbatim are JSON objects of their type.
+func checkSendsBack(t *testing.T, answer providers.Message) {
+	t.Helper()
+	req := userMessage()
+	req.Messages = append(req.Messages, answer, providers.Message{Role: providers.RoleUser, Content: "more"})
+	if err := req.Validate(); err != nil && len(answer.ProviderBlocks) > 0 {
+		t.Fatalf("the answer's provider blocks cannot go back: %v", err)
+	}
 }
 
 // FuzzStream: whatever a 200 event stream holds, Recv ends with Done, io.EOF or a typed
@@ -86,6 +108,10 @@ func FuzzStream(f *testing.F) {
 	f.Add([]byte("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{}}\n\nevent: message_stop\ndata: {}\n\n"))
 	f.Add([]byte("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"" + fuzzKey + "\"}}\n\n"))
 	f.Add([]byte(": ping\n\n\r\ndata: {\n"))
+	f.Add([]byte("event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"server_tool_use\",\"id\":\"s\",\"input\":{}}}\n\n" +
+		"event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"q\\\":1}\"}}\n\n" +
+		"event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"x\",\"text\":5}}\n\n" +
+		"event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"}}\n\n"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		p := fuzzProvider(t, fuzzTransport{200, "text/event-stream", body})
 		st, err := p.ChatStream(context.Background(), userMessage())
@@ -103,6 +129,7 @@ func FuzzStream(f *testing.F) {
 				return
 			}
 			if d.Done {
+				checkSendsBack(t, providers.Message{Role: providers.RoleAssistant, Content: "x", ProviderBlocks: d.ProviderBlocks})
 				return
 			}
 		}

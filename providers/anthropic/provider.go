@@ -3,7 +3,6 @@ package anthropic
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"time"
@@ -17,15 +16,20 @@ import (
 // package never retries; the resilience pipeline underneath does) and returns a
 // *providers.Error on failure.
 type Provider struct {
-	scope     string // providers.Scoper
-	name      string
-	url       string // BaseURL + /v1/messages
-	apiKey    string
-	version   string
-	beta      string // the anthropic-beta header, "" for none
-	model     string
-	maxTokens int
-	limits    providers.Limits
+	scope    string // providers.Scoper
+	name     string
+	url      string // BaseURL + /v1/messages
+	countURL string // BaseURL + /v1/messages/count_tokens
+	// countOn and countTimeout are Config.CountTokens and Config.CountTimeout
+	// (providers.TokenCounter's PreflightCount).
+	countOn      bool
+	countTimeout time.Duration
+	apiKey       string
+	version      string
+	beta         string // the anthropic-beta header, "" for none
+	model        string
+	maxTokens    int
+	limits       providers.Limits
 	// schemaByTool sends structured outputs as forced tool use (Config.SchemaByTool).
 	schemaByTool bool
 	thinking     map[string]ThinkingMode // Config.ThinkingModes, a copy
@@ -36,9 +40,10 @@ type Provider struct {
 }
 
 var (
-	_ providers.Provider  = (*Provider)(nil)
-	_ providers.Describer = (*Provider)(nil)
-	_ providers.Scoper    = (*Provider)(nil)
+	_ providers.Provider     = (*Provider)(nil)
+	_ providers.Describer    = (*Provider)(nil)
+	_ providers.Scoper       = (*Provider)(nil)
+	_ providers.TokenCounter = (*Provider)(nil)
 )
 
 // New builds a Provider from cfg. It returns an error, never containing the API key, when
@@ -52,6 +57,9 @@ func New(cfg Config) (*Provider, error) {
 		scope:        providers.SharingScope(cfg.APIKey, "anthropic", cfg.BaseURL),
 		name:         cfg.Name,
 		url:          cfg.BaseURL + "/v1/messages",
+		countURL:     cfg.BaseURL + "/v1/messages/count_tokens",
+		countOn:      cfg.CountTokens,
+		countTimeout: cfg.CountTimeout,
 		apiKey:       cfg.APIKey,
 		version:      cfg.Version,
 		beta:         strings.Join(cfg.Beta, ","),
@@ -111,7 +119,7 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.send(ctx, body, false)
+	resp, err := p.send(ctx, p.url, body, false)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +129,7 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 		return nil, p.readFailure(ctx, resp, "reading the response", err)
 	}
 	var w wireResponse
-	if err := json.Unmarshal(data, &w); err != nil {
+	if err := decodeAnswer(data, &w); err != nil {
 		return nil, p.readFailure(ctx, resp, "decoding the response", err)
 	}
 	if !w.isAnswer() {
@@ -131,7 +139,7 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 	if req.Schema != nil && p.schemaByTool {
 		forced = schemaTool(req.Schema)
 	}
-	msg := fromResponse(&w, forced)
+	msg := p.fromResponse(&w, data, forced)
 	if w.StopReason == stopRefusal {
 		// Declined, at once or part way: an outcome with its kind, never a success. Its usage
 		// was billed all the same.
@@ -169,7 +177,7 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 	if err != nil {
 		return nil, err
 	}
-	resp, err := p.send(ctx, body, true)
+	resp, err := p.send(ctx, p.url, body, true)
 	if err != nil {
 		return nil, err
 	}
@@ -196,14 +204,14 @@ func (p *Provider) Embed(context.Context, *providers.EmbedRequest) (*providers.E
 	return nil, p.badRequest("Anthropic has no embeddings API; use an OpenAI-compatible provider for embeddings")
 }
 
-// send POSTs body to /v1/messages. It returns the response only for a 2xx status, with its
+// send POSTs body to url (/v1/messages, or its count_tokens). It returns the response only for a 2xx status, with its
 // body open for the caller to close; every other outcome is a *providers.Error, and the body
 // of an error response is read and closed here.
 //
 // The body is a *bytes.Reader, so http.NewRequestWithContext sets GetBody and the resilience
 // pipeline can replay the request on retry.
-func (p *Provider) send(ctx context.Context, body []byte, stream bool) (*http.Response, error) {
-	r, err := http.NewRequestWithContext(ctx, http.MethodPost, p.url, bytes.NewReader(body))
+func (p *Provider) send(ctx context.Context, url string, body []byte, stream bool) (*http.Response, error) {
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, p.errs.Finish(&providers.Error{Kind: providers.KindBadRequest, Message: "building the request: " + err.Error(), Err: err})
 	}

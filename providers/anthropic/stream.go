@@ -60,6 +60,10 @@ type stream struct {
 	answerAt int                  // the content block index of that tool's call, -1 for none
 	thinking []providers.ThinkingBlock
 	thinkAt  map[int]int // content block index → index in thinking
+	// kept holds the blocks kept verbatim (providers.ProviderBlock), nil for none, and
+	// keptBytes their size, bounded by Limits.MaxResponseBytes.
+	kept      []keptBlock
+	keptBytes int64
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -142,7 +146,7 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 		return providers.Delta{}, false, s.p.streamError(ev.Data, s.reqID)
 	}
 	var e streamEvent
-	if err := json.Unmarshal(ev.Data, &e); err != nil || !isObject(ev.Data) {
+	if err := json.Unmarshal(ev.Data, &e); (err != nil && !e.opensUnknown(err)) || !isObject(ev.Data) {
 		return providers.Delta{}, false, s.p.errs.Malformed(s.events, err)
 	}
 	kind := ev.Name
@@ -178,6 +182,9 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 				if b.Thinking != "" {
 					return providers.Delta{Reasoning: b.Thinking}, true, nil
 				}
+			case "":
+			default: // a server tool's call or result, or a block type added later: kept verbatim
+				return providers.Delta{}, false, s.keep(e.Index, b.Type, ev.Data)
 			}
 		}
 	case "content_block_delta":
@@ -193,6 +200,9 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 				}
 				if i, ok := s.tools[e.Index]; ok && d.PartialJSON != "" {
 					return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: i, Arguments: d.PartialJSON}}}, true, nil
+				}
+				if len(s.kept) > 0 && d.PartialJSON != "" {
+					return providers.Delta{}, false, s.keepInput(e.Index, d.PartialJSON)
 				}
 			case "thinking_delta":
 				if i, ok := s.thinkAt[e.Index]; ok {
@@ -257,7 +267,8 @@ func (s *stream) finish() (providers.Delta, *providers.Error) {
 	if s.answerAt >= 0 && finish == providers.FinishToolCalls && len(s.tools) == 0 {
 		finish = providers.FinishStop // the forced "tool call" was the answer
 	}
-	return providers.Delta{Done: true, FinishReason: finish, Usage: s.usage, Thinking: s.thinking}, nil
+	return providers.Delta{Done: true, FinishReason: finish, Usage: s.usage, Thinking: s.thinking,
+		ProviderBlocks: s.keptBlocks()}, nil
 }
 
 // stopDetails reads the stop_details of a message_delta event's data, nil when it has none. It

@@ -5,13 +5,13 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/steadyllm/steady/providers"
 )
 
 // The Messages API wire format, as far as this package speaks it. Fields the neutral types do
-// not carry (documents, citations, server tools…) are left out.
+// not carry (documents, citations…) are left out; tools given in the API's own shape and the
+// blocks of an answer the neutral message does not model travel verbatim (see blocks.go).
 
 // maxTemperature is the highest temperature the Messages API accepts (the neutral request
 // allows up to providers.MaxTemperature, as OpenAI does).
@@ -35,6 +35,10 @@ type wireRequest struct {
 	Thinking      *wireThinking `json:"thinking,omitempty"`
 	OutputConfig  *wireOutput   `json:"output_config,omitempty"`
 	Stream        bool          `json:"stream,omitempty"`
+
+	// raw: a tool or a block of the request is raw JSON (wireTool.raw, wireBlock.raw), which
+	// encode then writes as it is.
+	raw bool
 }
 
 // wireChoice is tool_choice: type "auto", "any", "tool" (with Name) or "none".
@@ -99,19 +103,10 @@ type wireBlock struct {
 	Signature    string          `json:"signature,omitempty"`
 	Data         string          `json:"data,omitempty"`
 	CacheControl *wireCache      `json:"cache_control,omitempty"`
-}
 
-// respBlock is a content block of an answer. It is not wireBlock because blocks this package
-// skips (server tool results, say) may carry fields of other shapes under the same names.
-type respBlock struct {
-	Type      string          `json:"type"`
-	Text      string          `json:"text"`
-	ID        string          `json:"id"`
-	Name      string          `json:"name"`
-	Input     json.RawMessage `json:"input"`
-	Thinking  string          `json:"thinking"`
-	Signature string          `json:"signature"`
-	Data      string          `json:"data"`
+	// raw, when set, is the whole block, a JSON object given by its provider
+	// (providers.ProviderBlock), sent instead of the fields above (CacheControl added).
+	raw json.RawMessage
 }
 
 // wireTool is a client tool the model may call.
@@ -120,63 +115,32 @@ type wireTool struct {
 	Description  string          `json:"description,omitempty"`
 	InputSchema  json.RawMessage `json:"input_schema"`
 	CacheControl *wireCache      `json:"cache_control,omitempty"`
-}
 
-// wireResponse is a message: the body of a non-streamed answer and the "message" of a
-// message_start event.
-type wireResponse struct {
-	Type        string           `json:"type"`
-	ID          string           `json:"id"`
-	Model       string           `json:"model"`
-	Content     []respBlock      `json:"content"`
-	StopReason  string           `json:"stop_reason"`
-	StopDetails *wireStopDetails `json:"stop_details"`
-	Usage       wireUsage        `json:"usage"`
-}
-
-// isAnswer reports whether r is a message: its type says so, or (for servers that leave the
-// type out) it has content or a stop reason. {}, null and error envelopes are not answers.
-func (r *wireResponse) isAnswer() bool {
-	return r.Type == "message" || r.Type == "" && (len(r.Content) > 0 || r.StopReason != "")
-}
-
-// wireUsage counts tokens. input_tokens excludes the prompt tokens written to or read from
-// the prompt cache, which are reported apart.
-type wireUsage struct {
-	InputTokens              int `json:"input_tokens"`
-	OutputTokens             int `json:"output_tokens"`
-	CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-	OutputTokensDetails      *struct {
-		ThinkingTokens int `json:"thinking_tokens"`
-	} `json:"output_tokens_details"`
-}
-
-// neutral returns the neutral usage: the whole prompt as InputTokens, its cached parts apart.
-func (u wireUsage) neutral() providers.Usage {
-	out := providers.Usage{InputTokens: u.input(), OutputTokens: u.OutputTokens,
-		CachedInputTokens: u.CacheReadInputTokens, CacheWriteInputTokens: u.CacheCreationInputTokens}
-	if d := u.OutputTokensDetails; d != nil {
-		out.ReasoningTokens = d.ThinkingTokens
-	}
-	return out
-}
-
-// input is the whole prompt: uncached, cache-written and cache-read tokens together, which is
-// what OpenAI's prompt_tokens counts too.
-func (u wireUsage) input() int {
-	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+	// raw, when set, is the whole definition as the caller gave it (providers.Tool.Raw), sent
+	// instead of the fields above.
+	raw json.RawMessage
 }
 
 // emptySchema is the input_schema of a tool that declares no parameters.
 var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
 
-// buildRequest turns a neutral request into a Messages API body. It refuses, with a
-// bad_request *providers.Error and before anything is sent, what the API would refuse anyway
-// or what cannot be expressed: no model, no messages, an empty turn, tool arguments that are
-// not JSON, an unknown response format, a stored answer to continue from (Previous), background
-// mode (Background). Store and Include are OpenAI's and ignored.
+// buildRequest turns a neutral request into a Messages API body (see toWire).
 func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte, error) {
+	w, err := p.toWire(req, stream)
+	if err != nil {
+		return nil, err
+	}
+	return p.encode(w)
+}
+
+// toWire turns a neutral request into a Messages API request. It refuses, with a bad_request
+// *providers.Error and before anything is sent, what the API would refuse anyway or what
+// cannot be expressed: no model, no messages, an empty turn, tool arguments that are not JSON,
+// a raw tool of another system, an unknown response format, a stored answer to continue from
+// (Previous), a conversation kept elsewhere (Conversation) or pruned at a compaction item,
+// background mode (Background). Store, Include, CompactThreshold and compaction items that
+// stand for messages still in the request are OpenAI's and ignored.
+func (p *Provider) toWire(req *providers.ChatRequest, stream bool) (*wireRequest, error) {
 	if err := req.Validate(); err != nil {
 		return nil, p.errs.Finish(err.(*providers.Error))
 	}
@@ -190,6 +154,11 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 	}
 	if req.Background {
 		return nil, p.badRequest("Background: the Messages API has no background mode; send the request without it")
+	}
+	if pin, ok := req.Pin(); ok {
+		// A conversation kept by another provider, or one pruned at its compaction item: the
+		// earlier messages are not in the request.
+		return nil, p.badRequest("the request continues from " + pin.What + ", which the Messages API cannot read; send the whole conversation")
 	}
 	w := wireRequest{
 		Model:         req.Model,
@@ -234,6 +203,14 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 		return nil, p.badRequest(fmt.Sprintf("unknown response format %q", req.Format))
 	}
 	for i, t := range req.Tools {
+		if t.Raw != nil {
+			if t.System != providers.SystemAnthropic {
+				return nil, p.badRequest(fmt.Sprintf("Tools[%d] (%s) is a tool of %q: the Messages API takes only function tools and its own (System %q)",
+					i, t.RawType(), t.System, providers.SystemAnthropic))
+			}
+			w.Tools, w.raw = append(w.Tools, wireTool{raw: t.Raw}), true
+			continue
+		}
 		if t.Name == "" {
 			return nil, p.badRequest(fmt.Sprintf("tool %d has no name", i))
 		}
@@ -271,11 +248,7 @@ func (p *Provider) buildRequest(req *providers.ChatRequest, stream bool) ([]byte
 			w.OutputConfig.Effort = r.Effort
 		}
 	}
-	body, err := json.Marshal(w)
-	if err != nil {
-		return nil, &providers.Error{Provider: p.name, Kind: providers.KindBadRequest, Message: "encoding the request: " + err.Error(), Err: err}
-	}
-	return body, nil
+	return &w, nil
 }
 
 // minThinkingBudget is the smallest budget_tokens of extended thinking the API accepts.
@@ -359,21 +332,9 @@ func (p *Provider) addMessage(w *wireRequest, i int, m providers.Message) error 
 				blocks = append(blocks, wireBlock{Type: "thinking", Thinking: t.Text, Signature: t.Signature})
 			}
 		}
-		if m.Content != "" {
-			blocks = append(blocks, wireBlock{Type: "text", Text: m.Content})
-		}
-		for _, tc := range m.ToolCalls {
-			input := json.RawMessage(`{}`)
-			if strings.TrimSpace(tc.Arguments) != "" {
-				input = json.RawMessage(tc.Arguments)
-			}
-			if !json.Valid(input) {
-				return p.badRequest(fmt.Sprintf("message %d: tool call %q: Arguments is not valid JSON", i, tc.ID))
-			}
-			if tc.ID == "" || tc.Name == "" {
-				return p.badRequest(fmt.Sprintf("message %d: a tool call needs an ID and a Name", i))
-			}
-			blocks = append(blocks, wireBlock{Type: "tool_use", ID: tc.ID, Name: tc.Name, Input: input})
+		var err error
+		if blocks, err = p.answerBlocks(w, blocks, i, m); err != nil {
+			return err
 		}
 	case providers.RoleTool:
 		if m.ToolCallID == "" {
@@ -384,7 +345,12 @@ func (p *Provider) addMessage(w *wireRequest, i int, m providers.Message) error 
 	default:
 		return p.badRequest(fmt.Sprintf("message %d: unknown role %q", i, m.Role))
 	}
-	if len(blocks) == 0 {
+	switch {
+	case len(blocks) == 0 && len(m.ProviderBlocks) > 0:
+		// An answer of another origin's blocks alone (a server tool's, paused): nothing of it
+		// can go back, and the turns around it merge.
+		return nil
+	case len(blocks) == 0:
 		return p.badRequest(fmt.Sprintf("message %d (%s) is empty: Anthropic rejects empty turns", i, m.Role))
 	}
 	blocks[len(blocks)-1].CacheControl = cacheControl(m.Cache)
@@ -407,61 +373,4 @@ func partBlock(part providers.Part) wireBlock {
 	}
 	return wireBlock{Type: "image", Source: &wireSource{Type: "base64", MediaType: img.MediaType,
 		Data: base64.StdEncoding.EncodeToString(img.Data)}}
-}
-
-// fromResponse turns a message into the neutral assistant message: the text blocks joined,
-// the tool_use blocks as tool calls in order, the thinking blocks as Thinking. With forced
-// tool use for a structured answer (schemaTool, not ""), that tool's input is the answer's
-// text. Other blocks (server tools) are skipped.
-func fromResponse(r *wireResponse, schemaTool string) providers.Message {
-	msg := providers.Message{Role: providers.RoleAssistant}
-	var text strings.Builder
-	for _, b := range r.Content {
-		switch b.Type {
-		case "text":
-			text.WriteString(b.Text)
-		case "tool_use":
-			args := "{}"
-			if len(b.Input) > 0 {
-				var c bytes.Buffer
-				if json.Compact(&c, b.Input) == nil {
-					args = c.String()
-				}
-			}
-			if schemaTool != "" && b.Name == schemaTool {
-				text.WriteString(args)
-				continue
-			}
-			msg.ToolCalls = append(msg.ToolCalls, providers.ToolCall{ID: b.ID, Name: b.Name, Arguments: args})
-		case "thinking":
-			msg.Thinking = append(msg.Thinking, providers.ThinkingBlock{Text: b.Thinking, Signature: b.Signature})
-		case "redacted_thinking":
-			msg.Thinking = append(msg.Thinking, providers.ThinkingBlock{Redacted: b.Data})
-		}
-	}
-	msg.Content = text.String()
-	return msg
-}
-
-// reasoningText joins the text of the thinking blocks of msg.
-func reasoningText(msg providers.Message) string {
-	var b strings.Builder
-	for _, t := range msg.Thinking {
-		b.WriteString(t.Text)
-	}
-	return b.String()
-}
-
-// finishReason maps Anthropic's stop_reason. A refusal never gets here: it is an error
-// (stopRefusal).
-func finishReason(stop string) providers.FinishReason {
-	switch stop {
-	case "end_turn", "stop_sequence":
-		return providers.FinishStop
-	case "max_tokens", "model_context_window_exceeded":
-		return providers.FinishLength
-	case "tool_use":
-		return providers.FinishToolCalls
-	}
-	return providers.FinishOther
 }

@@ -46,6 +46,15 @@ func (p *Provider) chatRequest(req *providers.ChatRequest, msgs []goopenai.ChatC
 		return goopenai.ChatCompletionRequest{}, p.badRequest("Background: the chat completions API has no background mode; " +
 			"use the Responses API (Config.API)")
 	}
+	if pin, ok := req.Pin(); ok {
+		// A conversation kept by a provider, or one pruned at a compaction item: its earlier
+		// messages are not in the request.
+		return goopenai.ChatCompletionRequest{}, p.badRequest("the request continues from " + pin.What +
+			", which the chat completions API cannot read; send the whole conversation, or use the Responses API (Config.API)")
+	}
+	if err := p.refuseRawTools(req); err != nil {
+		return goopenai.ChatCompletionRequest{}, err
+	}
 	if len(req.Messages) == 0 {
 		return goopenai.ChatCompletionRequest{}, p.badRequest("the request has no messages")
 	}

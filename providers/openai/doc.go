@@ -5,8 +5,11 @@
 // completions (the default), spoken through github.com/sashabaranov/go-openai, or the
 // Responses API, spoken by this package's own wire code (go-openai has none): typed input
 // and output items, reasoning items kept across turns (sent back only to the endpoint that
-// produced them), answers stored and continued from (ChatRequest.Previous), background answers
-// polled and cancelled (ChatRequest.Background, Retrieve, Cancel), semantic stream events. See responses.go for how the neutral request maps to it.
+// produced them), answers stored and continued from (ChatRequest.Previous), conversations kept
+// by the provider (ChatRequest.Conversation, NewConversation), server-side compaction and its
+// compaction items (ChatRequest.CompactThreshold, Message.Compaction), background answers
+// polled and cancelled (ChatRequest.Background, Retrieve, Cancel), semantic stream events. See
+// responses.go for how the neutral request maps to it.
 //
 //	p, err := openai.New(openai.Config{
 //		Dialect:    openai.Compatible,

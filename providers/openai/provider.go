@@ -253,3 +253,17 @@ func (p *Provider) refuse(err error) *providers.Error {
 func (p *Provider) badRequest(msg string) *providers.Error {
 	return p.errs.New(providers.KindBadRequest, msg)
 }
+
+// refuseRawTools refuses a request with a tool given in a provider's own shape
+// (providers.Tool.Raw): both of OpenAI's wires send function tools only, and an Anthropic
+// server tool means nothing here. The client skips this provider for such a request; a direct
+// call learns why, before anything is sent.
+func (p *Provider) refuseRawTools(req *providers.ChatRequest) *providers.Error {
+	for i, t := range req.Tools {
+		if t.Raw != nil {
+			return p.badRequest(fmt.Sprintf("Tools[%d] (%s) is a tool of %q: this provider sends function tools only; "+
+				"send the request to a provider of %q", i, t.RawType(), t.System, t.System))
+		}
+	}
+	return nil
+}

@@ -22,15 +22,17 @@ import (
 //
 //   - Messages become input items: a system message a "system" message, a user message a
 //     "message" of its text or of input_text and input_image parts, an assistant message its
-//     reasoning items (the ThinkingBlocks with an ID of this provider's Origin; others are
-//     dropped, see providers/state.go), then a "message" of its text and a "function_call"
-//     per tool call, and a tool result a "function_call_output".
+//     compaction item (of this provider's Origin; another's is dropped, or, in a pruned
+//     conversation, refused), its reasoning items (the ThinkingBlocks with an ID of this
+//     provider's Origin; others are dropped, see providers/state.go), then a "message" of its
+//     text and a "function_call" per tool call, and a tool result a "function_call_output".
 //   - Tools become function tools with strict false (the API's default is strict), the tool
 //     choice tool_choice, a Schema text.format json_schema, FormatJSON text.format
 //     json_object, Reasoning reasoning.effort and reasoning.summary, MaxTokens
 //     max_output_tokens (at least 16, the least the API accepts: a smaller MaxTokens is sent
-//     as 16), Temperature and TopP as they are, Previous previous_response_id, Store store
-//     and Include include — plus reasoning.encrypted_content when Store is false, without
+//     as 16), Temperature and TopP as they are, Previous previous_response_id, Conversation
+//     conversation (its ID), CompactThreshold context_management [{"type":"compaction",
+//     "compact_threshold":N}], Store store and Include include — plus reasoning.encrypted_content when Store is false, without
 //     which the reasoning of a conversation that stores nothing cannot be sent back.
 //     Background is background (see responses_background.go; a cut background stream
 //     resumes, see responses_resume.go), refused with Store false.
@@ -38,7 +40,8 @@ import (
 //
 // The answer maps back: output_text to Message.Content, function_call items to ToolCalls
 // (call_id as ID), reasoning items to Message.Thinking (ID, summary text, encrypted content,
-// the provider's Origin) and their summary to Reasoning, usage with its cached, cache-written
+// the provider's Origin) and their summary to Reasoning, a compaction item to
+// Message.Compaction (ID, encrypted content, Origin), conversation to ChatResponse.Conversation, usage with its cached, cache-written
 // and reasoning tokens. Status "completed" is FinishStop (FinishToolCalls when the answer
 // calls a tool); "incomplete" for max_output_tokens is FinishLength, for content_filter a
 // KindContentFiltered error; a refusal part is a KindRefused error with its text as Message;
@@ -136,6 +139,10 @@ func (p *Provider) readResponse(ctx context.Context, resp *http.Response, req *p
 		RateLimit:    providers.ParseRateLimit(resp.Header, time.Now()),
 		Reasoning:    reasoning,
 		Status:       status,
+		Conversation: p.conversation(&r),
+	}
+	if status.Pending() {
+		out.RetryAfter = wire.RetryAfter(resp.Header)
 	}
 	if req != nil {
 		out.JSON = wire.Structured(req, msg.Content)
@@ -160,9 +167,12 @@ func (p *Provider) responseEnd(r *respResponse, refusal string, refused, calls b
 	switch r.Status {
 	case "failed":
 		if r.Error == nil {
-			return "", &providers.Error{Kind: providers.KindUnavailable, Message: "the response failed without saying why"}
+			return "", &providers.Error{Kind: providers.KindUnavailable, Message: "the response failed without saying why",
+				Err: providers.ErrResponseFailed}
 		}
-		return "", p.responseError(r.Error)
+		e := p.responseError(r.Error)
+		e.Err = providers.ErrResponseFailed
+		return "", e
 	case "incomplete":
 		reason := ""
 		if r.IncompleteDetails != nil {
@@ -225,10 +235,25 @@ func (p *Provider) fromOutput(items []respOutItem) (msg providers.Message, reaso
 			b := p.thinkingBlock(it)
 			thought.WriteString(b.Text)
 			msg.Thinking = append(msg.Thinking, b)
+		case "compaction":
+			msg.Compaction = p.compaction(it)
 		}
 	}
 	msg.Content = text.String()
 	return msg, thought.String(), why.String(), refused
+}
+
+// compaction is the compaction item it, of this provider's origin.
+func (p *Provider) compaction(it *respOutItem) *providers.Compaction {
+	return &providers.Compaction{ID: p.errs.Field(it.ID), Encrypted: it.EncryptedContent, Origin: p.scope}
+}
+
+// conversation is the conversation a response names, of this provider's origin; nil for none.
+func (p *Provider) conversation(r *respResponse) *providers.Conversation {
+	if r.Conversation == nil || r.Conversation.ID == "" {
+		return nil
+	}
+	return &providers.Conversation{ID: p.errs.Field(r.Conversation.ID), Origin: p.scope}
 }
 
 // thinkingBlock is the thinking block of reasoning item it: its summary (or its reasoning

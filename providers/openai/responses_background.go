@@ -2,10 +2,15 @@ package openai
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"net/http"
 	"net/url"
+	"strings"
+	"unicode"
 
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // Background mode on the Responses API: ChatRequest.Background sends background: true (with
@@ -15,7 +20,10 @@ import (
 // completed and incomplete are the answer with its finish reason, cancelled is what was
 // produced before the cancel, and failed is the *providers.Error the response carries.
 
-var _ providers.BackgroundResponder = (*Provider)(nil)
+var (
+	_ providers.BackgroundResponder = (*Provider)(nil)
+	_ providers.ConversationKeeper  = (*Provider)(nil)
+)
 
 // Retrieve reads the stored answer's current state (see providers.BackgroundResponder). The
 // provider must speak the Responses API (Config.API); otherwise, or for a StoredResponse of
@@ -29,7 +37,7 @@ func (p *Provider) Retrieve(ctx context.Context, stored providers.StoredResponse
 	}
 	resp, err := p.responsesDo(ctx, http.MethodGet, u, nil, false)
 	if err != nil {
-		return nil, err
+		return nil, p.goneErr(err, stored.ID)
 	}
 	return p.readResponse(ctx, resp, nil, true)
 }
@@ -43,9 +51,19 @@ func (p *Provider) Cancel(ctx context.Context, stored providers.StoredResponse) 
 	}
 	resp, err := p.responsesDo(ctx, http.MethodPost, u+"/cancel", nil, false)
 	if err != nil {
-		return nil, err
+		return nil, p.goneErr(err, stored.ID)
 	}
 	return p.readResponse(ctx, resp, nil, true)
+}
+
+// goneErr is err, the failure of an exchange that named the stored answer id, marked as the
+// answer being gone when it was a 404 (see storedGone).
+func (p *Provider) goneErr(err error, id string) error {
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		return p.storedGone(pe, id, "")
+	}
+	return err
 }
 
 // storedURL is the URL of the stored answer, or the error that refuses what names it.
@@ -69,3 +87,37 @@ func (p *Provider) storedURL(ctx context.Context, stored providers.StoredRespons
 // maxStoredIDLen bounds a stored answer's ID, as providers.ChatRequest.Validate bounds
 // Previous.ID.
 const maxStoredIDLen = 256
+
+// NewConversation creates an empty conversation with the Conversations API (POST
+// /conversations beside /responses) and names it with this provider's Origin (see
+// providers.ConversationKeeper). The provider must speak the Responses API (Config.API);
+// otherwise it returns KindBadRequest before sending. An answer that names no usable
+// conversation (no ID, an ID longer than 256 bytes or with a control character, another
+// object) is KindUnavailable.
+func (p *Provider) NewConversation(ctx context.Context) (*providers.Conversation, error) {
+	switch {
+	case ctx == nil:
+		return nil, p.badRequest(providers.NilContext)
+	case p.api != Responses:
+		return nil, p.badRequest("NewConversation: only the Responses API (Config.API) keeps conversations")
+	}
+	u := strings.TrimSuffix(p.responses.url, "/responses") + "/conversations"
+	resp, err := p.responsesDo(ctx, http.MethodPost, u, []byte("{}"), false)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := wire.ReadAll(resp.Body, p.limits.MaxResponseBytes, "MaxResponseBytes")
+	if err != nil {
+		return nil, p.readFailure(ctx, resp, "reading the conversation", err)
+	}
+	var c struct {
+		ID     string `json:"id"`
+		Object string `json:"object"`
+	}
+	if json.Unmarshal(data, &c) != nil || c.ID == "" || len(c.ID) > maxStoredIDLen || strings.ContainsFunc(c.ID, unicode.IsControl) ||
+		(c.Object != "" && c.Object != "conversation") {
+		return nil, p.notAResponse(resp, data)
+	}
+	return &providers.Conversation{ID: p.errs.Field(c.ID), Origin: p.scope}, nil
+}

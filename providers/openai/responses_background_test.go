@@ -2,6 +2,8 @@ package openai_test
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/steadyllm/steady/mocks"
@@ -104,8 +106,45 @@ func TestResponses_RetrieveRefusesWhatItCannotRead(t *testing.T) {
 		})
 	}
 	_, err := p.Retrieve(context.Background(), providers.StoredResponse{ID: "resp_unknown"})
-	if e := asError(t, err); e.Kind != providers.KindNotFound || e.StatusCode != 404 {
+	if e := asError(t, err); e.Kind != providers.KindNotFound || e.StatusCode != 404 || !errors.Is(err, providers.ErrResponseGone) {
 		t.Fatalf("unknown ID: %v", err)
+	}
+}
+
+// A background answer the server no longer holds (its retention ended) is gone: reading,
+// cancelling or continuing from it is an error that says so (ErrResponseGone), with the kind
+// its status gives — not_found for a read, bad_request for a previous_response_id.
+func TestResponses_AnAnswerTheServerNoLongerHoldsIsGone(t *testing.T) {
+	s := newServer(t, mocks.Step{Expire: true})
+	p := responsesProvider(t, s)
+	req := ask("a long report")
+	req.Background = true
+	resp, err := p.Chat(context.Background(), req)
+	if err != nil || resp.Stored == nil || !resp.Status.Pending() {
+		t.Fatalf("%+v %v", resp, err)
+	}
+	for name, op := range map[string]func(context.Context, providers.StoredResponse) (*providers.ChatResponse, error){
+		"retrieve": p.Retrieve, "cancel": p.Cancel} {
+		_, err := op(context.Background(), *resp.Stored)
+		e := asError(t, err)
+		if e.Kind != providers.KindNotFound || e.Code != providers.CodeResponseGone || !errors.Is(err, providers.ErrResponseGone) ||
+			!providers.Gone(err) || !strings.Contains(e.Message, resp.Stored.ID+" is gone") || strings.Contains(err.Error(), sentinel) {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	next := ask("and then?")
+	next.Previous = resp.Stored
+	_, err = p.Chat(context.Background(), next)
+	if e := asError(t, err); e.Kind != providers.KindBadRequest || !errors.Is(err, providers.ErrResponseGone) {
+		t.Fatalf("previous_response_id: %v", err)
+	}
+	// Any other 404 or 400 is no gone answer.
+	other := newServer(t, mocks.Status(404), mocks.Status(400))
+	for _, want := range []int{404, 400} {
+		_, err = responsesProvider(t, other).Chat(context.Background(), ask("hi"))
+		if e := asError(t, err); e.StatusCode != want || providers.Gone(err) {
+			t.Fatalf("another failure: %v", err)
+		}
 	}
 }
 

@@ -27,6 +27,7 @@ func (p *Provider) responsesHTTPError(resp *http.Response) *providers.Error {
 	if a := apiEnvelope(body); a != nil {
 		e = p.fromAPIError(a, resp.StatusCode)
 		e.StatusCode = resp.StatusCode
+		stateGone(e, a)
 	} else {
 		msg := wire.BodyMessage(resp.StatusCode, []byte(p.errs.Text(string(body))), resp.Header.Get("Content-Type"))
 		e = &providers.Error{Kind: wire.Classify(resp.StatusCode, "", "", msg), Message: msg, Err: readErr}
@@ -104,4 +105,42 @@ func respStatus(typ, code string) int {
 		return http.StatusGatewayTimeout
 	}
 	return inferStatus(typ, code)
+}
+
+// stateGone marks e, the error a request met, when the server says it does not find the stored
+// state the request named — previous_response_id (CodeResponseGone) or conversation
+// (CodeConversationGone) — with a 404, or a 400 whose message says "not found", as OpenAI
+// answers an unknown previous_response_id.
+func stateGone(e *providers.Error, a *goopenai.APIError) {
+	if a.Param == nil || (e.StatusCode != http.StatusNotFound &&
+		(e.StatusCode != http.StatusBadRequest || !strings.Contains(strings.ToLower(a.Message), "not found"))) {
+		return
+	}
+	switch *a.Param {
+	case "previous_response_id":
+		e.Code = providers.CodeResponseGone
+	case "conversation", "conversation.id":
+		e.Code = providers.CodeConversationGone
+	}
+}
+
+// storedGone marks e, the failure of an exchange that named the stored answer id (a read, a
+// cancel, the resume of a cut stream), as the answer being gone (CodeResponseGone) when the
+// server answered 404: it gave the ID itself, so a 404 says it holds the answer no more.
+// what says what the caller loses; "" for nothing more.
+func (p *Provider) storedGone(e *providers.Error, id, what string) *providers.Error {
+	if e.StatusCode != http.StatusNotFound {
+		return e
+	}
+	e.Code = providers.CodeResponseGone
+	msg := "the stored answer " + p.errs.Field(id) + " is gone: the server no longer holds it " +
+		"(its retention ended, it was deleted, or it was stored under another API key or project)"
+	if what != "" {
+		msg += "; " + what
+	}
+	if e.Message != "" {
+		msg += " — the server said: " + e.Message
+	}
+	e.Message = msg
+	return p.errs.Finish(e)
 }

@@ -36,6 +36,9 @@ func (p *Provider) responsesRequest(req *providers.ChatRequest, stream bool) ([]
 	if len(req.Stop) > 0 {
 		return nil, p.badRequest("Stop: the Responses API has no stop sequences; use the chat completions API (Config.API) for them")
 	}
+	if err := p.refuseRawTools(req); err != nil {
+		return nil, err
+	}
 	if req.Background && req.Store != nil && !*req.Store {
 		return nil, p.badRequest("Background with Store false: a background answer is stored until it is retrieved; leave Store unset or true")
 	}
@@ -47,6 +50,25 @@ func (p *Provider) responsesRequest(req *providers.ChatRequest, stream bool) ([]
 				"only the provider that stored it can continue from it")
 		}
 		w.PreviousResponseID = pr.ID
+	}
+	if cv := req.Conversation; cv != nil {
+		if cv.Origin != "" && cv.Origin != p.scope {
+			return nil, p.badRequest("Conversation: " + p.errs.Field(cv.ID) + " is kept by another provider (Origin differs): " +
+				"only that provider can continue it")
+		}
+		w.Conversation = cv.ID
+	}
+	for i := range req.Messages {
+		// A pruned conversation whose compaction item another provider made: only it holds the
+		// messages the caller dropped.
+		if c := req.Messages[i].Compaction; c != nil && c.Pruned && c.Origin != "" && c.Origin != p.scope {
+			return nil, p.badRequest(fmt.Sprintf("Messages[%d].Compaction: the compaction item of a pruned conversation was made by "+
+				"another provider (Origin differs): only that provider can continue the conversation, whose earlier messages "+
+				"were dropped; send the whole transcript to go elsewhere", i))
+		}
+	}
+	if req.CompactThreshold > 0 {
+		w.ContextManagement = []respContext{{Type: "compaction", CompactThreshold: req.CompactThreshold}}
 	}
 	if req.MaxTokens > 0 {
 		w.MaxOutputTokens = max(req.MaxTokens, minOutputTokens)
@@ -112,6 +134,11 @@ func (p *Provider) addInput(w *respRequest, i int, m *providers.Message) error {
 		}
 		w.Input = append(w.Input, item)
 	case providers.RoleAssistant:
+		// Only this provider's own state goes back: another endpoint's cannot be read here (a
+		// pruned conversation's compaction item of another origin was refused before this).
+		if c := m.Compaction; c != nil && (c.Origin == "" || c.Origin == p.scope) {
+			w.Input = append(w.Input, respItem{Type: "compaction", ID: c.ID, EncryptedContent: c.Encrypted})
+		}
 		for _, b := range m.Thinking {
 			// Only this provider's own reasoning items go back: another endpoint's cannot be
 			// read here, and Anthropic's signed blocks are no items at all.
@@ -124,7 +151,7 @@ func (p *Provider) addInput(w *respRequest, i int, m *providers.Message) error {
 			}
 			w.Input = append(w.Input, item)
 		}
-		if m.Content != "" || len(m.ToolCalls) == 0 {
+		if m.Content != "" || (len(m.ToolCalls) == 0 && m.Compaction == nil) {
 			w.Input = append(w.Input, respItem{Type: "message", Role: "assistant", Content: respContent{set: true, text: m.Content}})
 		}
 		for _, tc := range m.ToolCalls {

@@ -26,7 +26,10 @@ import (
 // and the stream resumes from the last event handled. A stream resumes at most
 // maxStreamResumes times; past that, or when the cut came before the response named its ID,
 // after the caller's Close or cancellation, or for a failure a resume cannot mend (a limit
-// passed, an error event), the stream fails as any other does.
+// passed, an error event), the stream fails as any other does. A resume the server answers
+// with 404 means the answer is gone (its retention ended, it was deleted, another key or
+// project): the stream fails with providers.CodeResponseGone and the text it delivered, and the
+// client does not ask anyone for the answer again (see providers.ErrResponseGone).
 
 // maxStreamResumes bounds the resumes of one background stream.
 const maxStreamResumes = 8
@@ -102,7 +105,8 @@ func (s *respStream) resume() *providers.Error {
 	if err != nil {
 		var pe *providers.Error
 		if errors.As(err, &pe) {
-			return pe
+			return s.p.storedGone(pe, s.id, "the cut stream cannot be resumed, and it is not asked for again, "+
+				"which would produce and bill the answer twice (Partial holds the text delivered)")
 		}
 		return s.p.errs.Failure(ctx, "resuming the stream", err)
 	}

@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -239,7 +240,9 @@ func TestResponses_BackgroundStreamResumesAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	text, _, err = resumedText(t, st)
-	if e := asError(t, err); e.Kind != providers.KindNotFound || e.Partial != "w " || text != "w " {
+	if e := asError(t, err); e.Kind != providers.KindNotFound || e.Partial != "w " || text != "w " ||
+		!errors.Is(err, providers.ErrResponseGone) || !strings.Contains(e.Message, "resp_cut is gone") ||
+		!strings.Contains(e.Message, "No response found.") {
 		t.Fatalf("%q: %v", text, err)
 	}
 }

@@ -97,8 +97,10 @@ type respStream struct {
 	tools    map[int]*tool // output_index → the function call it holds
 	thinkAt  map[int]int   // output_index → index in thinking
 	thinking []providers.ThinkingBlock
-	done     bool  // the Done delta was returned
-	err      error // the terminal error, returned again by every later Recv
+	// compaction is the answer's compaction item, from its response.output_item.done.
+	compaction *providers.Compaction
+	done       bool  // the Done delta was returned
+	err        error // the terminal error, returned again by every later Recv
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -243,11 +245,13 @@ func (s *respStream) argumentsDone(at int, args string) (providers.Delta, bool, 
 
 // itemDone closes output item it: a reasoning item's block takes the item's final form (its
 // encrypted content, which only the done event carries whole, and its summary), a function
-// call's arguments come if none did.
+// call's arguments come if none did, a compaction item is kept for the Done delta.
 func (s *respStream) itemDone(at int, it *respOutItem) (providers.Delta, bool, *providers.Error) {
 	switch it.Type {
 	case "function_call":
 		return s.argumentsDone(at, it.Arguments)
+	case "compaction":
+		s.compaction = s.p.compaction(it)
 	case "reasoning":
 		b := s.p.thinkingBlock(it)
 		if i, found := s.thinkAt[at]; found {
@@ -282,7 +286,8 @@ func (s *respStream) finish(kind string, raw json.RawMessage) (providers.Delta, 
 		}
 		return providers.Delta{}, false, e
 	}
-	d := providers.Delta{Done: true, FinishReason: finish, Usage: u, Thinking: s.thinking}
+	d := providers.Delta{Done: true, FinishReason: finish, Usage: u, Thinking: s.thinking, Compaction: s.compaction,
+		Conversation: s.p.conversation(&r)}
 	if s.store && r.ID != "" {
 		d.Stored = &providers.StoredResponse{ID: s.p.errs.Field(r.ID), Origin: s.p.scope}
 	}

@@ -7,8 +7,8 @@ import (
 )
 
 // The Responses API's wire format, as far as this package speaks it: the request body, the
-// response object and the stream events. Hosted tools, files, conversations and compaction are
-// left out; output items of other types are skipped when read.
+// response object and the stream events. Hosted tools and files are left out; output items of
+// other types are skipped when read.
 
 // respRequest is the body of POST /responses.
 type respRequest struct {
@@ -25,13 +25,22 @@ type respRequest struct {
 	Store              *bool           `json:"store,omitempty"`
 	Include            []string        `json:"include,omitempty"`
 	PreviousResponseID string          `json:"previous_response_id,omitempty"`
+	Conversation       string          `json:"conversation,omitempty"`
+	ContextManagement  []respContext   `json:"context_management,omitempty"`
 	Stream             bool            `json:"stream,omitempty"`
 	Background         bool            `json:"background,omitempty"`
 }
 
+// respContext is an entry of context_management: {"type":"compaction","compact_threshold":N},
+// server-side compaction once the rendered prompt passes N tokens.
+type respContext struct {
+	Type             string `json:"type"`
+	CompactThreshold int    `json:"compact_threshold,omitempty"`
+}
+
 // respItem is an input item. Type says which fields apply: "message" Role and Content;
 // "function_call" CallID, Name and Arguments; "function_call_output" CallID and Output;
-// "reasoning" ID, Summary and EncryptedContent.
+// "reasoning" ID, Summary and EncryptedContent; "compaction" ID and EncryptedContent.
 type respItem struct {
 	Type      string      `json:"type"`
 	Role      string      `json:"role,omitempty"`
@@ -129,6 +138,9 @@ type respResponse struct {
 	IncompleteDetails *respDetails  `json:"incomplete_details"`
 	Output            []respOutItem `json:"output"`
 	Usage             *respUsage    `json:"usage"`
+	Conversation      *struct {
+		ID string `json:"id"`
+	} `json:"conversation"`
 }
 
 // isAnswer reports whether r is a response object: its object says so, or (for servers that
@@ -182,11 +194,10 @@ func (u *respUsage) neutral() providers.Usage {
 }
 
 // respOutItem is an output item of the types this package reads: "message" (Content of
-// output_text and refusal parts), "function_call" (CallID, Name, Arguments) and "reasoning"
+// output_text and refusal parts), "function_call" (CallID, Name, Arguments), "reasoning"
 // (ID, Summary, EncryptedContent, and Content of reasoning_text parts from servers that show
-// their reasoning). Items of other types (hosted tools…) may use the same field names for
-// other shapes, so an item is decoded only once its type is known to be one of these; the
-// others keep their type alone.
+// their reasoning) and "compaction" (ID, EncryptedContent). Items of other types (hosted
+// tools…) may use the same field names for other shapes: they keep their type alone.
 type respOutItem struct {
 	Type             string
 	ID               string
@@ -209,19 +220,10 @@ type respOutPart struct {
 // UnmarshalJSON reads an item: its type, then its fields when it is of a type this package
 // reads.
 func (it *respOutItem) UnmarshalJSON(data []byte) error {
-	var head struct {
-		Type string `json:"type"`
-	}
-	if err := json.Unmarshal(data, &head); err != nil {
-		return err
-	}
-	*it = respOutItem{Type: head.Type}
-	switch head.Type {
-	case "message", "function_call", "reasoning":
-	default:
-		return nil
-	}
+	// One decoding reads the items of the known types; only when it fails is the type read
+	// alone, for an item of another type may give the same names to other shapes.
 	var full struct {
+		Type             string        `json:"type"`
 		ID               string        `json:"id"`
 		Content          []respOutPart `json:"content"`
 		CallID           string        `json:"call_id"`
@@ -230,10 +232,26 @@ func (it *respOutItem) UnmarshalJSON(data []byte) error {
 		Summary          []respSummary `json:"summary"`
 		EncryptedContent string        `json:"encrypted_content"`
 	}
-	if err := json.Unmarshal(data, &full); err != nil {
+	err := json.Unmarshal(data, &full)
+	if err != nil {
+		var head struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(data, &head); err != nil {
+			return err
+		}
+		full.Type = head.Type
+	}
+	*it = respOutItem{Type: full.Type}
+	switch full.Type {
+	case "message", "function_call", "reasoning", "compaction":
+	default:
+		return nil
+	}
+	if err != nil {
 		return err
 	}
-	*it = respOutItem{Type: head.Type, ID: full.ID, Content: full.Content, CallID: full.CallID, Name: full.Name,
+	*it = respOutItem{Type: full.Type, ID: full.ID, Content: full.Content, CallID: full.CallID, Name: full.Name,
 		Arguments: full.Arguments, Summary: full.Summary, EncryptedContent: full.EncryptedContent}
 	return nil
 }

@@ -23,6 +23,10 @@
 // its next capacity deferral. Result says so in the archived task's error (ErrNoRetriesLeft)
 // rather than let it look like an ordinary failure.
 //
+// A task that asks for a long answer need not hold a worker while the provider writes it:
+// Background is the handler of tasks that ask in background mode and look at the answer later,
+// one short run at a time, until it is finished (see Background).
+//
 // It is a module of its own so that steady's users who do not use asynq never inherit it or
 // Redis.
 package steadyasynq

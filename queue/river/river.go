@@ -24,6 +24,10 @@
 // later than deferral.MaxDelay (see deferral.Decision.Wait), whatever the decision says: a
 // snooze of 0 would make the job available again at once, in a loop.
 //
+// A job that asks for a long answer need not hold a worker while the provider writes it:
+// Background is the worker of jobs that ask in background mode and look at the answer later,
+// one short run at a time, snoozed in between, until it is finished (see Background).
+//
 // It is a module of its own so that steady's users who do not use River never inherit it or
 // PostgreSQL's driver.
 package steadyriver
@@ -44,7 +48,7 @@ import (
 // documentation). Its other methods are the wrapped worker's.
 type Worker[T river.JobArgs] struct {
 	river.Worker[T]
-	due sync.Map // job ID → the due time of its counted retry, until River asks (NextRetry)
+	due dueTimes
 }
 
 // Wrap returns w with its deferred failures handed to River.
@@ -52,7 +56,27 @@ func Wrap[T river.JobArgs](w river.Worker[T]) *Worker[T] { return &Worker[T]{Wor
 
 // Work runs the wrapped worker and turns a deferred failure into what River acts on.
 func (w *Worker[T]) Work(ctx context.Context, job *river.Job[T]) error {
-	err := w.Worker.Work(ctx, job)
+	return w.due.toRiver(w.Worker.Work(ctx, job), job.ID, job.Attempt, job.MaxAttempts)
+}
+
+// NextRetry returns the due time of the job's last deferred failure (never past when Work
+// returned, never more than deferral.MaxDelay after it), or the wrapped worker's choice.
+func (w *Worker[T]) NextRetry(job *river.Job[T]) time.Time {
+	if at, ok := w.due.take(job.ID); ok {
+		return at
+	}
+	return w.Worker.NextRetry(job)
+}
+
+// dueTimes holds the due times of jobs' counted retries until River asks for them.
+type dueTimes struct {
+	m sync.Map // job ID → the due time of its counted retry
+}
+
+// toRiver turns err, the outcome of a run of job id (attempt of maxAttempts), into what River
+// acts on: a deferred failure is snoozed, cancelled or retried at its due time (see the
+// package documentation); anything else is returned as it is.
+func (t *dueTimes) toRiver(err error, id int64, attempt, maxAttempts int) error {
 	var de *deferral.Error
 	if err == nil || !errors.As(err, &de) {
 		return err
@@ -71,19 +95,18 @@ func (w *Worker[T]) Work(ctx context.Context, job *river.Job[T]) error {
 	}
 	// River asks NextRetry only when the job has attempts left: remembering the time of one
 	// that has none would keep it in the map for ever.
-	if job.Attempt < job.MaxAttempts {
-		w.due.Store(job.ID, now.Add(wait))
+	if attempt < maxAttempts {
+		t.m.Store(id, now.Add(wait))
 	}
 	return err
 }
 
-// NextRetry returns the due time of the job's last deferred failure (never past when Work
-// returned, never more than deferral.MaxDelay after it), or the wrapped worker's choice.
-func (w *Worker[T]) NextRetry(job *river.Job[T]) time.Time {
-	if at, ok := w.due.LoadAndDelete(job.ID); ok {
-		return at.(time.Time)
+// take returns, and forgets, the due time of job id's counted retry.
+func (t *dueTimes) take(id int64) (time.Time, bool) {
+	if at, ok := t.m.LoadAndDelete(id); ok {
+		return at.(time.Time), true
 	}
-	return w.Worker.NextRetry(job)
+	return time.Time{}, false
 }
 
 // capacity reports whether a failure of kind k is the provider's capacity rather than the

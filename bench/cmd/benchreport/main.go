@@ -196,7 +196,7 @@ func report(w io.Writer, names []string, runs map[string][]result, rounds int, b
 		s := spread(rs)
 		spreads = append(spreads, s)
 		var other []string
-		for _, unit := range []string{"allocs/chunk", "B/stream"} {
+		for _, unit := range []string{"allocs/chunk", "ns/chunk", "B/stream"} {
 			if v := values(rs, unit); len(v) > 0 {
 				other = append(other, fmt.Sprintf("%s %s", num(median(v)), unit))
 			}
@@ -234,6 +234,19 @@ func report(w io.Writer, names []string, runs map[string][]result, rounds int, b
 	}
 	cmp("Stream, OpenAI wire: steady − go-openai, allocs/chunk", perRound(runs, "BenchmarkStream/openai/steady", "BenchmarkStream/openai/go-openai", "allocs/chunk", diff),
 		"%+.2f", "≤ 0", func(x float64) bool { return x <= 0.005 })
+	// Issue 26: the Responses wire against openai-go's Responses client.
+	half := func(x float64) bool { return x <= 0.5 }
+	for _, k := range []string{"Chat", "Stream"} {
+		a, b := "Benchmark"+k+"/responses/steady", "Benchmark"+k+"/responses/openai-go"
+		cmp(k+", Responses wire: steady ÷ openai-go, time", perRound(runs, a, b, "ns/op", ratio), "×%.3f", "≤ ×0.5", half)
+		cmp(k+", Responses wire: steady ÷ openai-go, allocs/op", perRound(runs, a, b, "allocs/op", ratio), "×%.3f", "≤ ×0.5", half)
+	}
+	for _, unit := range []string{"ns/chunk", "allocs/chunk"} {
+		cmp("Stream, Responses wire: steady ÷ openai-go, "+unit, perRound(runs, "BenchmarkStream/responses/steady", "BenchmarkStream/responses/openai-go", unit, ratio),
+			"×%.3f", "≤ ×0.5", half)
+	}
+	cmp("Open stream, Responses wire: steady ÷ openai-go, B/stream", perRound(runs, "BenchmarkOpenStreams/responses/steady", "BenchmarkOpenStreams/responses/openai-go", "B/stream", ratio),
+		"×%.2f", "≤ ×1", func(x float64) bool { return x <= 1 })
 	cmp("Open stream, OpenAI wire: steady ÷ openai-go, B/stream", perRound(runs, "BenchmarkOpenStreams/openai/steady", "BenchmarkOpenStreams/openai/openai-go", "B/stream", ratio),
 		"×%.2f", "≤ ×1", func(x float64) bool { return x <= 1 })
 	cmp("Open stream, Anthropic wire: steady ÷ anthropic-sdk-go, B/stream", perRound(runs, "BenchmarkOpenStreams/anthropic/steady", "BenchmarkOpenStreams/anthropic/anthropic-sdk-go", "B/stream", ratio),

@@ -50,3 +50,30 @@ func TestMedianSpreadAndRatios(t *testing.T) {
 		t.Errorf("num: %q %q", num(1234567), num(19.22))
 	}
 }
+
+// The Responses comparisons of issue 26 are medians of per-round ratios, marked against
+// their goals (≤ ×0.5 in time and allocations, ≤ ×1 in memory per open stream).
+func TestReportComparesTheResponsesWire(t *testing.T) {
+	runs := map[string][]result{
+		"BenchmarkChat/responses/steady":           {{"ns/op": 40, "allocs/op": 80}},
+		"BenchmarkChat/responses/openai-go":        {{"ns/op": 100, "allocs/op": 320}},
+		"BenchmarkStream/responses/steady":         {{"ns/op": 60, "allocs/op": 850, "allocs/chunk": 12, "ns/chunk": 1}},
+		"BenchmarkStream/responses/openai-go":      {{"ns/op": 100, "allocs/op": 3700, "allocs/chunk": 50, "ns/chunk": 1.5}},
+		"BenchmarkOpenStreams/responses/steady":    {{"B/stream": 7000}},
+		"BenchmarkOpenStreams/responses/openai-go": {{"B/stream": 16000}},
+	}
+	var b strings.Builder
+	report(&b, []string{"BenchmarkChat/responses/steady"}, runs, 1, "1s")
+	for _, want := range []string{
+		"| Chat, Responses wire: steady ÷ openai-go, time | ×0.400 | ≤ ×0.5 ✅ |",
+		"| Chat, Responses wire: steady ÷ openai-go, allocs/op | ×0.250 | ≤ ×0.5 ✅ |",
+		"| Stream, Responses wire: steady ÷ openai-go, time | ×0.600 | ≤ ×0.5 ❌ |",
+		"| Stream, Responses wire: steady ÷ openai-go, allocs/chunk | ×0.240 | ≤ ×0.5 ✅ |",
+		"| Stream, Responses wire: steady ÷ openai-go, ns/chunk | ×0.667 | ≤ ×0.5 ❌ |",
+		"| Open stream, Responses wire: steady ÷ openai-go, B/stream | ×0.44 | ≤ ×1 ✅ |",
+	} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("missing %q in\n%s", want, b.String())
+		}
+	}
+}

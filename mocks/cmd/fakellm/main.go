@@ -19,6 +19,14 @@
 // "rejectPrefill"); latency profiles, a time to first token with stragglers for every request,
 // a model or an API key ("latency", "modelLatency", "keyLatency").
 //
+// Scripts, latency profiles and limits can be set at the start by flags (-script,
+// -route-script, -latency, -route-latency, -rpm, -tpm, -limit-minute, -route-limits,
+// -concurrency, -route-concurrency, -overload-status; each replaces the file's setting) and
+// changed while it runs through the admin API under /_fake/ (loopback peers only; -admin=false
+// turns it off), whose URL it prints: PUT /_fake/script, /_fake/latency, /_fake/limits/rate,
+// /_fake/limits/concurrency; GET /_fake/state, /_fake/journal; POST /_fake/reset. Go code
+// steers it with mocks.Admin(url).
+//
 // Left running, it stays bounded: it reads at most -max-body bytes of a request (default
 // 4 MiB; a longer body is answered 413 in the API's own error shape), refuses JSON nested
 // deeper than 64 levels, and its journal keeps the latest -journal-entries requests (default
@@ -87,6 +95,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return nil
 		})
 	prefill := fs.Bool("reject-prefill", false, "every model refuses a conversation ending with an assistant message (400 \"does not support assistant message prefill\"); the file's rejectPrefill can name some models only")
+	admin := fs.Bool("admin", true, "serve the admin API under "+mocks.AdminPrefix+" (loopback peers only): change scripts, latency and limits while running, read the state, reset")
+	var steer settings
+	steer.flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -155,6 +166,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if set["seed"] || set["chaos"] {
 		opts = append(opts, mocks.WithChaos(*seed, *rate))
 	}
+	steerOpts, err := steer.options(set)
+	if err != nil {
+		fmt.Fprintf(stderr, "fakellm: %v\n", err)
+		return 2
+	}
+	opts = append(opts, steerOpts...)
+	if !*admin {
+		opts = append(opts, mocks.WithoutAdmin())
+	}
 	l, err := net.Listen("tcp", *addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fakellm: %v\n", err)
@@ -164,6 +184,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer s.Close()
 	fmt.Fprintf(stdout, "fakellm listening on %s\n", s.URL())
 	fmt.Fprintf(stdout, "  OpenAI base URL:    %s\n  Anthropic base URL: %s\n", s.OpenAIBaseURL(), s.AnthropicBaseURL())
+	if *admin {
+		fmt.Fprintf(stdout, "  Admin API:          %s (loopback peers only)\n", s.AdminURL())
+	} else {
+		fmt.Fprintf(stdout, "  Admin API:          off (-admin=false)\n")
+	}
 	<-ctx.Done()
 	fmt.Fprintln(stdout, "fakellm stopping")
 	return 0
@@ -185,6 +210,21 @@ omit_terminal, cut/cut_after with count_content, refuse/refuse_after/refuse_cate
 content_filter. A call picks a scenario with the X-Fake-Scenario header, the file's or one
 of the builtins:
 %[2]s
+
+Scripts, latency profiles and limits are also set by flags (below), which replace the
+file's, and can be changed while it runs through the admin API, whose URL it prints
+(loopback peers only; -admin=false turns it off):
+  GET  /_fake/state               the settings in force and the counters
+  GET  /_fake/journal?last=N      the last requests (no headers, no bodies)
+  PUT  /_fake/script              {"route"|"model": name, "steps": [step, ...]}
+  PUT  /_fake/latency             {"route"|"model"|"key": name, "profile": {...}}
+  PUT  /_fake/limits/rate         {"route"|"key": name, "limits": {"requestsPerMinute": n, ...}}
+  PUT  /_fake/limits/concurrency  {"route": name, "max": n}
+  POST /_fake/reset               {} or {"route": name}: back to the start settings
+For example:
+  curl -X PUT -H 'Content-Type: application/json' \
+    -d '{"route":"/v1/chat/completions","steps":[{"status":503,"forever":true}]}' \
+    http://127.0.0.1:8080/_fake/script
 
 Left running, it stays bounded: it reads at most -max-body bytes of a request (a longer
 body is answered 413 in the API's own error shape, unread when Content-Length says so) and

@@ -1,0 +1,214 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/steadyllm/steady/providers"
+)
+
+// Exact token counts. A provider that counts a request's prompt itself (providers.TokenCounter:
+// Anthropic's POST /v1/messages/count_tokens) can, where configured (PreflightCount, e.g.
+// anthropic.Config.CountTokens), be asked before each call, so that pacing debits the counted
+// prompt from the route's tokens-per-minute budget instead of the estimate of four bytes a
+// token (EstimateTokens). The answer's share of the debit stays what the estimate allows
+// (MaxTokens, or DefaultAnswerTokens), and the usage the answer reports settles the budget
+// afterwards, as always.
+//
+// A count is a request of its own, sent outside the deployment's resilience pipeline, over the
+// base transport (WithBaseTransport), by a second instance of the provider built once by its
+// factory, with the call's headers and request ID (WithHeader, WithRequestID) but not its extra
+// body fields, and without following redirects:
+//
+//   - It is not a chat call, so it must not count as one: a failed count never opens the
+//     circuit nor moves its failure ratio, and takes nothing from the retry budget; a count is
+//     never retried (a failure costs the call the count, not its answer).
+//   - It has its own rate limit at Anthropic, not the Messages API's: it debits nothing from
+//     the route's budgets, holds no bulkhead slot, and its answers' rate-limit headers, which
+//     speak of counting, are never read as the route's.
+//   - It never fails the call: an error or an answer later than the provider's count timeout
+//     (anthropic.Config.CountTimeout) leaves the estimate in its place, and the call's
+//     telemetry hears of it (CountTracker; observe counts MetricTokenCounts).
+//
+// A route without a token budget — none configured, none learnt yet — is not counted: nothing
+// would use the count. Each try counts for itself (a fallback to another model counts again);
+// nothing is cached across calls.
+
+// DefaultCountTimeout bounds a count when the provider states no timeout of its own.
+const DefaultCountTimeout = 2 * time.Second
+
+// counting is how a deployment whose provider counts tokens counts them outside its pipeline.
+type counting struct {
+	preflight bool          // the provider asks to be counted before each call
+	timeout   time.Duration // the longest a count may take
+	// build makes the provider instance that counts, once, on first use.
+	build func() (providers.TokenCounter, error)
+	once  sync.Once
+	tc    providers.TokenCounter
+	err   error
+}
+
+// countingOf returns the counting of provider prov, built by factory, of provider name whose
+// GenAI system is system, or nil when it does not count tokens. base is the client's base
+// transport.
+func countingOf(prov providers.Provider, factory ProviderFactory, name, system string, base http.RoundTripper) *counting {
+	tc, ok := prov.(providers.TokenCounter)
+	if !ok {
+		return nil
+	}
+	on, timeout := tc.PreflightCount()
+	if timeout <= 0 {
+		timeout = DefaultCountTimeout
+	}
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &counting{preflight: on, timeout: timeout, build: func() (providers.TokenCounter, error) {
+		hc := &http.Client{Transport: &extrasTransport{name: name, system: system, next: base, headersOnly: true},
+			CheckRedirect: noRedirects}
+		p, err := factory(hc)
+		if err != nil {
+			return nil, err
+		}
+		tc, ok := p.(providers.TokenCounter)
+		if !ok {
+			return nil, errors.New("its factory built a provider that does not count tokens")
+		}
+		return tc, nil
+	}}
+}
+
+// count counts the prompt of req within the counting's timeout.
+func (cn *counting) count(ctx context.Context, req *providers.ChatRequest) (int, error) {
+	cn.once.Do(func() { cn.tc, cn.err = cn.build() })
+	if cn.err != nil {
+		return 0, cn.err
+	}
+	ctx, cancel := context.WithTimeout(ctx, cn.timeout)
+	defer cancel()
+	return cn.tc.CountTokens(ctx, req)
+}
+
+// answerTokens is the answer's share of a call's estimate: MaxTokens, or DefaultAnswerTokens.
+func answerTokens(req *providers.ChatRequest) int {
+	if req.MaxTokens > 0 {
+		return req.MaxTokens
+	}
+	return DefaultAnswerTokens
+}
+
+// preflight returns the tokens a try of deployment d on route, for req (asked of the try's
+// model), debits from the route's budget: est, the call's estimate; or, when d's provider
+// counts before each call and the route has a token budget to feed, the provider's count of the
+// prompt plus the answer's share of est. A count that fails leaves est. tr hears of every count
+// it made when it is a CountTracker (on the goroutine of the try: a hedge's own).
+func (d *deployment) preflight(ctx context.Context, route string, req *providers.ChatRequest, est int, tr CallTracker) int {
+	cn := d.count
+	if cn == nil || !cn.preflight || !d.pipeline.Route(route).PacesTokens() {
+		return est
+	}
+	start := time.Now()
+	n, err := cn.count(ctx, req)
+	answer := min(answerTokens(req), est)
+	if ct, ok := tr.(CountTracker); ok {
+		r := TokenCount{Provider: d.owner, Deployment: d.name, Model: route, Estimate: est - answer,
+			Duration: time.Since(start)}
+		if err != nil {
+			r.Err = providers.Classify(ctx, d.name, err)
+		} else {
+			r.Counted = n
+		}
+		ct.TokensCounted(r)
+	}
+	if err != nil {
+		return est
+	}
+	return n + answer
+}
+
+// CountTracker is a CallTracker that also hears of the exact token counts made before the
+// call's tries (see TokenCount). It is called on the goroutine of the try, which for a hedge is
+// not the call's: implementations must be safe for that.
+type CountTracker interface {
+	TokensCounted(c TokenCount)
+}
+
+// TokenCount is one count of a call's prompt made before a try (providers.TokenCounter's
+// PreflightCount), for telemetry.
+type TokenCount struct {
+	// Provider and Deployment name the route counted for, and Model its model (the provider's
+	// default when the call names none).
+	Provider, Deployment, Model string
+	// Counted is the prompt's input tokens as the provider counted them, 0 when the count
+	// failed.
+	Counted int
+	// Estimate is the client's estimate of the same prompt (EstimateTokens less the answer's
+	// share), which the count replaced or, when it failed, which stood in for it.
+	Estimate int
+	// Err is why the count failed, nil when it did not: the estimate was debited instead.
+	Err *providers.Error
+	// Duration is how long the count took.
+	Duration time.Duration
+}
+
+// CountTokens returns the input tokens of req — system prompt, messages and tools — as counted
+// by the provider it would be sent to: the first provider of the call's chain (WithProviders,
+// WithPolicy… as for Chat) that can serve it and counts tokens itself (providers.TokenCounter:
+// Anthropic), its first deployment, for the model it would be asked for. Nothing is estimated:
+// a chain without such a provider is KindBadRequest (see EstimateTokens for an estimate).
+//
+// The count is one request outside the provider's resilience pipeline, as pre-flight counts
+// are (see above): not retried, never counted against the circuit, bounded by the provider's
+// count timeout (anthropic.Config.CountTimeout) and by ctx. Its failure is returned as a
+// *providers.Error.
+func (c *Client) CountTokens(ctx context.Context, req *providers.ChatRequest, opts ...CallOption) (int, error) {
+	if ctx == nil {
+		return 0, errNilContext()
+	}
+	if err := req.Validate(); err != nil {
+		return 0, err
+	}
+	o := collect(opts)
+	pl, err := c.planFor(o)
+	if err != nil {
+		return 0, err
+	}
+	if o.sendsExtras() {
+		ctx = &callExtras{Context: ctx, o: o}
+	}
+	need, system := req.Needs(false), rawSystem(req)
+	var skipped []string
+	for i, name := range pl.chain {
+		e := c.entries[name]
+		if !e.caps.Has(need) || (system != "" && e.system != system) {
+			continue
+		}
+		for _, d := range e.deps {
+			if d.count == nil {
+				continue
+			}
+			n, err := d.count.count(ctx, withModel(req, d.modelFor(c.modelFor(e, req.Model, i == 0))))
+			if err != nil {
+				return 0, classify(ctx, d.name, err, nil)
+			}
+			return n, nil
+		}
+		skipped = append(skipped, name)
+	}
+	msg := "no provider of the chain counts tokens"
+	if len(skipped) > 0 {
+		msg += " (" + strings.Join(skipped, ", ") + " can serve the request but do not)"
+	}
+	return 0, &providers.Error{Kind: providers.KindBadRequest, Message: msg + ": use EstimateTokens for an estimate"}
+}
+
+// rawSystem is the GenAI system whose providers alone can serve req: that of its raw tools
+// (providers.Tool.Raw), "" when it has none.
+func rawSystem(req *providers.ChatRequest) string {
+	system, _ := req.RawToolSystems()
+	return system
+}
