@@ -22,11 +22,15 @@ const referenceFile = "../docs/configuration.md"
 // a shared-state setting…) fails TestReference_DocumentsEveryKey until it has its row.
 func referenceSections() map[string][]string {
 	return map[string][]string{
-		"LLM":                         llmKeys,
-		"LLM.Resilience":              optionNames,
-		"LLM.Providers.<name>":        append([]string{keyTypeAlias}, providerKeys...),
-		"LLM.Providers.<name>.Limits": limitKeys,
-		"LLM.SharedState":             sharedStateKeys,
+		"LLM":                                llmKeys,
+		"LLM.Resilience":                     optionNames,
+		"LLM.Providers.<name>":               append([]string{keyTypeAlias}, providerKeys...),
+		"LLM.Providers.<name>.Limits":        limitKeys,
+		"LLM.SharedState":                    sharedStateKeys,
+		"LLM.Cost":                           costKeys,
+		"LLM.Cost.Prices.<provider>.<model>": priceKeys,
+		"LLM.Cost.Budgets.<name>":            budgetKeys,
+		"LLM.Cost.Budgets.<name>.Downgrade":  downgradeKeys,
 	}
 }
 
