@@ -236,10 +236,13 @@ type Observer func(Event)
 // emitter reports a pipeline's events to its observer. Every layer holds the pipeline's one
 // emitter: it is how a layer tells the world what it did, and all it knows of the pipeline.
 type emitter struct {
-	name        string
-	route       string // the route of a route pipeline, "" otherwise
-	clock       Clock
-	observer    Observer
+	name     string
+	route    string // the route of a route pipeline, "" otherwise
+	clock    Clock
+	observer Observer
+	// watch holds the observers added while the pipeline runs (Pipeline.Watch): the
+	// pipeline's own, which its routes share. Never nil once the pipeline is built.
+	watch       *watchers
 	maxAttempts int
 	// epoch is when the pipeline was built; wall says clock is the wall clock, which now
 	// reads through the monotonic clock alone (see now).
@@ -258,11 +261,13 @@ func (m *emitter) now() time.Time {
 }
 
 // on reports whether anyone listens, so a layer can skip building an event.
-func (m *emitter) on() bool { return m.observer != nil }
+func (m *emitter) on() bool { return m.observer != nil || m.watch.list.Load() != nil }
 
-// emit reports e to the observer, if there is one.
+// emit reports e to the observer and the watchers, if there are any.
 func (m *emitter) emit(e Event) {
-	if m.observer != nil { // small enough to inline: without an observer no event is built
+	// Small enough to inline: without an observer or a watcher no event is built, and a
+	// pipeline nobody watches pays one atomic load.
+	if m.observer != nil || m.watch.list.Load() != nil {
 		m.deliver(e)
 	}
 }
@@ -278,5 +283,12 @@ func (m *emitter) deliver(e Event) {
 		e.MaxAttempts, e.Policy = p.count+1, p.name
 	}
 	e.InCall = outcomeReported(e.Context)
-	m.observer(e)
+	if m.observer != nil {
+		m.observer(e)
+	}
+	if l := m.watch.list.Load(); l != nil {
+		for _, w := range l.fns {
+			w(e)
+		}
+	}
 }

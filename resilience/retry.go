@@ -263,7 +263,10 @@ func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Re
 	}
 	if r.ev.on() {
 		end := r.ev.clock.Now()
-		e := Event{Type: EventAttemptFinished, Attempt: n, Err: err, Time: end, Duration: end.Sub(start), Context: req.Context()}
+		e := Event{Type: EventAttemptFinished, Attempt: n, Err: err, Time: end, Context: req.Context()}
+		if !start.IsZero() { // a watcher that came during the attempt did not see it start
+			e.Duration = end.Sub(start)
+		}
 		if resp != nil {
 			e.Status = resp.StatusCode
 		}
