@@ -83,7 +83,7 @@ func launch(t *testing.T, path string) *browser {
 	}
 	args := append(append([]string(nil), chromiumFlags...), "--user-data-dir="+t.TempDir(), "about:blank")
 	cmd := exec.Command(path, args...)
-	cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser} // fds 3 and 4
+	cmd.ExtraFiles = []*os.File{toBrowser, fromBrowser}   // fds 3 and 4
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its helpers end with it
 	b := &browser{t: t, cmd: cmd, in: in, stderr: &limitedBuffer{max: 64 << 10}, pending: map[int]chan reply{},
 		done: make(chan struct{})}
@@ -292,4 +292,3 @@ func rowIs(key, attr, value string) string {
 func textOf(key string) string {
 	return `(function(){var r=document.querySelector('tr[data-name=` + jsString(key) + `]');return r?r.textContent:"";})()`
 }
-
