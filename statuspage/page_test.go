@@ -319,7 +319,7 @@ func TestPage_ShowsABarePipeline(t *testing.T) {
 	page := newPage(t, nil, statuspage.WithPipeline("upstream", p))
 	p.Isolate()
 	s := page.Snapshot()
-	if s.Status != health.StatusFail || len(s.Providers) != 1 || s.Providers[0].Deployments[0].Circuit != "isolated" ||
+	if s.Status != health.StatusFail || len(s.Providers) != 1 || !s.Providers[0].Pipeline || s.Providers[0].Deployments[0].Circuit != "isolated" ||
 		len(s.Events) != 1 || s.Events[0].Detail != "closed → isolated" {
 		t.Fatalf("%+v", s)
 	}

@@ -122,17 +122,24 @@ func view(s Snapshot) pageView {
 	at := s.Time.UnixMilli()
 	for _, pr := range s.Providers {
 		pv := providerView{Name: pr.Name, Status: string(pr.Status),
-			Summary: strconv.Itoa(pr.Serving) + " of " + strconv.Itoa(pr.Total) + " serving · hedges " +
-				strconv.FormatInt(pr.Hedges, 10) + " (" + strconv.FormatInt(pr.HedgesWon, 10) + " won) · failovers " +
-				strconv.FormatInt(pr.Failovers, 10)}
+			Summary: strconv.Itoa(pr.Serving) + " of " + strconv.Itoa(pr.Total) + " serving"}
+		if pr.Pipeline {
+			pv.Summary += " · a bare pipeline"
+		} else {
+			pv.Summary += " · hedges " + strconv.FormatInt(pr.Hedges, 10) + " (" + strconv.FormatInt(pr.HedgesWon, 10) +
+				" won) · failovers " + strconv.FormatInt(pr.Failovers, 10)
+		}
 		for _, d := range pr.Deployments {
 			r := row(d.Name, d.Name, string(d.Status), d.State, at)
 			r.InFlight = strconv.Itoa(d.InFlight) + "/" + strconv.Itoa(d.Limit)
 			if d.Waiting > 0 {
 				r.InFlight += " +" + strconv.Itoa(d.Waiting) + " queued"
 			}
-			r.Hedges = strconv.FormatInt(d.Hedges, 10) + " (" + strconv.FormatInt(d.HedgesWon, 10) + " won)"
-			r.Failovers = strconv.FormatInt(d.Failovers, 10)
+			r.Hedges, r.Failovers = "—", "—"
+			if !pr.Pipeline {
+				r.Hedges = strconv.FormatInt(d.Hedges, 10) + " (" + strconv.FormatInt(d.HedgesWon, 10) + " won)"
+				r.Failovers = strconv.FormatInt(d.Failovers, 10)
+			}
 			pv.Rows = append(pv.Rows, r)
 			for _, rt := range d.Routes {
 				rr := row(d.Name+":"+rt.Model, rt.Model, string(rt.Status), rt.State, at)

@@ -46,6 +46,9 @@ type Provider struct {
 	// routes — can serve now, of Total.
 	Serving int `json:"serving"`
 	Total   int `json:"total"`
+	// Pipeline marks a bare pipeline (WithPipeline): it has no hedges or failovers, which are
+	// the client's.
+	Pipeline bool `json:"pipeline,omitempty"`
 	// Hedges, HedgesWon and Failovers add up those of its deployments.
 	Hedges    int64 `json:"hedges"`
 	HedgesWon int64 `json:"hedgesWon"`
@@ -228,7 +231,7 @@ func (p *Page) Snapshot() Snapshot {
 			dep.Routes = append(dep.Routes, Route{Model: p.scrub.Text(m, maxName), Status: status[np.name+":"+m],
 				State: state(r.CircuitInfo(), r.Headroom(), r.Latency(), spark)})
 		}
-		pr := Provider{Name: dep.Name, Deployments: []Deployment{dep}}
+		pr := Provider{Name: dep.Name, Pipeline: true, Deployments: []Deployment{dep}}
 		pr.Status, pr.Serving, pr.Total = standing(np.name, pr.Deployments, status, groups)
 		s.Providers = append(s.Providers, pr)
 	}
