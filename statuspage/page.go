@@ -234,8 +234,7 @@ func (p *Page) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.URL.Query().Get("format") {
 	case "", "html":
-		f := p.frame()
-		body := renderPage(f)
+		body := renderPage(p.frame(0)) // a page loaded shows the state of the moment
 		h.Set("Content-Type", "text/html; charset=utf-8")
 		send(w, r, body)
 	case "json":

@@ -387,3 +387,44 @@ func TestPage_WeighsUnder50KB(t *testing.T) {
 		t.Fatalf("the page weighs %d bytes, more than 50 KB", len(body))
 	}
 }
+
+// store is a shared-state store whose trouble the test sets.
+type store struct{ err atomic.Pointer[error] }
+
+func (s *store) Err() error {
+	if p := s.err.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+func (s *store) Advise(string, resilience.Advice) {}
+func (s *store) Advice(string) resilience.Advice  { return resilience.Advice{} }
+
+// The shared-state store shows up or down, with why, its credentials removed.
+func TestPage_ShowsTheSharedStateStore(t *testing.T) {
+	s := mocks.NewServer()
+	defer s.Close()
+	st := &store{}
+	c := newClient(t, client.WithProvider("openai", policy(), openAIOn("openai", s)), client.WithSharedState(st))
+	page := newPage(t, c)
+	srv := serve(t, page)
+	if snap := page.Snapshot(); snap.SharedState == nil || !snap.SharedState.Up || snap.Status != health.StatusPass {
+		t.Fatalf("store up: %+v", snap)
+	}
+	_, _, body := get(t, srv.URL+"/debug/steady")
+	if !strings.Contains(body, `shared state: <b class="pass">up</b>`) {
+		t.Fatalf("store up, the page says:\n%s", body)
+	}
+	down := errors.New(`dial redis://default:hunter2pass@10.0.0.5:6379/0?password=xyz42secret: connection refused`)
+	st.err.Store(&down)
+	snap := page.Snapshot()
+	if snap.SharedState.Up || snap.Status != health.StatusWarn ||
+		snap.SharedState.Error != "dial redis://10.0.0.5:6379 connection refused" {
+		t.Fatalf("store down: %+v, status %s", snap.SharedState, snap.Status)
+	}
+	_, _, body = get(t, srv.URL+"/debug/steady")
+	if !strings.Contains(body, `shared state: <b class="warn">down</b>`) {
+		t.Fatalf("store down, the page says:\n%s", body)
+	}
+	mustNotShow(t, "the page", body, "hunter2pass", "xyz42secret", "default:")
+}

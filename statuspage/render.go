@@ -40,13 +40,13 @@ type frame struct {
 	html []byte    // the state as the inside of the page's <main>
 }
 
-// frame returns the state rendered now, or a moment ago (within half the refresh) when
-// another viewer asked for it already: viewers share the work of reading and rendering.
-func (p *Page) frame() frame {
+// frame returns the state rendered now, or at most maxAge ago when another viewer asked for
+// it already: the streams open at once share the work of reading and rendering.
+func (p *Page) frame(maxAge time.Duration) frame {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	now := p.now()
-	if age := now.Sub(p.cache.at); p.cache.html != nil && age >= 0 && age < p.refresh/2 {
+	if age := now.Sub(p.cache.at); p.cache.html != nil && age >= 0 && age < maxAge {
 		return p.cache
 	}
 	s := p.Snapshot()

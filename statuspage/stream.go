@@ -40,7 +40,7 @@ func (p *Page) stream(w http.ResponseWriter, r *http.Request) {
 	var sent time.Time
 	msg := bytes.NewBufferString("retry: 2000\n") // the browser reconnects after 2 s
 	for {
-		f := p.frame()
+		f := p.frame(p.refresh / 2)
 		if !bytes.Equal(f.html, last) || time.Since(sent) >= keepAlive {
 			data, err := json.Marshal(message{Now: f.at.UnixMilli(), HTML: string(f.html)})
 			if err != nil { // cannot happen: a number and a string
