@@ -260,13 +260,14 @@ func (m *emitter) now() time.Time {
 	return m.clock.Now()
 }
 
-// on reports whether anyone listens, so a layer can skip building an event.
-func (m *emitter) on() bool { return m.observer != nil || m.watch.list.Load() != nil }
+// on reports whether anyone listens to events of type t, so a layer can skip building one.
+func (m *emitter) on(t EventType) bool { return m.observer != nil || m.watch.wants(t) }
 
-// emit reports e to the observer and the watchers, if there are any.
+// emit reports e to the observer and the watchers that want it, if there are any.
 func (m *emitter) emit(e Event) {
 	// Small enough to inline: without an observer or a watcher no event is built, and a
-	// pipeline nobody watches pays one atomic load.
+	// pipeline nobody watches pays one atomic load. Which events the watchers want is checked
+	// in deliver, and before building the events of every call (on).
 	if m.observer != nil || m.watch.list.Load() != nil {
 		m.deliver(e)
 	}
@@ -274,6 +275,9 @@ func (m *emitter) emit(e Event) {
 
 // deliver completes e with what every event carries and hands it to the observer.
 func (m *emitter) deliver(e Event) {
+	if m.observer == nil && !m.watch.wants(e.Type) {
+		return
+	}
 	e.Pipeline, e.Route = m.name, m.route
 	if e.Time.IsZero() { // the layer may have read the clock already
 		e.Time = m.clock.Now()
@@ -287,8 +291,11 @@ func (m *emitter) deliver(e Event) {
 		m.observer(e)
 	}
 	if l := m.watch.list.Load(); l != nil {
-		for _, w := range l.fns {
-			w(e)
+		bit := typeBit(e.Type)
+		for i, w := range l.fns {
+			if l.masks[i]&bit != 0 {
+				w(e)
+			}
 		}
 	}
 }

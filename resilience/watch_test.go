@@ -75,6 +75,34 @@ func TestWatch_SeveralWatchersStopOnTheirOwn(t *testing.T) {
 	}
 }
 
+// A watcher given types hears only those; the others still reach the watchers that want them.
+func TestWatch_HearsOnlyTheTypesItAsksFor(t *testing.T) {
+	srv := newScript(t, status(503, `{}`), ok())
+	o := testOptions()
+	o.RetryCount = 0
+	o.CircuitBreakerThreshold = 1
+	c, p := client(t, o)
+	var some, all recorder
+	defer p.Watch(some.observe, EventBreakerStateChanged, EventGaveUp)()
+	defer p.Watch(all.observe)()
+	resp, err := post(t, c, srv.url(), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	readAll(t, resp)
+	for _, e := range some.all() {
+		if e.Type != EventBreakerStateChanged && e.Type != EventGaveUp {
+			t.Fatalf("the watcher of two types heard %s", e.Type)
+		}
+	}
+	if len(some.kind(EventBreakerStateChanged)) != 1 || len(some.kind(EventGaveUp)) != 1 {
+		t.Fatalf("the watcher of two types heard %+v", some.all())
+	}
+	if len(all.kind(EventAttemptStarted)) != 1 || len(all.kind(EventAttemptFinished)) != 1 {
+		t.Fatalf("the watcher of every type heard %+v", all.all())
+	}
+}
+
 // A pipeline nobody watches, and one whose watchers all stopped, build no event: the
 // successful call allocates no more than it did before anyone watched.
 func TestWatch_StoppedWatchersCostNothing(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/steadyllm/steady/client"
@@ -106,17 +107,23 @@ func (canned) RoundTrip(r *http.Request) (*http.Response, error) {
 // BenchmarkChat_StatusPage measures a successful Chat against the fake server over loopback
 // with no page, with a page mounted that nobody looks at, and with a page open in a browser
 // (a stream being served: its rendering runs on the server's goroutine and is counted in the
-// allocations too, though not on the call's path).
+// allocations too, though not on the call's path); then the first two in memory, where the
+// time the page adds to a call is not lost in the loopback's.
 func BenchmarkChat_StatusPage(b *testing.B) {
-	for _, mode := range []string{"none", "mounted", "viewed"} {
+	for _, mode := range []string{"none", "mounted", "viewed", "memory-none", "memory-mounted"} {
 		b.Run(mode, func(b *testing.B) {
 			s := mocks.NewServer(mocks.WithReply("ok"), mocks.WithJournalLimits(mocks.JournalLimits{MaxEntries: -1}))
 			defer s.Close()
-			c := newClient(b, client.WithProvider("openai", policy(), openAIOn("openai", s)))
-			if mode != "none" {
-				page := newPage(b, c)
-				if mode == "viewed" {
-					openStream(b, serve(b, page).URL+"/debug/steady?format=sse").next(b)
+			opts := []client.Option{client.WithProvider("openai", policy(), openAIOn("openai", s))}
+			page, memory := strings.CutPrefix(mode, "memory-")
+			if memory {
+				opts = append(opts, client.WithBaseTransport(canned{}))
+			}
+			c := newClient(b, opts...)
+			if page != "none" {
+				p := newPage(b, c)
+				if page == "viewed" {
+					openStream(b, serve(b, p).URL+"/debug/steady?format=sse").next(b)
 				}
 			}
 			for range 50 {

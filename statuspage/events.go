@@ -43,9 +43,19 @@ type record struct {
 
 func newRing(n int) *ring { return &ring{slots: make([]atomic.Pointer[record], n)} }
 
-// observe is the watcher the page adds to the client while it is mounted. Events of every
-// call (an attempt started or served, a slot given) are dropped at once without allocating;
-// a notable one costs one small allocation and two atomic operations.
+// watched are the events the page listens to: what goes wrong and what the pipelines do about
+// it. The events of every call that goes well (an attempt started, a slot given) and of every
+// call an open circuit or a pause turns away are left out, so that the pipelines do not even
+// build them for the page; an attempt's end is in, since only it tells a refused key or a bad
+// request, and observe keeps it only when it failed.
+var watched = []resilience.EventType{resilience.EventAttemptFinished, resilience.EventRetryScheduled,
+	resilience.EventGaveUp, resilience.EventTimeout, resilience.EventBreakerStateChanged, resilience.EventBulkheadRejected,
+	resilience.EventCooldownStarted, resilience.EventSharedStateFailed, resilience.EventSharedStateRecovered,
+	resilience.EventProbeFinished, resilience.EventConcurrencyLimitChanged}
+
+// observe is the watcher the page adds to the client while it is mounted. An event that is
+// not notable (a served attempt) is dropped at once without allocating; a notable one costs
+// one small allocation and two atomic operations.
 func (r *ring) observe(e resilience.Event) {
 	if !notable(&e) {
 		return

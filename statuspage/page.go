@@ -187,10 +187,10 @@ func New(c *client.Client, opts ...Option) (*Page, error) {
 		p.events = newRing(s.events)
 		var stops []func()
 		if c != nil {
-			stops = append(stops, c.Watch(p.events.observe))
+			stops = append(stops, c.Watch(p.events.observe, watched...))
 		}
 		for _, np := range s.pipes {
-			stops = append(stops, np.p.Watch(p.events.observe))
+			stops = append(stops, np.p.Watch(p.events.observe, watched...))
 		}
 		p.stop = func() {
 			for _, stop := range stops {

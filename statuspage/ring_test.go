@@ -88,3 +88,18 @@ func TestRing_ObserveAllocations(t *testing.T) {
 		t.Fatalf("%v allocations for a failed attempt, want 1", n)
 	}
 }
+
+// The page watches exactly the events it may keep: every type it asks the pipelines for can
+// be notable, and every other type is not, so no event the page wants is left unbuilt.
+func TestRing_WatchesWhatItKeeps(t *testing.T) {
+	asked := map[resilience.EventType]bool{}
+	for _, typ := range watched {
+		asked[typ] = true
+	}
+	for typ := resilience.EventType(1); typ.String() != "unknown"; typ++ {
+		e := resilience.Event{Type: typ, Status: 503}
+		if notable(&e) != asked[typ] {
+			t.Errorf("%s: notable %v, watched %v", typ, notable(&e), asked[typ])
+		}
+	}
+}
