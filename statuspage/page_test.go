@@ -50,6 +50,7 @@ func TestPage_ShowsProvidersDeploymentsRoutesAndEvents(t *testing.T) {
 	}
 	srv := serve(t, page)
 	code, h, body := get(t, srv.URL+"/debug/steady")
+	t.Logf("the page weighs %d bytes", len(body))
 	if code != http.StatusOK || h.Get("Content-Type") != "text/html; charset=utf-8" {
 		t.Fatalf("%s, %s", fmtStatus(code), h.Get("Content-Type"))
 	}
