@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -428,4 +429,23 @@ func TestPage_ShowsTheSharedStateStore(t *testing.T) {
 		t.Fatalf("store down, the page says:\n%s", body)
 	}
 	mustNotShow(t, "the page", body, "hunter2pass", "xyz42secret", "default:")
+}
+
+// A stream outlives the server's WriteTimeout, which would otherwise cut it: the page sets
+// its own write deadline for each message.
+func TestPage_StreamOutlivesTheServersWriteTimeout(t *testing.T) {
+	s := mocks.NewServer()
+	defer s.Close()
+	c := newClient(t, client.WithProvider("openai", policy(), openAIOn("openai", s)))
+	page := newPage(t, c, statuspage.WithRefresh(statuspage.MinRefresh))
+	srv := httptest.NewUnstartedServer(page)
+	srv.Config.WriteTimeout = 100 * time.Millisecond
+	srv.Start()
+	t.Cleanup(srv.Close) // after the stream's own cleanup, which closes it
+	st := openStream(t, srv.URL+"?format=sse")
+	st.next(t)
+	time.Sleep(500 * time.Millisecond) // well past the server's WriteTimeout
+	c.Pipeline("openai").Isolate()
+	for m := st.next(t); !strings.Contains(m.HTML, `data-circuit="isolated"`); m = st.next(t) {
+	}
 }
