@@ -51,8 +51,8 @@
 //   - Weight: about 6 KB for one provider, 27 KB for three providers of two deployments
 //     serving two models each with 50 events; it grows with deployments, models and events.
 //   - Bounded: at most WithEvents events (MaxEvents), WithMaxViewers open pages at once,
-//     each stream reopened after 10 minutes and dropped when its viewer stops reading for
-//     10 s.
+//     each stream reopened after 10 minutes and dropped when one message takes more than
+//     10 s to write (its viewer stopped reading), whatever the server's WriteTimeout.
 //
 // The page shows how the application's providers are doing: mount it only where the
 // application's other debug endpoints are, behind the same access control, not on a public

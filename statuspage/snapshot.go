@@ -15,7 +15,7 @@ const SparkPoints = 32
 
 // Snapshot is what the page shows at one moment. Its JSON form is what the page serves for
 // ?format=json. It holds names, states, counts and times, and the redacted text of recent
-// events: never a key, a URL, a header, a prompt or an answer.
+// events: never a key, a header, a URL's credentials, path or query, a prompt or an answer.
 type Snapshot struct {
 	// Time is when it was read, on the wall clock.
 	Time time.Time `json:"time"`
@@ -38,6 +38,8 @@ type Snapshot struct {
 
 // Provider is one provider with its deployments.
 type Provider struct {
+	// Name is the provider's name (WithProvider, WithDeployments), or a bare pipeline's
+	// (WithPipeline).
 	Name string `json:"name"`
 	// Status is the provider's status for readiness: fail only when none of its deployments
 	// (or routes) can serve.
@@ -61,7 +63,9 @@ type Provider struct {
 // speed, and the routes (models) it served.
 type Deployment struct {
 	// Name is "<provider>/<deployment>", or the provider's name for a provider of one.
-	Name   string        `json:"name"`
+	Name string `json:"name"`
+	// Status is the deployment's own status for readiness: its circuit's, warn while it
+	// pauses.
 	Status health.Status `json:"status"`
 	State
 	// InFlight is the exchanges holding a slot of its bulkhead, of Limit; Waiting the calls
@@ -80,7 +84,10 @@ type Deployment struct {
 
 // Route is one model of a deployment, with its own circuit, pause, budgets and speed.
 type Route struct {
-	Model  string        `json:"model"`
+	// Model is the model, "*" for the models beyond resilience.MaxRoutes, which share one.
+	Model string `json:"model"`
+	// Status is the route's status for readiness: its circuit's, warn while it pauses, and
+	// never better than its deployment's.
 	Status health.Status `json:"status"`
 	State
 }
@@ -148,8 +155,10 @@ type Event struct {
 }
 
 // Snapshot reads the state of every provider, deployment and route now, with the events kept.
-// It does no I/O and takes none of the locks of a call's path but a moment of each latency
-// window's (resilience.Pipeline.RecentLatencies).
+// It does no I/O. It reads through the pipelines' and the client's own snapshots, which hold
+// for a moment the few locks a call may also take: a latency window's
+// (resilience.Pipeline.RecentLatencies, LatencyQuantile) and a bulkhead queue's
+// (resilience.Pipeline.Concurrency, which a call takes only when it must queue).
 func (p *Page) Snapshot() Snapshot {
 	now := p.now()
 	rep := p.checker.Report()
