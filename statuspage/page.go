@@ -86,7 +86,7 @@ type settings struct {
 // WithPipeline shows a bare resilience pipeline beside (or, with a nil client, instead of)
 // the client's providers, under name: for an application that wraps its own http.Client with
 // a pipeline. Its events are recorded as the client's are. name must not be empty nor used
-// twice, p not nil.
+// twice, nor a name of the client's providers or deployments; p not nil.
 func WithPipeline(name string, p *resilience.Pipeline) Option {
 	return func(s *settings) {
 		if name == "" || p == nil {
@@ -165,6 +165,14 @@ func New(c *client.Client, opts ...Option) (*Page, error) {
 	}
 	if c == nil && len(s.pipes) == 0 {
 		s.errs = append(s.errs, errors.New("statuspage: New with a nil client and no WithPipeline: nothing to show"))
+	}
+	if c != nil {
+		circuits := c.Circuits()
+		for _, np := range s.pipes {
+			if _, dup := circuits[np.name]; dup {
+				s.errs = append(s.errs, fmt.Errorf("statuspage: WithPipeline(%q): the client has a provider or deployment of that name", np.name))
+			}
+		}
 	}
 	if err := errors.Join(s.errs...); err != nil {
 		return nil, err

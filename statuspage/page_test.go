@@ -297,6 +297,7 @@ func TestNew_RefusesBadOptions(t *testing.T) {
 		{c, statuspage.WithPipeline("", p), `WithPipeline(""`},
 		{c, statuspage.WithPipeline("x", nil), `WithPipeline("x"`},
 		{nil, nil, "nil client and no WithPipeline"},
+		{c, statuspage.WithPipeline("openai", p), `WithPipeline("openai"): the client has a provider or deployment of that name`},
 	} {
 		page, err := statuspage.New(tc.c, tc.opt)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
