@@ -19,10 +19,10 @@ const seenWithin = 2 * time.Second
 
 // A real browser loads the page of a client whose provider (the fake server, over loopback)
 // fails and recovers, and sees each change within 2 s of it happening: the circuit opens and
-// closes, a rate-limit pause appears and ends. The client runs on a manual clock, so the
-// breaks and pauses end exactly when the test moves it; only the page's way to the browser runs
-// in real time. The page's script runs under its Content-Security-Policy, which blocks any
-// other script.
+// closes (through half-open), a rate-limit pause appears and ends. The client runs on a manual
+// clock, so the breaks and pauses end exactly when the test moves it; only the page's way to
+// the browser runs in real time. The page's script runs under its Content-Security-Policy,
+// which blocks any other script.
 func TestBrowser_SeesCircuitAndPauseChangeWithin2s(t *testing.T) {
 	path := findChromium(t)
 	clock := backend.NewManualClock()
@@ -95,10 +95,12 @@ func TestBrowser_SeesCircuitAndPauseChangeWithin2s(t *testing.T) {
 			t.Fatal("a failing provider served")
 		}
 	}
-	check("the open circuit", rowIs(route, "circuit", "open")+` && /\d(\.\d)?s/.test(`+textOf(route)+`)`, at("open"))
+	check("the open circuit", rowIs(route, "circuit", "open")+` && /^\d+(\.\d)?s$/.test(`+countdownOf(route)+`)`, at("open"))
 
-	// The break ends (the clock moves past it) and the provider serves again: the probe closes it.
+	// The break ends (the clock moves past it): the circuit lets a probe through, with no call
+	// needed to show it; the provider serves again, and the probe closes it.
 	clock.Advance(31 * time.Second)
+	check("the half-open circuit", rowIs(route, "circuit", "half-open"), time.Now())
 	if err := ask(c); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +111,7 @@ func TestBrowser_SeesCircuitAndPauseChangeWithin2s(t *testing.T) {
 	if err := ask(c); err == nil {
 		t.Fatal("a rate-limited call served")
 	}
-	check("the pause", rowIs(route, "pause", "on"), at("pause"))
+	check("the pause", rowIs(route, "pause", "on")+` && /^\d+(\.\d)?s$/.test(`+countdownOf(route)+`)`, at("pause"))
 
 	// The pause ends when its 30 s are over.
 	clock.Advance(31 * time.Second)

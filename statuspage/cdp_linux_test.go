@@ -288,7 +288,9 @@ func rowIs(key, attr, value string) string {
 		`return !!r && r.getAttribute(` + jsString("data-"+attr) + `)===` + jsString(value) + `;})()`
 }
 
-// textOf is an expression for the text of the page's row key.
-func textOf(key string) string {
-	return `(function(){var r=document.querySelector('tr[data-name=` + jsString(key) + `]');return r?r.textContent:"";})()`
+// countdownOf is an expression for the text of the first countdown in the page's row key (the
+// next probe, or the pause), "" when it has none.
+func countdownOf(key string) string {
+	return `(function(){var r=document.querySelector('tr[data-name=` + jsString(key) + `]');` +
+		`var u=r&&r.querySelector("[data-until]");return u?u.textContent:"";})()`
 }
