@@ -1,6 +1,7 @@
 package statuspage_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -88,8 +89,12 @@ func TestBrowser_SeesCircuitAndPauseChangeWithin2s(t *testing.T) {
 		}
 	}
 
-	// The provider fails: two calls open the route's circuit.
-	fake.Script(mocks.Status(http.StatusServiceUnavailable).Times(2))
+	// The provider fails: two calls open the route's circuit. The fake is steered over its admin
+	// API, as an operator rehearsing an outage would steer the fakellm command.
+	admin := mocks.Admin(fake.URL())
+	if err := admin.Script(context.Background(), mocks.Status(http.StatusServiceUnavailable).Times(2)); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		if err := ask(c); err == nil {
 			t.Fatal("a failing provider served")
@@ -107,7 +112,9 @@ func TestBrowser_SeesCircuitAndPauseChangeWithin2s(t *testing.T) {
 	check("the closed circuit", rowIs(route, "circuit", "closed"), at("closed"))
 
 	// A 429 asks for 30 s: the route pauses.
-	fake.Script(mocks.RateLimited(30 * time.Second))
+	if err := admin.Script(context.Background(), mocks.RateLimited(30*time.Second)); err != nil {
+		t.Fatal(err)
+	}
 	if err := ask(c); err == nil {
 		t.Fatal("a rate-limited call served")
 	}
