@@ -9,6 +9,7 @@ import (
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/resilience"
 	"github.com/steadyllm/steady/statuspage"
 )
 
@@ -17,7 +18,7 @@ import (
 // mounted (listening to the events, nobody looking), and after the page is closed. Each is the
 // least of three measures after a warm-up, so that a stray allocation of the runtime or the
 // loopback server cannot make it flaky. Under the race detector, whose sync.Pool drops a share
-// of its items at random, a difference of up to two allocations is noise; there the exact
+// of its items at random, a difference of up to four allocations is noise; there the exact
 // proof is TestRing_ObserveAllocations (the page's only code on a call's path allocates
 // nothing for a call that succeeds).
 func TestPage_AddsNoAllocationToACall(t *testing.T) {
@@ -28,7 +29,9 @@ func TestPage_AddsNoAllocationToACall(t *testing.T) {
 	none, mounted, closed := allocsWithAndWithoutPage(t, c)
 	t.Logf("allocations of one Chat over loopback, server included: no page %v, page mounted %v, page closed %v",
 		none, mounted, closed)
-	if mounted > none+noise() || closed > none+noise() {
+	// The mounted measure lies between two without a page listening: before the page and after
+	// it is closed. A page that cost a call allocations would stand above both.
+	if mounted > max(none, closed)+noise() {
 		t.Fatalf("the page added allocations to a call: %v without it, %v mounted, %v closed", none, mounted, closed)
 	}
 }
@@ -36,7 +39,7 @@ func TestPage_AddsNoAllocationToACall(t *testing.T) {
 // noise is the difference between two counts of allocations that says nothing.
 func noise() float64 {
 	if raceEnabled {
-		return 2
+		return 4
 	}
 	return 0
 }
@@ -137,5 +140,36 @@ func BenchmarkChat_StatusPage(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// The page on a bare pipeline, in memory, where no sync.Pool is on the path: exactly as many
+// allocations with the page mounted as without, under the race detector too.
+func TestPage_AddsNoAllocationToAPipelineCall(t *testing.T) {
+	p, err := resilience.New(policy(), resilience.WithName("openai"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := p.Wrap(canned{})
+	call := func() {
+		req, _ := http.NewRequest(http.MethodPost, "http://llm.invalid/v1/chat/completions", nil)
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+	}
+	for range 200 {
+		call()
+	}
+	none := testing.AllocsPerRun(200, call)
+	page := newPage(t, nil, statuspage.WithPipeline("openai", p))
+	mounted := testing.AllocsPerRun(200, call)
+	_ = page.Close()
+	closed := testing.AllocsPerRun(200, call)
+	t.Logf("allocations of one pipeline call in memory: no page %v, page mounted %v, page closed %v", none, mounted, closed)
+	if mounted != none || closed != none {
+		t.Fatalf("the page changed the allocations of a call: %v without it, %v mounted, %v closed", none, mounted, closed)
 	}
 }
