@@ -96,6 +96,10 @@ type deployment struct {
 	outs     atomic.Int64
 	outMu    sync.Mutex
 	outUntil time.Time
+	// hedges counts the hedges sent to the deployment and hedgesWon those that served;
+	// failovers the calls that failed on it and went on to another route. They change only
+	// on those paths, never on a call that the deployment serves at its first try.
+	hedges, hedgesWon, failovers atomic.Int64
 }
 
 // available reports whether d can take a call for model now: its circuit and the model's
@@ -295,6 +299,13 @@ type DeploymentInfo struct {
 	// Routes is the state of each model the deployment has served or been asked for, sorted
 	// by model (see resilience.Pipeline.Route): its own circuit, pause, budgets and speed.
 	Routes []RouteInfo
+	// Hedges is how many hedges were sent to the deployment since the client was built
+	// (resilience.Options.HedgeAfterSeconds, WithHedge), and HedgesWon how many of them
+	// served their call.
+	Hedges, HedgesWon int64
+	// Failovers is how many calls failed on the deployment and were then sent to another
+	// route (another deployment, or a later provider of the chain) since the client was built.
+	Failovers int64
 }
 
 // RouteInfo is the state of one model of a deployment.
@@ -320,7 +331,8 @@ func (c *Client) Deployments(name string) []DeploymentInfo {
 	for i, d := range e.deps {
 		out[i] = DeploymentInfo{Name: d.name, Circuit: d.pipeline.CircuitInfo(), Headroom: d.pipeline.Headroom(),
 			InFlight: d.pipeline.InFlight(), Latency: d.pipeline.Latency(),
-			Concurrency: d.pipeline.Concurrency()}
+			Concurrency: d.pipeline.Concurrency(), Hedges: d.hedges.Load(), HedgesWon: d.hedgesWon.Load(),
+			Failovers: d.failovers.Load()}
 		for model, r := range d.pipeline.Routes() {
 			out[i].Routes = append(out[i].Routes, RouteInfo{Model: model, Circuit: r.CircuitInfo(), Headroom: r.Headroom(),
 				Latency: r.Latency()})

@@ -52,5 +52,8 @@
 //
 // Observability is one option: WithTelemetry(t) with an *observe.Telemetry gives
 // OpenTelemetry metrics and a span per logical call (and log/slog records); WithObserver
-// receives the raw resilience events. Without them the client does no telemetry work.
+// receives the raw resilience events. Without them the client does no telemetry work. Watch
+// adds an observer while the client runs, for the event types it names, as the status page
+// (package statuspage) does while it is mounted; DeploymentInfo (Deployments) is the state
+// such a page reads.
 package client

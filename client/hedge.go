@@ -134,6 +134,7 @@ func hedged[R any](w *walk, call tryFunc[R],
 			}
 			w.markTried(r.d)
 			r.hedge = true
+			r.d.hedges.Add(1)
 			launch(r, rt)
 			pending++
 			w.acct.Hedges++
@@ -146,6 +147,9 @@ func hedged[R any](w *walk, call tryFunc[R],
 			r := routes[res.n]
 			if res.err == nil {
 				w.acct.HedgeWon = r.hedge
+				if r.hedge {
+					r.d.hedgesWon.Add(1)
+				}
 				cancelLosers(w, routes, res.n, pending, results)
 				if k, ok := any(res.resp).(interface{ hold(func()) }); ok {
 					k.hold(func() { r.cancel(nil) }) // the stream's reads go on under its context

@@ -60,6 +60,9 @@ type walk struct {
 	// ticket is what the call holds in the client's budgets, nil when none.
 	bill   bill
 	ticket *cost.Ticket
+	// leaving is the route the call failed on last and goes on from: the next route it is
+	// sent to counts a failover of it (DeploymentInfo.Failovers).
+	leaving *deployment
 }
 
 // tryFunc makes one try of a call on one route (see try). walkChain runs it on the walk's
@@ -224,6 +227,10 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 				return zero, endCall(tr, w.outcome(true))
 			}
 			w.markTried(d)
+			if w.leaving != nil && w.leaving != d {
+				w.leaving.failovers.Add(1)
+			}
+			w.leaving = nil
 			t := try{d: d, model: dm, route: route, maxWait: wait, elsewhere: wait != 0}
 			// at is the route whose try ended: this one, or with hedging the one that served (or
 			// failed last).
@@ -280,6 +287,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			if !next {
 				return zero, endCall(tr, w.outcome(true))
 			}
+			w.leaving = at.d
 			if redirect != nil {
 				// The kind's own chain (FallbackOn) replaces what was left of this one.
 				chain = append(slices.Clone(chain[:i+1]), redirect...)

@@ -114,6 +114,36 @@ func BenchmarkPipeline_Success(b *testing.B) {
 	}
 }
 
+// BenchmarkPipeline_SuccessWatched is BenchmarkPipeline_Success with a watcher (Watch): one
+// that hears every event, so that the call's own events (an attempt started and finished, a
+// slot given) are built and delivered; and one that hears what goes wrong only, as a status
+// page does, for which the call builds only its attempt's end.
+func BenchmarkPipeline_SuccessWatched(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		types []resilience.EventType
+	}{
+		{"every-event", nil},
+		{"what-goes-wrong", []resilience.EventType{resilience.EventAttemptFinished, resilience.EventRetryScheduled,
+			resilience.EventGaveUp, resilience.EventTimeout, resilience.EventBreakerStateChanged}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			p := newPipeline(b, resilience.DefaultOptions())
+			stop := p.Watch(func(resilience.Event) {}, bc.types...)
+			defer stop()
+			rt := p.Wrap(memTransport{status: http.StatusOK})
+			req := benchRequest(b)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for range b.N {
+				if err := call(rt, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
 // BenchmarkPipeline_SuccessRouted is BenchmarkPipeline_Success for a call that names its route
 // (a model, as the client's calls do): the route's layers run under the deployment's, and cost
 // no allocation more.

@@ -102,7 +102,7 @@ func (b *bulkhead) acquire(ctx context.Context) error {
 	cls := classUnknown
 	if b.waiting.Load() == 0 {
 		if b.take(b.open.Load()) {
-			if b.ev.on() {
+			if b.ev.on(EventBulkheadAdmitted) {
 				b.admitted(ctx, cls, 0)
 			}
 			return nil
@@ -110,7 +110,7 @@ func (b *bulkhead) acquire(ctx context.Context) error {
 		// Only the reserve is left: the call's class decides.
 		if lim := b.limit.Load(); b.open.Load() < lim {
 			if cls = classOf(ctx, b.pol); cls != classBatch && b.take(lim) {
-				if b.ev.on() {
+				if b.ev.on(EventBulkheadAdmitted) {
 					b.admitted(ctx, cls, 0)
 				}
 				return nil
@@ -130,7 +130,7 @@ func (b *bulkhead) queue(ctx context.Context, cls class) error {
 	b.dispatch() // the calls that wait come first, as far as their class allows
 	if b.take(b.capFor(cls, false)) {
 		b.mu.Unlock()
-		if b.ev.on() {
+		if b.ev.on(EventBulkheadAdmitted) {
 			b.admitted(ctx, cls, 0)
 		}
 		return nil
@@ -156,7 +156,7 @@ func (b *bulkhead) queue(ctx context.Context, cls class) error {
 	granted := w.granted
 	b.mu.Unlock()
 	if granted {
-		if b.ev.on() {
+		if b.ev.on(EventBulkheadAdmitted) {
 			b.admitted(ctx, cls, 0)
 		}
 		return nil
@@ -194,7 +194,7 @@ func (b *bulkhead) wait(ctx context.Context, w *waiter) error {
 	case granted:
 		// Once handed a slot, the call has it, whatever else happened meanwhile: the layers
 		// below see a cancelled context at once, and the slot is freed as after any failure.
-		if b.ev.on() {
+		if b.ev.on(EventBulkheadAdmitted) {
 			b.admitted(ctx, w.class, waited)
 		}
 		return nil

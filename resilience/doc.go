@@ -50,5 +50,7 @@
 // Guarantees: the caller's request is never modified and its body always closed; bodies are
 // never buffered (only a request body without GetBody, once); discarded responses are
 // drained so connections are reused, and the caller's idle connections are never closed;
-// nothing is logged, and events carry no URLs, headers or bodies.
+// nothing is logged, and events carry no URLs, headers or bodies. Events go to the observer
+// of OnEvent and to the watchers added while the pipeline runs (Watch); an event that none of
+// them wants is not built.
 package resilience

@@ -236,10 +236,13 @@ type Observer func(Event)
 // emitter reports a pipeline's events to its observer. Every layer holds the pipeline's one
 // emitter: it is how a layer tells the world what it did, and all it knows of the pipeline.
 type emitter struct {
-	name        string
-	route       string // the route of a route pipeline, "" otherwise
-	clock       Clock
-	observer    Observer
+	name     string
+	route    string // the route of a route pipeline, "" otherwise
+	clock    Clock
+	observer Observer
+	// watch holds the observers added while the pipeline runs (Pipeline.Watch): the
+	// pipeline's own, which its routes share. Never nil once the pipeline is built.
+	watch       *watchers
 	maxAttempts int
 	// epoch is when the pipeline was built; wall says clock is the wall clock, which now
 	// reads through the monotonic clock alone (see now).
@@ -257,18 +260,24 @@ func (m *emitter) now() time.Time {
 	return m.clock.Now()
 }
 
-// on reports whether anyone listens, so a layer can skip building an event.
-func (m *emitter) on() bool { return m.observer != nil }
+// on reports whether anyone listens to events of type t, so a layer can skip building one.
+func (m *emitter) on(t EventType) bool { return m.observer != nil || m.watch.wants(t) }
 
-// emit reports e to the observer, if there is one.
+// emit reports e to the observer and the watchers that want it, if there are any.
 func (m *emitter) emit(e Event) {
-	if m.observer != nil { // small enough to inline: without an observer no event is built
+	// Small enough to inline: without an observer or a watcher no event is built, and a
+	// pipeline nobody watches pays one atomic load. Which events the watchers want is checked
+	// in deliver, and before building the events of every call (on).
+	if m.observer != nil || m.watch.list.Load() != nil {
 		m.deliver(e)
 	}
 }
 
 // deliver completes e with what every event carries and hands it to the observer.
 func (m *emitter) deliver(e Event) {
+	if m.observer == nil && !m.watch.wants(e.Type) {
+		return
+	}
 	e.Pipeline, e.Route = m.name, m.route
 	if e.Time.IsZero() { // the layer may have read the clock already
 		e.Time = m.clock.Now()
@@ -278,5 +287,15 @@ func (m *emitter) deliver(e Event) {
 		e.MaxAttempts, e.Policy = p.count+1, p.name
 	}
 	e.InCall = outcomeReported(e.Context)
-	m.observer(e)
+	if m.observer != nil {
+		m.observer(e)
+	}
+	if l := m.watch.list.Load(); l != nil {
+		bit := typeBit(e.Type)
+		for i, w := range l.fns {
+			if l.masks[i]&bit != 0 {
+				w(e)
+			}
+		}
+	}
 }

@@ -217,3 +217,23 @@ func (p *Pipeline) LatencyAverages() LatencyInfo {
 		PerOutputToken: time.Duration(math.Float64frombits(l.perToken.Load())),
 		ErrorRate:      math.Float64frombits(l.errRate.Load())}
 }
+
+// RecentLatencies appends to dst the pipeline's last LatencyWindow times to first content,
+// oldest first, and returns the extended slice: the series a dashboard draws. A call cut off
+// (LatencySample.Censored) counts at the time it had waited, as in LatencyQuantile. It copies
+// the window under the lock ObserveLatency takes, for a moment; with a dst of cap
+// LatencyWindow or more it allocates nothing.
+func (p *Pipeline) RecentLatencies(dst []time.Duration) []time.Duration {
+	l := &p.lat
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	k := min(l.n, LatencyWindow)
+	for i := l.n - k; i < l.n; i++ {
+		v := l.ring[i%LatencyWindow]
+		if v < 0 {
+			v = -v
+		}
+		dst = append(dst, time.Duration(v))
+	}
+	return dst
+}

@@ -39,6 +39,9 @@ type Pipeline struct {
 	// lat is what the client measured of the pipeline's calls' speed (latency.go).
 	lat latency
 
+	// watchers are the observers added by Watch; a route's emitter uses its deployment's.
+	watchers watchers
+
 	// parent is the pipeline a route belongs to (nil for one that is no route); routes are a
 	// pipeline's routes, by key (see route.go).
 	parent *Pipeline
@@ -89,13 +92,14 @@ func (p *Pipeline) init(opts Options) {
 	opts.RetryableStatusCodes = append([]int(nil), opts.RetryableStatusCodes...)
 	p.opts = opts
 	_, wall := p.clock.(wallClock)
-	p.ev = emitter{name: p.name, clock: p.clock, observer: p.observer, maxAttempts: opts.RetryCount + 1,
+	p.ev = emitter{name: p.name, clock: p.clock, observer: p.observer, watch: &p.watchers, maxAttempts: opts.RetryCount + 1,
 		epoch: p.clock.Now(), wall: wall}
 	p.policy = newPolicy("", opts)
 	if p.parent != nil {
 		// A route's events and errors name its deployment, and the route (Event.Route).
 		p.ev.name, p.ev.route = p.parent.name, p.route
-		p.bh = p.parent.bh // a route's calls hold its deployment's slots
+		p.ev.watch = p.parent.ev.watch // whoever watches the deployment hears its routes
+		p.bh = p.parent.bh             // a route's calls hold its deployment's slots
 	} else {
 		p.bulkhead.init(opts, p.policy, &p.ev)
 		p.bh = &p.bulkhead

@@ -237,7 +237,7 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Response, error) {
 	r := t.r
 	var start time.Time
-	if r.ev.on() {
+	if r.ev.on(EventAttemptStarted) {
 		start = r.ev.clock.Now()
 		r.ev.emit(Event{Type: EventAttemptStarted, Attempt: n, Time: start, Context: req.Context()})
 	}
@@ -261,9 +261,12 @@ func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Re
 	if r.cool != nil && r.cool.capped.Load() {
 		r.cool.answered(resp, err)
 	}
-	if r.ev.on() {
+	if r.ev.on(EventAttemptFinished) {
 		end := r.ev.clock.Now()
-		e := Event{Type: EventAttemptFinished, Attempt: n, Err: err, Time: end, Duration: end.Sub(start), Context: req.Context()}
+		e := Event{Type: EventAttemptFinished, Attempt: n, Err: err, Time: end, Context: req.Context()}
+		if !start.IsZero() { // else nobody wanted the start (or a watcher came during the attempt)
+			e.Duration = end.Sub(start)
+		}
 		if resp != nil {
 			e.Status = resp.StatusCode
 		}

@@ -3,7 +3,9 @@
 # module (interop/, bench/, queue/asynq/, queue/river/, state/redis/) that has its own go.mod.
 # The queue/asynq and state/redis tests start a redis-server of their own (apt-get install -y
 # redis-server), the queue/river tests a PostgreSQL server (apt-get install -y postgresql);
-# without them they are skipped, except under CI=true. Usage: bash scripts/test.sh
+# without them they are skipped, except under CI=true. The status page's browser test (statuspage)
+# drives a headless Chromium (apt-get install -y chromium), skipped without one except under
+# CI=true. Usage: bash scripts/test.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -5,6 +5,8 @@
 //	         upstream answer 503 for that call, ?q= sets the prompt)
 //	/readyz  the health checker: application/health+json, 503 while the circuit is open
 //	/livez   liveness: always 200, whatever the provider does
+//	/debug/steady  the live status page (package statuspage): open it in a browser and
+//	         watch the circuit open and close as the calls fail
 //
 // The upstream is steady's fake LLM server (package mocks) started in-process on 127.0.0.1, so
 // no API key or network is needed. Run it and trip the breaker by hand:
@@ -39,6 +41,7 @@ import (
 	"github.com/steadyllm/steady/health"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/resilience"
+	"github.com/steadyllm/steady/statuspage"
 )
 
 // demoAPIKey is sent to the fake upstream like a real key would be, to show that it never
@@ -70,13 +73,14 @@ func main() {
 }
 
 // app is the example service: one provider ("openai") behind one pipeline, watched by one
-// health checker.
+// health checker and shown on one status page.
 type app struct {
 	upstream *mocks.Server
 	base     *http.Transport
 	client   *http.Client
 	pipeline *resilience.Pipeline
 	checker  *health.Checker
+	page     *statuspage.Page
 }
 
 // newApp starts the fake upstream and builds the pipeline and the checker.
@@ -94,6 +98,12 @@ func newApp(threshold int, brk time.Duration) (*app, error) {
 	}
 	checker := health.NewChecker()
 	checker.Add("openai", p)
+	// A bare pipeline goes on the status page with WithPipeline; a steady client would be
+	// statuspage.New(c). The page records the pipeline's events until it is closed.
+	page, err := statuspage.New(nil, statuspage.WithPipeline("openai", p))
+	if err != nil {
+		return nil, err
+	}
 
 	base := &http.Transport{}
 	return &app{
@@ -102,11 +112,13 @@ func newApp(threshold int, brk time.Duration) (*app, error) {
 		client:   &http.Client{Transport: p.Wrap(base)},
 		pipeline: p,
 		checker:  checker,
+		page:     page,
 	}, nil
 }
 
-// Close stops the fake upstream and drops idle connections.
+// Close stops the status page and the fake upstream and drops idle connections.
 func (a *app) Close() {
+	_ = a.page.Close()
 	a.base.CloseIdleConnections()
 	a.upstream.Close()
 }
@@ -117,6 +129,9 @@ func (a *app) routes() http.Handler {
 	mux.HandleFunc("/chat", a.chat)
 	mux.Handle("/readyz", a.checker.Handler())
 	mux.Handle("/livez", health.LivenessHandler())
+	// The status page, on loopback like everything here; in a real service, behind the same
+	// access control as the other debug endpoints.
+	mux.Handle("/debug/steady", a.page)
 	return mux
 }
 
@@ -218,13 +233,16 @@ func serve(ctx context.Context, addr string, threshold int, brk time.Duration) e
 		return err
 	}
 	srv := newServer(a.routes())
+	// An open status page holds a stream that is never idle: close the page as shutdown
+	// begins, or Shutdown would wait for it.
+	srv.RegisterOnShutdown(func() { _ = a.page.Close() })
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	log.Printf("listening on http://%s: /chat (?fail=1), /readyz, /livez", ln.Addr())
+	log.Printf("listening on http://%s: /chat (?fail=1), /readyz, /livez, /debug/steady", ln.Addr())
 	if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}

@@ -91,3 +91,31 @@ func TestServe_StopsWhenContextEnds(t *testing.T) {
 		t.Fatal("serve did not stop")
 	}
 }
+
+func TestStatusPage_ShowsTheCircuitAndNoKey(t *testing.T) {
+	a, err := newApp(1, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	h := a.routes()
+	get := func(path string) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec
+	}
+	get("/chat?fail=1") // one failure opens the circuit
+	page := get("/debug/steady")
+	if page.Code != http.StatusOK || !strings.Contains(page.Body.String(), `data-name="openai" data-status="fail" data-circuit="open"`) {
+		t.Fatalf("/debug/steady: %d\n%s", page.Code, page.Body)
+	}
+	js := get("/debug/steady?format=json").Body.String()
+	if !strings.Contains(js, `"detail": "closed → open for `) {
+		t.Errorf("the page's events lack the opening:\n%s", js)
+	}
+	for _, body := range []string{page.Body.String(), js} {
+		if strings.Contains(body, demoAPIKey) || strings.Contains(body, "sk-") {
+			t.Errorf("the API key leaked onto the status page:\n%s", body)
+		}
+	}
+}
