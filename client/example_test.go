@@ -171,12 +171,15 @@ func ExampleWithCallTimeout() {
 		fmt.Println(err)
 		return
 	}
+	// docs:begin call-timeout
 	_, err = c.Chat(context.Background(), &providers.ChatRequest{
 		Messages: []providers.Message{{Role: providers.RoleUser, Content: "Hello"}},
-	}, client.WithCallTimeout(2*time.Second))
+	}, client.WithCallTimeout(2*time.Second)) // this call, every try and fallback: 2 s at most
 	var e *providers.Error
-	if errors.As(err, &e) {
+	if errors.As(err, &e) { // the server asked for 30 s: the call gave up at once, keeping its hint
 		fmt.Println(e.Kind, e.GaveUp, e.StatusCode, e.RetryAfter, errors.Is(err, context.DeadlineExceeded))
 	}
+	// docs:end call-timeout
+
 	// Output: timeout deadline 429 30s true
 }

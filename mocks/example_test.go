@@ -2,6 +2,7 @@ package mocks_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -124,9 +125,7 @@ func ExampleAdmin() {
 	s := mocks.NewServer()
 	defer s.Close()
 	ctx := context.Background()
-	admin := mocks.Admin(s.URL())
-
-	status := func() int {
+	status := func() int { // one chat call, as the code under test would make it
 		req, _ := http.NewRequest(http.MethodPost, s.OpenAIBaseURL()+"/chat/completions",
 			strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Hi"}]}`))
 		req.Header.Set("Authorization", "Bearer sk-test")
@@ -137,27 +136,44 @@ func ExampleAdmin() {
 		res.Body.Close()
 		return res.StatusCode
 	}
+
+	// docs:begin admin
+	admin := mocks.Admin(s.URL()) // the URL fakellm printed (its admin URL works too)
 	fmt.Println("before:", status())
 	if err := admin.RouteScript(ctx, mocks.RouteChat, mocks.Status(503).Always()); err != nil {
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("down:", status(), status())
-	if err := admin.ResetRoute(ctx, mocks.RouteChat); err != nil {
+	if err := admin.ResetRoute(ctx, mocks.RouteChat); err != nil { // as the server started
 		fmt.Println(err)
 		return
 	}
 	fmt.Println("back:", status())
-	st, _ := admin.State(ctx)
-	fmt.Println("requests:", st.Journal.Received)
+	view, err := admin.Journal(ctx, 10) // how each request was answered; no headers, no bodies
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, r := range view.Requests {
+		fmt.Println(r.Seq, r.Path, r.Step)
+	}
 
-	// A bad value is refused, naming it.
-	err := admin.SetConcurrencyLimit(ctx, -1)
-	fmt.Println(err)
+	// A bad value changes nothing and is refused, naming it.
+	err = admin.SetConcurrencyLimit(ctx, -1)
+	var ae *mocks.AdminError
+	if errors.As(err, &ae) {
+		fmt.Println(ae.StatusCode, ae.Problems[0].Field, ae.Problems[0].Allowed)
+	}
+	// docs:end admin
+
 	// Output:
 	// before: 200
 	// down: 503 503
 	// back: 200
-	// requests: 4
-	// mocks: admin API (400): bad request to /_fake/limits/concurrency, nothing changed: max -1 out of range [0, 1000000] (0: no limit)
+	// 1 /v1/chat/completions ok
+	// 2 /v1/chat/completions 503
+	// 3 /v1/chat/completions 503
+	// 4 /v1/chat/completions ok
+	// 400 max out of range [0, 1000000] (0: no limit)
 }

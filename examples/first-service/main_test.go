@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -122,24 +123,58 @@ func TestFirstService_AnswersThroughTheFirstProvider(t *testing.T) {
 	}
 }
 
-// The guide's second step: the fake started with openai-down.json answers every OpenAI call
-// 503. Calls fall back to Anthropic and the logs say so; once OpenAI's circuit is open,
-// readiness warns (the chain still serves) and liveness passes.
-func TestFirstService_FallsBackWhenOpenAIIsDown(t *testing.T) {
-	scenario, err := mocks.LoadConfig("openai-down.json")
+// steer sends one request to the fake's admin API, as the guide's curl commands do, and
+// fails the test unless the fake applied it.
+func steer(t *testing.T, fake *mocks.Server, method, path, body string) {
+	t.Helper()
+	req, err := http.NewRequest(method, fake.AdminURL()+path, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
-	fake := mocks.NewServer(mocks.WithConfig(scenario), mocks.WithReply("Claude here."))
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := fake.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if b, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s %s: %d %s", method, path, resp.StatusCode, b)
+	}
+}
+
+// chatFrom asks the service once and returns the provider that answered.
+func chatFrom(t *testing.T, base string) string {
+	t.Helper()
+	code, body := get(t, base+"/chat?q=hello")
+	var a answer
+	if err := json.Unmarshal([]byte(body), &a); code != http.StatusOK || err != nil {
+		t.Fatalf("/chat: %d %s", code, body)
+	}
+	return a.Provider
+}
+
+// The guide's second step: openai-down.json, sent to the running fake's admin API, answers
+// every OpenAI call 503. Calls fall back to Anthropic and the logs say so; once OpenAI's
+// circuit is open, readiness warns (the chain still serves) and liveness passes. A reset
+// brings OpenAI back: after the circuit's break a call probes it and OpenAI serves again.
+func TestFirstService_FallsBackWhileOpenAIIsDownAndComesBack(t *testing.T) {
+	down, err := os.ReadFile("openai-down.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := mocks.NewServer()
 	defer fake.Close()
 	setenv(t, fake)
+	t.Setenv("LLM__Resilience__CircuitBreakerMinDurationSeconds", "0.1") // the guide's 5 s break, shortened
 	base, logs := service(t, devFiles)
+	if p := chatFrom(t, base); p != "openai" {
+		t.Fatalf("before the outage %s answered, want openai", p)
+	}
 
+	steer(t, fake, http.MethodPut, "script", string(down))
 	for i := range 6 { // the default CircuitBreakerThreshold is 5 failed calls
-		code, body := get(t, base+"/chat?q=hello")
-		var a answer
-		if err := json.Unmarshal([]byte(body), &a); code != http.StatusOK || err != nil || a.Provider != "anthropic" {
-			t.Fatalf("call %d: %d %s", i+1, code, body)
+		if p := chatFrom(t, base); p != "anthropic" {
+			t.Fatalf("call %d during the outage: %s answered, want anthropic", i+1, p)
 		}
 	}
 	for _, want := range []string{"falling back from openai to anthropic", "circuit for openai (gpt-4o-mini) opened"} {
@@ -151,9 +186,50 @@ func TestFirstService_FallsBackWhenOpenAIIsDown(t *testing.T) {
 	if code != http.StatusOK || status != "warn" {
 		t.Fatalf("/readyz with OpenAI's circuit open: %d %s", code, status)
 	}
+	if code, _ := get(t, base+"/livez"); code != http.StatusOK {
+		t.Fatalf("/livez during the outage: %d", code)
+	}
 	_, body := get(t, base+"/readyz")
 	if strings.Contains(body, "sk-fake") || strings.Contains(logs.String(), "sk-fake") {
 		t.Fatal("a key reached the health output or the logs")
+	}
+
+	steer(t, fake, http.MethodPost, "reset", "")
+	// The circuit's break is real time: ask until a call probes OpenAI, within a generous guard.
+	for guard := time.Now().Add(30 * time.Second); chatFrom(t, base) != "openai"; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(guard) {
+			t.Fatalf("OpenAI did not serve again 30 s after the reset:\n%s", logs.String())
+		}
+	}
+	if code, status := readiness(t, base); code != http.StatusOK || status != "pass" {
+		t.Fatalf("/readyz once OpenAI serves again: %d %s", code, status)
+	}
+}
+
+// The guide's deadline step: with every answer a minute away, the interactive policy's
+// CallTimeoutSeconds ends the whole call — OpenAI's try, its fallback to Anthropic — and the
+// service answers 503 {"error":"timeout"}. The deadline is shortened from the guide's 30 s
+// (and each try's limit from 20 s) so the test takes seconds; the log names the deadline, not
+// a try's own limit.
+func TestFirstService_TheInteractiveDeadlineBoundsTheWholeCall(t *testing.T) {
+	fake := mocks.NewServer()
+	defer fake.Close()
+	setenv(t, fake)
+	t.Setenv("LLM__Policies__interactive__TimeoutSeconds", "2")
+	t.Setenv("LLM__Policies__interactive__CallTimeoutSeconds", "3")
+	base, logs := service(t, devFiles)
+
+	steer(t, fake, http.MethodPut, "latency", `{"profile":{"firstTokenMs":60000}}`)
+	code, body := get(t, base+"/chat?q=hello")
+	if code != http.StatusServiceUnavailable || strings.TrimSpace(body) != `{"error":"timeout"}` {
+		t.Fatalf("/chat with every answer a minute away: %d %s", code, body)
+	}
+	if want := "the call's deadline of 3s ran out"; !strings.Contains(logs.String(), want) {
+		t.Errorf("the logs lack %q:\n%s", want, logs.String())
+	}
+	steer(t, fake, http.MethodPost, "reset", "")
+	if p := chatFrom(t, base); p != "openai" && p != "anthropic" {
+		t.Fatalf("after the reset %q answered", p)
 	}
 }
 
