@@ -38,6 +38,7 @@ import (
 	"github.com/steadyllm/steady/health"
 	"github.com/steadyllm/steady/observe"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/statuspage"
 )
 
 // files is the repeatable -config flag: JSON files loaded in order, a later one overriding
@@ -138,7 +139,20 @@ func run(ctx context.Context, logger *slog.Logger, ln net.Listener, configs []st
 	mux.Handle("GET /chat", chat(c))
 	// docs:end mux
 
+	// docs:begin status
+	// The live status page, for people on call: every provider's circuit, pause, headroom,
+	// latency and the latest failures, redacted. Mount it where your debug endpoints are,
+	// behind the same access control.
+	page, err := statuspage.New(c)
+	if err != nil {
+		return err
+	}
+	defer page.Close()
+	mux.Handle("GET /debug/steady", page)
+	// docs:end status
+
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv.RegisterOnShutdown(func() { _ = page.Close() }) // an open page must not hold Shutdown up
 	logger.Info("serving", "addr", ln.Addr().String(), "fallback", cfg.Fallback)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

@@ -193,6 +193,14 @@ func TestFirstService_FallsBackWhileOpenAIIsDownAndComesBack(t *testing.T) {
 	if strings.Contains(body, "sk-fake") || strings.Contains(logs.String(), "sk-fake") {
 		t.Fatal("a key reached the health output or the logs")
 	}
+	// The status page shows OpenAI's circuit open, and no key.
+	code, page := get(t, base+"/debug/steady?format=json")
+	if code != http.StatusOK || !strings.Contains(page, `"circuit": "open"`) || strings.Contains(page, "sk-fake") {
+		t.Fatalf("/debug/steady during the outage: %d\n%s", code, page)
+	}
+	if code, html := get(t, base+"/debug/steady"); code != http.StatusOK || !strings.Contains(html, "openai") || strings.Contains(html, "sk-fake") {
+		t.Fatalf("/debug/steady (HTML) during the outage: %d", code)
+	}
 
 	steer(t, fake, http.MethodPost, "reset", "")
 	// The circuit's break is real time: ask until a call probes OpenAI, within a generous guard.
