@@ -21,7 +21,8 @@
 //
 // Scripts, latency profiles and limits can be set at the start by flags (-script,
 // -route-script, -latency, -route-latency, -rpm, -tpm, -limit-minute, -route-limits,
-// -concurrency, -route-concurrency, -overload-status; each replaces the file's setting) and
+// -concurrency, -route-concurrency, -overload-status; each replaces only what it names of the
+// file's settings) and
 // changed while it runs through the admin API under /_fake/ (loopback peers only; -admin=false
 // turns it off), whose URL it prints: PUT /_fake/script, /_fake/latency, /_fake/limits/rate,
 // /_fake/limits/concurrency; GET /_fake/state, /_fake/journal; POST /_fake/reset. Go code
@@ -121,12 +122,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var opts []mocks.Option
 	var journal mocks.JournalLimits
+	var scenario *mocks.Config
 	if *file != "" {
 		cfg, err := mocks.LoadConfig(*file)
 		if err != nil {
 			fmt.Fprintf(stderr, "fakellm: %v\n", err)
 			return 2
 		}
+		scenario = cfg
 		opts = append(opts, mocks.WithConfig(cfg))
 		if !set["seed"] {
 			*seed = cfg.Seed
@@ -166,7 +169,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if set["seed"] || set["chaos"] {
 		opts = append(opts, mocks.WithChaos(*seed, *rate))
 	}
-	steerOpts, err := steer.options(set)
+	steerOpts, err := steer.options(set, scenario)
 	if err != nil {
 		fmt.Fprintf(stderr, "fakellm: %v\n", err)
 		return 2

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"strconv"
 	"strings"
@@ -14,7 +15,7 @@ import (
 
 // settings are the flags that set, at the start, what the admin API changes while the server
 // runs: scripts, latency profiles and limits. Each applies after the scenario file, replacing
-// the same setting of the file.
+// only what it names of the file's settings.
 type settings struct {
 	// cfgs are the JSON flags, each parsed as a scenario file of one key (so they are checked
 	// as a file is, unknown keys included), in the order given.
@@ -103,9 +104,10 @@ func jsonValue(v string) (string, error) {
 	return string(b), nil
 }
 
-// options returns the server options of the settings; set holds the names of the flags given.
-// It checks the numeric flags' ranges, naming the flag, the value and the range.
-func (st *settings) options(set map[string]bool) ([]mocks.Option, error) {
+// options returns the server options of the settings; set holds the names of the flags given,
+// file the scenario file (nil for none). It checks the numeric flags' ranges, naming the flag,
+// the value and the range.
+func (st *settings) options(set map[string]bool, file *mocks.Config) ([]mocks.Option, error) {
 	var opts []mocks.Option
 	for _, cfg := range st.cfgs {
 		opts = append(opts, mocks.WithConfig(cfg))
@@ -139,8 +141,26 @@ func (st *settings) options(set map[string]bool) ([]mocks.Option, error) {
 		}
 	}
 	if set["concurrency"] || set["overload-status"] || len(st.routeConcurrency) > 0 {
-		opts = append(opts, mocks.WithConcurrencyLimit(mocks.ConcurrencyLimit{Max: st.concurrency, OpenAIStatus: st.overloadStatus,
-			Routes: st.routeConcurrency}))
+		// Each flag replaces only what it names: the file's other limits stay, as the JSON
+		// route flags add to the file's routes.
+		var l mocks.ConcurrencyLimit
+		if file != nil && file.Concurrency != nil {
+			l = *file.Concurrency
+		}
+		l.Routes = maps.Clone(l.Routes)
+		if set["concurrency"] {
+			l.Max = st.concurrency
+		}
+		if set["overload-status"] {
+			l.OpenAIStatus = st.overloadStatus
+		}
+		for route, n := range st.routeConcurrency {
+			if l.Routes == nil {
+				l.Routes = map[string]int{}
+			}
+			l.Routes[route] = n
+		}
+		opts = append(opts, mocks.WithConcurrencyLimit(l))
 	}
 	return opts, nil
 }
