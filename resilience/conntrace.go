@@ -25,7 +25,18 @@ import (
 // a trace up in a context that notes the key it is asked for, and checks the key against
 // WithClientTrace. Were that ever to fail (a net/http that looks traces up some other way),
 // traceKey is nil and calls fall back to WithClientTrace.
-var traceKey = learnTraceKey()
+//
+// It is read atomically (traceKeyNow): a connection's goroutines may look a call's context up
+// at any time, and tests replace the key to take the fallback.
+var traceKey atomic.Pointer[keyBox]
+
+func init() { traceKey.Store(&keyBox{learnTraceKey()}) }
+
+// keyBox holds the learnt key of a trace, nil when it could not be learnt.
+type keyBox struct{ key any }
+
+// traceKeyNow returns the learnt key of a trace, nil for none.
+func traceKeyNow() any { return traceKey.Load().key }
 
 // keySpy is a context that notes the first key it is asked for.
 type keySpy struct {
@@ -79,7 +90,7 @@ func (t *connTrace) gotConn(info httptrace.GotConnInfo) {
 
 // traceConn has the call note the connection each of its attempts gets.
 func (c *call) traceConn() {
-	if traceKey != nil {
+	if traceKeyNow() != nil {
 		c.tracing = true // Value answers; the trace is made when the base first asks
 		return
 	}
@@ -91,7 +102,7 @@ func (c *call) traceConn() {
 // Value answers the lookup of the client trace for a call that traces its connection, and
 // hands every other lookup to the call's context.
 func (c *call) Value(key any) any {
-	if c.tracing && key == traceKey {
+	if c.tracing && key == traceKeyNow() {
 		return c.clientTrace()
 	}
 	return c.Context.Value(key)
@@ -104,7 +115,7 @@ func (c *call) clientTrace() *httptrace.ClientTrace {
 		return t.use
 	}
 	t := newConnTrace()
-	if outer, _ := c.Context.Value(traceKey).(*httptrace.ClientTrace); outer != nil {
+	if outer, _ := c.Context.Value(traceKeyNow()).(*httptrace.ClientTrace); outer != nil {
 		t.use = httptrace.ContextClientTrace(httptrace.WithClientTrace(c.Context, &t.ClientTrace))
 	}
 	if !c.trace.CompareAndSwap(nil, t) {

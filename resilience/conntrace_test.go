@@ -50,11 +50,11 @@ func TestConnTrace_ComposesWithEveryOtherTrace(t *testing.T) {
 // The trace key is learnt from net/http itself; where that fails, a call traces with
 // httptrace.WithClientTrace instead, and the wire is measured all the same.
 func TestConnTrace_FallsBackWithoutTheKey(t *testing.T) {
-	if traceKey == nil {
+	if traceKeyNow() == nil {
 		t.Fatal("the trace key was not learnt: every call pays for WithClientTrace")
 	}
-	defer func(k any) { traceKey = k }(traceKey)
-	traceKey = nil
+	defer traceKey.Store(traceKey.Load())
+	traceKey.Store(&keyBox{})
 	b := bases[len(bases)-1] // otelhttp-like: its own trace composes with the call's
 	onlyWatchedOrLinux(t, b.name)
 	if got, err := drip(t, idleClient(t, b.wrap, &http.Transport{})); err != nil {
