@@ -36,6 +36,7 @@ func run(ctx context.Context, out io.Writer, opts ...client.Option) error {
 	server := mocks.NewServer(mocks.WithReply("Here is a short answer."))
 	defer server.Close()
 
+	// docs:begin budget
 	prices, err := cost.NewPrices("USD", []cost.Entry{
 		{Provider: "openai", Model: "gpt-4o", Price: cost.PerMillion(2.50, 10)},
 		{Provider: "openai", Model: "gpt-4o-mini", Price: cost.PerMillion(0.15, 0.60)},
@@ -61,12 +62,14 @@ func run(ctx context.Context, out io.Writer, opts ...client.Option) error {
 				fmt.Fprintf(out, "  event: %s for %s %q (%s of %s USD spent)\n", e.Type, e.Dimension, e.Key, e.Spent, e.Limit)
 			}
 		}),
-	}, opts...)...)
+	}, opts...)...) // opts: the test's clock
+	// docs:end budget
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 
+	// docs:begin ask
 	ask := func(tenant string) {
 		resp, err := c.Chat(ctx, &providers.ChatRequest{Model: "gpt-4o", MaxTokens: 8,
 			Messages: []providers.Message{{Role: providers.RoleUser, Content: "Summarise our plan in one line."}}},
@@ -83,6 +86,7 @@ func run(ctx context.Context, out io.Writer, opts ...client.Option) error {
 			fmt.Fprintf(out, "%s: %s answered for %s USD; %s of %s spent today\n", tenant, resp.Model, resp.Cost.Total(), sp.Spent, sp.Limit)
 		}
 	}
+	// docs:end ask
 	for range 7 {
 		ask("acme")
 	}

@@ -53,14 +53,22 @@ func budgetedClient(t *testing.T, s *mocks.Server, prefix string, rs *scripts, o
 	if rs != nil {
 		rdb.AddHook(rs)
 	}
-	store := steadyredis.New(steadyredis.Options{Client: rdb, Prefix: prefix, Timeout: 200 * time.Millisecond})
 	prices, err := cost.NewPrices("USD", []cost.Entry{{Provider: "openai", Model: "gpt-4o", Price: cost.PerMillion(2.5, 10)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := client.New(client.WithProvider("openai", options(), func(hc *http.Client) (providers.Provider, error) {
+	openAI := func(hc *http.Client) (providers.Provider, error) {
 		return openai.New(openai.Config{Name: "openai", Dialect: openai.Compatible, BaseURL: s.OpenAIBaseURL(), APIKey: "sk-test", Model: "gpt-4o", HTTPClient: hc})
-	}), client.WithSharedState(store), client.WithPrices(prices), client.WithBudgets(o, budgets...))
+	}
+	// docs:begin fleet
+	store := steadyredis.New(steadyredis.Options{Client: rdb, Prefix: prefix, Timeout: 200 * time.Millisecond})
+	c, err := client.New(
+		client.WithProvider("openai", options(), openAI),
+		client.WithSharedState(store), // the Store keeps spend (cost.SpendStore): the budgets are the fleet's
+		client.WithPrices(prices),
+		client.WithBudgets(o, budgets...), // o.FailClosed: refuse what the store cannot count
+	)
+	// docs:end fleet
 	if err != nil {
 		t.Fatal(err)
 	}
