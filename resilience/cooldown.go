@@ -168,14 +168,7 @@ func (c *cooldown) blame(ctx context.Context, ce *CooldownError) {
 	if !ok || ce.probing {
 		return
 	}
-	_, _, pol := callers(ctx)
-	if pol == nil {
-		pol = c.pol
-	}
-	limit := pol.max
-	if w, set := maxWaitOf(ctx); set {
-		limit = min(limit, w)
-	}
+	limit := c.policyWait(ctx)
 	if ce.RetryAfter <= limit && c.ev.clock.Now().Add(ce.RetryAfter).After(dl) {
 		ce.Deadline = dl
 	}
@@ -234,14 +227,7 @@ func (c *cooldown) probe(req *http.Request) error {
 // Call.MaxWait (a client that can send the call elsewhere at once), 0 for a Call that must
 // never wait.
 func (c *cooldown) maxWait(ctx context.Context) time.Duration {
-	_, _, pol := callers(ctx)
-	if pol == nil {
-		pol = c.pol
-	}
-	limit := pol.max
-	if w, set := maxWaitOf(ctx); set {
-		limit = min(limit, w)
-	}
+	limit := c.policyWait(ctx)
 	if dl, ok := ctx.Deadline(); ok {
 		limit = min(limit, dl.Sub(c.ev.clock.Now()))
 	}
@@ -259,4 +245,18 @@ func maxWaitOf(ctx context.Context) (time.Duration, bool) {
 		return 0, true
 	}
 	return c.MaxWait, true
+}
+
+// policyWait is the longest a call made with ctx may wait for a pause by its policy and its
+// Call.MaxWait, its deadline aside.
+func (c *cooldown) policyWait(ctx context.Context) time.Duration {
+	_, _, pol := callers(ctx)
+	if pol == nil {
+		pol = c.pol
+	}
+	limit := pol.max
+	if w, set := maxWaitOf(ctx); set {
+		limit = min(limit, w)
+	}
+	return limit
 }
