@@ -182,30 +182,49 @@ type keptBlock struct {
 
 // keep starts keeping content block index, of type typ, from its content_block_start event
 // (data): where it stands (the text delivered so far, the tool calls begun) and the block as
-// the event gave it. Its failure is the stream's: more kept than Limits.MaxResponseBytes.
+// the event gave it. Its failure is the stream's: more kept than Limits.MaxResponseBytes (each
+// block counted with keptOverhead), or more than maxKeptBlocks blocks.
 func (s *stream) keep(index int, typ string, data []byte) *providers.Error {
 	var ev struct {
 		ContentBlock json.RawMessage `json:"content_block"`
 	}
 	_ = json.Unmarshal(data, &ev) // decoded once already: it is valid JSON
-	if e := s.grow(len(ev.ContentBlock)); e != nil {
+	if len(s.kept) >= maxKeptBlocks {
+		return &providers.Error{Kind: providers.KindUnavailable,
+			Message: fmt.Sprintf("the answer holds more than %d blocks to keep for the next turn", maxKeptBlocks)}
+	}
+	if e := s.grow(keptOverhead + len(ev.ContentBlock)); e != nil {
 		return e
 	}
+	if s.keptAt == nil {
+		s.keptAt = make(map[int]int)
+	}
+	s.keptAt[index] = len(s.kept)
 	s.kept = append(s.kept, keptBlock{index: index, block: providers.ProviderBlock{Type: typ, Raw: ev.ContentBlock,
 		Origin: s.p.scope, At: s.partial.Len(), Calls: len(s.tools)}})
 	return nil
 }
 
-// keepInput adds a fragment of input to the kept block index, if it is one.
+// maxKeptBlocks bounds the blocks a stream keeps: a real answer holds a few server tool calls
+// and results; a server that sends more is refused before their number costs anything.
+const maxKeptBlocks = 10_000
+
+// keptOverhead is what each kept block is counted for beyond its bytes, against
+// Limits.MaxResponseBytes: its record and its place in the index.
+const keptOverhead = 128
+
+// keepInput adds a fragment of input to the kept block index, if it is one. It finds the block
+// by its index in one lookup, however many are kept.
 func (s *stream) keepInput(index int, fragment string) *providers.Error {
-	for i := range s.kept {
-		if k := &s.kept[i]; k.index == index {
-			if e := s.grow(len(fragment)); e != nil {
-				return e
-			}
-			k.input = append(k.input, fragment...)
-		}
+	i, ok := s.keptAt[index]
+	if !ok {
+		return nil
 	}
+	if e := s.grow(len(fragment)); e != nil {
+		return e
+	}
+	k := &s.kept[i]
+	k.input = append(k.input, fragment...)
 	return nil
 }
 

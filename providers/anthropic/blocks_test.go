@@ -316,3 +316,31 @@ func TestChat_AnAnswerOfAnotherOriginsBlocksAloneIsDropped(t *testing.T) {
 		t.Fatalf("messages %v", msgs)
 	}
 }
+
+// Tiny blocks cannot multiply past a bound: each counts a fixed overhead against
+// MaxResponseBytes, and a stream keeps at most 10,000. (Deltas find their block in one lookup,
+// so a server's many deltas to many kept blocks cost linear time, not quadratic.)
+func TestChatStream_ManyTinyKeptBlocksAreBounded(t *testing.T) {
+	tiny := json.RawMessage(`{"type":"x"}`)
+	blocks := make([]json.RawMessage, 10_001)
+	for i := range blocks {
+		blocks[i] = tiny
+	}
+	t.Run("overhead", func(t *testing.T) {
+		// 100 blocks of 12 bytes are 1,200 bytes, under the limit; with their overhead they exceed it.
+		f := newFixtureWith(t, func(c *anthropic.Config) { c.Limits.MaxResponseBytes = 10_000 },
+			mocks.WithScript(mocks.Reply("done").WithBlocks(blocks[:100]...)))
+		_, err := streamOf(t, f.p, userRequest("Hi"))
+		var le *providers.LimitError
+		if e := asError(t, err); e.Kind != providers.KindUnavailable || !errors.As(err, &le) {
+			t.Fatalf("%#v", e)
+		}
+	})
+	t.Run("count", func(t *testing.T) {
+		f := newFixture(t, mocks.WithScript(mocks.Reply("done").WithBlocks(blocks...)))
+		_, err := streamOf(t, f.p, userRequest("Hi"))
+		if e := asError(t, err); e.Kind != providers.KindUnavailable || !strings.Contains(e.Message, "10000 blocks") {
+			t.Fatalf("%#v", e)
+		}
+	})
+}

@@ -64,6 +64,7 @@ type stream struct {
 	// keptBytes their size, bounded by Limits.MaxResponseBytes.
 	kept      []keptBlock
 	keptBytes int64
+	keptAt    map[int]int // content block index → its place in kept
 
 	closed    atomic.Bool
 	closeOnce sync.Once
