@@ -175,8 +175,9 @@ func (s *Server) serveAdmin(w http.ResponseWriter, r *http.Request) {
 
 // refuseAdminPeer returns why the admin API refuses r, "" when it does not: it answers a peer
 // on a loopback address only, and only requests for a loopback host (a page elsewhere cannot
-// rebind a name of its own to 127.0.0.1 and steer the server) from no other origin (a page in
-// a browser on this machine cannot steer it either).
+// rebind a name of its own to 127.0.0.1 and steer the server), relayed by no proxy (a reverse
+// proxy on this machine connects from loopback for anyone), from no other origin (a page in a
+// browser on this machine cannot steer it either).
 func refuseAdminPeer(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if ip := net.ParseIP(host); err != nil || ip == nil || !ip.IsLoopback() {
@@ -184,6 +185,12 @@ func refuseAdminPeer(r *http.Request) string {
 	}
 	if !loopbackHost(r.Host) {
 		return "the admin API answers requests for a loopback host only (127.0.0.1, ::1 or localhost)"
+	}
+	for _, h := range [...]string{"Forwarded", "X-Forwarded-For", "X-Forwarded-Host", "X-Real-Ip"} {
+		if _, ok := r.Header[h]; ok {
+			// A reverse proxy on this machine connects from loopback for whoever it serves.
+			return "the admin API does not answer requests relayed by a proxy (" + h + ")"
+		}
 	}
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)

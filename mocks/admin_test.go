@@ -398,21 +398,28 @@ func TestAdmin_AnswersLoopbackPeersHostsAndOriginsOnly(t *testing.T) {
 	s := newServer(t)
 	for _, tc := range []struct {
 		name, remote, host, origin string
+		proxied                    string // a header a reverse proxy adds
 		want                       int
 	}{
-		{"loopback", "127.0.0.1:5000", "127.0.0.1:8080", "", 200},
-		{"loopback v6", "[::1]:5000", "localhost:8080", "", 200},
-		{"loopback origin", "127.0.0.1:5000", "127.0.0.1:8080", "http://localhost:3000", 200},
-		{"remote peer", "192.0.2.7:5000", "127.0.0.1:8080", "", 403},
-		{"rebound host name", "127.0.0.1:5000", "evil.example:8080", "", 403},
-		{"other origin", "127.0.0.1:5000", "127.0.0.1:8080", "https://evil.example", 403},
-		{"bad origin", "127.0.0.1:5000", "127.0.0.1:8080", "::", 403},
+		{"loopback", "127.0.0.1:5000", "127.0.0.1:8080", "", "", 200},
+		{"loopback v6", "[::1]:5000", "localhost:8080", "", "", 200},
+		{"loopback origin", "127.0.0.1:5000", "127.0.0.1:8080", "http://localhost:3000", "", 200},
+		{"remote peer", "192.0.2.7:5000", "127.0.0.1:8080", "", "", 403},
+		{"rebound host name", "127.0.0.1:5000", "evil.example:8080", "", "", 403},
+		{"other origin", "127.0.0.1:5000", "127.0.0.1:8080", "https://evil.example", "", 403},
+		{"bad origin", "127.0.0.1:5000", "127.0.0.1:8080", "::", "", 403},
+		{"relayed by a proxy", "127.0.0.1:5000", "127.0.0.1:8080", "", "X-Forwarded-For", 403},
+		{"relayed (Forwarded)", "127.0.0.1:5000", "127.0.0.1:8080", "", "Forwarded", 403},
+		{"relayed (X-Real-IP)", "127.0.0.1:5000", "127.0.0.1:8080", "", "X-Real-IP", 403},
 	} {
 		// ServeHTTP directly: a peer address other than loopback is never dialled.
 		req := httptest.NewRequest(http.MethodPost, "http://"+tc.host+"/_fake/reset", strings.NewReader(""))
 		req.RemoteAddr, req.Host = tc.remote, tc.host
 		if tc.origin != "" {
 			req.Header.Set("Origin", tc.origin)
+		}
+		if tc.proxied != "" {
+			req.Header.Set(tc.proxied, "203.0.113.5")
 		}
 		rec := httptest.NewRecorder()
 		s.ServeHTTP(rec, req)
