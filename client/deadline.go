@@ -74,8 +74,10 @@ type callDeadline struct {
 	err    atomic.Pointer[resilience.TimeoutError]
 	cancel context.CancelCauseFunc
 	timer  resilience.Timer
-	// off is set once the deadline no longer applies: a stream that ChatStream returned.
-	off atomic.Bool
+	// state is deadlineLive until the deadline no longer applies (deadlineOff: the call ended,
+	// or ChatStream returned its stream) or runs out (deadlineExpired), whichever comes first:
+	// a stream handed to the caller is never cut by a timer that fired as it was handed over.
+	state atomic.Int32
 }
 
 // withDeadline returns the context a call with the whole-call deadline d runs under, and the
@@ -94,8 +96,21 @@ func (c *Client) withDeadline(ctx context.Context, d time.Duration) (context.Con
 	return dl, dl
 }
 
-// expire ends the call's context with the deadline's error.
+// The states of a callDeadline.
+const (
+	deadlineLive int32 = iota
+	deadlineOff
+	deadlineExpired
+)
+
+// off reports whether the deadline no longer applies.
+func (d *callDeadline) off() bool { return d.state.Load() == deadlineOff }
+
+// expire ends the call's context with the deadline's error, unless it no longer applies.
 func (d *callDeadline) expire() {
+	if !d.state.CompareAndSwap(deadlineLive, deadlineExpired) {
+		return
+	}
 	te := &resilience.TimeoutError{Limit: resilience.TimeoutCall, After: d.limit}
 	d.err.Store(te)
 	d.cancel(te)
@@ -105,7 +120,7 @@ func (d *callDeadline) expire() {
 // below gives up on what it cannot finish in time; once the deadline is off (a stream that
 // was served), the caller's alone.
 func (d *callDeadline) Deadline() (time.Time, bool) {
-	if !d.off.Load() {
+	if !d.off() {
 		if pd, ok := d.parent.Deadline(); !ok || d.at.Before(pd) {
 			return d.at, true
 		}
@@ -146,20 +161,24 @@ func (d *callDeadline) release() {
 	if d == nil {
 		return
 	}
-	d.off.Store(true)
+	d.state.CompareAndSwap(deadlineLive, deadlineOff)
 	d.timer.Stop()
 	d.cancel(nil)
 }
 
 // detach turns the deadline off for a stream that ChatStream returns: the stream reads on
-// under the context, which only the caller and Close end from now on (see release). d may be
-// nil.
-func (d *callDeadline) detach() {
+// under the context, which only the caller and Close end from now on (see release). It
+// reports false when the deadline ran out first, as the stream was being handed over: the
+// stream's context is then ended, and the call is the deadline's. d may be nil.
+func (d *callDeadline) detach() bool {
 	if d == nil {
-		return
+		return true
 	}
-	d.off.Store(true)
-	d.timer.Stop()
+	if d.state.CompareAndSwap(deadlineLive, deadlineOff) {
+		d.timer.Stop()
+		return true
+	}
+	return d.off()
 }
 
 // explains reports whether the deadline caused err, the failure of a try that ended with
@@ -170,7 +189,7 @@ func (d *callDeadline) explains(err error, info *resilience.CallInfo) (time.Dura
 	if d.expired() {
 		return 0, true
 	}
-	if d.off.Load() || d.Context.Err() != nil {
+	if d.off() || d.Context.Err() != nil {
 		return 0, false
 	}
 	if info != nil && info.GaveUp == resilience.GaveUpDeadline && info.Deadline.Equal(d.at) {

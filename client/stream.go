@@ -82,7 +82,14 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 		}
 		return nil, err
 	}
-	dl.detach()
+	if !dl.detach() {
+		// The deadline ran out as the stream was handed over: its context is ended, so the
+		// call is the deadline's, as it would have been a moment earlier.
+		perr := s.fail(dl.cause())
+		_ = s.Close()
+		dl.release()
+		return nil, perr
+	}
 	s.deadline = dl
 	return s, nil
 }
