@@ -265,7 +265,7 @@ func (l *Ledger) refusal(d *decision, estimate providers.Money, now time.Time) *
 	if b.Per != "" {
 		who = fmt.Sprintf("%s %q", b.Per, clip(a.key))
 	}
-	return &providers.Error{Kind: providers.KindBudgetExhausted, RetryAfter: end.Sub(now),
+	return &providers.Error{Kind: providers.KindBudgetExhausted, RetryAfter: end.Sub(now), Err: &Refusal{Budget: b.Name, Window: b.Window},
 		Message: fmt.Sprintf("budget %q of %s: %s of %s %s spent this %s, and the call's estimate of %s would cross it: not sent",
 			b.Name, who, spent, tierOf(b.limitOf(a.key), b.refuseAt()), l.currency, b.Window, estimate)}
 }

@@ -253,6 +253,7 @@ func (f *fleet) note(err error, now time.Time) []Event {
 // unavailable is the refusal of a call that needs the store while it is down, failing closed.
 func (f *fleet) unavailable(b *budgetState, now time.Time) *providers.Error {
 	return &providers.Error{Kind: providers.KindBudgetExhausted, Code: CodeStoreUnavailable, RetryAfter: storeRetry,
+		Err:     &Refusal{Budget: b.Name, Window: b.Window, Code: CodeStoreUnavailable},
 		Message: fmt.Sprintf("budget %q: the spend store cannot be reached and the budgets fail closed: not sent", b.Name)}
 }
 
