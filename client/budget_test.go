@@ -361,3 +361,33 @@ func TestBudget_ADeferredRefusalRetriesWhenTheWindowEnds(t *testing.T) {
 		t.Fatalf("decision %+v", dec)
 	}
 }
+
+// A long stream under a per-minute budget, admitted in one minute and read to its end in the
+// next, before any other call of the minute: it opens the new minute and is charged to it,
+// where the next calls see it (its cost is not lost with the minute that ended).
+func TestBudget_AStreamThatOutlivesItsMinuteIsChargedToTheMinuteItEnds(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply(words("w", 20)))
+	defer s.Close()
+	clock := backend.NewManualClock() // 2027-01-15 08:00:00 UTC
+	budget := cost.Budget{Name: "minute", Window: cost.Minute, Limit: nano(t, "1")}
+	c := newClient(t, openAIProvider("openai", s, policy()), client.WithPrices(budgetPrices(t)), client.WithClock(clock),
+		client.WithBudgets(cost.LedgerOptions{}, budget))
+	clock.Advance(59 * time.Second)
+	st, err := c.ChatStream(context.Background(), priced("gpt-4o", "hello there", 0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if _, err := st.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(30 * time.Second) // the stream is still being read in the next minute
+	if _, _, err := collect(t, st); err != nil {
+		t.Fatal(err)
+	}
+	sp, _ := c.Ledger().Spend("minute", "")
+	if want := st.Cost().Total(); want == 0 || sp.Spent != want || sp.Reserved != 0 ||
+		!sp.Start.Equal(time.Date(2027, 1, 15, 8, 1, 0, 0, time.UTC)) {
+		t.Fatalf("spend %+v, the stream cost %+v", sp, st.Cost())
+	}
+}

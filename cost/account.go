@@ -76,8 +76,30 @@ func (l *Ledger) keysFullEvent(b *budgetState, key string, now time.Time) []Even
 func (l *Ledger) keysFull(b *budgetState, key string, now time.Time) *providers.Error {
 	_, end := b.Window.Bounds(now, l.loc)
 	return &providers.Error{Kind: providers.KindBudgetExhausted, Code: CodeKeysFull, RetryAfter: end.Sub(now),
+		Err: &Refusal{Budget: b.Name, Window: b.Window, Code: CodeKeysFull},
 		Message: fmt.Sprintf("budget %q keeps %d keys in this %s and cannot count the new key %q: not sent (FailClosed)",
 			b.Name, l.maxKeys, b.Window, clip(key))}
+}
+
+// Refusal is the cause (providers.Error.Err) of every budget_exhausted error a Ledger
+// returns: the budget that refused the call, its window and the error's Code. It lets a job
+// queue's deferral name the budget it waits for (deferral.Decider) without reading the
+// message.
+type Refusal struct {
+	Budget string
+	Window Window
+	// Code is "" for the limit itself, else CodeKeysFull or CodeStoreUnavailable.
+	Code string
+}
+
+func (r *Refusal) Error() string {
+	switch r.Code {
+	case CodeKeysFull:
+		return fmt.Sprintf("budget %q keeps as many keys as it may this %s", r.Budget, r.Window)
+	case CodeStoreUnavailable:
+		return fmt.Sprintf("budget %q: the spend store cannot be reached", r.Budget)
+	}
+	return fmt.Sprintf("budget %q is spent this %s", r.Budget, r.Window)
 }
 
 // The Codes of the budget_exhausted errors that are not the limit itself.

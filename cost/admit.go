@@ -265,7 +265,7 @@ func (l *Ledger) refusal(d *decision, estimate providers.Money, now time.Time) *
 	if b.Per != "" {
 		who = fmt.Sprintf("%s %q", b.Per, clip(a.key))
 	}
-	return &providers.Error{Kind: providers.KindBudgetExhausted, RetryAfter: end.Sub(now),
+	return &providers.Error{Kind: providers.KindBudgetExhausted, RetryAfter: end.Sub(now), Err: &Refusal{Budget: b.Name, Window: b.Window},
 		Message: fmt.Sprintf("budget %q of %s: %s of %s %s spent this %s, and the call's estimate of %s would cross it: not sent",
 			b.Name, who, spent, tierOf(b.limitOf(a.key), b.refuseAt()), l.currency, b.Window, estimate)}
 }
@@ -291,25 +291,31 @@ func (t *Ticket) releaseShadow(now time.Time) {
 	t.holds = kept
 }
 
-// give ends the hold h, charging charge to its account.
+// give ends the hold h, charging charge to its key's account in the window the call ends in:
+// the hold is released from the window it was taken in, and a call that outlived that window
+// is charged to the current one, which it opens if no call did yet.
 func (h hold) give(now time.Time, charge providers.Money) []Event {
 	b, a := h.b, h.a
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	reserved := h.reserved
 	if a.start.Equal(h.start) {
 		a.reserved = max(a.reserved-h.reserved, 0)
-	} else {
-		reserved = 0 // the window turned: the estimate was held in the one that ended
-	}
-	if a.lease != nil {
-		b.owner.fleet.settle(b, a, reserved, charge, now)
-	}
+		if a.lease != nil {
+			b.owner.fleet.settle(b, a, h.reserved, 0, now)
+		}
+	} // else the window turned: the estimate was held in the one that ended
 	if charge <= 0 {
 		return nil
 	}
-	a.spent = a.spent.Add(charge)
-	return b.tell(b.owner, a, b.tierOf(a), now)
+	cur, evs := b.account(b.owner, a.key, now)
+	if cur == nil {
+		return evs // the budget keeps as many keys as it may: the charge is not counted
+	}
+	cur.spent = cur.spent.Add(charge)
+	if cur.lease != nil {
+		b.owner.fleet.settle(b, cur, 0, charge, now)
+	}
+	return append(evs, b.tell(b.owner, cur, b.tierOf(cur), now)...)
 }
 
 // Settle ends the call: actual is what it cost (providers.CallCost.Total), charged to the

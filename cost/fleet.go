@@ -98,8 +98,9 @@ func (ls *lease) spent() providers.Money {
 
 // reserve holds d.amount of d's account from its lease, refilling it from the store when it
 // is short, and reports whether the fleet had the room. When the store cannot be reached the
-// call is let through (counted here, and told to the store later), or, failing closed,
-// refused with a budget_exhausted error whose Code is CodeStoreUnavailable.
+// call is let through (counted here, and told to the store later) as long as it fits under
+// the refuse tier with what this instance knows the window spent, or, failing closed, refused
+// with a budget_exhausted error whose Code is CodeStoreUnavailable.
 func (f *fleet) reserve(ctx context.Context, d *decision, now time.Time) (bool, error) {
 	b, a, amount := d.b, d.a, d.amount
 	b.mu.Lock()
@@ -123,7 +124,14 @@ func (f *fleet) reserve(ctx context.Context, d *decision, now time.Time) (bool, 
 			if f.l.closed {
 				return false, f.unavailable(b, now)
 			}
-			ls.have -= amount // fail open: counted here, told to the store once it answers
+			// Fail open: the call is counted here and told to the store once it answers, but
+			// only within what this instance knows the window spent — its own calls and the
+			// fleet's spend as it last heard — so a fleet whose store is down spends at most
+			// the limit per instance, never without bound.
+			if !b.NeverRefuse && ls.spent().Add(a.reserved).Add(amount) > tierOf(b.limitOf(a.key), b.refuseAt()) {
+				return false, nil
+			}
+			ls.have -= amount
 			a.reserved = a.reserved.Add(amount)
 			return true, nil
 		}
@@ -207,6 +215,11 @@ func checkLease(r SpendLease, want providers.Money) error {
 // lock.
 func (f *fleet) settle(b *budgetState, a *account, reserved, charge providers.Money, now time.Time) {
 	ls := a.lease
+	if ls.slice == 0 && charge > 0 {
+		// The window's first charge came before any call reserved in it (a call that outlived
+		// the window it was admitted in): size the lease so the charge is told to the store.
+		ls.slice = min(16*charge, max(ceiling(b, a.key)/16, charge))
+	}
 	ls.have = ls.have.Add(reserved).Add(-charge)
 	ls.unreported = ls.unreported.Add(charge)
 	f.refillIfLow(b, a, now)
@@ -240,6 +253,7 @@ func (f *fleet) note(err error, now time.Time) []Event {
 // unavailable is the refusal of a call that needs the store while it is down, failing closed.
 func (f *fleet) unavailable(b *budgetState, now time.Time) *providers.Error {
 	return &providers.Error{Kind: providers.KindBudgetExhausted, Code: CodeStoreUnavailable, RetryAfter: storeRetry,
+		Err:     &Refusal{Budget: b.Name, Window: b.Window, Code: CodeStoreUnavailable},
 		Message: fmt.Sprintf("budget %q: the spend store cannot be reached and the budgets fail closed: not sent", b.Name)}
 }
 

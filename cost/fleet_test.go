@@ -209,3 +209,69 @@ func TestMicro_RoundsUpAndBoundsWhatComesBack(t *testing.T) {
 		t.Fatal("FromMicro")
 	}
 }
+
+// Failing open while the store is down, an instance still refuses past the limit with what it
+// knows the window spent: the fleet's spend as it last heard and its own calls since. It lets
+// through what fits, never without bound.
+func TestFleet_FailingOpenStillRefusesPastWhatTheInstanceSeesSpent(t *testing.T) {
+	store := newMemStore()
+	c, r := &clock{t: noon}, &recorder{}
+	b := cost.Budget{Name: "all", Window: cost.Day, Limit: units("1")}
+	l := newLedger(t, c, r, cost.LedgerOptions{Store: store}, b)
+	defer l.Close()
+	// Another instance spent $0.40 of the window; this one hears of it with its first lease.
+	if _, err := store.LeaseSpend(context.Background(), "all", "", noon.Add(-12*time.Hour), noon.Add(12*time.Hour), units("1"), 0, units("0.4")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := call(t, l, "", units("0.05"), units("0.05")); err != nil {
+		t.Fatal(err)
+	}
+	l.Close()
+	store.fail.Store(true)
+	c.add(cost.FleetRefresh) // the totals are old: the next call asks the store, which fails
+	var passed int
+	var refused *providers.Error
+	for range 50 {
+		tk, err := l.Admit(context.Background(), cost.Call{Estimate: func(*cost.Downgrade) providers.Money { return units("0.5") }})
+		if err != nil {
+			if !errors.As(err, &refused) {
+				t.Fatal(err)
+			}
+			continue
+		}
+		passed++
+		tk.Settle(units("0.5"), units("0.5"))
+		l.Close()
+	}
+	if len(r.of(cost.EventStoreFailed)) != 1 {
+		t.Fatalf("events %+v", r.all)
+	}
+	// Spent as the instance knows it: $0.45 and whatever its lease still held, granted by the
+	// store before it went down. $0.50 calls fit once at most past the grant.
+	s, _ := l.Spend("all", "")
+	if refused == nil || refused.Kind != providers.KindBudgetExhausted || refused.Code != "" || s.Spent > units("1") || passed > 1 {
+		t.Fatalf("%d of 50 calls of $0.50 passed; spent %s; refusal %v", passed, s.Spent, refused)
+	}
+}
+
+// A call that outlives its window and is the first of its key to end in the next one opens
+// that window and is charged to it — and told to the store in that window.
+func TestFleet_ACallThatOutlivesItsWindowIsToldToTheStoreInTheNext(t *testing.T) {
+	store := newMemStore()
+	c, r := &clock{t: time.Date(2025, 3, 14, 12, 0, 59, 0, time.UTC)}, &recorder{}
+	l := newLedger(t, c, r, cost.LedgerOptions{Store: store}, cost.Budget{Name: "minute", Window: cost.Minute, Limit: units("1")})
+	tk, err := l.Admit(context.Background(), cost.Call{Estimate: func(*cost.Downgrade) providers.Money { return units("0.1") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(2 * time.Second)
+	tk.Settle(units("0.3"), units("0.3"))
+	l.Close()
+	next := time.Date(2025, 3, 14, 12, 1, 0, 0, time.UTC)
+	if s, _ := l.Spend("minute", ""); s.Spent != units("0.3") || s.Reserved != 0 || !s.Start.Equal(next) {
+		t.Fatalf("spend %+v", s)
+	}
+	if _, spent := store.totals("minute", "", next); spent != units("0.3") {
+		t.Fatalf("the store heard of %s in the next minute", spent)
+	}
+}

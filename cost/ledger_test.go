@@ -397,3 +397,22 @@ func TestLedger_ACallThatOutlivesItsWindowIsChargedToTheNext(t *testing.T) {
 		t.Fatalf("spend %+v", s)
 	}
 }
+
+// A call in flight when its window ends, the first of its key to end in the next window, opens
+// that window and is charged to it: its cost is counted, not lost with the window that ended.
+func TestLedger_ACallThatOutlivesItsWindowOpensTheNext(t *testing.T) {
+	c, r := &clock{t: time.Date(2025, 3, 14, 12, 0, 59, 0, time.UTC)}, &recorder{}
+	l := newLedger(t, c, r, cost.LedgerOptions{}, cost.Budget{Name: "minute", Window: cost.Minute, Limit: units("1"), WarnAt: 0.5})
+	tk, err := l.Admit(context.Background(), cost.Call{Estimate: func(*cost.Downgrade) providers.Money { return units("0.1") }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.add(2 * time.Second)
+	tk.Settle(units("0.6"), units("0.6"))
+	if s, _ := l.Spend("minute", ""); s.Spent != units("0.6") || s.Reserved != 0 || !s.Start.Equal(time.Date(2025, 3, 14, 12, 1, 0, 0, time.UTC)) {
+		t.Fatalf("spend %+v", s)
+	}
+	if w := r.of(cost.EventWarn); len(w) != 1 || w[0].Spent != units("0.6") {
+		t.Fatalf("events %+v", r.all)
+	}
+}

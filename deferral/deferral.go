@@ -33,6 +33,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/internal/signals"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
@@ -270,6 +271,8 @@ func (d Decider) decideOne(now time.Time, attempt int, pe *providers.Error) Deci
 			src, why = SourceCircuit, "the circuit's next probe"
 		case errors.Is(pe, resilience.ErrCoolingDown):
 			why = "the end of the rate-limit pause"
+		case pe.Kind == providers.KindBudgetExhausted:
+			why = budgetReason(pe)
 		}
 		return d.after(now, attempt, pe.RetryAfter, src, why, pe)
 	}
@@ -287,6 +290,22 @@ func (d Decider) decideOne(now time.Time, attempt int, pe *providers.Error) Deci
 		why = fmt.Sprintf("the call's deadline (%s) ran out: the policy's backoff", te.After)
 	}
 	return d.after(now, attempt, d.backoff(attempt), SourceBackoff, why, pe)
+}
+
+// budgetReason says what a call refused by a budget waits for, naming the budget when the
+// error says which (a cost.Refusal, as every refusal of a cost.Ledger carries).
+func budgetReason(pe *providers.Error) string {
+	var r *cost.Refusal
+	if !errors.As(pe.Err, &r) || r == nil {
+		return "the end of the budget's window"
+	}
+	switch r.Code {
+	case cost.CodeStoreUnavailable:
+		return fmt.Sprintf("budget %q: the spend store's next try (failing closed)", r.Budget)
+	case cost.CodeKeysFull:
+		return fmt.Sprintf("budget %q keeps as many keys as it may: the end of its %s", r.Budget, r.Window)
+	}
+	return fmt.Sprintf("budget %q has room again: the end of its %s", r.Budget, r.Window)
 }
 
 // providerErrors returns every *providers.Error in err's tree, each once, in the order

@@ -236,13 +236,15 @@ func (c *callTracker) End(err error) {
 
 // log writes the call's outcome: Debug for success, naming the deployment and the model that
 // served; Error for a failure, naming each provider or deployment tried with its own kind;
-// Info for a call the caller canceled.
+// Info for a call the caller canceled; Warn for a call a budget refused (budget_exhausted).
 func (c *callTracker) log(err error, outcome string) {
 	l := c.t.logger
 	level := slog.LevelDebug
 	switch {
 	case outcome == string(providers.KindCanceled):
 		level = slog.LevelInfo // the caller's own choice, not a failure of anything steady calls
+	case outcome == string(providers.KindBudgetExhausted):
+		level = slog.LevelWarn // the application's own policy working, not a provider's failure
 	case err != nil:
 		level = slog.LevelError
 	}

@@ -130,4 +130,21 @@ func TestCost_BudgetDecisionsReachTheSpanAndTheMetric(t *testing.T) {
 	if p.sum <= 0 {
 		t.Fatalf("cost of acme's calls %v", p.sum)
 	}
+	// The refusal is the application's policy working, not a provider's failure: the call's
+	// record is a warning, and no record of the three calls is an error.
+	var refused int
+	for _, r := range h.records(t) {
+		if r.str("level") == "ERROR" {
+			t.Errorf("an error record: %v", r)
+		}
+		if r.str("outcome") == string(providers.KindBudgetExhausted) {
+			refused++
+			if r.str("level") != "WARN" {
+				t.Errorf("the refused call's record: %v", r)
+			}
+		}
+	}
+	if refused != 1 {
+		t.Fatalf("%d records of the refused call, want 1", refused)
+	}
 }

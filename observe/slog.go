@@ -53,7 +53,9 @@ const (
 //
 // Within a call of the steady client (resilience.Event.InCall) a give-up is one provider's:
 // the client may still serve the call from another, and logs the call's own failure at Error
-// (Telemetry with WithLogger), so a call served by a fallback leaves no Error record.
+// (Telemetry with WithLogger), so a call served by a fallback leaves no Error record. A call
+// the caller canceled is logged at Info, and one a budget refused (budget_exhausted, the
+// application's own policy: no provider failed) at Warn.
 //
 // Records are written with the event's context (resilience.Event.Context) when it has one,
 // so a handler that adds trace IDs finds the call's span. They never hold a URL, a header, a

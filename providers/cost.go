@@ -159,8 +159,11 @@ type CallCost struct {
 	Abandoned Money
 	// Estimated is the cost of attempts the servers may bill but did not report the usage of,
 	// estimated: a stream cut or closed before its usage came (the prompt's estimate and the
-	// text delivered), a hedge cancelled because another try won (the prompt's estimate), and
-	// output delivered beyond what a cut stream's last count said.
+	// text delivered), an answer whose server reported no usage, and output delivered beyond
+	// what a cut stream's last count said. An attempt cut before any content came and without
+	// usage — a hedge or a first try cancelled because another try won, a first-token
+	// timeout — is charged nothing, in none of the amounts: a server may bill it, but nobody
+	// can say what.
 	Estimated Money
 	// Unpriced counts the attempts with a cost to tell whose provider and model have no price:
 	// their cost is in none of the amounts. The client reports each such model once.

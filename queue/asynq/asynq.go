@@ -17,7 +17,9 @@
 //	enq.Enqueue(task, asynq.MaxRetry(5))
 //
 // A deferral caused by the provider's capacity (a rate limit, an open circuit, a full
-// bulkhead) does not use up MaxRetry. But asynq archives a task whose retries are used up at
+// bulkhead) or by a budget of the application's (budget_exhausted: a cost.Budget refused the
+// call until its window ends) does not use up MaxRetry. A wait is at most deferral.MaxDelay
+// (a day), so a task refused by a monthly budget comes back daily, using no retry. But asynq archives a task whose retries are used up at
 // its next failure before it asks IsFailure whether the failure counts: a task enqueued with
 // MaxRetry(0) at its first deferral of any kind, a task that failed MaxRetry counted times at
 // its next capacity deferral. Result says so in the archived task's error (ErrNoRetriesLeft)
@@ -69,7 +71,8 @@ func RetryDelayFunc(fallback asynq.RetryDelayFunc) asynq.RetryDelayFunc {
 }
 
 // IsFailure is asynq's Config.IsFailure: a deferral caused by the provider's capacity — a
-// rate limit, a pause after one, an open circuit, a full bulkhead — is not the task's failure,
+// rate limit, a pause after one, an open circuit, a full bulkhead — or by a budget that has no
+// room until its window ends (budget_exhausted) is not the task's failure,
 // so asynq retries it at the due time without counting an attempt against MaxRetry. Every
 // other error counts. (asynq does not ask it for a task whose retries are used up: see
 // Result.)
@@ -78,11 +81,12 @@ func IsFailure(err error) bool {
 	if !errors.As(err, &de) || !de.Decision.Retry {
 		return true
 	}
-	return !capacity(de.Decision.Kind)
+	return !freeWait(de.Decision.Kind)
 }
 
-// ErrNoRetriesLeft is in the error Result returns for a capacity deferral that asynq will
-// archive because the task has no retries left (with asynq.SkipRetry and the call's error):
+// ErrNoRetriesLeft is in the error Result returns for a capacity (or budget) deferral that
+// asynq will archive because the task has no retries left (with asynq.SkipRetry and the
+// call's error):
 // the task was enqueued with MaxRetry(0), or used up its retries on counted failures.
 // Match it with errors.Is, e.g. in Config.ErrorHandler, to alert on the misconfiguration.
 var ErrNoRetriesLeft = errors.New("steadyasynq: a capacity deferral of a task with no retries left is archived")
@@ -92,7 +96,7 @@ var ErrNoRetriesLeft = errors.New("steadyasynq: a capacity deferral of a task wi
 // quota) the error wrapped with asynq.SkipRetry, so the task is archived at once; otherwise
 // the error, which RetryDelayFunc schedules.
 //
-// A capacity deferral (see IsFailure) of a task with no retries left — its retry count at or
+// A capacity or budget deferral (see IsFailure) of a task with no retries left — its retry count at or
 // above its MaxRetry, as ctx says — would be archived by asynq as if the provider's limit
 // were the task's failure. Result then returns the error wrapped with ErrNoRetriesLeft and
 // asynq.SkipRetry, with a message that says why: for MaxRetry(0), "asynq archives a task
@@ -110,7 +114,7 @@ func Result(ctx context.Context, err error) error {
 	if !de.Decision.Retry {
 		return fmt.Errorf("%w (%w)", err, asynq.SkipRetry)
 	}
-	if !capacity(de.Decision.Kind) {
+	if !freeWait(de.Decision.Kind) {
 		return err
 	}
 	if ctx == nil {
@@ -130,7 +134,7 @@ func Result(ctx context.Context, err error) error {
 	return &noRetriesLeft{err: err, why: why}
 }
 
-// noRetriesLeft is the error of a capacity deferral that asynq will archive.
+// noRetriesLeft is the error of a capacity or budget deferral that asynq will archive.
 type noRetriesLeft struct {
 	err error
 	why string
@@ -143,11 +147,11 @@ func (e *noRetriesLeft) Error() string {
 // Unwrap returns the call's error, ErrNoRetriesLeft and asynq.SkipRetry.
 func (e *noRetriesLeft) Unwrap() []error { return []error{e.err, ErrNoRetriesLeft, asynq.SkipRetry} }
 
-// capacity reports whether a failure of kind k is the provider's capacity rather than the
-// task's failure.
-func capacity(k providers.ErrorKind) bool {
+// freeWait reports whether a failure of kind k is a wait rather than the task's failure: the
+// provider's capacity, or a budget that has no room until its window ends.
+func freeWait(k providers.ErrorKind) bool {
 	switch k {
-	case providers.KindRateLimited, providers.KindCircuitOpen, providers.KindBulkheadFull:
+	case providers.KindRateLimited, providers.KindCircuitOpen, providers.KindBulkheadFull, providers.KindBudgetExhausted:
 		return true
 	}
 	return false

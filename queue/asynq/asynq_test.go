@@ -2,8 +2,10 @@ package steadyasynq_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +13,8 @@ import (
 	"github.com/hibiken/asynq"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/cost"
+	"github.com/steadyllm/steady/deferral"
 	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
@@ -145,3 +149,84 @@ func (quiet) Info(...any)  {}
 func (quiet) Warn(...any)  {}
 func (quiet) Error(...any) {}
 func (quiet) Fatal(...any) {}
+
+// A task whose call a budget refuses waits for the budget's window to end without using a
+// retry — as a rate limit does — and its decision names the budget: the refusal is the
+// application's policy, not the task's failure.
+func TestAsynq_ABudgetRefusalWaitsForItsWindowWithoutUsingARetry(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	prices, err := cost.NewPrices("USD", []cost.Entry{{Provider: "openai", Model: "gpt-4o-mini", Price: cost.PerMillion(2.5, 10)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit, _ := providers.ParseMoney("0.001")
+	clock := backend.NewManualClock() // the ledger's windows turn on it; asynq waits in real time
+	clock.Advance(58 * time.Second)   // two seconds before the minute ends
+	c, err := client.New(client.WithProvider("openai", resilience.DefaultOptions(), factory(s)), client.WithClock(clock),
+		client.WithPrices(prices), client.WithBudgets(cost.LedgerOptions{}, cost.Budget{Name: "per-minute", Window: cost.Minute, Limit: limit}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ask := func(ctx context.Context, opts ...client.CallOption) error {
+		// 3 prompt tokens and up to 99 answer tokens: an estimate of 0.0009975, which fits
+		// the limit alone but not after another call's spend.
+		_, err := c.Chat(ctx, &providers.ChatRequest{MaxTokens: 99, Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello there"}}}, opts...)
+		return err
+	}
+	if err := ask(context.Background()); err != nil { // spends the minute's first few tokens
+		t.Fatal(err)
+	}
+
+	redis := asynq.RedisClientOpt{Addr: redisAddr}
+	freshQueue(t, redis, "default")
+	var mu sync.Mutex
+	var runs []run
+	var decisions []deferral.Decision
+	done := make(chan struct{})
+	mux := asynq.NewServeMux()
+	mux.HandleFunc("budgeted", func(ctx context.Context, task *asynq.Task) error {
+		retried, _ := asynq.GetRetryCount(ctx)
+		mu.Lock()
+		runs = append(runs, run{time.Now(), steadyasynq.Attempt(ctx), retried})
+		mu.Unlock()
+		err := ask(ctx, client.Deferred(steadyasynq.Attempt(ctx)))
+		var de *deferral.Error
+		if errors.As(err, &de) {
+			mu.Lock()
+			decisions = append(decisions, de.Decision)
+			mu.Unlock()
+			clock.Advance(time.Minute) // by the time the task comes back, the window has turned
+		}
+		if err == nil {
+			close(done)
+		}
+		return steadyasynq.Result(ctx, err)
+	})
+	srv := asynq.NewServer(redis, asynq.Config{Concurrency: 1, RetryDelayFunc: steadyasynq.RetryDelayFunc(nil),
+		IsFailure: steadyasynq.IsFailure, DelayedTaskCheckInterval: 100 * time.Millisecond, Logger: quiet{}})
+	if err := srv.Start(mux); err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown()
+	enq := asynq.NewClient(redis)
+	defer enq.Close()
+	if _, err := enq.Enqueue(asynq.NewTask("budgeted", nil), asynq.MaxRetry(1)); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the task did not complete")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(decisions) != 1 || decisions[0].Kind != providers.KindBudgetExhausted || decisions[0].Delay != 2*time.Second ||
+		!strings.Contains(decisions[0].Reason, `budget "per-minute"`) {
+		t.Fatalf("decisions %+v", decisions)
+	}
+	if len(runs) != 2 || runs[1].retried != 0 || runs[1].attempt != 1 {
+		t.Fatalf("runs %+v: want two, the second not counted as a retry", runs)
+	}
+}

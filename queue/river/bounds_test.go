@@ -9,9 +9,14 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertype"
 
+	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/deferral"
+	"github.com/steadyllm/steady/internal/testkit/backend"
+	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	steadyriver "github.com/steadyllm/steady/queue/river"
+	"github.com/steadyllm/steady/resilience"
 )
 
 // failing is a worker whose every run fails with err.
@@ -82,5 +87,56 @@ func TestWork_DoesNotRememberTheDueTimeOfAJobsLastAttempt(t *testing.T) {
 	_ = w.Work(context.Background(), j)
 	if next := w.NextRetry(j); next.IsZero() {
 		t.Error("an attempt with attempts left has no due time")
+	}
+}
+
+// budgetWorker's every run is a call that a budget refuses (its estimate alone is past the
+// limit), to the fake server over loopback.
+type budgetWorker struct {
+	river.WorkerDefaults[summariseArgs]
+	c *client.Client
+}
+
+func (w *budgetWorker) Work(ctx context.Context, job *river.Job[summariseArgs]) error {
+	_, err := w.c.Chat(ctx, &providers.ChatRequest{MaxTokens: 100, Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello there"}}},
+		client.Deferred(job.Attempt))
+	return err
+}
+
+// A job whose call a budget refuses is snoozed until the budget's window ends — a free wait, as
+// for a rate limit, not a counted attempt — and a monthly budget's wait is cut to a day
+// (deferral.MaxDelay): the job looks again daily, still using no attempt.
+func TestWork_ABudgetRefusalIsSnoozedToTheWindowsEnd(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	prices, err := cost.NewPrices("USD", []cost.Entry{{Provider: "openai", Model: "gpt-4o-mini", Price: cost.PerMillion(2.5, 10)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	limit, _ := providers.ParseMoney("0.0001")
+	for _, tc := range []struct {
+		window   cost.Window
+		min, max time.Duration
+	}{
+		{cost.Hour, 44 * time.Minute, 45 * time.Minute}, // 08:15: the hour ends in 45 minutes
+		{cost.Month, deferral.MaxDelay - time.Minute, deferral.MaxDelay},
+	} {
+		clock := backend.NewManualClock() // 2027-01-15 08:00:00 UTC
+		clock.Advance(15 * time.Minute)
+		c, err := client.New(client.WithProvider("openai", resilience.DefaultOptions(), factory(s)), client.WithClock(clock),
+			client.WithPrices(prices), client.WithBudgets(cost.LedgerOptions{}, cost.Budget{Name: "b", Window: tc.window, Limit: limit}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := steadyriver.Wrap[summariseArgs](&budgetWorker{c: c})
+		j := job(1, 5)
+		var snooze *rivertype.JobSnoozeError
+		if err := w.Work(context.Background(), j); !errors.As(err, &snooze) || snooze.Duration < tc.min || snooze.Duration > tc.max {
+			t.Errorf("%s budget: %v, want a snooze within [%v, %v]", tc.window, err, tc.min, tc.max)
+		}
+		if next := w.NextRetry(j); !next.IsZero() {
+			t.Errorf("%s budget: a counted retry due at %v", tc.window, next)
+		}
+		_ = c.Close()
 	}
 }

@@ -13,8 +13,11 @@
 // What the wrapper returns to River for a deferred failure:
 //
 //   - the provider's capacity (a rate limit, a pause after one, an open circuit, a full
-//     bulkhead): river.JobSnooze until the due time, which does not count an attempt, so
-//     waiting for a limit never uses up MaxAttempts;
+//     bulkhead) or a budget of the application's (budget_exhausted: a cost.Budget refused the
+//     call until its window ends): river.JobSnooze until the due time, which does not count an
+//     attempt, so waiting for a limit never uses up MaxAttempts. A wait is at most
+//     deferral.MaxDelay (a day), so a job refused by a monthly budget is snoozed a day at a
+//     time, looking again each day, using no attempt;
 //   - another temporary failure (overloaded, unavailable, a timeout): the error, counted as an
 //     attempt, retried at the due time (the wrapper's NextRetry);
 //   - a permanent failure (a bad request, a refused key, an exhausted quota): river.JobCancel,
@@ -90,7 +93,7 @@ func (t *dueTimes) toRiver(err error, id int64, attempt, maxAttempts int) error 
 	// fall back to its default policy, and one centuries away would park the job for good.
 	now := time.Now()
 	wait := dec.Wait(now)
-	if capacity(dec.Kind) {
+	if freeWait(dec.Kind) {
 		return river.JobSnooze(wait)
 	}
 	// River asks NextRetry only when the job has attempts left: remembering the time of one
@@ -109,11 +112,11 @@ func (t *dueTimes) take(id int64) (time.Time, bool) {
 	return time.Time{}, false
 }
 
-// capacity reports whether a failure of kind k is the provider's capacity rather than the
-// job's failure.
-func capacity(k providers.ErrorKind) bool {
+// freeWait reports whether a failure of kind k is a wait rather than the job's failure: the
+// provider's capacity, or a budget that has no room until its window ends.
+func freeWait(k providers.ErrorKind) bool {
 	switch k {
-	case providers.KindRateLimited, providers.KindCircuitOpen, providers.KindBulkheadFull:
+	case providers.KindRateLimited, providers.KindCircuitOpen, providers.KindBulkheadFull, providers.KindBudgetExhausted:
 		return true
 	}
 	return false

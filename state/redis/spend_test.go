@@ -227,3 +227,34 @@ func TestRedis_BudgetsFailOpenOrClosedWhileRedisIsDown(t *testing.T) {
 	// RetryAfter), then goes through.
 	eventually(t, "calls failing closed to go through again", func() bool { return ask(closed) == nil })
 }
+
+// Failing open while Redis is down, an instance still refuses a call that would take what it
+// has seen spent in the window past the limit: its own calls bound it, as each instance's own
+// limit bounds the per-minute fleet budgets; it does not let calls through without bound.
+func TestRedis_FailingOpenIsBoundedByWhatTheInstanceSpent(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	limit := money(t, "0.0001") // a few calls' cost
+	budget := cost.Budget{Name: "all", Window: cost.Day, Limit: limit}
+	open := budgetedClient(t, s, t.Name()+":", nil, cost.LedgerOptions{}, budget)
+	redis.Stop()
+	defer redis.Start()
+	var passed, refused int
+	for range 30 {
+		_, err := open.Chat(context.Background(), &providers.ChatRequest{MaxTokens: 1,
+			Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello there"}}})
+		var pe *providers.Error
+		switch {
+		case err == nil:
+			passed++
+		case errors.As(err, &pe) && pe.Kind == providers.KindBudgetExhausted && pe.Code == "":
+			refused++
+		default:
+			t.Fatal(err)
+		}
+	}
+	sp, _ := open.Ledger().Spend("all", "")
+	if passed == 0 || refused == 0 || sp.Spent > limit {
+		t.Fatalf("Redis down: %d calls passed, %d refused, %s spent of a limit of %s", passed, refused, sp.Spent, limit)
+	}
+}
