@@ -160,13 +160,11 @@ func priorities(ctx context.Context, out io.Writer) error {
 	go func() { _, err := c.Chat(holdCtx, ask("hold the slot")); held <- err }()
 	waitFor(func() bool { return fake.Journal().Len() == 1 }) // the slot is taken
 
-	order := make(chan string, 2)
+	done := make(chan error, 2)
 	// docs:begin priority
 	call := func(class resilience.Priority) {
-		_, err := c.Chat(ctx, ask("Summarise"), client.WithPriority(class))
-		if err == nil {
-			order <- string(class)
-		}
+		_, err := c.Chat(ctx, ask("Summarise for the "+string(class)+" class"), client.WithPriority(class))
+		done <- err
 	}
 	go call(resilience.PriorityBatch)
 	// docs:end priority
@@ -178,7 +176,25 @@ func priorities(ctx context.Context, out io.Writer) error {
 	if err := <-held; !errors.Is(err, context.Canceled) {
 		return fmt.Errorf("the held call ended with %v", err)
 	}
-	fmt.Fprintf(out, "one slot, a batch call queued before an interactive one: served %s, then %s\n", <-order, <-order)
+	for range 2 {
+		if err := <-done; err != nil {
+			return err
+		}
+	}
+	// The order the slot served them in is the order the fake received them (the calls may
+	// return in either order: the second is sent as the first's answer ends).
+	var order []string
+	for _, r := range fake.Journal().Requests()[1:] {
+		for _, class := range []resilience.Priority{resilience.PriorityInteractive, resilience.PriorityBatch} {
+			if strings.Contains(string(r.Body), "the "+string(class)+" class") {
+				order = append(order, string(class))
+			}
+		}
+	}
+	if len(order) != 2 {
+		return fmt.Errorf("the fake received %v", order)
+	}
+	fmt.Fprintf(out, "one slot, a batch call queued before an interactive one: served %s, then %s\n", order[0], order[1])
 	return nil
 }
 
