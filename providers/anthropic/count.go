@@ -64,13 +64,13 @@ func (p *Provider) CountTokens(ctx context.Context, req *providers.ChatRequest) 
 	defer resp.Body.Close()
 	data, err := wire.ReadAll(resp.Body, p.limits.MaxErrorBodyBytes, "MaxErrorBodyBytes")
 	if err != nil {
-		return 0, p.readFailure(ctx, resp, "reading the count", err)
+		return 0, p.errs.ReadFailure(ctx, resp, "reading the count", err)
 	}
 	var v struct {
 		InputTokens *int64 `json:"input_tokens"`
 	}
 	if err := json.Unmarshal(data, &v); err != nil || !isObject(data) {
-		return 0, p.readFailure(ctx, resp, "decoding the count", fmt.Errorf("not a JSON object: %w", err))
+		return 0, p.errs.ReadFailure(ctx, resp, "decoding the count", fmt.Errorf("not a JSON object: %w", err))
 	}
 	if n := v.InputTokens; n == nil || *n < 0 || *n > maxCount {
 		e := p.notAnAnswer(resp, data)

@@ -128,16 +128,6 @@ func (p *Provider) notAnAnswer(resp *http.Response, body []byte) *providers.Erro
 	return p.errs.Finish(e)
 }
 
-// readFailure is the error for a 2xx whose body could not be read or decoded: the caller's
-// cancellation, a dropped connection, the pipeline's timeout, a body past the limit, or
-// something that is not JSON.
-func (p *Provider) readFailure(ctx context.Context, resp *http.Response, what string, err error) *providers.Error {
-	e := p.errs.Failure(ctx, what, err)
-	e.StatusCode = resp.StatusCode
-	e.RequestID = wire.RequestID(resp.Header)
-	return p.errs.Finish(e)
-}
-
 // transportError wraps an error that came before or instead of a readable response: the
 // caller's own cancellation is KindCanceled wherever it struck, the pipeline's rejections have
 // their own kinds (wire.Errors.Transport).

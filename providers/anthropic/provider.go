@@ -126,11 +126,11 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 	defer resp.Body.Close()
 	data, err := wire.ReadAll(resp.Body, p.limits.MaxResponseBytes, "MaxResponseBytes")
 	if err != nil {
-		return nil, p.readFailure(ctx, resp, "reading the response", err)
+		return nil, p.errs.ReadFailure(ctx, resp, "reading the response", err)
 	}
 	var w wireResponse
 	if err := decodeAnswer(data, &w); err != nil {
-		return nil, p.readFailure(ctx, resp, "decoding the response", err)
+		return nil, p.errs.ReadFailure(ctx, resp, "decoding the response", err)
 	}
 	if !w.isAnswer() {
 		return nil, p.notAnAnswer(resp, data)
@@ -187,7 +187,7 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 		defer resp.Body.Close()
 		data, _, err := wire.ReadError(resp.Body, p.limits.MaxErrorBodyBytes)
 		if err != nil { // cut short (the pipeline's timeout, say): not the server's answer
-			return nil, p.readFailure(ctx, resp, "reading the response", err)
+			return nil, p.errs.ReadFailure(ctx, resp, "reading the response", err)
 		}
 		return nil, p.notAnAnswer(resp, data)
 	}

@@ -101,11 +101,11 @@ func (p *Provider) readResponse(ctx context.Context, resp *http.Response, req *p
 	defer resp.Body.Close()
 	data, err := wire.ReadAll(resp.Body, p.limits.MaxResponseBytes, "MaxResponseBytes")
 	if err != nil {
-		return nil, p.readFailure(ctx, resp, "reading the response", err)
+		return nil, p.errs.ReadFailure(ctx, resp, "reading the response", err)
 	}
 	var r respResponse
 	if err := json.Unmarshal(data, &r); err != nil {
-		return nil, p.readFailure(ctx, resp, "decoding the response", err)
+		return nil, p.errs.ReadFailure(ctx, resp, "decoding the response", err)
 	}
 	if !r.isAnswer() {
 		return nil, p.notAResponse(resp, data)

@@ -109,7 +109,7 @@ func (p *Provider) NewConversation(ctx context.Context) (*providers.Conversation
 	defer resp.Body.Close()
 	data, err := wire.ReadAll(resp.Body, p.limits.MaxResponseBytes, "MaxResponseBytes")
 	if err != nil {
-		return nil, p.readFailure(ctx, resp, "reading the conversation", err)
+		return nil, p.errs.ReadFailure(ctx, resp, "reading the conversation", err)
 	}
 	var c struct {
 		ID     string `json:"id"`

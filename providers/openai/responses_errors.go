@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -63,16 +62,6 @@ func (p *Provider) notAResponse(resp *http.Response, body []byte) *providers.Err
 		e = &providers.Error{Kind: providers.KindUnavailable,
 			Message: "the server answered " + http.StatusText(resp.StatusCode) + " without a response: " + wire.Describe(body)}
 	}
-	e.StatusCode = resp.StatusCode
-	e.RequestID = wire.RequestID(resp.Header)
-	return p.errs.Finish(e)
-}
-
-// readFailure is the error for a 2xx whose body could not be read or decoded: the caller's
-// cancellation, a dropped connection, the pipeline's timeout, a body past the limit, or
-// something that is not JSON.
-func (p *Provider) readFailure(ctx context.Context, resp *http.Response, what string, err error) *providers.Error {
-	e := p.errs.Failure(ctx, what, err)
 	e.StatusCode = resp.StatusCode
 	e.RequestID = wire.RequestID(resp.Header)
 	return p.errs.Finish(e)

@@ -114,7 +114,7 @@ func (s *respStream) resume() *providers.Error {
 		defer resp.Body.Close()
 		data, _, err := wire.ReadError(resp.Body, s.p.limits.MaxErrorBodyBytes)
 		if err != nil {
-			return s.p.readFailure(ctx, resp, "resuming the stream", err)
+			return s.p.errs.ReadFailure(ctx, resp, "resuming the stream", err)
 		}
 		return s.p.notAResponse(resp, data)
 	}

@@ -32,7 +32,7 @@ func (p *Provider) responsesStream(ctx context.Context, req *providers.ChatReque
 		defer resp.Body.Close()
 		data, _, err := wire.ReadError(resp.Body, p.limits.MaxErrorBodyBytes)
 		if err != nil {
-			return nil, p.readFailure(ctx, resp, "reading the response", err)
+			return nil, p.errs.ReadFailure(ctx, resp, "reading the response", err)
 		}
 		return nil, p.notAResponse(resp, data)
 	}

@@ -200,6 +200,17 @@ func (x Errors) Failure(ctx context.Context, during string, err error) *provider
 	return x.Finish(e)
 }
 
+// ReadFailure is the error for a 2xx response resp whose body could not be read or decoded:
+// the caller's cancellation, a dropped connection, the pipeline's timeout, a body past the
+// limit, or something that is not JSON (Failure, with what naming what was under way), with
+// the response's status and request ID.
+func (x Errors) ReadFailure(ctx context.Context, resp *http.Response, what string, err error) *providers.Error {
+	e := x.Failure(ctx, what, err)
+	e.StatusCode = resp.StatusCode
+	e.RequestID = RequestID(resp.Header)
+	return x.Finish(e)
+}
+
 // Structured returns text as JSON when req asked for a structured answer (a Schema, or JSON
 // mode) and text is valid JSON; nil otherwise.
 func Structured(req *providers.ChatRequest, text string) json.RawMessage {
