@@ -59,13 +59,33 @@ func await(t *testing.T, done <-chan outcome) outcome {
 	}
 }
 
-// arrived waits until s has received n requests, failing the test after a generous guard.
+// arrived waits until s has received n requests and chosen how to answer each, failing the
+// test after a generous guard.
 func arrived(t *testing.T, s *mocks.Server, n int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	if err := s.Journal().Wait(ctx, n); err != nil {
 		t.Fatalf("%d requests arrived, want %d: %v", s.Journal().Len(), n, err)
+	}
+	// Arrived is not yet answered: the server takes its script's step after reading the body,
+	// so a test that cancels a request now could leave the step to the next one. Wait until
+	// the server has chosen how to answer each.
+	for {
+		answering := 0
+		for _, r := range s.Journal().Requests() {
+			if r.Step != "" {
+				answering++
+			}
+		}
+		if answering >= n {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d requests have their answer chosen", answering, n)
+		case <-time.After(time.Millisecond):
+		}
 	}
 }
 
