@@ -185,6 +185,10 @@ func (f *fleet) refill(b *budgetState, a *account, want providers.Money) chan st
 			err = checkLease(res, want)
 		}
 		now := f.l.now()
+		// The store's state is recorded, and told, before any waiting call wakes: a call that
+		// asked sees the store down (and fails open or closed) rather than "granted nothing",
+		// and an observer hears of the failure before the refusal it causes.
+		f.l.emit(f.note(err, now))
 		b.mu.Lock()
 		ls.reporting -= report
 		if err != nil {
@@ -196,7 +200,6 @@ func (f *fleet) refill(b *budgetState, a *account, want providers.Money) chan st
 		ls.filling = nil
 		close(done)
 		b.mu.Unlock()
-		f.l.emit(f.note(err, now))
 	}()
 	return done
 }
