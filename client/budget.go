@@ -13,9 +13,10 @@ import (
 
 // WithBudgets keeps budgets of what calls spend (see cost.Budget): each chat call (Chat,
 // ChatStream) is admitted by the budgets that count it — its keys are given with WithBudgetKey
-// and WithTenant — before anything is sent: its pre-flight cost (its prompt's token estimate
-// and the most it may answer, MaxTokens or DefaultAnswerTokens, at the price of the model
-// the chain's first provider would be asked for) is held in each budget until it ends and is
+// and WithTenant — before anything is sent: its pre-flight cost (its prompt's token estimate,
+// or the provider's exact count where the chain's first provider counts before each call, and
+// the most it may answer, MaxTokens or DefaultAnswerTokens, at the price of the model the
+// chain's first provider would be asked for) is held in each budget until it ends and is
 // then replaced by what it cost (ChatResponse.Cost, Stream.Cost: known and estimated). A call
 // whose estimate would take a budget past its refuse tier is refused (KindBudgetExhausted,
 // RetryAfter the time until the budget's window ends); one whose key's spend passed a
@@ -137,27 +138,34 @@ func (c *Client) Ledger() *cost.Ledger {
 }
 
 // admit asks the client's budgets about a chat call for req planned as pl with options o and
-// bill b: the ticket to settle when it ends (nil when the client keeps no budgets) and the
-// request and plan to send, changed by a downgrade. A refusal is the call's error.
-func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan, o *callOptions, b bill,
-	stream bool) (*cost.Ticket, *providers.ChatRequest, plan, error) {
+// bill b: the ticket to settle when it ends (nil when the client keeps no budgets), the
+// request and plan to send, changed by a downgrade, and the count of the prompt made for the
+// budgets (nil when none was made; see countForBudgets), which replaced b's input estimate.
+// A refusal is the call's error.
+func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan, o *callOptions, b *bill,
+	stream bool) (*cost.Ticket, *providers.ChatRequest, plan, *priorCount, error) {
 	l := c.Ledger()
 	if l == nil && (o == nil || len(o.keys) == 0) {
-		return nil, req, pl, nil
+		return nil, req, pl, nil, nil
 	}
 	var keys []cost.Key
 	if o != nil {
 		var err error
 		if keys, err = budgetKeys(l, o.keys); err != nil {
-			return nil, req, pl, err
+			return nil, req, pl, nil, err
 		}
 	}
 	if l == nil {
-		return nil, req, pl, nil
+		return nil, req, pl, nil, nil
+	}
+	need := req.Needs(stream)
+	pre := c.countForBudgets(ctx, req, pl.chain, need, o)
+	if pre != nil && pre.report.Err == nil {
+		b.input = pre.n
 	}
 	// The estimate captures copies, never req or pl themselves: a closure that captured them
 	// would move them to the heap on every call, budgeted or not.
-	need, asked, planned := req.Needs(stream), req.Model, pl.chain
+	asked, planned, input, images := req.Model, pl.chain, b.input, b.images
 	answer := req.MaxTokens
 	if answer <= 0 {
 		answer = DefaultAnswerTokens
@@ -179,7 +187,7 @@ func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan,
 			if !ok {
 				return 0 // nothing to hold: the call is reported unpriced, and costs nothing
 			}
-			return p.Tokens(b.input, answer, b.images)
+			return p.Tokens(input, answer, images)
 		}
 		return 0
 	}})
@@ -188,7 +196,7 @@ func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan,
 		if errors.As(err, &pe) && pe.Kind == providers.KindBudgetExhausted {
 			pl.budget = cost.ActionRefuse.String()
 		}
-		return nil, req, pl, err
+		return nil, req, pl, pre, err
 	}
 	if t.Enforced {
 		pl.budget = t.Action.String()
@@ -207,7 +215,7 @@ func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan,
 			pl.policy = c.policy(d.Policy)
 		}
 	}
-	return t, req, pl, nil
+	return t, req, pl, pre, nil
 }
 
 // budgetKeys checks the keys a call gives (WithBudgetKey, WithTenant) and returns those for the

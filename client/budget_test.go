@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -389,5 +390,89 @@ func TestBudget_AStreamThatOutlivesItsMinuteIsChargedToTheMinuteItEnds(t *testin
 	if want := st.Cost().Total(); want == 0 || sp.Spent != want || sp.Reserved != 0 ||
 		!sp.Start.Equal(time.Date(2027, 1, 15, 8, 1, 0, 0, time.UTC)) {
 		t.Fatalf("spend %+v, the stream cost %+v", sp, st.Cost())
+	}
+}
+
+// Where the chain's first provider counts tokens before each call, a budget prices the counted
+// prompt rather than the estimate: a call that fits by its count is admitted where its
+// estimate would be refused. The count is made once: the call's first try uses it (here for
+// pacing too), and the telemetry hears of it once. A count that fails leaves the estimate.
+func TestBudget_PreflightPricesTheProvidersExactCount(t *testing.T) {
+	s := mocks.NewServer()
+	defer s.Close()
+	ctx := context.Background()
+	req := bigRequest()
+	n, err := newClient(t, countingClaude("claude", s, policy(), nil)).CountTokens(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := client.EstimateInputTokens(req)
+	if est <= n+100 {
+		t.Fatalf("count %d, estimate %d: the test needs an estimate far from the count", n, est)
+	}
+	// claude-haiku-4-5 at $1 and $5 per million tokens: 1,000 and 5,000 nano-dollars a token.
+	preflight := func(input int) providers.Money { return providers.Money(input*1000 + req.MaxTokens*5000) }
+	limit := (preflight(n) + preflight(est)) / 2
+	for _, tc := range []struct {
+		name           string
+		counting, fail bool
+		stream         bool
+	}{
+		{"counted", true, false, false},
+		{"counted stream", true, false, true},
+		{"not counting", false, false, false},
+		{"count fails", true, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.fail {
+				s.RouteScript(mocks.RouteCountTokens, mocks.Status(500).Always())
+				defer s.RouteScript(mocks.RouteCountTokens)
+			}
+			tel := &countLog{}
+			c := newClient(t, client.WithClock(backend.NewManualClock()), client.WithTelemetry(tel),
+				countingClaude("claude", s, pacedPolicy(), func(c *anthropic.Config) { c.CountTokens = tc.counting }),
+				client.WithPrices(budgetPrices(t)),
+				client.WithBudgets(cost.LedgerOptions{}, cost.Budget{Name: "day", Window: cost.Day, Limit: limit}))
+			before := s.Journal().Len()
+			if tc.stream {
+				st, err := c.ChatStream(ctx, req)
+				if err == nil {
+					for _, err = st.Recv(); err == nil; _, err = st.Recv() {
+					}
+					_ = st.Close()
+					err = nil
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err = c.Chat(ctx, req); tc.counting && !tc.fail && err != nil {
+				t.Fatal(err)
+			}
+			var sent []string
+			for _, r := range s.Journal().Requests()[before:] {
+				sent = append(sent, r.Path)
+			}
+			got := tel.all()
+			if !tc.counting || tc.fail {
+				// The estimate prices the call past the limit: refused before any chat is sent.
+				if providers.KindOf(err) != providers.KindBudgetExhausted || slices.Contains(sent, "/v1/messages") {
+					t.Fatalf("got %v, sent %v", err, sent)
+				}
+				if tc.fail && (len(got) != 1 || got[0].Err == nil || len(sent) != 1) {
+					t.Fatalf("a failed count: reported %+v, sent %v", got, sent)
+				}
+				return
+			}
+			if strings.Join(sent, " ") != "/v1/messages/count_tokens /v1/messages" {
+				t.Fatalf("sent %v: want one count, then the call", sent)
+			}
+			if len(got) != 1 || got[0].Counted != n || got[0].Estimate != est || got[0].Err != nil || got[0].Provider != "claude" ||
+				got[0].Model != countModel {
+				t.Fatalf("counts reported %+v", got)
+			}
+			if d := debited(t, c, "claude"); d != n+req.MaxTokens {
+				t.Fatalf("pacing debited %d, want the count %d + max_tokens %d", d, n, req.MaxTokens)
+			}
+		})
 	}
 }

@@ -43,22 +43,24 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
 	defer dl.release()
 	b := c.billOf(req)
-	ticket, req, pl, err := c.admit(ctx, req, pl, o, b, false)
+	ticket, req, pl, prior, err := c.admit(ctx, req, pl, o, &b, false)
 	if err != nil {
 		_, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+		reportCount(tr, prior)
 		return nil, endCall(tr, err)
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	reportCount(tr, prior)
 	tokens := EstimateTokens(req)
 	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).bounded(dl).hedging(o, false).starting(req.Background).
 		pinning(req).forTools(rawSystem(req)).billing(b)
 	resp, err := walkChain(w,
 		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
-			return chatTry(ctx, t, req, pl, o, tokens, tr)
+			return chatTry(ctx, t, req, pl, o, tokens, prior, tr)
 		},
 		func() tryFunc[*providers.ChatResponse] {
 			return func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
-				return chatTry(ctx, t, req, pl, o, tokens, tr)
+				return chatTry(ctx, t, req, pl, o, tokens, prior, tr)
 			}
 		},
 		func(resp *providers.ChatResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
@@ -94,10 +96,12 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 }
 
 // chatTry makes the try t of a chat call for req, planned as pl, with options o and token
-// estimate tokens (which a pre-flight count may replace), for the call's tracker tr.
-func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o *callOptions, tokens int, tr CallTracker) (*providers.ChatResponse, *resilience.CallInfo, error) {
+// estimate tokens (which a pre-flight count, or the count prior made for the budgets, may
+// replace), for the call's tracker tr.
+func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o *callOptions, tokens int, prior *priorCount,
+	tr CallTracker) (*providers.ChatResponse, *resilience.CallInfo, error) {
 	r := withModel(req, t.model)
-	tokens = t.d.preflight(ctx, t.route, r, tokens, tr)
+	tokens = t.d.preflight(ctx, t.route, r, tokens, prior, tr)
 	call := new(resilience.Call)
 	call.Init(ctx, false)
 	call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens

@@ -35,8 +35,8 @@ func TestCost_TheCallPathAllocatesNothingWithoutBudgets(t *testing.T) {
 		var sink providers.Money
 		n := testing.AllocsPerRun(100, func() {
 			b := c.billOf(req)
-			ticket, r, p, err := c.admit(ctx, req, pl, nil, b, false)
-			if err != nil || ticket != nil || r != req || len(p.chain) != 1 {
+			ticket, r, p, prior, err := c.admit(ctx, req, pl, nil, &b, false)
+			if err != nil || ticket != nil || r != req || len(p.chain) != 1 || prior != nil {
 				t.Fatal("admit changed a call the client keeps no budgets for")
 			}
 			cc := c.servedCost("idle", "m", "", u, b, 10)

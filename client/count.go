@@ -37,6 +37,13 @@ import (
 // A route without a token budget — none configured, none learnt yet — is not counted: nothing
 // would use the count. Each try counts for itself (a fallback to another model counts again);
 // nothing is cached across calls.
+//
+// Budgets (WithBudgets) use the count too: a call a budget admits is counted once before it is
+// admitted, by the chain's first provider that can serve it, when that provider counts before
+// each call, so that its pre-flight cost prices the counted prompt rather than the estimate.
+// That count also stands for the prompt where a try's usage is unknown (an answer cut before
+// its usage), and the call's first try of the same provider and model uses it instead of
+// counting again. It fails as any count does: the estimate stands in, and the call goes on.
 
 // DefaultCountTimeout bounds a count when the provider states no timeout of its own.
 const DefaultCountTimeout = 2 * time.Second
@@ -104,30 +111,96 @@ func answerTokens(req *providers.ChatRequest) int {
 // preflight returns the tokens a try of deployment d on route, for req (asked of the try's
 // model), debits from the route's budget: est, the call's estimate; or, when d's provider
 // counts before each call and the route has a token budget to feed, the provider's count of the
-// prompt plus the answer's share of est. A count that fails leaves est. tr hears of every count
-// it made when it is a CountTracker (on the goroutine of the try: a hedge's own).
-func (d *deployment) preflight(ctx context.Context, route string, req *providers.ChatRequest, est int, tr CallTracker) int {
+// prompt plus the answer's share of est. A count that fails leaves est. prior, when not nil, is
+// the count made for the call's budgets: a try of its provider and model uses it instead of
+// counting again. tr hears of every count it made when it is a CountTracker (on the goroutine
+// of the try: a hedge's own).
+func (d *deployment) preflight(ctx context.Context, route string, req *providers.ChatRequest, est int,
+	prior *priorCount, tr CallTracker) int {
 	cn := d.count
 	if cn == nil || !cn.preflight || !d.pipeline.Route(route).PacesTokens() {
 		return est
 	}
+	answer := min(answerTokens(req), est)
+	if prior.of(d.owner, req.Model) {
+		if prior.report.Err != nil {
+			return est
+		}
+		return prior.n + answer
+	}
 	start := time.Now()
 	n, err := cn.count(ctx, req)
-	answer := min(answerTokens(req), est)
 	if ct, ok := tr.(CountTracker); ok {
-		r := TokenCount{Provider: d.owner, Deployment: d.name, Model: route, Estimate: est - answer,
-			Duration: time.Since(start)}
-		if err != nil {
-			r.Err = providers.Classify(ctx, d.name, err)
-		} else {
-			r.Counted = n
-		}
-		ct.TokensCounted(r)
+		ct.TokensCounted(d.countReport(ctx, route, est-answer, n, err, time.Since(start)))
 	}
 	if err != nil {
 		return est
 	}
 	return n + answer
+}
+
+// countReport is the telemetry of a count by d for route that took took: n tokens, or err;
+// estimate is the client's estimate of the prompt.
+func (d *deployment) countReport(ctx context.Context, route string, estimate, n int, err error, took time.Duration) TokenCount {
+	r := TokenCount{Provider: d.owner, Deployment: d.name, Model: route, Estimate: estimate, Duration: took}
+	if err != nil {
+		r.Err = providers.Classify(ctx, d.name, err)
+	} else {
+		r.Counted = n
+	}
+	return r
+}
+
+// priorCount is the count of a call's prompt made before it was admitted by its budgets
+// (countForBudgets), by provider entry for model (as sent: the deployment's own name for it).
+type priorCount struct {
+	entry, model string
+	n            int        // the prompt's tokens; 0 when the count failed
+	report       TokenCount // its telemetry, given to the call's tracker once the call begins
+}
+
+// of reports whether p is a count by provider entry for model. A nil p is none's.
+func (p *priorCount) of(entry, model string) bool {
+	return p != nil && p.entry == entry && p.model == model
+}
+
+// countForBudgets counts req's prompt for the budgets that admit the call, planned along chain
+// with options o and needing need: by the first provider of the chain that can serve it, when
+// it counts before each call (its first deployment that does, for the model it would be asked
+// for). It returns nil when that provider does not count (or none can serve the call: the walk
+// says why). A failed count is returned too, with its error in the report.
+func (c *Client) countForBudgets(ctx context.Context, req *providers.ChatRequest, chain []string, need providers.Capabilities,
+	o *callOptions) *priorCount {
+	system := rawSystem(req)
+	for _, name := range chain {
+		e := c.entries[name]
+		if !e.caps.Has(need) || (system != "" && e.system != system) {
+			continue
+		}
+		m := c.modelFor(e, req.Model, true)
+		for _, d := range e.deps {
+			if d.count == nil || !d.count.preflight {
+				continue
+			}
+			if o.sendsExtras() {
+				ctx = &callExtras{Context: ctx, o: o}
+			}
+			r := withModel(req, d.modelFor(m))
+			start := time.Now()
+			n, err := d.count.count(ctx, r)
+			return &priorCount{entry: e.name, model: r.Model, n: n,
+				report: d.countReport(ctx, d.modelFor(e.telemetryModel(m)), EstimateInputTokens(req), n, err, time.Since(start))}
+		}
+		return nil
+	}
+	return nil
+}
+
+// reportCount gives the call's tracker tr the count made for its budgets, if any.
+func reportCount(tr CallTracker, pre *priorCount) {
+	if ct, ok := tr.(CountTracker); ok && pre != nil {
+		ct.TokensCounted(pre.report)
+	}
 }
 
 // CountTracker is a CallTracker that also hears of the exact token counts made before the

@@ -64,16 +64,18 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 	// and the idle limit and ctx bound the rest.
 	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
 	b := c.billOf(req)
-	ticket, req, pl, err := c.admit(ctx, req, pl, o, b, true)
+	ticket, req, pl, prior, err := c.admit(ctx, req, pl, o, &b, true)
 	if err != nil {
 		dl.release()
 		_, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+		reportCount(tr, prior)
 		return nil, endCall(tr, err)
 	}
 	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	reportCount(tr, prior)
 	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).bounded(dl).hedging(o, true).starting(req.Background).
 		pinning(req).forTools(rawSystem(req)).billing(b)
-	w.ticket = ticket
+	w.ticket, w.prior = ticket, prior
 	s, err := c.streamWalk(w, req, o)
 	if err != nil {
 		dl.release()
@@ -127,7 +129,7 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.ChatRequest, o *callOptions) (*Stream, *resilience.CallInfo, error) {
 	d := t.d
 	r := withModel(req, t.model)
-	tokens := d.preflight(ctx, t.route, r, w.tokens, w.tr)
+	tokens := d.preflight(ctx, t.route, r, w.tokens, w.prior, w.tr)
 	s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
 	s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
 	s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), tokens

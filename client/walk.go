@@ -60,6 +60,9 @@ type walk struct {
 	// ticket is what the call holds in the client's budgets, nil when none.
 	bill   bill
 	ticket *cost.Ticket
+	// prior is the count of the prompt made for the call's budgets, nil when none was made
+	// (see countForBudgets).
+	prior *priorCount
 	// leaving is the route the call failed on last and goes on from: the next route it is
 	// sent to counts a failover of it (DeploymentInfo.Failovers).
 	leaving *deployment

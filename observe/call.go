@@ -155,7 +155,7 @@ func (c *callTracker) hedgeSpan(r client.TryResult, outcome string) {
 
 // TokensCounted records a count of the call's prompt made before a try (client.CountTracker):
 // MetricTokenCounts by provider and outcome, and, for a count that failed, a warning that the
-// estimate was debited instead. It may run on a hedge's goroutine: it touches no state of the
+// estimate stood in for it (for pacing and budgets). It may run on a hedge's goroutine: it touches no state of the
 // tracker.
 func (c *callTracker) TokensCounted(r client.TokenCount) {
 	outcome := OutcomeCounted
@@ -164,7 +164,7 @@ func (c *callTracker) TokensCounted(r client.TokenCount) {
 	}
 	c.t.inst.tokenCount(c.ctx, r.Provider, outcome)
 	if l := c.t.logger; r.Err != nil && l != nil && l.Enabled(c.ctx, slog.LevelWarn) {
-		l.LogAttrs(c.ctx, slog.LevelWarn, "token count for "+r.Deployment+" failed ("+string(r.Err.Kind)+"): pacing debited the estimate",
+		l.LogAttrs(c.ctx, slog.LevelWarn, "token count for "+r.Deployment+" failed ("+string(r.Err.Kind)+"): the estimate stood in",
 			slog.String(LogProvider, r.Provider), slog.String(LogDeployment, r.Deployment),
 			slog.String(LogErrorKind, string(r.Err.Kind)), slog.Int64(LogDurationMs, r.Duration.Milliseconds()))
 	}
