@@ -11,17 +11,18 @@ import (
 	"github.com/steadyllm/steady/providers"
 )
 
-// WithBudgets keeps budgets of what calls spend (see cost.Budget): each chat call (Chat,
-// ChatStream) is admitted by the budgets that count it — its keys are given with WithBudgetKey
-// and WithTenant — before anything is sent: its pre-flight cost (its prompt's token estimate,
-// or the provider's exact count where the chain's first provider counts before each call, and
-// the most it may answer, MaxTokens or DefaultAnswerTokens, at the price of the model the
-// chain's first provider would be asked for) is held in each budget until it ends and is
-// then replaced by what it cost (ChatResponse.Cost, Stream.Cost: known and estimated). A call
-// whose estimate would take a budget past its refuse tier is refused (KindBudgetExhausted,
-// RetryAfter the time until the budget's window ends); one whose key's spend passed a
-// downgrade tier goes to the budget's Downgrade — its model, providers (in place of the
-// call's chain and of WithProviders) and policy — from the next call on. Budgets in shadow
+// WithBudgets keeps budgets of what calls spend (see cost.Budget): each call (Chat,
+// ChatStream, Embed) is admitted by the budgets that count it — its keys are given with
+// WithBudgetKey and WithTenant — before anything is sent: its pre-flight cost (its prompt's
+// token estimate, or the provider's exact count where the chain's first provider counts
+// before each call, and the most it may answer, MaxTokens or DefaultAnswerTokens, at the price
+// of the model the chain's first provider would be asked for) is held in each budget until it
+// ends and is then replaced by what it cost (ChatResponse.Cost, Stream.Cost,
+// EmbedResponse.Cost: known and estimated). A call whose estimate would take a budget past
+// its refuse tier is refused (KindBudgetExhausted, RetryAfter the time until the budget's
+// window ends); a chat call whose key's spend passed a downgrade tier goes to the budget's
+// Downgrade — its model, providers (in place of the call's chain and of WithProviders) and
+// policy — from the next call on (an embeddings call is never downgraded). Budgets in shadow
 // mode decide the same way and apply nothing; WithCostObserver receives every decision.
 //
 // Budgets need prices (WithPrices), in the same currency; a Downgrade must name providers and
@@ -144,19 +145,9 @@ func (c *Client) Ledger() *cost.Ledger {
 // A refusal is the call's error.
 func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan, o *callOptions, b *bill,
 	stream bool) (*cost.Ticket, *providers.ChatRequest, plan, *priorCount, error) {
-	l := c.Ledger()
-	if l == nil && (o == nil || len(o.keys) == 0) {
-		return nil, req, pl, nil, nil
-	}
-	var keys []cost.Key
-	if o != nil {
-		var err error
-		if keys, err = budgetKeys(l, o.keys); err != nil {
-			return nil, req, pl, nil, err
-		}
-	}
-	if l == nil {
-		return nil, req, pl, nil, nil
+	l, keys, err := c.budgetsOf(o)
+	if l == nil || err != nil {
+		return nil, req, pl, nil, err
 	}
 	need := req.Needs(stream)
 	pre := c.countForBudgets(ctx, req, pl.chain, need, o)
@@ -191,18 +182,9 @@ func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan,
 		}
 		return 0
 	}})
+	pl = decided(pl, t, err)
 	if err != nil {
-		var pe *providers.Error
-		if errors.As(err, &pe) && pe.Kind == providers.KindBudgetExhausted {
-			pl.budget = cost.ActionRefuse.String()
-		}
 		return nil, req, pl, pre, err
-	}
-	if t.Enforced {
-		pl.budget = t.Action.String()
-	}
-	if t.Shadowed {
-		pl.shadowBudget = t.WouldBe.String()
 	}
 	if d := t.Downgrade; d != nil {
 		if d.Model != "" {
@@ -216,6 +198,73 @@ func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan,
 		}
 	}
 	return t, req, pl, pre, nil
+}
+
+// budgetsOf returns the client's budgets and the keys a call with options o gives them: a nil
+// ledger when the client keeps none (the keys are still checked: a malformed one, or one of a
+// dimension no budget is kept per, is the call's error).
+func (c *Client) budgetsOf(o *callOptions) (*cost.Ledger, []cost.Key, error) {
+	l := c.Ledger()
+	if l == nil && (o == nil || len(o.keys) == 0) {
+		return nil, nil, nil
+	}
+	var keys []cost.Key
+	if o != nil {
+		var err error
+		if keys, err = budgetKeys(l, o.keys); err != nil {
+			return nil, nil, err
+		}
+	}
+	return l, keys, nil
+}
+
+// decided is pl with what the budgets decided for its call — ticket t, or the refusal err —
+// for the telemetry.
+func decided(pl plan, t *cost.Ticket, err error) plan {
+	if err != nil {
+		var pe *providers.Error
+		if errors.As(err, &pe) && pe.Kind == providers.KindBudgetExhausted {
+			pl.budget = cost.ActionRefuse.String()
+		}
+		return pl
+	}
+	if t.Enforced {
+		pl.budget = t.Action.String()
+	}
+	if t.Shadowed {
+		pl.shadowBudget = t.WouldBe.String()
+	}
+	return pl
+}
+
+// admitEmbed asks the client's budgets about an embeddings call for req, planned as pl with
+// options o, whose inputs are estimated at input tokens: the ticket to settle when it ends (nil
+// when the client keeps no budgets) and pl with the decision. An embeddings call is counted,
+// warned about and refused as a chat call is, priced at the input price of the model the
+// chain's first provider with embeddings would be asked for, but never downgraded: a budget's
+// downgrade names a chat model, providers and policy, and the call goes as it was asked.
+func (c *Client) admitEmbed(ctx context.Context, req *providers.EmbedRequest, pl plan, o *callOptions,
+	input int) (*cost.Ticket, plan, error) {
+	l, keys, err := c.budgetsOf(o)
+	if l == nil || err != nil {
+		return nil, pl, err
+	}
+	asked, planned := req.Model, pl.chain
+	t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(*cost.Downgrade) providers.Money {
+		for _, name := range planned {
+			e := c.entries[name]
+			if !e.caps.Has(providers.CapEmbeddings) {
+				continue
+			}
+			p, ok := c.price(e.name, e.telemetryModel(c.modelFor(e, asked, true)), "")
+			if !ok {
+				return 0
+			}
+			return p.Tokens(input, 0, 0)
+		}
+		return 0
+	}})
+	return t, decided(pl, t, err), err
 }
 
 // budgetKeys checks the keys a call gives (WithBudgetKey, WithTenant) and returns those for the

@@ -476,3 +476,67 @@ func TestBudget_PreflightPricesTheProvidersExactCount(t *testing.T) {
 		})
 	}
 }
+
+// Embeddings are priced at their model's input price, and budgets count, warn about and refuse
+// them as they do chat calls — before anything is sent — but never downgrade them: a budget's
+// downgrade names a chat model.
+func TestBudget_EmbeddingsArePricedCountedAndRefusedButNotDowngraded(t *testing.T) {
+	s := mocks.NewServer()
+	defer s.Close()
+	ctx := context.Background()
+	prices, err := cost.NewPrices("USD", []cost.Entry{
+		{Provider: "openai", Model: "text-embedding-3-small", Price: cost.PerMillion(0.02, 0)},
+		{Provider: "openai", Model: "gpt-4o-mini", Price: cost.PerMillion(0.15, 0.6)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := &providers.EmbedRequest{Model: "text-embedding-3-small", Inputs: []string{"hello there", "general kenobi"}}
+	// $0.02 a million tokens: 20 nano-dollars a token; the fake counts a token per four bytes,
+	// per input: 3 + 4 tokens.
+	const each = 7 * 20
+
+	// Priced, without budgets.
+	plain := newClient(t, openAIProvider("openai", s, policy()), client.WithPrices(prices))
+	resp, err := plain.Embed(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.Usage.InputTokens != 7 || resp.Cost != (providers.CallCost{Currency: "USD", Serving: each}) {
+		t.Fatalf("usage %+v, cost %+v", resp.Usage, resp.Cost)
+	}
+	unpriced, err := plain.Embed(ctx, &providers.EmbedRequest{Model: "text-embedding-3-large", Inputs: []string{"x"}})
+	if err != nil || unpriced.Cost.Unpriced != 1 || unpriced.Cost.Total() != 0 {
+		t.Fatalf("an unpriced model: %+v, %v", unpriced, err)
+	}
+
+	// Budgeted: the limit holds three calls; the tier at half of it is crossed by the second.
+	ev := &events{}
+	budget := cost.Budget{Name: "tenants", Per: "tenant", Window: cost.Day, Limit: 3 * each, DowngradeAt: 0.5,
+		Downgrade: cost.Downgrade{Model: "gpt-4o-mini"}}
+	c := newClient(t, openAIProvider("openai", s, policy()), client.WithPrices(prices),
+		client.WithBudgets(cost.LedgerOptions{}, budget), client.WithCostObserver(ev.observe))
+	for i := range 3 {
+		if _, err := c.Embed(ctx, req, client.WithTenant("acme")); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		last, _ := s.Journal().Last()
+		if !strings.Contains(string(last.Body), `"model":"text-embedding-3-small"`) {
+			t.Fatalf("call %d was sent as %s", i, last.Body)
+		}
+	}
+	if sp, _ := c.Ledger().Spend("tenants", "acme"); sp.Spent != 3*each || sp.Reserved != 0 {
+		t.Fatalf("spend %+v", sp)
+	}
+	if len(ev.of(cost.EventDowngrade)) != 1 {
+		t.Fatalf("events %+v", ev.all)
+	}
+	before := s.Journal().Len()
+	_, err = c.Embed(ctx, req, client.WithTenant("acme"))
+	if providers.KindOf(err) != providers.KindBudgetExhausted || s.Journal().Len() != before {
+		t.Fatalf("past the limit: %v, %d requests sent", err, s.Journal().Len()-before)
+	}
+	if _, err := c.Embed(ctx, req, client.WithTenant("beta")); err != nil {
+		t.Fatalf("another tenant: %v", err)
+	}
+}

@@ -138,9 +138,14 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 	}
 	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
 	defer dl.release()
-	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
 	tokens := embedTokens(req)
-	return walkChain(c.newWalk(ctx, tr, pl, req.Model, providers.CapEmbeddings, 0).bounded(dl),
+	ticket, pl, err := c.admitEmbed(ctx, req, pl, o, tokens)
+	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
+	if err != nil {
+		return nil, endCall(tr, err)
+	}
+	w := c.newWalk(ctx, tr, pl, req.Model, providers.CapEmbeddings, 0).bounded(dl)
+	resp, err := walkChain(w,
 		func(ctx context.Context, t try) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
 			call.Init(ctx, false)
@@ -162,17 +167,33 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 		func(resp *providers.EmbedResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
 			resp.Provider, resp.Deployment = d.owner, d.name
 			resp.FailedAttempts = acct.FailedAttempts
+			served := resp.Model
 			if resp.Model == "" {
 				resp.Model = model
 			}
 			if o != nil {
 				resp.ClientRequestID = o.requestID
 			}
+			var sc providers.CallCost
+			if c.priced() {
+				sc = c.servedCost(d.owner, model, served, resp.Usage, bill{input: tokens}, 0)
+				resp.Cost = acct.Cost.Add(sc)
+			}
 			if res != nil {
-				res.ResponseModel, res.Usage = resp.Model, resp.Usage
+				res.ResponseModel, res.Usage, res.Cost = resp.Model, resp.Usage, sc
 			}
 			return false
 		})
+	if ticket != nil {
+		// Never downgraded, an embeddings call would have cost the same with every budget
+		// enforced.
+		total := w.acct.Cost.Total()
+		if err == nil {
+			total = resp.Cost.Total()
+		}
+		ticket.Settle(total, total)
+	}
+	return resp, err
 }
 
 // errNilContext is the failure of a call made with a nil context: the caller's mistake.

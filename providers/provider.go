@@ -23,6 +23,10 @@ type EmbedResponse struct {
 	// FailedAttempts is the number of HTTP attempts that failed before the one that served
 	// (set by the client).
 	FailedAttempts int
+	// Cost is what the call cost, as ChatResponse.Cost (set by a client that prices calls:
+	// the input tokens the server reported at the model's input price, estimated from the
+	// inputs when it reported none).
+	Cost CallCost
 }
 
 // Provider turns neutral requests into calls to one LLM API. It is the contract between
