@@ -14,6 +14,7 @@ import (
 
 	"github.com/steadyllm/steady/client"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
 )
 
 // StartCall starts the span of one logical call of the client: a client span named
@@ -187,6 +188,10 @@ func (c *callTracker) End(err error) {
 	switch {
 	case perr != nil:
 		outcome = string(perr.Kind)
+		var te *resilience.TimeoutError
+		if perr.Kind == providers.KindTimeout && errors.As(perr, &te) && te.Limit == resilience.TimeoutCall {
+			c.t.inst.callDeadline(c.ctx, r.Provider)
+		}
 	case err != nil:
 		outcome = string(providers.KindUnknown)
 	case r.Closed:

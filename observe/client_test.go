@@ -459,3 +459,35 @@ func TestClient_HedgesAreRecorded(t *testing.T) {
 		t.Fatalf("refused %v", pt.sum)
 	}
 }
+
+// A call its whole-call deadline ended is counted among the time limits that ran out, as
+// timeout "call", for the provider it tried last — apart from the pipeline's own limits.
+func TestClient_TheWholeCallDeadlineIsCountedAsTimeoutCall(t *testing.T) {
+	h := newHarness(t)
+	// A 429 whose hint passes the 5 s deadline: the call gives up at once, its deadline's.
+	s := mocks.NewServer(mocks.WithAPIKey(sentinelKey), mocks.WithScript(mocks.RateLimited(30*time.Second).Always()))
+	defer s.Close()
+	o := fastPolicy()
+	o.CallTimeoutSeconds = 5
+	c := newClient(t, openAIProvider("openai", s, o), client.WithTelemetry(h.tel))
+	_, err := c.Chat(context.Background(), hello())
+	var te *resilience.TimeoutError
+	if !errors.As(err, &te) || te.Limit != resilience.TimeoutCall {
+		t.Fatalf("err %v, want the call's deadline", err)
+	}
+	if p := h.value(t, observe.MetricTimeouts, observe.KeyProvider.String("openai"), observe.KeyTimeout.String("call")); p.sum != 1 {
+		t.Fatalf("timeout=call counted %v times", p.sum)
+	}
+	// A call that fails otherwise is not.
+	s.Script(mocks.RateLimited(0).Always())
+	o.CallTimeoutSeconds, o.RetryCount = 0, 0
+	plain := newClient(t, openAIProvider("other", s, o), client.WithTelemetry(h.tel))
+	if _, err := plain.Chat(context.Background(), hello()); providers.KindOf(err) != providers.KindRateLimited {
+		t.Fatalf("err %v", err)
+	}
+	for _, p := range h.points(t, observe.MetricTimeouts) {
+		if v, ok := p.attrs.Value(observe.KeyProvider); ok && v.AsString() == "other" {
+			t.Fatalf("a rate-limited call counted as a timeout: %v", p.attrs.Encoded(attribute.DefaultEncoder()))
+		}
+	}
+}

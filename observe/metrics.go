@@ -225,6 +225,7 @@ const (
 	layoutHedge                         // a provider, b outcome of MetricHedges
 	layoutLimit                         // a provider, for MetricConcurrencyLimit
 	layoutTokenCount                    // a provider, b outcome of MetricTokenCounts
+	layoutCallDeadline                  // a provider, for MetricTimeouts' timeout="call"
 
 	// layoutEvent plus an event type: a provider, and the b or n of the event's label
 	// (see eventDesc).
@@ -272,6 +273,14 @@ func hedgeOutcome(r *client.TryResult) string {
 func (in *instruments) tokenCount(ctx context.Context, provider, outcome string) {
 	in.tokenCounts.Add(ctx, 1, in.options.get(optionKey{layout: layoutTokenCount, a: provider, b: outcome}, func() []attribute.KeyValue {
 		return []attribute.KeyValue{KeyProvider.String(provider), KeyOutcome.String(outcome)}
+	}).add...)
+}
+
+// callDeadline counts one call the client's whole-call deadline ended (MetricTimeouts with
+// timeout "call"), for the provider it tried last ("" when it tried none).
+func (in *instruments) callDeadline(ctx context.Context, provider string) {
+	in.timeouts.Add(ctx, 1, in.options.get(optionKey{layout: layoutCallDeadline, a: provider}, func() []attribute.KeyValue {
+		return []attribute.KeyValue{KeyProvider.String(provider), KeyTimeout.String(string(resilience.TimeoutCall))}
 	}).add...)
 }
 

@@ -24,7 +24,8 @@ const (
 	MetricCircuitBreaker = "llm_resilience_circuit_breaker_total"
 	// MetricCircuitRejected counts calls the circuit rejected, by provider and state.
 	MetricCircuitRejected = "llm_resilience_circuit_rejected_total"
-	// MetricTimeouts counts the pipeline's own time limits running out, by provider and timeout.
+	// MetricTimeouts counts the pipeline's own time limits running out, by provider and timeout,
+	// and (timeout "call") each call the client's whole-call deadline ended.
 	MetricTimeouts = "llm_resilience_timeout_total"
 	// MetricBulkheadRejected counts calls the bulkhead turned away, by provider.
 	MetricBulkheadRejected = "llm_resilience_bulkhead_rejected_total"
