@@ -130,6 +130,11 @@ func (d *deployment) preflight(ctx context.Context, route string, req *providers
 	}
 	start := time.Now()
 	n, err := cn.count(ctx, req)
+	if err != nil && ctx.Err() != nil {
+		// The try ended while it counted — its hedge lost, the caller gave up, the call's
+		// deadline passed: the count did not fail, and nothing will use it.
+		return est
+	}
 	if ct, ok := tr.(CountTracker); ok {
 		ct.TokensCounted(d.countReport(ctx, route, est-answer, n, err, time.Since(start)))
 	}
@@ -188,6 +193,9 @@ func (c *Client) countForBudgets(ctx context.Context, req *providers.ChatRequest
 			r := withModel(req, d.modelFor(m))
 			start := time.Now()
 			n, err := d.count.count(ctx, r)
+			if err != nil && ctx.Err() != nil {
+				return nil // the call ended while it counted: nothing failed, nothing will use it
+			}
 			return &priorCount{entry: e.name, model: r.Model, n: n,
 				report: d.countReport(ctx, d.modelFor(e.telemetryModel(m)), EstimateInputTokens(req), n, err, time.Since(start))}
 		}

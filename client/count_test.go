@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
@@ -373,9 +374,22 @@ func TestPreflightCount_AHedgeCountsForItsRoute(t *testing.T) {
 	o.HedgeAfterSeconds = 0.02
 	o.RetryBudgetPercent, o.RetryBudgetFloor = 100, 10
 	tel := &countLog{}
-	c := newClient(t, client.WithTelemetry(tel), countingClaude("primary", slow, o, nil), countingClaude("backup", fast, pacedPolicy(), nil),
+	clk := newArmClock(20 * time.Millisecond)
+	c := newClient(t, client.WithClock(clk), client.WithTelemetry(tel), countingClaude("primary", slow, o, nil), countingClaude("backup", fast, pacedPolicy(), nil),
 		client.WithFallback("primary", "backup"))
-	resp, err := c.Chat(context.Background(), hello())
+	type result struct {
+		resp *providers.ChatResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() { resp, err := c.Chat(context.Background(), hello()); done <- result{resp, err} }()
+	// The hedge goes out only once the primary counted and sent its call: its count is then
+	// reported, on its own goroutine, before the call can return.
+	waitFor(t, "the primary to count and send", func() bool { return len(tel.all()) == 1 && slow.Journal().Len() == 2 })
+	<-clk.armed
+	clk.Advance(20 * time.Millisecond)
+	r := <-done
+	resp, err := r.resp, r.err
 	if err != nil || !resp.HedgeWon || resp.Provider != "backup" {
 		t.Fatalf("%+v %v", resp, err)
 	}
@@ -385,5 +399,38 @@ func TestPreflightCount_AHedgeCountsForItsRoute(t *testing.T) {
 	}
 	if !got["primary"] || !got["backup"] {
 		t.Fatalf("counts %+v", tel.all())
+	}
+}
+
+// A count the call's own end cuts short — the caller gave up, the call's deadline passed, a
+// hedge lost — did not fail: it is not reported (no failed count, no warning), for pacing or
+// for budgets.
+func TestPreflightCount_ACountTheCallEndedIsNotAFailure(t *testing.T) {
+	for _, budgeted := range []bool{false, true} {
+		s := mocks.NewServer(mocks.WithRouteScript(mocks.RouteCountTokens, mocks.Stall().Always()))
+		defer s.Close()
+		tel := &countLog{}
+		opts := []client.Option{client.WithTelemetry(tel),
+			countingClaude("claude", s, pacedPolicy(), func(c *anthropic.Config) { c.CountTimeout = 30 * time.Second })}
+		if budgeted {
+			prices, err := cost.NewPrices("USD", []cost.Entry{{Provider: "claude", Model: countModel, Price: cost.PerMillion(1, 5)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			opts = append(opts, client.WithPrices(prices), client.WithBudgets(cost.LedgerOptions{},
+				cost.Budget{Name: "day", Window: cost.Day, Limit: cost.MaxLimit}))
+		}
+		c := newClient(t, append(opts, client.WithClock(backend.NewManualClock()))...)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { _, err := c.Chat(ctx, hello()); done <- err }()
+		waitFor(t, "the count to reach the server", func() bool { return s.Journal().Len() == 1 })
+		cancel()
+		if err := <-done; providers.KindOf(err) != providers.KindCanceled {
+			t.Fatalf("budgeted %v: %v", budgeted, err)
+		}
+		if got := tel.all(); len(got) != 0 || s.Journal().Len() != 1 {
+			t.Fatalf("budgeted %v: counts reported %+v; %d requests", budgeted, got, s.Journal().Len())
+		}
 	}
 }
