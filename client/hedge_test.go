@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
@@ -32,10 +33,23 @@ func TestHedge_ASlowPrimaryLosesToTheHedge(t *testing.T) {
 	defer fast.Close()
 	o := hedgePolicy(20 * time.Millisecond)
 	o.CircuitBreakerThreshold = 1
-	c := newClient(t, openAIProvider("primary", slow, o), openAIProvider("secondary", fast, policy()),
+	clk := newArmClock(20 * time.Millisecond)
+	c := newClient(t, client.WithClock(clk), openAIProvider("primary", slow, o), openAIProvider("secondary", fast, policy()),
 		client.WithFallback("primary", "secondary"))
-	for range 3 {
-		resp, err := c.Chat(context.Background(), hello())
+	for i := range 3 {
+		type result struct {
+			resp *providers.ChatResponse
+			err  error
+		}
+		done := make(chan result, 1)
+		go func() { resp, err := c.Chat(context.Background(), hello()); done <- result{resp, err} }()
+		// The hedge goes out once the primary's request reached the server, not on the wall
+		// clock: a loser cancelled before it was sent would never be journaled.
+		waitFor(t, "the primary's request", func() bool { return slow.Journal().Len() == i+1 })
+		<-clk.armed
+		clk.Advance(20 * time.Millisecond)
+		r := <-done
+		resp, err := r.resp, r.err
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,9 +228,24 @@ func TestHedge_DeploymentsFirstThenMoreHedges(t *testing.T) {
 	defer fast.Close()
 	o := hedgePolicy(20 * time.Millisecond)
 	o.MaxHedges = 2
-	c := newClient(t, client.WithDeployments("p", o, client.RoutePriority, deploymentsOn([]*mocks.Server{d0, d1})...),
+	clk := newArmClock(20 * time.Millisecond)
+	c := newClient(t, client.WithClock(clk), client.WithDeployments("p", o, client.RoutePriority, deploymentsOn([]*mocks.Server{d0, d1})...),
 		openAIProvider("backup", fast, policy()), client.WithFallback("p", "backup"))
-	resp, err := c.Chat(context.Background(), hello())
+	type result struct {
+		resp *providers.ChatResponse
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() { resp, err := c.Chat(context.Background(), hello()); done <- result{resp, err} }()
+	// Each hedge goes out once the try before it reached its server, not on the wall clock: a
+	// try cancelled before it was sent would never be journaled.
+	for _, s := range []*mocks.Server{d0, d1} {
+		waitFor(t, "the try's request", func() bool { return s.Journal().Len() == 1 })
+		<-clk.armed
+		clk.Advance(20 * time.Millisecond)
+	}
+	r := <-done
+	resp, err := r.resp, r.err
 	if err != nil || resp.Provider != "backup" || resp.Hedges != 2 || !resp.HedgeWon {
 		t.Fatalf("%+v %v", resp, err)
 	}
@@ -302,4 +331,23 @@ func TestHedge_NotForBufferedStreams(t *testing.T) {
 	if a := st.Accounting(); a.Hedges != 0 || st.Provider() != "primary" || fast.Journal().Len() != 0 {
 		t.Fatalf("%+v from %s", a, st.Provider())
 	}
+}
+
+// armClock is a manual clock that tells when a timer of delay d is armed (the hedge's).
+type armClock struct {
+	*backend.ManualClock
+	d     time.Duration
+	armed chan struct{}
+}
+
+func newArmClock(d time.Duration) *armClock {
+	return &armClock{ManualClock: backend.NewManualClock(), d: d, armed: make(chan struct{}, 64)}
+}
+
+func (c *armClock) AfterFunc(d time.Duration, f func()) resilience.Timer {
+	t := c.ManualClock.AfterFunc(d, f)
+	if d == c.d {
+		c.armed <- struct{}{}
+	}
+	return t
 }
