@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,11 @@ import (
 	"github.com/steadyllm/steady/resilience"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// A fine memory profile: allocated measures what a client holds with it (heldByProfile).
+	runtime.MemProfileRate = 16 << 10
+	goleak.VerifyTestMain(m)
+}
 
 // sentinel is every provider's API key. It has no sk- prefix and no other known shape, as an
 // Azure key has none: only redaction of the configured value itself keeps it out of errors.
