@@ -34,16 +34,39 @@ func (s *Store) writer() {
 	for {
 		select {
 		case <-s.stop:
+			s.flush()
 			return
 		case w := <-s.writes:
 			ctx, cancel := s.ctx(context.Background())
-			if w.endProbe {
-				s.noteOp(release.Run(ctx, s.rdb, []string{s.key("probe:", w.name)}, s.token).Err())
-			} else {
-				stored, err := s.writeAdvice(ctx, w)
-				s.wrote(w, stored, err)
-			}
+			s.write(ctx, w)
 			cancel()
+		}
+	}
+}
+
+// write makes the background write w.
+func (s *Store) write(ctx context.Context, w write) {
+	if w.endProbe {
+		s.noteOp(release.Run(ctx, s.rdb, []string{s.key("probe:", w.name)}, s.token).Err())
+		return
+	}
+	stored, err := s.writeAdvice(ctx, w)
+	s.wrote(w, stored, err)
+}
+
+// flush makes the writes still queued as the store closes, within one Timeout in all: a
+// circuit that opened just before Close is still told to the fleet, and a probe this instance
+// held is released for another to take, but a Redis that does not answer cannot hold Close up
+// for longer than a command may take.
+func (s *Store) flush() {
+	ctx, cancel := s.ctx(context.Background())
+	defer cancel()
+	for ctx.Err() == nil {
+		select {
+		case w := <-s.writes:
+			s.write(ctx, w)
+		default:
+			return
 		}
 	}
 }

@@ -344,8 +344,9 @@ func (s *Store) Err() error {
 	return nil
 }
 
-// Close stops the background goroutines and closes the client the store made. Calling it
-// again does nothing and returns nil.
+// Close makes the writes still queued — advice this instance gave, a probe it held — within
+// one Timeout in all, stops the background goroutines and closes the client the store made.
+// Calling it again does nothing and returns nil.
 func (s *Store) Close() error {
 	var err error
 	s.closeOnce.Do(func() {

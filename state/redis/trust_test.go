@@ -222,3 +222,25 @@ func TestRedis_UnrelatedApplicationsDoNotShareInstancesOfOneDo(t *testing.T) {
 		t.Fatalf("app1's server saw %d requests, want 3", n)
 	}
 }
+
+// Close writes what is still queued: advice given just before an instance stops still
+// reaches the fleet.
+func TestRedis_CloseWritesWhatIsStillQueued(t *testing.T) {
+	rdb := direct(t)
+	ctx := context.Background()
+	prefix := t.Name() + ":"
+	store := steadyredis.New(steadyredis.Options{Addr: addr(), Prefix: prefix, PollInterval: time.Hour})
+	end := time.Now().Add(time.Minute).Truncate(time.Millisecond)
+	const n = 50
+	for i := range n {
+		store.Advise(fmt.Sprint("p", i), resilience.Advice{CoolUntil: end})
+	}
+	if err := store.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		if got := rdb.HGet(ctx, prefix+fmt.Sprint("advice:p", i), "cool_until").Val(); got != msAt(end) {
+			t.Fatalf("advice %d of %d given before Close: Redis holds %q", i, n, got)
+		}
+	}
+}
