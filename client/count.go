@@ -42,8 +42,8 @@ import (
 // admitted, by the chain's first provider that can serve it, when that provider counts before
 // each call, so that its pre-flight cost prices the counted prompt rather than the estimate.
 // That count also stands for the prompt where a try's usage is unknown (an answer cut before
-// its usage), and the call's first try of the same provider and model uses it instead of
-// counting again. It fails as any count does: the estimate stands in, and the call goes on.
+// its usage), and the call's tries of the same provider and model use it instead of counting
+// again. It fails as any count does: the estimate stands in, and the call goes on.
 
 // DefaultCountTimeout bounds a count when the provider states no timeout of its own.
 const DefaultCountTimeout = 2 * time.Second
