@@ -96,8 +96,8 @@ type Provider struct {
 	// which refuse a budget; see anthropic.Config.ThinkingModes).
 	ThinkingModes map[string]string
 	// CountTokens counts the prompt of every chat call with the provider's counting endpoint
-	// before sending it, so that pacing debits the exact prompt instead of an estimate
-	// (anthropic; see anthropic.Config.CountTokens). Off by default; a count that fails never
+	// before sending it, so that pacing debits, and budgets price, the exact prompt instead of
+	// an estimate (anthropic; see anthropic.Config.CountTokens). Off by default; a count that fails never
 	// fails the call.
 	CountTokens bool
 	// CountTimeoutSeconds bounds each count (anthropic.Config.CountTimeout): 0 means the

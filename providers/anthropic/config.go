@@ -78,8 +78,10 @@ type Config struct {
 	// CountTokens has the steady client count the prompt of every chat call with the API's
 	// counting endpoint (POST /v1/messages/count_tokens) before sending it, so that pacing
 	// debits the exact prompt from the route's tokens-per-minute budget instead of an estimate
-	// of four bytes a token (providers.TokenCounter; see client.EstimateTokens). A route with no
-	// token budget, configured or learnt, is not counted: nothing would use the count. It costs
+	// of four bytes a token (providers.TokenCounter; see client.EstimateTokens), and so that a
+	// client's budgets (client.WithBudgets) price it. A route with no token budget, configured
+	// or learnt, is not counted for pacing, and a call no budget holds is not counted at all:
+	// nothing would use the count. It costs
 	// a request before each call (its own rate limit at Anthropic, not the Messages API's); one
 	// that fails or takes longer than CountTimeout leaves the estimate, and never fails the
 	// call. Off by default.
