@@ -109,7 +109,7 @@ func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o 
 	call.Priority = o.priorityOf()
 	resp, err := t.d.provider.Chat(call, r)
 	if err == nil && resp != nil {
-		t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
+		t.d.pipeline.Route(t.route).SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
 	}
 	return resp, &call.Info, err
 }
@@ -160,7 +160,7 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 			}
 			resp, err := t.d.provider.Embed(call, r)
 			if err == nil && resp != nil {
-				t.d.pipeline.Route(t.route).SettleTokens(tokens, resp.Usage.Total())
+				t.d.pipeline.Route(t.route).SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
 			}
 			return resp, &call.Info, err
 		}, nil,

@@ -507,7 +507,7 @@ func (s *Stream) accept(d providers.Delta) {
 	}
 	if d.Done {
 		s.done = true
-		s.pipe.SettleTokens(s.call.Tokens, d.Usage.Total())
+		s.pipe.SettleTokens(s.call.Info.TokensDebited, d.Usage.Total())
 		s.tel.end(nil, d, false, s.charge(&d.Usage, nil))
 		s.settle()
 	}

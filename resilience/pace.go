@@ -86,8 +86,14 @@ func perMinute(n int) *rate.Limiter { return rate.NewLimiter(rate.Limit(float64(
 
 // admit debits one request and tokens (at most a whole budget) for a call made with ctx,
 // waiting when a budget has no room and the wait fits limit; it returns the *CooldownError of
-// the budget that has no room in time.
+// the budget that has no room in time. What it debited of the token budget, credit included,
+// is recorded on the call's CallInfo (TokensDebited), so that the call settles on what it was
+// debited, never on its estimate (see settle).
 func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duration) error {
+	info := infoOf(ctx)
+	if info != nil {
+		info.TokensDebited = 0 // this attempt's debit, not an earlier one's
+	}
 	if !p.known.Load() {
 		return nil
 	}
@@ -99,7 +105,9 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 	}
 	n := 0
 	if tok != nil {
-		n = min(tokens, tok.Burst()) // a call larger than the whole budget waits for all of it
+		// A call larger than the whole budget waits for all of it, and what it uses beyond
+		// is a debt the next calls wait for (settle).
+		n = min(tokens, tok.Burst())
 	}
 	if p.reserve.percent > 0 && p.reserve.short(now, req, tok, n) {
 		// Only the reserve is left: the call's class decides whether it may take from it.
@@ -112,19 +120,30 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 		if err := p.slow(ctx, now, req, tok, n, limit()); err != nil {
 			return err
 		}
-		return p.fleetAdmit(ctx, req, tok, n, limit)
+		return p.debited(info, n, p.fleetAdmit(ctx, req, tok, n, limit))
 	}
+	credit := 0
 	if tok != nil {
-		n -= p.takeCredit(n)
+		credit = p.takeCredit(n)
 	}
-	if tok != nil && n > 0 && !tok.AllowN(now, n) {
+	if tok != nil && n > credit && !tok.AllowN(now, n-credit) {
 		// The request is debited already; if the call ends up refused, that request is lost
 		// to the budget: the pacer errs on the side of sending less.
-		if err := p.slow(ctx, now, nil, tok, n, limit()); err != nil {
+		if err := p.slow(ctx, now, nil, tok, n-credit, limit()); err != nil {
+			p.credit.Add(int64(credit)) // not spent: the call was not sent
 			return err
 		}
 	}
-	return p.fleetAdmit(ctx, req, tok, n, limit)
+	return p.debited(info, n, p.fleetAdmit(ctx, req, tok, n-credit, limit))
+}
+
+// debited records on info (nil: none) that the call was debited n tokens, unless err refused
+// it, and returns err.
+func (p *pacer) debited(info *CallInfo, n int, err error) error {
+	if info != nil && err == nil {
+		info.TokensDebited = n
+	}
+	return err
 }
 
 // fleetAdmit debits the call from the fleet's budgets (see SharedBudgets), nil at once for a
@@ -268,21 +287,24 @@ func (p *pacer) takeCredit(n int) int {
 }
 
 // settle corrects the token budget once a call's real usage is known, for servers that do not
-// state what remains of it: estimated was the call's estimate, of which admit debited at most a
-// whole budget, and used were spent. An overestimate becomes credit for the next calls — at
-// most what was debited, never more than one budget; an underestimate is debited now, as far
-// as the bucket holds it. Once an answer has stated the budget left, the server's count is the
-// truth for the instance's own budget: servers that state it (OpenAI's) debit the most a call
-// may use and never refund it, so a credit would send calls the server refuses. A fleet-wide
-// budget (SharedBudgets) is debited an underestimate whatever the headers say: nothing else
-// tells the store.
-func (p *pacer) settle(estimated, used int) {
+// state what remains of it: debited is what admit debited the call (CallInfo.TokensDebited:
+// at most a whole budget, credit included; 0 when no token budget was known as it was sent),
+// and used were spent. An overestimate becomes credit for the next calls — at most what was
+// debited, never more than one budget; an underestimate is debited now as a debt the next
+// calls wait for (the bucket may go below zero, by at most one budget), so a call that used
+// more than the whole budget holds the next ones back for as long as its usage takes to refill.
+// Once an answer has stated the budget left, the server's count is the truth for the
+// instance's own budget: servers that state it (OpenAI's) debit the most a call may use and
+// never refund it, so a credit would send calls the server refuses. A fleet-wide budget
+// (SharedBudgets) is debited an underestimate whatever the headers say: nothing else tells the
+// store.
+func (p *pacer) settle(debited, used int) {
 	tok := p.tok.Load()
-	if tok == nil || estimated <= 0 || used <= 0 {
+	if tok == nil || used <= 0 {
 		return
 	}
 	defer p.gen.Add(1)
-	debited := min(estimated, tok.Burst())
+	debited = min(max(debited, 0), tok.Burst())
 	if used > debited && p.fleet != nil {
 		// The fleet's budget in the store hears no header: it is debited the rest whatever the
 		// server says of the instance's own.
@@ -292,7 +314,8 @@ func (p *pacer) settle(estimated, used int) {
 		return
 	}
 	if used > debited {
-		tok.AllowN(p.monotonic(), min(used-debited, int(tok.TokensAt(p.monotonic()))))
+		// A reservation that is never waited for or cancelled: the bucket owes the rest.
+		tok.ReserveN(p.monotonic(), min(used-debited, tok.Burst()))
 		return
 	}
 	limit := int64(tok.Burst())

@@ -137,5 +137,39 @@ func TestPace_SettleCorrectsTheTokenBudget(t *testing.T) {
 	if h := p.Headroom(); h.Tokens > 0.001 {
 		t.Fatalf("headroom %+v", h)
 	}
-	p.SettleTokens(0, 50) // no estimate: nothing to settle
+	p.SettleTokens(0, 50) // nothing debited (sent before the budget was known): all of it is owed
+	if h := p.Headroom(); h.Tokens > 0.001 {
+		t.Fatalf("headroom %+v after a debt of 50", h)
+	}
+	if _, err := doCtx(t, c, impatient(-1, 10), s.url()); err == nil {
+		t.Fatal("a call was admitted while the budget owed 50 tokens")
+	}
+}
+
+// What a call was debited is on its CallInfo: the tokens admitted (credit included, at most a
+// whole budget), 0 when no token budget was known as it was sent; a call refused for the token
+// budget gives back the credit it had taken.
+func TestPace_TheDebitIsOnTheCallInfo(t *testing.T) {
+	s, _ := countingServer(t)
+	o := instantOptions()
+	o.PaceTokensPerMinute = 100
+	c, p := client(t, o, WithClock(newInstantClock()))
+	debit := func(tokens int) (int, error) {
+		call := impatient(-1, tokens) // never waits: refused when there is no room
+		_, err := doCtx(t, c, call, s.url())
+		return call.Info.TokensDebited, err
+	}
+	if n, err := debit(500); err != nil || n != 100 {
+		t.Fatalf("a call of 500 tokens under a budget of 100 was debited %d (%v), want the whole budget", n, err)
+	}
+	p.SettleTokens(100, 40) // 60 of credit
+	if n, err := debit(80); err == nil || n != 0 {
+		t.Fatalf("a call of 80 with 60 of credit and an empty bucket was admitted (debited %d, %v)", n, err)
+	}
+	if got := p.pace.credit.Load(); got != 60 {
+		t.Fatalf("credit %d after a refused call, want the 60 it had taken back", got)
+	}
+	if n, err := debit(50); err != nil || n != 50 {
+		t.Fatalf("a call of 50 covered by the credit was debited %d (%v), want 50", n, err)
+	}
 }

@@ -206,14 +206,17 @@ func (p *Pipeline) CircuitInfo() CircuitInfo {
 func (p *Pipeline) CoolingFor() time.Duration { return p.cool.remaining() }
 
 // SettleTokens corrects the pipeline's tokens-per-minute budget once a call's real usage is
-// known, for a server that does not state what remains of its budget: estimated is the
-// Call.Tokens it was admitted with (of which at most a whole budget was debited), used the
+// known, for a server that does not state what remains of its budget: debited is what the
+// call was debited (its CallInfo.TokensDebited: never more than a whole budget, and 0 when no
+// token budget was known as it was sent — not its estimate, which may be larger), used the
 // tokens the answer reported (input plus output). A call that used fewer leaves the difference
-// to the next calls, never more than it was debited; one that used more is debited the rest.
-// Once an answer has stated the tokens remaining (x-ratelimit-remaining-tokens), that count is
-// the truth and SettleTokens does nothing: such servers debit the most a call may use and never
-// refund it. Without a known token budget it does nothing either.
-func (p *Pipeline) SettleTokens(estimated, used int) { p.pace.settle(estimated, used) }
+// to the next calls, never more than it was debited; one that used more is debited the rest,
+// the budget going below zero if it must (by at most one budget), so the next calls wait until
+// it has refilled. Once an answer has stated the tokens remaining (x-ratelimit-remaining-tokens),
+// that count is the truth and SettleTokens does nothing: such servers debit the most a call
+// may use and never refund it. Without a known token budget, or without usage, it does
+// nothing either.
+func (p *Pipeline) SettleTokens(debited, used int) { p.pace.settle(debited, used) }
 
 // InFlight returns the number of exchanges holding a bulkhead slot now (their bodies not yet
 // closed), queued calls excluded. A route's are its deployment's.

@@ -182,6 +182,11 @@ type CallInfo struct {
 	// earlier of the context's (the caller's, or the steady client's whole-call deadline) and
 	// the pipeline's own TimeoutSeconds. Zero otherwise.
 	Deadline time.Time
+	// TokensDebited is what the pipeline's tokens-per-minute budget was debited for the
+	// call's last attempt (Call.Tokens, at most a whole budget, credit included; see
+	// Options.PaceTokensPerMinute); 0 when no token budget was known as it was sent. Give it to
+	// Pipeline.SettleTokens with the usage the answer reports.
+	TokensDebited int
 }
 
 // WithCallInfo returns a context for a request and the CallInfo the pipeline fills in for the

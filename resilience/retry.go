@@ -507,3 +507,11 @@ func stripURL(err error) error {
 	}
 	return err
 }
+
+// infoOf is the CallInfo of the innermost Call of ctx, nil for none.
+func infoOf(ctx context.Context) *CallInfo {
+	if c, _ := ctx.Value(callKey{}).(*Call); c != nil {
+		return &c.Info
+	}
+	return nil
+}
