@@ -21,6 +21,15 @@ import (
 	steadyredis "github.com/steadyllm/steady/state/redis"
 )
 
+// runs numbers the runs of the tests in this process: keys under a run's own prefix are its
+// own, however many times the tests run against one redis-server (-count).
+var runs atomic.Int64
+
+// freshPrefix is a prefix no key in Redis has yet.
+func freshPrefix(t *testing.T) string {
+	return t.Name() + ":" + strconv.FormatInt(runs.Add(1), 10) + ":"
+}
+
 // fakeClock is the ledgers' clock, moved by the test.
 type fakeClock struct {
 	mu sync.Mutex
@@ -86,7 +95,7 @@ func TestRedis_ADamagedSpendKeyHealsWithinTheBound(t *testing.T) {
 	} {
 		t.Run(damage.name, func(t *testing.T) {
 			ctx := context.Background()
-			prefix := t.Name() + ":"
+			prefix := freshPrefix(t)
 			day := time.Date(2025, 3, 14, 0, 0, 0, 0, time.UTC)
 			clock := &fakeClock{t: day.Add(12 * time.Hour)}
 			limit := money(t, "1")
@@ -234,7 +243,7 @@ func TestRedis_ARefusedTenantCostsRedisAlmostNothing(t *testing.T) {
 	rdb := goredis.NewClient(&goredis.Options{Addr: addr(), MaxRetries: -1, ReadTimeout: patient, WriteTimeout: patient})
 	rdb.AddHook(sent)
 	defer rdb.Close()
-	store := steadyredis.New(steadyredis.Options{Client: rdb, Prefix: t.Name() + ":", PollInterval: time.Hour, Timeout: patient})
+	store := steadyredis.New(steadyredis.Options{Client: rdb, Prefix: freshPrefix(t), PollInterval: time.Hour, Timeout: patient})
 	defer store.Close()
 	prices, err := cost.NewPrices("USD", []cost.Entry{{Provider: "openai", Model: "gpt-4o", Price: cost.PerMillion(2.5, 10)}})
 	if err != nil {

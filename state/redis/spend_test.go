@@ -138,13 +138,14 @@ func TestRedis_FourInstancesKeepOneBudget(t *testing.T) {
 // one is taken as it is, and floors below it change nothing. Floors beyond the bounds are cut
 // to them: nothing is granted past the ceiling, nothing stored past 2^53.
 func TestRedis_StoredSpendIsBoundedAndRebuiltFromTheFloors(t *testing.T) {
-	store := steadyredis.New(steadyredis.Options{Addr: addr(), Prefix: t.Name() + ":"})
+	prefix := freshPrefix(t)
+	store := steadyredis.New(steadyredis.Options{Addr: addr(), Prefix: prefix})
 	defer store.Close()
 	rdb := direct(t)
 	ctx := context.Background()
 	start := time.Date(2025, 3, 14, 0, 0, 0, 0, time.UTC)
 	end := start.Add(24 * time.Hour)
-	key := func(k string) string { return t.Name() + ":spend:b:" + msAt(start) + ":" + k }
+	key := func(k string) string { return prefix + "spend:b:" + msAt(start) + ":" + k }
 	ceiling, want := money(t, "1"), money(t, "0.1")
 	req := func(k string, spent, floorGranted, floorSpent providers.Money) cost.SpendRequest {
 		return cost.SpendRequest{Budget: "b", Key: k, Start: start, End: end, Ceiling: ceiling, Want: want, Spent: spent,
