@@ -114,10 +114,10 @@ func newStream(ctx context.Context, p *Provider, resp *http.Response, forced str
 // Message); an error event inside the stream is classified by its type (overloaded_error is
 // KindOverloaded); an event that is not a JSON object is KindUnavailable naming it, and so is
 // an answer that grows past Limits.MaxResponseBytes — its text, thinking, tool calls and the
-// blocks kept verbatim together (wrapping a *providers.LimitError); a body that ends before the stop_reason is
-// KindStreamTruncated; the pipeline's timeout is KindTimeout; a broken connection is
-// KindUnavailable wrapping the read error (KindCanceled when the context ended); a Recv after
-// Close is KindCanceled. Once Recv has failed it returns the same error again.
+// blocks kept verbatim together (wrapping a *providers.LimitError); a body that ends before
+// the stop_reason is KindStreamTruncated; the pipeline's timeout is KindTimeout; a broken
+// connection is KindUnavailable wrapping the read error (KindCanceled when the context ended);
+// a Recv after Close is KindCanceled. Once Recv has failed it returns the same error again.
 func (s *stream) Recv() (providers.Delta, error) {
 	if s.err != nil {
 		return providers.Delta{}, s.err

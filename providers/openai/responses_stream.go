@@ -306,9 +306,10 @@ func (s *respStream) itemDone(at int, it *respOutItem) (providers.Delta, bool, *
 	case "reasoning":
 		b := s.p.thinkingBlock(it)
 		i, found := s.thinkAt[at]
-		// What the item adds to what the stream keeps: its encrypted content, and its text
-		// unless the deltas brought it (a done item replaces its block, so a repeated one
-		// costs nothing more), or a whole record for an item that was never added.
+		// What the item adds to what the stream keeps: its encrypted content, and, for an item
+		// that was never added, its record and its text (the deltas brought the text of one
+		// that was). A done item replaces its block: one repeated is counted again, never kept
+		// twice.
 		n := len(b.Encrypted)
 		if !found {
 			n += wire.BlockOverhead + len(b.ID) + len(b.Text)
