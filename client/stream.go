@@ -205,6 +205,13 @@ type Stream struct {
 	pipe     *resilience.Pipeline // settles the token estimate when the usage arrives
 	acct     Accounting
 
+	// servedModel is the model that served as the server named it (the Done delta's Model),
+	// "" until the Done delta, or when the server named none.
+	servedModel string
+	// kept is the size of the answer so far when its text is kept here (text is not nil),
+	// bounded by maxKeptAnswer.
+	kept int64
+
 	// c prices the stream's try with bill (see charge), once: billed is set, and cost holds
 	// the call's cost (acct's and the try's), under mu.
 	c       *Client
@@ -283,7 +290,7 @@ func (t *streamTelemetry) tryDone(perr *providers.Error, last providers.Delta, c
 	r := t.result
 	r.Duration = time.Since(t.start)
 	r.Err, r.Closed, r.Cost = perr, closed, cc
-	r.FinishReason, r.Usage = last.FinishReason, last.Usage
+	r.FinishReason, r.Usage, r.ResponseModel = last.FinishReason, last.Usage, last.Model
 	t.tracker.TryDone(r)
 	return true
 }
@@ -295,10 +302,20 @@ func (s *Stream) Provider() string { return s.current().served }
 // provider's name for a provider of one.
 func (s *Stream) Deployment() string { return s.current().provider }
 
-// Model returns the model the serving provider was asked for (after the client's model
-// mapping for a fallback, or the provider's own default when the call named none); "" when
-// nobody named one.
-func (s *Stream) Model() string { return s.current().model }
+// Model returns the model that serves the stream, as ChatResponse.Model does for a whole
+// answer: once the stream has delivered its Done delta, the model that served as the server
+// named it (providers.Delta.Model); before that, or when the server named none, the model the
+// serving provider was asked for (after the client's model mapping for a fallback, or the
+// provider's own default when the call named none); "" when nobody named one.
+func (s *Stream) Model() string { return s.current().modelNamed() }
+
+// modelNamed is Model for s itself.
+func (s *Stream) modelNamed() string {
+	if s.servedModel != "" {
+		return s.servedModel
+	}
+	return s.model
+}
 
 // Text returns the text received so far (after a restart, of the answer that replaced the
 // first).
@@ -334,6 +351,9 @@ func (s *Stream) awaitContent(clock resilience.Clock, limit time.Duration, whole
 	content := false
 	for {
 		d, err := s.inner.Recv()
+		if err == nil && s.text != nil {
+			err = s.keep(&d)
+		}
 		if err == nil && d.RateLimit != nil {
 			s.rl = d.RateLimit // known as soon as ChatStream returns
 		}
@@ -398,6 +418,9 @@ func (s *Stream) Recv() (providers.Delta, error) {
 		return providers.Delta{}, io.EOF
 	}
 	d, err := s.inner.Recv()
+	if err == nil && s.text != nil {
+		err = s.keep(&d)
+	}
 	if err != nil {
 		if err == io.EOF {
 			err = &providers.Error{Provider: s.provider, Kind: providers.KindStreamTruncated,
@@ -499,7 +522,14 @@ func (s *Stream) accept(d providers.Delta) {
 	if d.RateLimit != nil {
 		s.rl = d.RateLimit
 	}
-	if s.text != nil {
+	if s.text != nil && d.Text != "" {
+		if need := s.text.Len() + len(d.Text); need > s.text.Cap() {
+			// Doubling, but never past the bound: a builder left to itself doubles past it.
+			b := new(strings.Builder)
+			b.Grow(max(min(2*s.text.Cap(), maxKeptAnswer), need))
+			b.WriteString(s.text.String())
+			s.text = b
+		}
 		s.text.WriteString(d.Text)
 	}
 	if d.Text != "" {
@@ -507,10 +537,37 @@ func (s *Stream) accept(d providers.Delta) {
 	}
 	if d.Done {
 		s.done = true
+		if d.Model != "" {
+			s.servedModel = d.Model
+		}
+		d.Model = s.modelNamed() // for telemetry: the model that served, as Chat reports it
 		s.pipe.SettleTokens(s.call.Info.TokensDebited, d.Usage.Total())
 		s.tel.end(nil, d, false, s.charge(&d.Usage, nil))
 		s.settle()
 	}
+}
+
+// maxKeptAnswer bounds the answer of a stream whose provider keeps no text of its own (no
+// providers.TextKeeper), whose text the client keeps: the default of Limits.MaxResponseBytes,
+// which bounds the streams of this module's providers unless configured otherwise. A provider
+// with another bound keeps its text itself.
+const maxKeptAnswer = providers.DefaultMaxResponseBytes
+
+// keep counts delta d of a provider that keeps no text against maxKeptAnswer, as this module's
+// providers count theirs: its text, reasoning and tool calls. Past it the stream fails,
+// KindUnavailable wrapping a *providers.LimitError, with the text kept so far.
+func (s *Stream) keep(d *providers.Delta) error {
+	n := len(d.Text) + len(d.Reasoning)
+	for _, tc := range d.ToolCalls {
+		n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+	}
+	if s.kept+int64(n) > maxKeptAnswer {
+		return &providers.Error{Provider: s.provider, Kind: providers.KindUnavailable,
+			Message: "the streamed answer exceeds the client's bound on the text it keeps for a provider that keeps none",
+			Err:     &providers.LimitError{Limit: "MaxResponseBytes", Max: maxKeptAnswer}}
+	}
+	s.kept += int64(n)
+	return nil
 }
 
 // fail classifies err, records it as the stream's sticky error, and reports failures that
