@@ -196,8 +196,13 @@ type Stream struct {
 	inner    providers.Stream
 	pending  []providers.Delta  // received while waiting for the first content
 	first    [1]providers.Delta // pending's room for the usual case: the first content alone
-	text     *strings.Builder   // the text delivered, when inner is no providers.TextKeeper
-	err      error              // sticky
+	// run is what the last delta a buffered stream holds is a piece of (see buffer), and
+	// runText the pieces merged into it so far (of the tool call runIndex).
+	run      piece
+	runIndex int
+	runText  strings.Builder
+	text     *strings.Builder // the text delivered, when inner is no providers.TextKeeper
+	err      error            // sticky
 	done     bool
 	closed   atomic.Bool
 	tel      *streamTelemetry // nil without telemetry
@@ -371,7 +376,11 @@ func (s *Stream) awaitContent(clock resilience.Clock, limit time.Duration, whole
 			timer = nil
 		}
 		if err == nil && (!content || (whole && !d.Done)) {
-			s.pending = append(s.pending, d)
+			if whole {
+				s.buffer(d)
+			} else {
+				s.pending = append(s.pending, d)
+			}
 			continue
 		}
 		if err != nil {
@@ -389,12 +398,83 @@ func (s *Stream) awaitContent(clock resilience.Clock, limit time.Duration, whole
 			_ = s.Close()
 			return perr
 		}
+		s.endRun()
 		s.pending = append(s.pending, d)
 		return nil
 	}
 }
 
 var errFirstContent = errors.New("first content arrived after the limit")
+
+// A buffered stream (StreamRescue "buffer") holds its whole answer before it delivers any of
+// it. It holds it as a few deltas, not as the server sent it: a delta that is only a piece of
+// text, of reasoning or of one tool call's arguments is merged into the one before it when that
+// is a piece of the same, so that an answer sent in a million tiny pieces takes the memory of
+// its text (which Limits.MaxResponseBytes bounds), not a million deltas.
+
+// piece is what a delta that is only a fragment carries.
+type piece uint8
+
+// The pieces.
+const (
+	noPiece        piece = iota // the delta carries more than one fragment, or something else
+	textPiece                   // Text alone
+	reasoningPiece              // Reasoning alone
+	argsPiece                   // one tool call's Arguments alone (no ID, no name)
+)
+
+// pieceOf returns what delta d is a piece of, the piece itself, and the tool call's index.
+func pieceOf(d *providers.Delta) (piece, string, int) {
+	if d.Restart || d.Done || d.FinishReason != "" || d.RateLimit != nil || d.Model != "" || d.Usage != (providers.Usage{}) ||
+		d.Thinking != nil || d.ProviderBlocks != nil || d.Stored != nil || d.Compaction != nil || d.Conversation != nil {
+		return noPiece, "", 0
+	}
+	switch {
+	case d.Text != "" && d.Reasoning == "" && len(d.ToolCalls) == 0:
+		return textPiece, d.Text, 0
+	case d.Reasoning != "" && d.Text == "" && len(d.ToolCalls) == 0:
+		return reasoningPiece, d.Reasoning, 0
+	case len(d.ToolCalls) == 1 && d.Text == "" && d.Reasoning == "" && d.ToolCalls[0].ID == "" && d.ToolCalls[0].Name == "":
+		return argsPiece, d.ToolCalls[0].Arguments, d.ToolCalls[0].Index
+	}
+	return noPiece, "", 0
+}
+
+// buffer appends d to the answer a buffered stream holds, merging it into the last delta held
+// when both are pieces of the same.
+func (s *Stream) buffer(d providers.Delta) {
+	p, text, index := pieceOf(&d)
+	if p != noPiece && p == s.run && (p != argsPiece || index == s.runIndex) {
+		s.runText.WriteString(text)
+		return
+	}
+	s.endRun()
+	if p == argsPiece {
+		d.ToolCalls = slices.Clone(d.ToolCalls) // the merged arguments are written into it
+	}
+	s.pending = append(s.pending, d)
+	if p != noPiece {
+		s.run, s.runIndex = p, index
+		s.runText.WriteString(text)
+	}
+}
+
+// endRun writes the pieces merged since the last delta held into it.
+func (s *Stream) endRun() {
+	if s.run == noPiece {
+		return
+	}
+	d := &s.pending[len(s.pending)-1]
+	switch s.run {
+	case textPiece:
+		d.Text = s.runText.String()
+	case reasoningPiece:
+		d.Reasoning = s.runText.String()
+	case argsPiece:
+		d.ToolCalls[0].Arguments = s.runText.String()
+	}
+	s.run, s.runText = noPiece, strings.Builder{}
+}
 
 // Recv returns the next delta. After the delta with Done set it returns io.EOF. Any failure
 // is a *providers.Error (KindStreamTruncated when the stream ended without its terminal

@@ -258,3 +258,61 @@ func TestStream_AThirdPartyStreamIsBoundedByTheClient(t *testing.T) {
 	}
 	runtime.KeepAlive(st)
 }
+
+// A buffered stream (StreamRescue "buffer") holds its whole answer before it delivers any of
+// it, and holds it as its text, not as the deltas the server sent: an answer of 200,000
+// sixteen-byte pieces (3.2 MB) is held as a few deltas, in at most three times the memory of
+// its text (the provider's kept text, and the merged deltas' builder, which may be half empty).
+// Before pieces were merged it held 200,000 deltas: about 60 MB.
+func TestStream_ABufferedAnswerInTinyPiecesIsHeldAsItsText(t *testing.T) {
+	const pieces, text = 200_000, "sixteen bytes.. "
+	w := floodWires[0] // chat completions
+	chunk := []byte(strings.Repeat(w.event(text), 500))
+	srv := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, _ *http.Request) {
+		rw.Header().Set("Content-Type", "text/event-stream")
+		for sent := 0; sent < pieces; sent += 500 {
+			if _, err := rw.Write(chunk); err != nil {
+				return
+			}
+		}
+		_, _ = io.WriteString(rw, `data: {"id":"chatcmpl-f","object":"chat.completion.chunk","model":"gpt-4o-mini","choices":[{"index":0,`+
+			`"delta":{},"finish_reason":"stop"}]}`+"\n\ndata: [DONE]\n\n")
+	}))
+	t.Cleanup(srv.Close)
+	o := floodPolicy()
+	o.StreamRescue = resilience.RescueBuffer
+	c := newClient(t, client.WithProvider("p", o, func(hc *http.Client) (providers.Provider, error) {
+		return w.build(srv.URL, hc, providers.Limits{})
+	}))
+	var st *client.Stream
+	held, peak := heldAfter(func() { // what the buffered stream holds before the caller reads it
+		var err error
+		st, err = c.ChatStream(context.Background(), &providers.ChatRequest{
+			Messages: []providers.Message{{Role: providers.RoleUser, Content: "go on"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	})
+	var deltas int
+	var got strings.Builder
+	for d, err := range st.Deltas() {
+		if err != nil {
+			t.Fatal(err)
+		}
+		deltas++
+		got.WriteString(d.Text)
+	}
+	const size = pieces * len(text)
+	t.Logf("%d deltas delivered; held %d KiB (peak +%d KiB) for %d KiB of text", deltas, held>>10, peak>>10, size>>10)
+	if got.Len() != size || got.String()[:len(text)] != text {
+		t.Fatalf("the answer is %d bytes, want %d", got.Len(), size)
+	}
+	if deltas > 10 {
+		t.Fatalf("the buffered answer came as %d deltas: its pieces were not merged", deltas)
+	}
+	if held > 3*uint64(size) {
+		t.Fatalf("the buffered stream held %d KiB for an answer of %d KiB", held>>10, size>>10)
+	}
+	_ = st.Close()
+	runtime.KeepAlive(st)
+}
