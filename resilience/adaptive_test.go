@@ -117,7 +117,7 @@ func TestAdaptive_GrowsWhileTheSlotsAreBusyUpToItsMaximum(t *testing.T) {
 }
 
 // busy makes the limiter of p see its slots in use, so that answers count towards rounds.
-func busy(p *Pipeline) { p.bulkhead.inflight.Store(1000) }
+func busy(p *Pipeline) { p.bh.inflight.Store(1000) }
 
 func answers(l *limiter, n int64) {
 	for range n {
@@ -131,7 +131,7 @@ func TestAdaptive_SettlesUnderTheLimitWhereTheLastOverloadCame(t *testing.T) {
 		t.Fatal(err)
 	}
 	busy(p)
-	l := p.bulkhead.adaptive
+	l := p.bh.adaptive
 	answers(l, 20) // slow start: half again
 	if got := p.Concurrency().Limit; got != 30 {
 		t.Fatalf("slow start: %d", got)
@@ -165,7 +165,7 @@ func TestAdaptive_StaysWithinItsBoundsAndIdleAnswersTeachNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := p.bulkhead.adaptive
+	l := p.bh.adaptive
 	if got := p.Concurrency(); got.Limit != 8 || got.Min != 3 || got.Max != 8 {
 		t.Fatalf("%+v", got)
 	}
@@ -193,7 +193,7 @@ func TestAdaptive_FirstTokensThreeTimesSlowerLowerTheLimit(t *testing.T) {
 	for range 8 {
 		p.ObserveLatency(LatencySample{FirstContent: 250 * time.Millisecond, Stream: true}) // over twice
 	}
-	answers(p.bulkhead.adaptive, 50)
+	answers(p.bh.adaptive, 50)
 	if cc := p.Concurrency(); cc.Limit != 10 {
 		t.Fatalf("slower first tokens let the limit grow: %+v", cc)
 	}
@@ -217,7 +217,7 @@ func TestAdaptive_ARaisedLimitHandsSlotsToTheWaiters(t *testing.T) {
 		cc := p.Concurrency()
 		return cc.InFlight == 1 && cc.Waiting[classDefault] == 2
 	})
-	l := p.bulkhead.adaptive
+	l := p.bh.adaptive
 	l.mu.Lock()
 	l.limit = 3
 	l.b.setLimit(3)

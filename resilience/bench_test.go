@@ -288,16 +288,36 @@ func BenchmarkNew(b *testing.B) {
 // HeapAlloc growth after a GC while a batch of pipelines is kept alive. What New allocates
 // and frees at once (validation, option closures) is not counted. Each iteration builds a
 // batch of retainedBatch pipelines, so ns/op is per batch; ns/pipeline is reported as well.
+//
+// A client keeps one pipeline per deployment and one per route of it (each model it serves),
+// so Route counts what one route (Pipeline.Route) adds to a live deployment, made before the
+// count starts. (The chain of layers a route keeps per wrapped transport is counted by
+// TestPipeline_Memory.)
 func BenchmarkPipelineRetained(b *testing.B) {
 	const retainedBatch = 1000
 	opts := resilience.DefaultOptions()
 	base := memTransport{status: http.StatusOK}
-	for _, wrap := range []bool{false, true} {
-		name := "New"
-		if wrap {
-			name = "New+Wrap"
-		}
-		b.Run(name, func(b *testing.B) {
+	var parents []*resilience.Pipeline
+	cases := []struct {
+		name    string
+		prepare func(b *testing.B) // not counted
+		build   func(b *testing.B, i int) any
+	}{
+		{"New", func(*testing.B) {}, func(b *testing.B, _ int) any { return newPipeline(b, opts) }},
+		{"New+Wrap", func(*testing.B) {}, func(b *testing.B, _ int) any {
+			return newPipeline(b, opts).Wrap(base) // the chain references the pipeline
+		}},
+		{"Route", func(b *testing.B) {
+			parents = make([]*resilience.Pipeline, retainedBatch)
+			for i := range parents {
+				parents[i] = newPipeline(b, opts)
+			}
+		}, func(_ *testing.B, i int) any {
+			return parents[i].Route("gpt-4o")
+		}},
+	}
+	for _, c := range cases {
+		b.Run(c.name, func(b *testing.B) {
 			keep := make([]any, retainedBatch)
 			var ms runtime.MemStats
 			var grown, built float64
@@ -305,19 +325,13 @@ func BenchmarkPipelineRetained(b *testing.B) {
 			for range b.N {
 				b.StopTimer()
 				clear(keep)
+				c.prepare(b)
 				runtime.GC()
 				runtime.ReadMemStats(&ms)
 				before := ms.HeapAlloc
 				b.StartTimer()
 				for i := range keep {
-					p, err := resilience.New(opts, resilience.WithName("bench"))
-					if err != nil {
-						b.Fatal(err)
-					}
-					keep[i] = p
-					if wrap {
-						keep[i] = p.Wrap(base) // the chain references p
-					}
+					keep[i] = c.build(b, i)
 				}
 				b.StopTimer()
 				runtime.GC()
@@ -325,6 +339,7 @@ func BenchmarkPipelineRetained(b *testing.B) {
 				grown += float64(int64(ms.HeapAlloc) - int64(before))
 				built += retainedBatch
 				runtime.KeepAlive(keep)
+				runtime.KeepAlive(parents)
 				b.StartTimer()
 			}
 			b.ReportMetric(grown/built, "B/pipeline")

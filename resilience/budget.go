@@ -1,6 +1,7 @@
 package resilience
 
 import (
+	"math"
 	"sync"
 	"time"
 )
@@ -20,9 +21,19 @@ type budget struct {
 	buckets [budgetBuckets]budgetCount
 }
 
+// budgetCount is one bucket's counts. A bucket is at most a tenth of an hour
+// (RetryBudgetWindowSeconds), so 32 bits hold its calls at any pace a pipeline can serve; they
+// stop at the largest rather than wrap. Every pipeline and every route keeps ten.
 type budgetCount struct {
 	epoch          int64 // which bucket period the counts belong to
-	calls, retries int
+	calls, retries int32
+}
+
+// inc32 adds one to n, which stops at the largest int32.
+func inc32(n *int32) {
+	if *n < math.MaxInt32 {
+		*n++
+	}
 }
 
 func newBudget(o Options, ev *emitter) *budget {
@@ -42,7 +53,7 @@ func (b *budget) slot(epoch int64) *budgetCount {
 func (b *budget) recordCall(now time.Time) {
 	epoch := now.UnixNano() / int64(b.bucket)
 	b.mu.Lock()
-	b.slot(epoch).calls++
+	inc32(&b.slot(epoch).calls)
 	b.mu.Unlock()
 }
 
@@ -54,14 +65,14 @@ func (b *budget) tryRetry() bool {
 	calls, retries := 0, 0
 	for i := range b.buckets {
 		if c := &b.buckets[i]; c.epoch > epoch-budgetBuckets && c.epoch <= epoch {
-			calls += c.calls
-			retries += c.retries
+			calls += int(c.calls)
+			retries += int(c.retries)
 		}
 	}
 	if float64(retries+1) > float64(b.floor)+b.percent/100*float64(calls) {
 		return false
 	}
-	b.slot(epoch).retries++
+	inc32(&b.slot(epoch).retries)
 	return true
 }
 

@@ -44,7 +44,7 @@ func TestBulkhead_HoldsSlotUntilBodyClosed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.bulkhead.inFlight() != 1 {
+	if p.bh.inFlight() != 1 {
 		t.Fatal("RoundTrip returned and the slot was freed before the body was closed")
 	}
 	if _, err := post(t, c, s.url(), `{}`); !errors.Is(err, ErrBulkheadRejected) {
@@ -54,8 +54,8 @@ func TestBulkhead_HoldsSlotUntilBodyClosed(t *testing.T) {
 	if code, err := doCall(t, c, s.url()); err != nil || code != 200 {
 		t.Fatalf("after close: %d %v", code, err)
 	}
-	if p.bulkhead.inFlight() != 0 {
-		t.Fatalf("%d slots still taken", p.bulkhead.inFlight())
+	if p.bh.inFlight() != 0 {
+		t.Fatalf("%d slots still taken", p.bh.inFlight())
 	}
 }
 
@@ -67,7 +67,7 @@ func TestBulkhead_ReleasesAtEOFAndOnError(t *testing.T) {
 		t.Fatal(err)
 	}
 	io.ReadAll(resp.Body) // EOF without Close
-	if p.bulkhead.inFlight() != 0 {
+	if p.bh.inFlight() != 0 {
 		t.Fatal("slot held after EOF")
 	}
 	resp.Body.Close()
@@ -75,7 +75,7 @@ func TestBulkhead_ReleasesAtEOFAndOnError(t *testing.T) {
 	if _, err := post(t, c, s.url(), `{}`); err == nil {
 		t.Fatal("want an error from a closed server")
 	}
-	if p.bulkhead.inFlight() != 0 {
+	if p.bh.inFlight() != 0 {
 		t.Fatal("slot held after a failed round trip")
 	}
 }
@@ -174,7 +174,7 @@ func TestBulkhead_QueuedCallerProceedsWhenSlotFrees(t *testing.T) {
 		_, err := doCall(t, c, s.url())
 		result <- err
 	}()
-	eventually(t, "the second caller to queue", func() bool { return p.bulkhead.waiting.Load() == 1 })
+	eventually(t, "the second caller to queue", func() bool { return p.bh.waiting.Load() == 1 })
 	held.Body.Close()
 	if err := <-result; err != nil {
 		t.Fatal(err)
@@ -191,7 +191,7 @@ func TestBulkhead_CallerCancelWhileQueued(t *testing.T) {
 	defer held.Body.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		eventually(t, "queued", func() bool { return p.bulkhead.waiting.Load() == 1 })
+		eventually(t, "queued", func() bool { return p.bh.waiting.Load() == 1 })
 		cancel()
 	}()
 	if _, err := postCtx(ctx, c, s.url(), `{}`); !errors.Is(err, context.Canceled) || errors.Is(err, ErrBulkheadRejected) {

@@ -32,7 +32,9 @@ type circuit struct {
 	ratio       float64 // 0: consecutive mode only
 	minCalls    int     // ratio mode: calls needed in the window
 	halfOpenMax int     // probes let through, and successes needed to close
-	window      ratioWindow
+	// window counts the calls of ratio mode; nil (and its methods do nothing) when it is off,
+	// as it is for most pipelines.
+	window *ratioWindow
 
 	mu sync.Mutex
 	// sg packs the state (low 3 bits) and the generation (the rest), so that one atomic load
@@ -112,7 +114,7 @@ func newCircuit(o Options, c Clock) *circuit {
 		halfOpenMax: o.CircuitBreakerHalfOpenMaxRequests,
 	}
 	if cb.ratio > 0 {
-		cb.window.init(seconds(o.CircuitBreakerSamplingSeconds))
+		cb.window = newRatioWindow(seconds(o.CircuitBreakerSamplingSeconds))
 	}
 	cb.opened.Store(math.MinInt64)
 	return cb
@@ -349,21 +351,24 @@ func (cb *circuit) enter(s CircuitState) change {
 }
 
 // ratioWindow counts calls and failures over a sliding window of ten buckets, for ratio mode.
+// A nil window is ratio mode off: add and clear do nothing.
 type ratioWindow struct {
-	bucket  int64 // bucket length in nanoseconds; 0 when ratio mode is off
+	bucket  int64 // bucket length in nanoseconds
 	buckets [10]struct {
 		index         int64 // which bucket period the counts belong to
 		calls, failed int
 	}
 }
 
-func (w *ratioWindow) init(span time.Duration) {
+func newRatioWindow(span time.Duration) *ratioWindow {
+	w := &ratioWindow{}
 	w.bucket = max(int64(span)/int64(len(w.buckets)), 1)
+	return w
 }
 
 // add counts a call that ended now, on cb's clock (read only in ratio mode).
 func (w *ratioWindow) add(cb *circuit, failed bool) {
-	if w.bucket == 0 {
+	if w == nil {
 		return
 	}
 	i := cb.now() / w.bucket
@@ -377,6 +382,7 @@ func (w *ratioWindow) add(cb *circuit, failed bool) {
 	}
 }
 
+// sum counts the calls and failures in the window at now; only ratio mode asks (w is set).
 func (w *ratioWindow) sum(now int64) (calls, failed int) {
 	i := now / max(w.bucket, 1)
 	for _, b := range w.buckets {
@@ -389,6 +395,9 @@ func (w *ratioWindow) sum(now int64) (calls, failed int) {
 }
 
 func (w *ratioWindow) clear() {
+	if w == nil {
+		return
+	}
 	for i := range w.buckets {
 		w.buckets[i].calls, w.buckets[i].failed = 0, 0
 	}

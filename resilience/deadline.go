@@ -16,18 +16,40 @@ import (
 // (Call.Policy) has a timer of its own instead.
 type deadlines struct {
 	clock Clock
-	// The limit the queue keeps: how long a call has (the same for every call queued), whether
-	// the call no longer needs it, and what to do when it runs out. The total timeout and the
-	// first-token limit each have a queue.
-	limit  func(c *call) time.Duration
-	off    func(c *call) bool
-	expire func(c *call)
 
-	mu      sync.Mutex
-	queue   []*call
-	head    int
-	timer   Timer
-	armedAt time.Time // when the timer fires; zero while it is idle
+	mu    sync.Mutex
+	queue []*call
+	head  int
+	timer Timer
+	armed bool // the timer is set, for the oldest live call
+	// first says which limit the queue keeps (see limit, off, expire): the first-token limit,
+	// or the total timeout. Each has a queue.
+	first bool
+}
+
+// limit is how long a call has: the same for every call queued.
+func (d *deadlines) limit(c *call) time.Duration {
+	if d.first {
+		return c.pol.firstToken
+	}
+	return c.pol.total
+}
+
+// off reports whether the call no longer needs its limit.
+func (d *deadlines) off(c *call) bool {
+	if d.first {
+		return c.firstDone.Load() || c.done.Load()
+	}
+	return c.totalOff.Load()
+}
+
+// expire is what happens when a call's limit runs out.
+func (d *deadlines) expire(c *call) {
+	if d.first {
+		c.expireFirst()
+	} else {
+		c.expireTotal()
+	}
 }
 
 // add enters a call of a pipeline whose start is set.
@@ -35,7 +57,7 @@ func (d *deadlines) add(c *call) {
 	d.mu.Lock()
 	d.dropFinished()
 	d.queue = append(d.queue, c)
-	if d.armedAt.IsZero() {
+	if !d.armed {
 		d.arm(c.start.Add(d.limit(c)))
 	}
 	d.mu.Unlock()
@@ -64,7 +86,7 @@ func (d *deadlines) arm(at time.Time) {
 	} else {
 		d.timer.Reset(wait)
 	}
-	d.armedAt = at
+	d.armed = true
 }
 
 // fire cancels every live call whose deadline has passed and re-arms for the next one.
@@ -83,7 +105,7 @@ func (d *deadlines) fire() {
 		d.queue[d.head] = nil
 		d.head++
 	}
-	d.armedAt = time.Time{}
+	d.armed = false
 	d.dropFinished()
 	if d.head < len(d.queue) {
 		d.arm(d.queue[d.head].start.Add(d.limit(d.queue[d.head])))

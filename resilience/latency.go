@@ -9,7 +9,9 @@ import (
 )
 
 // LatencyWindow is how many of a pipeline's most recent first-content times its latency
-// quantiles are taken over (Pipeline.LatencyQuantile).
+// quantiles are taken over (Pipeline.LatencyQuantile). The window keeps each time to the
+// microsecond, rounded up, and at most 2^31-1 µs (about 35 minutes): the quantiles and
+// RecentLatencies are multiples of a microsecond.
 const LatencyWindow = 128
 
 // MinLatencySamples is how many first-content times a pipeline needs before it states a
@@ -24,9 +26,13 @@ const latencyAlpha = 0.25
 // first content, and moving averages of that time, of the time per output token of whole
 // answers, and of the share of calls that failed. The client records them (ObserveLatency);
 // the pipeline itself never reads the wall clock for them.
+//
+// The window keeps each time in microseconds, in 32 bits: half the memory of nanoseconds, and
+// a route is a pipeline, so every model of every deployment keeps one. A time to first content
+// is a matter of milliseconds; a microsecond is far below anything a quantile is used for.
 type latency struct {
 	mu   sync.Mutex
-	ring [LatencyWindow]int64 // nanoseconds, the newest at (n-1) % LatencyWindow
+	ring [LatencyWindow]int32 // microseconds (see ringTime), the newest at (n-1) % LatencyWindow
 	n    int64                // samples recorded in all
 	// lower and hedge cache the last quantile of each kind asked for: a hedge asks for one per call.
 	lower, hedge quantileCache
@@ -35,6 +41,21 @@ type latency struct {
 	perToken atomic.Uint64 // float64 bits: moving average of a whole answer's time per output token, ns
 	errRate  atomic.Uint64 // float64 bits: moving average of failures (1) and successes (0)
 	samples  atomic.Int64
+}
+
+// maxRingTime is the longest time the window keeps, in microseconds: about 35 minutes, far
+// beyond any first content a provider keeps a call waiting for. A longer wait (only a time
+// limit set longer than that lets one happen) is kept as this: a quantile then says at least.
+const maxRingTime = math.MaxInt32
+
+// ringTime returns d (above 0) in microseconds for the window, rounded up so that the shortest
+// time stays above 0 (the sign marks a cut-off), at most maxRingTime.
+func ringTime(d time.Duration) int32 {
+	us := int64(d / time.Microsecond)
+	if d%time.Microsecond != 0 {
+		us++ // never d + 999 ns first: that overflows for the longest durations
+	}
+	return int32(min(us, maxRingTime))
 }
 
 // quantileCache is the last quantile computed (v), of which quantile (of: its float64 bits),
@@ -68,12 +89,12 @@ func (p *Pipeline) ObserveLatency(s LatencySample) {
 	if (s.Failed && !s.Censored) || s.FirstContent <= 0 {
 		return
 	}
-	ns := int64(s.FirstContent)
+	ns, us := int64(s.FirstContent), ringTime(s.FirstContent)
 	l.mu.Lock()
 	if s.Censored {
-		l.ring[l.n%LatencyWindow] = -ns // see LatencyQuantile
+		l.ring[l.n%LatencyWindow] = -us // see LatencyQuantile
 	} else {
-		l.ring[l.n%LatencyWindow] = ns
+		l.ring[l.n%LatencyWindow] = us
 	}
 	l.n++
 	l.mu.Unlock()
@@ -154,9 +175,9 @@ func (l *latency) quantile(q float64, hedge bool) (time.Duration, bool) {
 	if c.of == qi && l.n-c.at < 8 && c.v > 0 {
 		return time.Duration(c.v), true
 	}
-	var tmp [LatencyWindow]int64
+	var tmp [LatencyWindow]int32
 	k := int(min(l.n, LatencyWindow))
-	u, shortestCut := tmp[:0], int64(math.MaxInt64)
+	u, shortestCut := tmp[:0], int32(math.MaxInt32)
 	for _, v := range l.ring[:k] {
 		switch {
 		case v > 0:
@@ -168,15 +189,16 @@ func (l *latency) quantile(q float64, hedge bool) (time.Duration, bool) {
 		}
 	}
 	slices.Sort(u)
-	var v int64
+	var us int32
 	switch r := min(int(math.Ceil(q*float64(k))), k); {
 	case r <= len(u):
-		v = u[r-1]
+		us = u[r-1]
 	case len(u) > 0:
-		v = u[len(u)-1]
+		us = u[len(u)-1]
 	default:
-		v = shortestCut
+		us = shortestCut
 	}
+	v := int64(us) * int64(time.Microsecond)
 	c.v, c.at, c.of = v, l.n, qi
 	return time.Duration(v), true
 }
@@ -233,7 +255,7 @@ func (p *Pipeline) RecentLatencies(dst []time.Duration) []time.Duration {
 		if v < 0 {
 			v = -v
 		}
-		dst = append(dst, time.Duration(v))
+		dst = append(dst, time.Duration(v)*time.Microsecond)
 	}
 	return dst
 }

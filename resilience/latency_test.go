@@ -2,6 +2,8 @@ package resilience
 
 import (
 	"context"
+	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +90,30 @@ func TestLatency_FailuresAndCutOffs(t *testing.T) {
 	}
 	if q, _ := p.LatencyQuantile(0.95); q != 10*time.Second {
 		t.Fatalf("p95 %v: the cut-offs do not show in the tail", q)
+	}
+}
+
+// The window keeps times to the microsecond, rounded up: a time under a microsecond is still a
+// complete time (not a cut-off, which the sign marks), and one beyond the window's range is
+// kept as its longest, never wrapped into a cut-off or a negative time.
+func TestLatency_WindowKeepsMicroseconds(t *testing.T) {
+	p, _ := New(testOptions())
+	for range MinLatencySamples {
+		p.ObserveLatency(LatencySample{FirstContent: time.Nanosecond, Stream: true})
+	}
+	if q, ok := p.HedgeQuantile(0.5); !ok || q != time.Microsecond {
+		t.Fatalf("hedge p50 of times of 1 ns: %v %v, want 1µs", q, ok)
+	}
+	p.ObserveLatency(LatencySample{FirstContent: 1500 * time.Nanosecond, Stream: true})
+	p.ObserveLatency(LatencySample{FirstContent: math.MaxInt64, Stream: true})
+	p.ObserveLatency(LatencySample{FirstContent: 3 * time.Millisecond, Stream: true, Censored: true})
+	got := p.RecentLatencies(nil)[MinLatencySamples:]
+	want := []time.Duration{2 * time.Microsecond, maxRingTime * time.Microsecond, 3 * time.Millisecond}
+	if !slices.Equal(got, want) {
+		t.Fatalf("recent latencies %v, want %v", got, want)
+	}
+	if q, _ := p.LatencyQuantile(0.99); q != maxRingTime*time.Microsecond {
+		t.Fatalf("p99 %v, want the longest the window keeps", q)
 	}
 }
 

@@ -11,23 +11,29 @@ import (
 // circuit breaker, the retry budget — and builds the RoundTripper chain that enforces it.
 // Give each provider (each upstream that fails on its own) its own Pipeline: they do not
 // share a circuit. A Pipeline is safe for concurrent use.
+//
+// A client keeps one Pipeline per deployment and one per route of it (Route), so what one
+// holds counts once per model of every deployment: a route shares with its deployment what
+// never changes after New (the options, the per-call policy) and the bulkhead, and the state
+// of what few pipelines use (shared state, a ratio-mode circuit) is made only when it is on.
+// A pipeline, or a route, holds under 4 KB (see docs/performance.md).
 type Pipeline struct {
-	name     string
-	opts     Options
-	clock    Clock
-	observer Observer
+	name string
+	// opts are the options the pipeline enforces, never changed after New: a route shares
+	// its deployment's. The clock and the observer are the emitter's (ev.clock, ev.observer).
+	opts *Options
 
-	// policy is the per-call part of opts, which a call may replace (Call.Policy).
+	// policy is the per-call part of opts, which a call may replace (Call.Policy); a route
+	// shares its deployment's.
 	policy *Policy
 	// shared, when set, shares circuit openings and rate-limit pauses between instances;
-	// sh is the pipeline's link to it (see shared_adopt.go).
+	// sh is the pipeline's link to it (see shared_adopt.go), made by initShared only then.
 	shared SharedState
-	sh     sharing
+	sh     *sharing
 
-	// Each layer owns its state; the pipeline only holds them together. A route's bulkhead is
-	// its parent's (bh); a pipeline's own is bulkhead.
+	// Each layer owns its state; the pipeline only holds them together. The bulkhead (bh) is
+	// made for a pipeline that is no route; a route's is its deployment's.
 	ev       emitter
-	bulkhead bulkhead
 	bh       *bulkhead
 	cool     cooldown
 	pace     pacer
@@ -57,14 +63,14 @@ type Option func(*Pipeline)
 func WithName(name string) Option { return func(p *Pipeline) { p.name = name } }
 
 // OnEvent sends every event of the pipeline to fn. See Observer for the rules fn must follow.
-func OnEvent(fn Observer) Option { return func(p *Pipeline) { p.observer = fn } }
+func OnEvent(fn Observer) Option { return func(p *Pipeline) { p.ev.observer = fn } }
 
 // WithClock replaces the wall clock, so tests can control backoff sleeps and timeouts.
 // A nil clock keeps the wall clock.
 func WithClock(c Clock) Option {
 	return func(p *Pipeline) {
 		if c != nil {
-			p.clock = c
+			p.ev.clock = c
 		}
 	}
 }
@@ -75,34 +81,42 @@ func New(opts Options, options ...Option) (*Pipeline, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, err
 	}
-	p := &Pipeline{name: "default", clock: wallClock{}}
+	p := &Pipeline{name: "default"}
+	p.ev.clock = wallClock{}
 	for _, o := range options {
 		if o == nil {
 			continue // a nil option is no option
 		}
 		o(p)
 	}
-	p.init(opts)
+	o := new(Options)
+	*o = opts
+	o.RetryableStatusCodes = append([]int(nil), opts.RetryableStatusCodes...)
+	p.opts, p.policy = o, newPolicy("", *o)
+	p.init()
 	return p, nil
 }
 
-// init builds the layers of p, whose name, clock, observer, shared state and parent are set,
-// over valid opts.
-func (p *Pipeline) init(opts Options) {
-	opts.RetryableStatusCodes = append([]int(nil), opts.RetryableStatusCodes...)
-	p.opts = opts
-	_, wall := p.clock.(wallClock)
-	p.ev = emitter{name: p.name, clock: p.clock, observer: p.observer, watch: &p.watchers, maxAttempts: opts.RetryCount + 1,
-		epoch: p.clock.Now(), wall: wall}
-	p.policy = newPolicy("", opts)
+// init builds the layers of p, whose name, clock and observer (p.ev's), shared state and
+// parent are set, and whose opts (valid) and policy are its own or, for a route, its
+// deployment's.
+func (p *Pipeline) init() {
+	opts := *p.opts
+	_, wall := p.ev.clock.(wallClock)
+	p.ev = emitter{name: p.name, clock: p.ev.clock, observer: p.ev.observer, watch: &p.watchers,
+		maxAttempts: opts.RetryCount + 1, epoch: p.ev.clock.Now(), wall: wall}
 	if p.parent != nil {
 		// A route's events and errors name its deployment, and the route (Event.Route).
 		p.ev.name, p.ev.route = p.parent.name, p.route
 		p.ev.watch = p.parent.ev.watch // whoever watches the deployment hears its routes
 		p.bh = p.parent.bh             // a route's calls hold its deployment's slots
 	} else {
-		p.bulkhead.init(opts, p.policy, &p.ev)
-		p.bh = &p.bulkhead
+		p.bh = new(bulkhead)
+		p.bh.init(opts, p.policy, &p.ev)
+	}
+	if p.parent != nil {
+		// The same name, limit and length as the deployment's: one error serves both.
+		p.timeouts.totalErr = p.parent.timeouts.totalErr
 	}
 	p.timeouts.init(p.policy, &p.ev)
 	p.cool.init(opts, p.policy, &p.ev)
@@ -127,7 +141,7 @@ func (p *Pipeline) Name() string { return p.name }
 
 // Options returns a copy of the options the pipeline enforces.
 func (p *Pipeline) Options() Options {
-	o := p.opts
+	o := *p.opts
 	o.RetryableStatusCodes = append([]int(nil), o.RetryableStatusCodes...)
 	return o
 }
@@ -153,7 +167,7 @@ func (p *Pipeline) Wrap(base http.RoundTripper) http.RoundTripper {
 	if base == nil {
 		base = http.DefaultTransport
 	}
-	base = watchTransport(base, p.policy.idle, p.clock)
+	base = watchTransport(base, p.policy.idle, p.ev.clock)
 	p.breaker.active.use(base) // what an active probe sends through
 	return p.wrapOver(base)
 }

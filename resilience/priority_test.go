@@ -58,9 +58,9 @@ func queueInOrder(t *testing.T, c *http.Client, p *Pipeline, url string, tags []
 	for _, tag := range tags {
 		ch := make(chan error, 1)
 		out[tag] = ch
-		before := p.bulkhead.waiting.Load()
+		before := p.bh.waiting.Load()
 		go func() { ch <- tagged(context.Background(), c, url, tag, classes[tag]) }()
-		eventually(t, tag+" to queue", func() bool { return p.bulkhead.waiting.Load() == before+1 })
+		eventually(t, tag+" to queue", func() bool { return p.bh.waiting.Load() == before+1 })
 	}
 	return out
 }
@@ -251,7 +251,7 @@ func TestBulkhead_RejectionEstimatesWhenASlotWouldBeFree(t *testing.T) {
 	for i := range 2 {
 		clock.Advance(100 * time.Millisecond)
 		g.release <- struct{}{}
-		eventually(t, "the next call to take the slot", func() bool { return p.bulkhead.waiting.Load() == int64(3-i) })
+		eventually(t, "the next call to take the slot", func() bool { return p.bh.waiting.Load() == int64(3-i) })
 	}
 	never := &Call{}
 	never.Init(context.Background(), false)

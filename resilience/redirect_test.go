@@ -59,8 +59,8 @@ func TestPipeline_NeverFollowsARedirect(t *testing.T) {
 				strings.Contains(msg, "QUERYSECRET") || strings.Contains(msg, sentinelKey) {
 				t.Fatalf("%s, %d: the error repeats the Location's path or query: %s", where, code, msg)
 			}
-			if p.CircuitState() != CircuitClosed || p.bulkhead.inFlight() != 0 {
-				t.Fatalf("%s, %d: circuit %v, %d slots held", where, code, p.CircuitState(), p.bulkhead.inFlight())
+			if p.CircuitState() != CircuitClosed || p.bh.inFlight() != 0 {
+				t.Fatalf("%s, %d: circuit %v, %d slots held", where, code, p.CircuitState(), p.bh.inFlight())
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -491,6 +492,27 @@ func TestRetry_BudgetCapsRetriesDuringOutage(t *testing.T) {
 	}
 	if budgetStops == 0 {
 		t.Fatal("no gave-up event for the budget")
+	}
+}
+
+// A bucket of the retry budget counts in 32 bits and stops at the largest rather than wrap into
+// a negative count, which would refuse every retry.
+func TestRetry_BudgetCountsStopAtTheLargest(t *testing.T) {
+	p, err := New(DefaultOptions(), WithClock(newInstantClock())) // a clock that stays in one bucket
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := p.retry.budget
+	now := p.ev.now()
+	b.recordCall(now)
+	b.slot(now.UnixNano() / int64(b.bucket)).calls = math.MaxInt32 - 1
+	b.recordCall(now)
+	b.recordCall(now)
+	if c := b.slot(now.UnixNano() / int64(b.bucket)).calls; c != math.MaxInt32 {
+		t.Fatalf("%d calls counted, want the largest int32", c)
+	}
+	if !b.tryRetry() {
+		t.Fatal("no retry allowed after two billion calls")
 	}
 }
 

@@ -116,12 +116,14 @@ func (p *Pipeline) RouteKey() string { return p.route }
 
 // child makes the route pipeline of key. The options were validated by New already.
 func (p *Pipeline) child(key string) *Pipeline {
-	c := &Pipeline{name: p.name + ":" + key, clock: p.clock, observer: p.observer, parent: p, route: key}
+	// The options and the policy never change after New: the route shares its deployment's.
+	c := &Pipeline{name: p.name + ":" + key, opts: p.opts, policy: p.policy, parent: p, route: key}
+	c.ev.clock, c.ev.observer = p.ev.clock, p.ev.observer
 	c.breaker.active = p.breaker.active.forRoute(c) // armed by c's circuit (breaker.init)
 	if p.shared != nil && !p.sh.left.Load() {
 		c.shared = p.shared // a route of a pipeline that stopped sharing shares nothing
 	}
-	c.init(p.opts)
+	c.init()
 	if c.shared != nil {
 		c.setSharedScope(p.sharedScope(), false) // made on a call's path: never wait on the store
 	}

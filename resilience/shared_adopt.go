@@ -54,8 +54,9 @@ func (p *Pipeline) initShared() {
 		p.shared = nil
 		return
 	}
-	sh, ev := &p.sh, &p.ev
-	sh.store = p.shared
+	ev := &p.ev
+	sh := &sharing{store: p.shared}
+	p.sh = sh
 	p.cool.share = func(end time.Time) { p.advise(Advice{CoolUntil: end}) }
 	p.breaker.share = p.advise
 	if pe, ok := p.shared.(ProbeElection); ok {
@@ -90,7 +91,7 @@ func (p *Pipeline) setSharedScope(scope string, wait bool) bool {
 	if p.shared == nil {
 		return false
 	}
-	sh := &p.sh
+	sh := p.sh
 	sh.mu.Lock()
 	if sh.fixed {
 		sh.mu.Unlock()
@@ -137,7 +138,7 @@ func (p *Pipeline) StopSharing() {
 // leaveShared is StopSharing's work on p itself, once.
 func (p *Pipeline) leaveShared() {
 	p.settleShared() // a pipeline that never joined does not join now
-	sh := &p.sh
+	sh := p.sh
 	sh.joinMu.Lock()
 	sh.leaving = true
 	if sh.joined != nil {
@@ -162,7 +163,7 @@ func (p *Pipeline) settleShared() { p.settle(false) }
 
 // settle is settleShared; wait makes it wait for the join (bounded by the store's timeout).
 func (p *Pipeline) settle(wait bool) {
-	sh := &p.sh
+	sh := p.sh
 	if sh.settled.Load() {
 		return
 	}
@@ -198,7 +199,7 @@ func (p *Pipeline) settle(wait bool) {
 // it failed), and leaves again at once when StopSharing came meanwhile.
 func (p *Pipeline) join(j SharedStateJoiner, name string) {
 	_ = j.Join(context.Background(), name)
-	sh := &p.sh
+	sh := p.sh
 	sh.joinMu.Lock()
 	defer sh.joinMu.Unlock()
 	if sh.leaving {
@@ -221,7 +222,7 @@ func (p *Pipeline) advise(a Advice) {
 // too, within the bounds SharedState describes. Values adopted before are skipped: a
 // pipeline with shared state pays a map read and a few comparisons.
 func (p *Pipeline) adoptShared(ctx context.Context) {
-	sh := &p.sh
+	sh := p.sh
 	p.settleShared()
 	if sh.left.Load() {
 		return
@@ -276,7 +277,7 @@ func (p *Pipeline) adoptShared(ctx context.Context) {
 // probe at its end). A pause adopted from the store before that the store now reports shorter,
 // or gone, is shortened or ended, unless the pipeline paused longer on its own meanwhile.
 func (p *Pipeline) adoptPause(ctx context.Context, n, end int64) {
-	c, sh := &p.cool, &p.sh
+	c, sh := &p.cool, p.sh
 	cut := false
 	if c.maxPause > 0 && end > n+int64(c.maxPause) {
 		end, cut = n+int64(c.maxPause), true

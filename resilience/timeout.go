@@ -3,7 +3,6 @@ package resilience
 import (
 	"context"
 	"net/http"
-	"time"
 )
 
 // timeoutTransport bounds the whole logical call by TimeoutSeconds, and each read of an
@@ -35,7 +34,7 @@ type timeouts struct {
 	ev  *emitter
 	pol *Policy // the pipeline's own policy, for calls that bring none
 	// totalErr is the cause of every total timeout under the pipeline's policy: the same for
-	// each call.
+	// each call, and for the routes of a deployment (set before init).
 	totalErr  *TimeoutError
 	deadlines deadlines
 	// firsts fires the first-token limits of the calls under the pipeline's own limit.
@@ -47,11 +46,11 @@ type timeouts struct {
 
 func (t *timeouts) init(pol *Policy, ev *emitter) {
 	t.ev, t.pol = ev, pol
-	t.totalErr = &TimeoutError{Pipeline: ev.name, Limit: TimeoutTotal, After: pol.total}
-	t.deadlines = deadlines{clock: ev.clock, limit: func(c *call) time.Duration { return c.pol.total },
-		off: func(c *call) bool { return c.totalOff.Load() }, expire: (*call).expireTotal}
-	t.firsts = deadlines{clock: ev.clock, limit: func(c *call) time.Duration { return c.pol.firstToken },
-		off: func(c *call) bool { return c.firstDone.Load() || c.done.Load() }, expire: (*call).expireFirst}
+	if t.totalErr == nil {
+		t.totalErr = &TimeoutError{Pipeline: ev.name, Limit: TimeoutTotal, After: pol.total}
+	}
+	t.deadlines = deadlines{clock: ev.clock}
+	t.firsts = deadlines{clock: ev.clock, first: true}
 	_, t.kernel = ev.clock.(wallClock)
 }
 
