@@ -22,11 +22,13 @@ type breaker struct {
 	share  func(Advice) // tells the other instances the circuit opened or closed (WithSharedState)
 
 	// With a ProbeElection (WithSharedState): the store, how long a probe may hold its
-	// election, until when (circuit time) another instance holds it, and whether this one does.
+	// election, until when (circuit time) another instance holds it, whether this one does,
+	// and how many times this one won it (see probeFinished).
 	elect     ProbeElection
 	hold      time.Duration
 	elsewhere atomic.Int64
 	probing   atomic.Bool
+	won       atomic.Uint64
 
 	active *activeProbe // WithActiveProbe; nil without
 }

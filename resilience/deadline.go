@@ -9,11 +9,15 @@ import (
 // one per call. Arming and stopping a runtime timer per call is the most expensive part of a
 // successful call (timer-heap locks, waking the poller); here a call costs a mutex and an
 // append. Every call under the pipeline's own policy has the same timeout, so deadlines arrive
-// in order and a
-// FIFO queue is enough: the timer is set for the oldest live call, finished calls are dropped
-// from the front as new ones arrive, and when the timer fires it cancels what has expired and
-// re-arms for the next live call. A call under a per-call policy with another time limit
-// (Call.Policy) has a timer of its own instead.
+// in order and a FIFO queue is enough: the timer is set for the oldest live call, finished
+// calls are dropped from the front as new ones arrive, and when the timer fires it cancels what
+// has expired and re-arms for the next live call. A call under a per-call policy with another
+// time limit (Call.Policy) has a timer of its own instead.
+//
+// A finished call behind a live one is swept out too, once the queue has grown to twice what
+// it held live at the last sweep: a queued call holds its context, whose caller may keep a
+// whole answer in it (a stream and its text), and a slow call at the front must not keep every
+// call that finished after it alive until its own deadline.
 type deadlines struct {
 	clock Clock
 
@@ -25,7 +29,13 @@ type deadlines struct {
 	// first says which limit the queue keeps (see limit, off, expire): the first-token limit,
 	// or the total timeout. Each has a queue.
 	first bool
+	// sweepAt is the length past which the queue is swept of its finished calls (see add).
+	sweepAt int
 }
+
+// minSweep is the least length at which the queue of deadlines is swept: below it, finished
+// calls wait to be dropped from the front.
+const minSweep = 64
 
 // limit is how long a call has: the same for every call queued.
 func (d *deadlines) limit(c *call) time.Duration {
@@ -56,6 +66,9 @@ func (d *deadlines) expire(c *call) {
 func (d *deadlines) add(c *call) {
 	d.mu.Lock()
 	d.dropFinished()
+	if n := len(d.queue) - d.head; n >= max(d.sweepAt, minSweep) {
+		d.sweep()
+	}
 	d.queue = append(d.queue, c)
 	if !d.armed {
 		d.arm(c.start.Add(d.limit(c)))
@@ -77,6 +90,21 @@ func (d *deadlines) dropFinished() {
 		clear(d.queue[n:])
 		d.queue, d.head = d.queue[:n], 0
 	}
+}
+
+// sweep removes every finished call from the queue, keeping the live ones in order, and sets
+// the length of the next sweep to twice what is left: each call is swept at most a few times,
+// however long the oldest live call lasts.
+func (d *deadlines) sweep() {
+	live := d.queue[:0]
+	for _, c := range d.queue[d.head:] {
+		if !d.off(c) {
+			live = append(live, c)
+		}
+	}
+	clear(d.queue[len(live):])
+	d.queue, d.head = live, 0
+	d.sweepAt = 2 * len(live)
 }
 
 func (d *deadlines) arm(at time.Time) {

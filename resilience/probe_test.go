@@ -243,6 +243,71 @@ func TestActiveProbe_OneForTheFleetAndItsClosingIsShared(t *testing.T) {
 	}
 }
 
+// laggingFleet is a memFleet whose instance hears of other instances' advice late: while lag
+// is set, Advice returns what it knew when lag was set (as a store that refreshes its copy
+// every so often does).
+type laggingFleet struct {
+	*memFleet
+	lag  atomic.Bool
+	mu   sync.Mutex
+	seen map[string]Advice
+}
+
+func (f *laggingFleet) Advice(name string) Advice {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.lag.Load() {
+		return f.seen[name]
+	}
+	a := f.memFleet.Advice(name)
+	if f.seen == nil {
+		f.seen = map[string]Advice{}
+	}
+	f.seen[name] = a
+	return a
+}
+
+// An instance whose break ends just after another's probe closed the circuit, before its store
+// brought it the closing, does not probe a provider the fleet already knows well: the instance
+// that probed keeps the election a moment (keepClosing), the other is refused it, looks again
+// a moment later and finds the closing. (Given back at once, the election went to the other,
+// which probed again.)
+func TestActiveProbe_AClosingKeepsTheElectionUntilTheFleetHeardOfIt(t *testing.T) {
+	pr := newProvider(t)
+	shared := &memShared{}
+	clk := newManualClock()
+	o := escalationOptions(1)
+	var ra, rb recorder
+	lagging := &laggingFleet{memFleet: &memFleet{memShared: shared, id: "b"}}
+	a, pa := activeClient(t, pr, o, WithName("openai"), WithClock(clk), OnEvent(ra.observe),
+		WithSharedState(&memFleet{memShared: shared, id: "a"}))
+	_, pb := activeClient(t, pr, o, WithName("openai"), WithClock(clk), OnEvent(rb.observe), WithSharedState(lagging))
+	pr.down.Store(true)
+	doCall(t, a, pr.s.url())
+	if pa.CircuitState() != CircuitOpen || pb.CircuitState() != CircuitOpen {
+		t.Fatalf("a %v, b %v", pa.CircuitState(), pb.CircuitState())
+	}
+	// a's probe alone: b's timer is stopped until a has probed.
+	pb.breaker.active.mu.Lock()
+	pb.breaker.active.timer.Stop()
+	pb.breaker.active.mu.Unlock()
+	pr.down.Store(false)
+	lagging.lag.Store(true) // from now on b does not hear of a's closing
+	clk.Advance(pa.CircuitInfo().NextProbeIn)
+	eventually(t, "a's probe", func() bool { return len(ra.kind(EventProbeFinished)) == 1 })
+	eventually(t, "a closed", func() bool { return pa.CircuitState() == CircuitClosed })
+	// b's break ends now: it has not heard of the closing, and asks the fleet for the probe.
+	pb.breaker.active.arm(0)
+	clk.Advance(0)
+	eventually(t, "b to be refused the probe", func() bool { return pb.breaker.elsewhere.Load() != 0 })
+	lagging.lag.Store(false) // b's store brings it the closing
+	clk.Advance(storeRetry)
+	eventually(t, "b closed by the fleet's closing", func() bool { return pb.CircuitState() == CircuitClosed })
+	if n := pr.health.Load(); n != 1 || len(rb.kind(EventProbeFinished)) != 0 {
+		t.Fatalf("%d probes for the fleet (b's %d), want a's alone", n, len(rb.kind(EventProbeFinished)))
+	}
+}
+
 // A break made longer after the timer was armed (OpenFor) is found when the timer fires: the
 // probe waits for the end of the longer break.
 func TestActiveProbe_WaitsForABreakMadeLonger(t *testing.T) {

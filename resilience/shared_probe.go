@@ -61,6 +61,7 @@ func (b *breaker) claim(ctx context.Context) (bool, time.Duration) {
 	case err != nil:
 		return true, 0 // the store cannot tell (its watcher reports why): probe on our own
 	case mine:
+		b.won.Add(1)
 		b.probing.Store(true)
 		return true, 0
 	}
@@ -69,11 +70,33 @@ func (b *breaker) claim(ctx context.Context) (bool, time.Duration) {
 	return false, retry
 }
 
-// probeFinished tells the fleet that this instance's probe ended with change ch: a closing
-// is shared as such, and the probe is given back either way.
+// probeFinished tells the fleet that this instance's probe ended with change ch. A probe that
+// failed (or told nothing) gives the election back at once, so that the next may go. One that
+// closed the circuit shares the closing (see announce) and keeps the election for keepClosing
+// more: another instance whose break ends meanwhile is refused the probe and looks again a
+// moment later, by when its store has brought it the closing. Given back at once, the
+// election went to an instance that had not heard of the closing yet, which probed a provider
+// the fleet already knew well. A new win of this instance's meanwhile keeps it longer.
 func (b *breaker) probeFinished(ch change) {
-	if ch.from != CircuitHalfOpen || !b.probing.CompareAndSwap(true, false) {
+	if ch.from != CircuitHalfOpen || !b.probing.Load() {
 		return
 	}
-	b.elect.EndProbe(b.ev.name)
+	if ch.ok && ch.to == CircuitClosed {
+		won := b.won.Load()
+		b.ev.clock.AfterFunc(keepClosing, func() {
+			if b.won.Load() == won && b.probing.CompareAndSwap(true, false) {
+				b.elect.EndProbe(b.ev.name)
+			}
+		})
+		return
+	}
+	if b.probing.CompareAndSwap(true, false) {
+		b.elect.EndProbe(b.ev.name)
+	}
 }
+
+// keepClosing is how long an instance whose probe closed the circuit keeps the fleet's
+// election (probeFinished): twice the longest an instance refused it waits before it looks
+// again, time for a store that refreshes what it knows within a second (the Redis store:
+// every 250 ms by default) to bring the closing to every instance first.
+const keepClosing = 2 * storeRetry

@@ -124,6 +124,13 @@ func (f *memFleet) ClaimProbe(_ context.Context, name string, hold time.Duration
 	return true, 0, nil
 }
 
+// electedOf returns the instance that holds the probe of name in shared, "" for none.
+func electedOf(shared *memShared, name string) string {
+	memMu.Lock()
+	defer memMu.Unlock()
+	return memProbes[shared][name].owner
+}
+
 func (f *memFleet) EndProbe(name string) {
 	memMu.Lock()
 	defer memMu.Unlock()
@@ -232,6 +239,9 @@ func TestShared_OneProbeForTheFleet(t *testing.T) {
 		_, _ = doCtx(t, a, context.Background(), s.url())
 	}
 	clock.Advance(31 * time.Second)
+	// b kept the fleet's election a moment after its probe closed the circuit (keepClosing),
+	// then gave it back.
+	eventually(t, "b to give the election back", func() bool { return electedOf(shared, "openai") == "" })
 	_, _ = doCtx(t, a, context.Background(), s.url()) // a probes and fails
 	if pa.CircuitState() != CircuitOpen {
 		t.Fatalf("a after a failed probe: %v", pa.CircuitState())

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -285,6 +286,49 @@ func TestTimeout_SharedTimerKeepsEachCallsDeadline(t *testing.T) {
 		}
 	}
 	eventually(t, "the queue to drain", func() bool { return p.timeouts.deadlines.pending() == 0 })
+}
+
+// A slow call at the front of the shared timer's queue does not keep the calls that finished
+// after it queued until its own deadline: each holds its context, which its caller may have
+// filled with a whole answer. A thousand quick calls behind one held at the server leave at most
+// a sweep's worth queued (twice what was live at the last sweep, and never fewer than
+// minSweep before one). Before, all thousand stayed queued until the slow call ended.
+func TestTimeout_FinishedCallsBehindASlowOneAreNotKept(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	free := func() { once.Do(func() { close(release) }) }
+	held := make(chan struct{}, 1)
+	var slow atomic.Bool
+	slow.Store(true)
+	s := newScript(t, func(w http.ResponseWriter, r *http.Request) {
+		if slow.CompareAndSwap(true, false) {
+			held <- struct{}{}
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+		ok()(w, r)
+	})
+	t.Cleanup(free) // a failure frees the slow call too, before the server waits for it
+	o := testOptions()
+	o.TimeoutSeconds = 600 // the slow call's deadline is far away
+	c, p := client(t, o)
+	first := make(chan error, 1)
+	go func() { _, err := doCall(t, c, s.url()); first <- err }()
+	<-held
+	for i := 0; i < 1000; i++ {
+		if code, err := doCall(t, c, s.url()); err != nil || code != 200 {
+			t.Fatalf("call %d: %d %v", i, code, err)
+		}
+	}
+	if n := p.timeouts.deadlines.pending(); n > 2*minSweep {
+		t.Fatalf("%d calls queued behind the slow one, %d of them finished", n, n-1)
+	}
+	free()
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The response names the caller's request, not the pipeline's copy that carried the call's
