@@ -43,17 +43,16 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
 	defer dl.release()
 	b := c.billOf(req)
-	ticket, req, pl, prior, err := c.admit(ctx, req, pl, o, &b, false)
+	tokens := EstimateTokens(req)
+	w := c.newWalk(ctx, nil, pl, askOf(req, false, tokens)).bounded(dl).hedging(o, false).starting(req.Background).billing(b)
+	ticket, req, prior, err := c.admit(ctx, w, req, o, &b, false)
+	ctx, tr := c.begin(ctx, o, w.pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	reportCount(tr, prior)
 	if err != nil {
-		_, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-		reportCount(tr, prior)
 		return nil, endCall(tr, err)
 	}
-	ctx, tr := c.begin(ctx, o, pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	reportCount(tr, prior)
-	tokens := EstimateTokens(req)
-	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(false), tokens).bounded(dl).hedging(o, false).starting(req.Background).
-		pinning(req).forTools(rawSystem(req)).billing(b)
+	pl = w.pl
+	w.ctx, w.tr, w.bill = ctx, tr, b
 	resp, err := walkChain(w,
 		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
 			return chatTry(ctx, t, req, pl, o, tokens, prior, tr)
@@ -139,12 +138,14 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
 	defer dl.release()
 	tokens := embedTokens(req)
-	ticket, pl, err := c.admitEmbed(ctx, req, pl, o, tokens)
-	ctx, tr := c.begin(ctx, o, pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
+	w := c.newWalk(ctx, nil, pl, ask{model: req.Model, need: providers.CapEmbeddings}).bounded(dl)
+	ticket, err := c.admitEmbed(ctx, w, o, tokens)
+	ctx, tr := c.begin(ctx, o, w.pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
 	if err != nil {
 		return nil, endCall(tr, err)
 	}
-	w := c.newWalk(ctx, tr, pl, req.Model, providers.CapEmbeddings, 0).bounded(dl)
+	pl = w.pl
+	w.ctx, w.tr = ctx, tr
 	resp, err := walkChain(w,
 		func(ctx context.Context, t try) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
@@ -228,43 +229,6 @@ func (c *Client) begin(ctx context.Context, o *callOptions, pl plan, op Operatio
 		return ctx, nil
 	}
 	return c.startCall(ctx, o, pl, op, stream, model, maxTokens, temperature, topP)
-}
-
-// maxWait is how long the try of the i-th provider of chain may wait on that provider (a
-// rate-limit pause, a server's hint, a backoff), as resilience.Call.MaxWait: the client's
-// fail-over threshold when a later provider can serve the call at once, else 0 (the
-// provider's own policy and the caller's deadline decide).
-func (c *Client) maxWait(chain []string, i int, model string, need providers.Capabilities) time.Duration {
-	for _, name := range chain[i+1:] {
-		e := c.entries[name]
-		if e.canServeNow(e.telemetryModel(c.modelFor(e, model, false)), need) {
-			return c.failoverWait()
-		}
-	}
-	return 0
-}
-
-// failoverWait is resilience.Call.MaxWait for a try when the call can go elsewhere at once.
-func (c *Client) failoverWait() time.Duration {
-	if c.failoverAfter <= 0 {
-		return -1 // never wait when another can serve
-	}
-	return c.failoverAfter
-}
-
-// canServeNow reports whether provider e could take a call for model that needs need at once:
-// it has the capabilities, and one of its deployments' circuits (and the model's route) lets
-// calls through and is not pausing after a rate limit.
-func (e *entry) canServeNow(model string, need providers.Capabilities) bool {
-	if !e.caps.Has(need) {
-		return false
-	}
-	for _, d := range e.deps {
-		if d.available(d.modelFor(model)) {
-			return true
-		}
-	}
-	return false
 }
 
 // withModel returns req asking for model: req itself when it already does, else a copy. A

@@ -35,8 +35,9 @@ func TestCost_TheCallPathAllocatesNothingWithoutBudgets(t *testing.T) {
 		var sink providers.Money
 		n := testing.AllocsPerRun(100, func() {
 			b := c.billOf(req)
-			ticket, r, p, prior, err := c.admit(ctx, req, pl, nil, &b, false)
-			if err != nil || ticket != nil || r != req || len(p.chain) != 1 || prior != nil {
+			w := walk{c: c, pl: pl, ask: askOf(req, false, 0), cur: cursor{chain: pl.chain}}
+			ticket, r, prior, err := c.admit(ctx, &w, req, nil, &b, false)
+			if err != nil || ticket != nil || r != req || len(w.pl.chain) != 1 || prior != nil {
 				t.Fatal("admit changed a call the client keeps no budgets for")
 			}
 			cc := c.servedCost("idle", "m", "", u, b, 10)

@@ -169,37 +169,34 @@ func (p *priorCount) of(entry, model string) bool {
 	return p != nil && p.entry == entry && p.model == model
 }
 
-// countForBudgets counts req's prompt for the budgets that admit the call, planned along chain
-// with options o and needing need: by the first provider of the chain that can serve it, when
-// it counts before each call (its first deployment that does, for the model it would be asked
-// for). It returns nil when that provider does not count (or none can serve the call: the walk
-// says why). A failed count is returned too, with its error in the report.
-func (c *Client) countForBudgets(ctx context.Context, req *providers.ChatRequest, chain []string, need providers.Capabilities,
-	o *callOptions) *priorCount {
-	system := rawSystem(req)
-	for _, name := range chain {
-		e := c.entries[name]
-		if !e.caps.Has(need) || (system != "" && e.system != system) {
+// countForBudgets counts req's prompt for the budgets that admit the call walked as w, with
+// options o: by the first provider of the chain that may serve it (pick.go), when it counts
+// before each call (its first deployment that may serve the call and counts, for the model it
+// would be asked for). It returns nil when that provider does not count (or none can serve the
+// call: the walk says why). A failed count is returned too, with its error in the report.
+func (c *Client) countForBudgets(ctx context.Context, w *walk, req *providers.ChatRequest, o *callOptions) *priorCount {
+	first, ok := w.first()
+	if !ok {
+		return nil
+	}
+	e := first.e
+	m := c.modelFor(e, w.model, true)
+	for _, d := range e.deps {
+		r := routeOf(e, d, m)
+		if d.count == nil || !d.count.preflight || w.mayServe(r) != serves {
 			continue
 		}
-		m := c.modelFor(e, req.Model, true)
-		for _, d := range e.deps {
-			if d.count == nil || !d.count.preflight {
-				continue
-			}
-			if o.sendsExtras() {
-				ctx = &callExtras{Context: ctx, o: o}
-			}
-			r := withModel(req, d.modelFor(m))
-			start := time.Now()
-			n, err := d.count.count(ctx, r)
-			if err != nil && ctx.Err() != nil {
-				return nil // the call ended while it counted: nothing failed, nothing will use it
-			}
-			return &priorCount{entry: e.name, model: r.Model, n: n,
-				report: d.countReport(ctx, d.modelFor(e.telemetryModel(m)), EstimateInputTokens(req), n, err, time.Since(start))}
+		if o.sendsExtras() {
+			ctx = &callExtras{Context: ctx, o: o}
 		}
-		return nil
+		sent := withModel(req, r.model)
+		start := time.Now()
+		n, err := d.count.count(ctx, sent)
+		if err != nil && ctx.Err() != nil {
+			return nil // the call ended while it counted: nothing failed, nothing will use it
+		}
+		return &priorCount{entry: e.name, model: sent.Model, n: n,
+			report: d.countReport(ctx, r.key, EstimateInputTokens(req), n, err, time.Since(start))}
 	}
 	return nil
 }
@@ -261,24 +258,33 @@ func (c *Client) CountTokens(ctx context.Context, req *providers.ChatRequest, op
 	if o.sendsExtras() {
 		ctx = &callExtras{Context: ctx, o: o}
 	}
-	need, system := req.Needs(false), rawSystem(req)
+	// The routes the call may be sent to, in the chain's order, as the walk would pick them.
+	w := walk{c: c, ask: askOf(req, false, 0), cur: cursor{chain: pl.chain}}
 	var skipped []string
-	for i, name := range pl.chain {
+	entered := false
+	for _, name := range pl.chain {
 		e := c.entries[name]
-		if !e.caps.Has(need) || (system != "" && e.system != system) {
+		if !w.takes(e) {
 			continue
 		}
+		m := c.modelFor(e, req.Model, !entered)
+		entered = true
+		counted := false
 		for _, d := range e.deps {
-			if d.count == nil {
+			r := routeOf(e, d, m)
+			if d.count == nil || w.mayServe(r) != serves {
 				continue
 			}
-			n, err := d.count.count(ctx, withModel(req, d.modelFor(c.modelFor(e, req.Model, i == 0))))
+			n, err := d.count.count(ctx, withModel(req, r.model))
 			if err != nil {
 				return 0, classify(ctx, d.name, err, nil)
 			}
+			counted = true
 			return n, nil
 		}
-		skipped = append(skipped, name)
+		if !counted {
+			skipped = append(skipped, name)
+		}
 	}
 	msg := "no provider of the chain counts tokens"
 	if len(skipped) > 0 {

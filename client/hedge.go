@@ -87,13 +87,14 @@ type raced[R any] struct {
 }
 
 // hedged makes the try t of route first under hedging h: after h's delay without first
-// content it sends the call to the route next returns (at most h.Max times, each a delay after
+// content it sends the call to the next route that may serve it and is ready (walk.nextReady;
+// at most h.Max times, each a delay after
 // the last, each spending first's retry budget), and returns the first try that succeeds, with
 // its route; the others are cancelled. A try that fails while another is out is recorded as
 // the walk's failure there; the failure it returns, when every try failed, is the last and is
 // not recorded yet (the walk records it, as an unhedged try's).
 func hedged[R any](w *walk, call tryFunc[R],
-	h resilience.Hedge, first hedgeRoute, t try, next func() (hedgeRoute, try, bool)) (R, *resilience.CallInfo, error, hedgeRoute) {
+	h resilience.Hedge, first hedgeRoute, t try) (R, *resilience.CallInfo, error, hedgeRoute) {
 	source := first.d.pipeline.Route(first.route)
 	results := make(chan raced[R], h.Max+1)
 	routes := make([]hedgeRoute, 0, h.Max+1)
@@ -121,7 +122,11 @@ func hedged[R any](w *walk, call tryFunc[R],
 			if len(routes) > h.Max || w.ctx.Err() != nil {
 				continue // no hedge once the call's deadline (or the caller) ended it
 			}
-			r, rt, ok := next()
+			nr, ok := w.nextReady()
+			r := hedgeRoute{e: nr.e, d: nr.d, dm: nr.model, route: nr.key}
+			// A hedge never waits there (MaxWait -1): it must not queue ahead of the route's own
+			// calls.
+			rt := try{d: nr.d, model: nr.model, route: nr.key, maxWait: -1, elsewhere: true}
 			switch {
 			case !ok:
 				continue // nowhere to hedge to: the tries out go on alone
@@ -223,53 +228,4 @@ func (c *Client) afterFunc(d time.Duration, f func()) resilience.Timer {
 		return c.clock.AfterFunc(d, f)
 	}
 	return time.AfterFunc(d, f)
-}
-
-// nextHedge returns the route a hedge of the try of deps[k] — provider chain[i], asked for
-// model m — goes to: the next of deps, else the first route of a later provider, that can
-// serve the call at once (capable, not tried, its context window large enough, its circuit
-// closed, not pausing, with room in its budgets). A hedge never waits there (MaxWait -1): it
-// must not queue ahead of the route's own calls.
-func (w *walk) nextHedge(chain []string, i int, deps []*deployment, k int, m string) (hedgeRoute, try, bool) {
-	e := w.c.entries[chain[i]]
-	rm := e.telemetryModel(m)
-	for _, d := range deps[k+1:] {
-		if r, t, ok := w.hedgeTo(e, d, m, rm); ok {
-			return r, t, true
-		}
-	}
-	for _, name := range chain[i+1:] {
-		e := w.c.entries[name]
-		if !e.caps.Has(w.need) || !w.takes(e) {
-			continue
-		}
-		m := w.c.modelFor(e, w.model, false)
-		rm := e.telemetryModel(m)
-		deps := e.deps
-		if len(deps) > 1 {
-			deps = e.routeIn(nil, w, rm) // not into w.order: the walk's own order is in use
-		}
-		for _, d := range deps {
-			if r, t, ok := w.hedgeTo(e, d, m, rm); ok {
-				return r, t, true
-			}
-		}
-	}
-	return hedgeRoute{}, try{}, false
-}
-
-// hedgeTo returns the hedge route and try of deployment d of provider e for model m (rm on the
-// route), when it can take a hedge now.
-func (w *walk) hedgeTo(e *entry, d *deployment, m, rm string) (hedgeRoute, try, bool) {
-	if w.isTried(d) || !w.holds(d) {
-		return hedgeRoute{}, try{}, false
-	}
-	dm, route := d.modelFor(m), d.modelFor(rm)
-	if window := w.c.windowOf(e.name, route); (window > 0 && w.tokens > window) || (w.minWindow > 0 && window <= w.minWindow) {
-		return hedgeRoute{}, try{}, false
-	}
-	if !d.available(route) {
-		return hedgeRoute{}, try{}, false
-	}
-	return hedgeRoute{e: e, d: d, dm: dm, route: route}, try{d: d, model: dm, route: route, maxWait: -1, elsewhere: true}, true
 }

@@ -64,17 +64,15 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 	// and the idle limit and ctx bound the rest.
 	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
 	b := c.billOf(req)
-	ticket, req, pl, prior, err := c.admit(ctx, req, pl, o, &b, true)
+	w := c.newWalk(ctx, nil, pl, askOf(req, true, EstimateTokens(req))).bounded(dl).hedging(o, true).starting(req.Background).billing(b)
+	ticket, req, prior, err := c.admit(ctx, w, req, o, &b, true)
+	ctx, tr := c.begin(ctx, o, w.pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
+	reportCount(tr, prior)
 	if err != nil {
 		dl.release()
-		_, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-		reportCount(tr, prior)
 		return nil, endCall(tr, err)
 	}
-	ctx, tr := c.begin(ctx, o, pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	reportCount(tr, prior)
-	w := c.newWalk(ctx, tr, pl, req.Model, req.Needs(true), EstimateTokens(req)).bounded(dl).hedging(o, true).starting(req.Background).
-		pinning(req).forTools(rawSystem(req)).billing(b)
+	w.ctx, w.tr, w.bill = ctx, tr, b
 	w.ticket, w.prior = ticket, prior
 	s, err := c.streamWalk(w, req, o)
 	if err != nil {
@@ -479,6 +477,7 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 	}
 	s.tel.tryDone(perr, providers.Delta{}, false, s.charged()) // the call goes on: the rescue ends it
 	_ = s.inner.Close()
+	w.cur = cursor{chain: w.pl.chain} // the rest of the chain: from its start, past the routes tried
 	n, err := r.c.streamWalk(w, r.req, r.o)
 	if err != nil {
 		// The walk ended the call's telemetry with its error; the budgets hear of every try.

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
@@ -23,11 +22,10 @@ type walk struct {
 	// hedgeable: a chat call, which may be hedged (embeddings are not).
 	hedgeable bool
 	pl        plan
-	model     string // the model asked of the chain
-	need      providers.Capabilities
-	// tokens is the call's estimate (prompt and the most it may answer), checked against the
-	// routes' declared context windows.
-	tokens int
+	// ask is what the call asks of the routes (pick.go), cur where the walk stands on its
+	// chain.
+	ask
+	cur cursor
 	// tried holds the routes tried so far, which a rescue does not try again (the first
 	// ntried, then triedMore: a call that does not fail allocates nothing for it); retried
 	// those asked a second time after a first-token timeout.
@@ -36,20 +34,14 @@ type walk struct {
 	triedMore []*deployment
 	retried   []*deployment
 	// order is the room for the order in which a provider's deployments are tried
-	// (entry.route), so that routing allocates nothing for up to this many.
+	// (entry.order), so that routing allocates nothing for up to this many.
 	order [routeRoom]*deployment
 	// minWindow, once a route answered that the prompt exceeds its context window, is that
 	// window: only routes that declare a larger one are tried after it.
 	minWindow int
-	// pin is the provider state the call continues from (ChatRequest.Pin: a stored answer, a
-	// conversation, a pruned compaction item), when pinned: only the route that holds it is
-	// asked (see holds), and pinSkips counts the routes skipped for it.
-	pin      providers.Pin
-	pinned   bool
+	// pinSkips counts the routes skipped because they do not hold the state the call is
+	// pinned to (see holds).
 	pinSkips int
-	// system is the GenAI system whose providers alone can serve the call (its raw tools:
-	// providers.Tool.Raw), "" for any.
-	system string
 
 	failures []*providers.Error
 	skipped  []string
@@ -93,9 +85,10 @@ type Accounting struct {
 	Cost providers.CallCost
 }
 
-// newWalk starts the walk of a call made with ctx (the context its providers see) along pl.
-func (c *Client) newWalk(ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities, tokens int) *walk {
-	return &walk{c: c, ctx: ctx, tr: tr, pl: pl, model: model, need: need, tokens: tokens}
+// newWalk starts the walk of a call made with ctx (the context its providers see) along pl,
+// asking a of its routes.
+func (c *Client) newWalk(ctx context.Context, tr CallTracker, pl plan, a ask) *walk {
+	return &walk{c: c, ctx: ctx, tr: tr, pl: pl, ask: a, cur: cursor{chain: pl.chain}}
 }
 
 // billing gives w what prices the tries whose usage no server reported.
@@ -109,41 +102,6 @@ func (w *walk) bounded(dl *callDeadline) *walk {
 	w.dl = dl
 	return w
 }
-
-// pinning makes w the walk of a call for req, which, when provider state pins it
-// (ChatRequest.Pin), only the route that holds that state may serve (see holds).
-func (w *walk) pinning(req *providers.ChatRequest) *walk {
-	w.pin, w.pinned = req.Pin()
-	return w
-}
-
-// holds reports whether route d may serve the call: every route, unless provider state pins
-// the call (ChatRequest.Pin: a stored answer, a conversation, a pruned compaction item). Then
-// only the route whose provider's sharing scope is the state's Origin holds it — or, for state
-// that names no origin, the first route the walk tried, and no other: after that route fails
-// the call does not fall back, because no other provider holds the conversation (see
-// providers/state.go).
-func (w *walk) holds(d *deployment) bool {
-	switch {
-	case !w.pinned:
-		return true
-	case w.pin.Origin == "":
-		return (w.ntried == 0 && len(w.triedMore) == 0) || w.isTried(d)
-	}
-	s, ok := d.provider.(providers.Scoper)
-	return ok && s.SharingScope() == w.pin.Origin
-}
-
-// forTools makes w the walk of a call whose raw tools only providers of system take (""
-// for a call without them): the others are skipped.
-func (w *walk) forTools(system string) *walk {
-	w.system = system
-	return w
-}
-
-// takes reports whether provider e takes the call's tools: any provider when they are all
-// function tools, else only one of their system.
-func (w *walk) takes(e *entry) bool { return w.system == "" || e.system == w.system }
 
 // hedging makes w, a chat call's walk with options o, one that may be hedged (see hedgeOf).
 func (w *walk) hedging(o *callOptions, stream bool) *walk {
@@ -162,14 +120,12 @@ func (w *walk) starting(background bool) *walk {
 
 // walkChain asks the routes of w's chain in order until one answers or a failure must not go
 // on: the providers of the chain, each for its own model, and within a provider of several
-// deployments the deployments in the order its strategy routes them. A failure that falls back
-// (ErrorKind.FallsBack) moves to the next route; one the client's FallbackOn names moves to the
-// providers it lists; a prompt too long moves to the routes that declare a larger context
-// window; anything else stops the call. Providers that lack a capability of w.need, routes
-// already tried (w.tried) and routes whose declared context window cannot hold the call are
-// skipped. call makes one try; served completes an answer (res is nil without telemetry) and
-// returns true when the call goes on after walkChain returns (a stream), which then reports its
-// own end.
+// deployments the deployments in the order its strategy routes them (pick.go). A failure that
+// falls back (ErrorKind.FallsBack) moves to the next route; one the client's FallbackOn names
+// moves to the providers it lists; a prompt too long moves to the routes that declare a larger
+// context window; anything else stops the call. call makes one try; served completes an answer
+// (res is nil without telemetry) and returns true when the call goes on after walkChain returns
+// (a stream), which then reports its own end.
 func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 	served func(resp R, d *deployment, model string, res *TryResult, acct Accounting) (open bool)) (R, error) {
 	var zero R
@@ -177,140 +133,87 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 	if err := w.preflight(); err != nil {
 		return zero, endCall(tr, err)
 	}
-	chain := w.pl.chain
-	first := true
-	for i := 0; i < len(chain); i++ {
-		name := chain[i]
-		e := c.entries[name]
-		if missing := e.caps.Missing(w.need); missing != 0 {
-			w.skipped = append(w.skipped, name+" (no "+missing.String()+")")
-			continue
+	for {
+		r, ok := w.pick()
+		if !ok {
+			break
 		}
-		if !w.takes(e) {
-			w.skipped = append(w.skipped, name+" (takes no "+w.system+" tools)")
-			continue
+		if w.dl != nil && len(w.failures) > 0 && w.dl.expired() {
+			// The call's deadline passed since the last failure: no route is started that
+			// could not answer in time.
+			return zero, endCall(tr, w.outcome(true))
 		}
-		m := c.modelFor(e, w.model, first)
-		first = false
-		routeModel := e.telemetryModel(m)
-		deps := e.deps
-		if len(deps) > 1 {
-			deps = e.route(w, routeModel)
+		w.markTried(r.d)
+		if w.leaving != nil && w.leaving != r.d {
+			w.leaving.failovers.Add(1)
 		}
-		later := c.maxWait(chain, i, w.model, w.need) // the wait allowed when a later provider can serve
+		w.leaving = nil
+		wait := w.waitFor()
 		if w.pinned {
-			later = 0 // no later provider holds the stored answer: waiting here is the only way
+			wait = 0 // no other route holds the stored answer: waiting here is the only way
 		}
-		again := false // a route abandoned at its first-token limit is asked once more when it is the last
-	deployments:
-		for k := 0; k < len(deps); k++ {
-			d := deps[k]
-			if w.isTried(d) && !again {
-				continue
+		t := try{d: r.d, model: r.model, route: r.key, maxWait: wait, elsewhere: wait != 0}
+		// at is the route whose try ended: this one, or with hedging the one that served (or
+		// failed last).
+		at := hedgeRoute{e: r.e, d: r.d, dm: r.model, route: r.key, start: c.now()}
+		var (
+			resp R
+			info *resilience.CallInfo
+			err  error
+		)
+		if h := w.hedgeOf(r.d); h.After > 0 && async != nil {
+			resp, info, err, at = hedged(w, async(), h, at, t)
+		} else {
+			resp, info, err = call(ctx, t)
+		}
+		took := w.observe(at.d, at.route, at.start, resp, err)
+		if err == nil {
+			if at.d.outs.Load() != 0 {
+				at.d.outs.Store(0) // back in service: the next take-out starts from the first break
 			}
-			if !w.holds(d) {
-				w.skipped = append(w.skipped, d.name+" (does not hold "+w.pin.What+")")
-				w.pinSkips++
-				continue
+			if info != nil {
+				w.acct.FailedAttempts += max(info.Attempts-1, 0)
 			}
-			again = false
-			dm, route := d.modelFor(m), d.modelFor(routeModel)
-			if window := c.windowOf(e.name, route); (window > 0 && w.tokens > window) || (w.minWindow > 0 && window <= w.minWindow) {
-				w.skipped = append(w.skipped, d.name+" ("+windowReason(window, w.tokens, w.minWindow)+")")
-				continue
-			}
-			// The next place the call can go at once: another deployment, else a later provider.
-			wait := later
-			if k+1 < len(deps) && wait == 0 && w.holds(deps[k+1]) && deps[k+1].available(deps[k+1].modelFor(routeModel)) {
-				wait = c.failoverWait()
-			}
-			if w.dl != nil && len(w.failures) > 0 && w.dl.expired() {
-				// The call's deadline passed since the last failure: no route is started that
-				// could not answer in time.
-				return zero, endCall(tr, w.outcome(true))
-			}
-			w.markTried(d)
-			if w.leaving != nil && w.leaving != d {
-				w.leaving.failovers.Add(1)
-			}
-			w.leaving = nil
-			t := try{d: d, model: dm, route: route, maxWait: wait, elsewhere: wait != 0}
-			// at is the route whose try ended: this one, or with hedging the one that served (or
-			// failed last).
-			at := hedgeRoute{e: e, d: d, dm: dm, route: route, start: c.now()}
-			var (
-				resp R
-				info *resilience.CallInfo
-				err  error
-			)
-			if h := w.hedgeOf(d); h.After > 0 && async != nil {
-				resp, info, err, at = hedged(w, async(), h, at, t,
-					func() (hedgeRoute, try, bool) { return w.nextHedge(chain, i, deps, k, m) })
-			} else {
-				resp, info, err = call(ctx, t)
-			}
-			took := w.observe(at.d, at.route, at.start, resp, err)
-			if err == nil {
-				if at.d.outs.Load() != 0 {
-					at.d.outs.Store(0) // back in service: the next take-out starts from the first break
-				}
-				if info != nil {
-					w.acct.FailedAttempts += max(info.Attempts-1, 0)
-				}
-				if tr == nil {
-					served(resp, at.d, at.route, nil, w.acct)
-					return resp, nil
-				}
-				res := tryResult(at.e, at.d, at.dm, took, info, nil)
-				res.Hedge = at.hedge
-				if !served(resp, at.d, at.route, &res, w.acct) {
-					tr.TryDone(res)
-					tr.End(nil)
-				}
+			if tr == nil {
+				served(resp, at.d, at.route, nil, w.acct)
 				return resp, nil
 			}
-			perr := w.failed(at.e, at.d, err, info)
-			spent := w.chargeFailure(at.e, at.route, perr)
-			next, redirect := w.next(perr, c.windowOf(at.e.name, at.route))
-			if tr != nil {
-				res := tryResult(at.e, at.d, at.dm, took, info, perr)
-				res.Hedge, res.Cost = at.hedge, spent
-				if next {
-					switch {
-					case redirect != nil:
-						res.Next = c.firstServing(redirect, w.need)
-					case k+1 < len(deps):
-						res.Next = deps[k+1].name
-					default:
-						res.Next = c.nextAfter(chain, i, w.need)
-					}
-				}
+			res := tryResult(at.e, at.d, at.dm, took, info, nil)
+			res.Hedge = at.hedge
+			if !served(resp, at.d, at.route, &res, w.acct) {
 				tr.TryDone(res)
+				tr.End(nil)
 			}
-			if !next {
-				return zero, endCall(tr, w.outcome(true))
-			}
+			return resp, nil
+		}
+		perr := w.failed(at.e, at.d, err, info)
+		spent := w.chargeFailure(at.e, at.route, perr)
+		next, redirect := w.next(perr, c.windowOf(at.e.name, at.route))
+		if next {
 			w.leaving = at.d
-			if redirect != nil {
-				// The kind's own chain (FallbackOn) replaces what was left of this one.
-				chain = append(slices.Clone(chain[:i+1]), redirect...)
-				w.pl.chain = chain // for a rescue of the stream that serves later
-				break deployments
-			}
-			if providers.Gone(perr) && at.d == d && !slices.Contains(w.retried, d) {
+			switch {
+			case redirect != nil:
+				w.redirect(redirect)
+			case providers.Gone(perr) && at.d == r.d && !slices.Contains(w.retried, r.d):
 				// A call that may start over when its answer is gone (WithRestartIfGone) asks the
 				// route that lost it first, once: the route is well, only the answer was lost.
-				w.retried, again = append(w.retried, d), true
-				k--
-				continue
-			}
-			if firstTokenTimeout(perr) && at.d == d && !slices.Contains(w.retried, d) && k+1 == len(deps) && later == 0 {
+				w.retried, w.cur.again = append(w.retried, r.d), true
+			case firstTokenTimeout(perr) && at.d == r.d && !slices.Contains(w.retried, r.d) && !w.elsewhere():
 				// Silent routes go to the next route first; a same-route retry only when no other
-				// route can serve now — none later in the chain is capable, closed and not pausing
-				// (once: a route silent twice is down).
-				w.retried, again = append(w.retried, d), true
-				k--
+				// route can serve now (once: a route silent twice is down).
+				w.retried, w.cur.again = append(w.retried, r.d), true
 			}
+		}
+		if tr != nil {
+			res := tryResult(at.e, at.d, at.dm, took, info, perr)
+			res.Hedge, res.Cost = at.hedge, spent
+			if next {
+				res.Next = w.nextName()
+			}
+			tr.TryDone(res)
+		}
+		if !next {
+			return zero, endCall(tr, w.outcome(true))
 		}
 	}
 	if len(w.failures) == 0 {
@@ -324,6 +227,16 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			", which only " + f.Provider + " holds"
 	}
 	return zero, endCall(tr, w.outcome(false))
+}
+
+// redirect replaces what is left of the walk's chain with the providers to, the chain of the
+// kind of the failure on the provider the walk stands on (FallbackOn): that provider's other
+// deployments are not asked.
+func (w *walk) redirect(to []string) {
+	cur := &w.cur
+	cur.chain = append(slices.Clone(cur.chain[:cur.i+1]), to...)
+	cur.k = len(w.deps())
+	w.pl.chain = cur.chain // for a rescue of the stream that serves later
 }
 
 // failed records the failure err of the try of deployment d of provider e.
@@ -426,58 +339,8 @@ func (w *walk) markTried(d *deployment) {
 	}
 }
 
-// preflight refuses, before anything is sent, a call that no route of the chain can hold: every
-// provider that could serve it declares a context window for its model, and the call's
-// estimate exceeds them all.
-func (w *walk) preflight() *providers.Error {
-	largest, first := 0, true
-	for _, name := range w.pl.chain {
-		e := w.c.entries[name]
-		if !e.caps.Has(w.need) {
-			continue
-		}
-		model := e.telemetryModel(w.c.modelFor(e, w.model, first))
-		first = false
-		for _, d := range e.deps {
-			window := w.c.windowOf(name, d.modelFor(model))
-			if window == 0 {
-				return nil // a route whose window nobody declared may hold it
-			}
-			largest = max(largest, window)
-		}
-	}
-	if largest == 0 || w.tokens <= largest {
-		return nil
-	}
-	return &providers.Error{Kind: providers.KindContextTooLong,
-		Overflow: &providers.ContextOverflow{Window: largest, Requested: w.tokens},
-		Message: fmt.Sprintf("the call needs about %d tokens (prompt and max_tokens), more than the largest context window of the chain (%d): not sent",
-			w.tokens, largest)}
-}
-
 // firstTokenTimeout reports whether perr is a route's first-token limit running out.
 func firstTokenTimeout(perr *providers.Error) bool {
 	var te *resilience.TimeoutError
 	return perr.Kind == providers.KindTimeout && errors.As(perr, &te) && te.Limit == resilience.TimeoutFirstToken
-}
-
-// windowReason says why a route was skipped for its context window.
-func windowReason(window, tokens, minWindow int) string {
-	switch {
-	case window == 0:
-		return "no context window declared, and a smaller one was too small"
-	case minWindow > 0 && window <= minWindow:
-		return fmt.Sprintf("context window %d, not above the %d that was too small", window, minWindow)
-	}
-	return fmt.Sprintf("context window %d, below the call's estimate of %d tokens", window, tokens)
-}
-
-// firstServing returns the first provider of names that can serve need, "" for none.
-func (c *Client) firstServing(names []string, need providers.Capabilities) string {
-	for _, n := range names {
-		if c.entries[n].caps.Has(need) {
-			return n
-		}
-	}
-	return ""
 }
