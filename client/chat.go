@@ -100,15 +100,12 @@ func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOp
 func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o *callOptions, tokens int, prior *priorCount,
 	tr CallTracker) (*providers.ChatResponse, *resilience.CallInfo, error) {
 	r := withModel(req, t.model)
-	tokens = t.d.preflight(ctx, t.route, r, tokens, prior, tr)
+	tokens = t.d.preflight(ctx, t.key, r, tokens, prior, tr)
 	call := new(resilience.Call)
-	call.Init(ctx, false)
-	call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
-	call.OutcomeReported, call.Route, call.Elsewhere = true, t.route, t.elsewhere
-	call.Priority = o.priorityOf()
+	t.setUp(call, ctx, false, pl.policyFor(t.d, o), o, tokens)
 	resp, err := t.d.provider.Chat(call, r)
 	if err == nil && resp != nil {
-		t.d.pipeline.Route(t.route).SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
+		t.d.pipeline.Route(t.key).SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
 	}
 	return resp, &call.Info, err
 }
@@ -149,10 +146,7 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 	resp, err := walkChain(w,
 		func(ctx context.Context, t try) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 			call := new(resilience.Call)
-			call.Init(ctx, false)
-			call.Policy, call.MaxWait, call.Tokens = pl.policyFor(t.d, o), o.maxWait(t.maxWait), tokens
-			call.OutcomeReported, call.Route, call.Elsewhere = true, t.route, t.elsewhere
-			call.Priority = o.priorityOf()
+			t.setUp(call, ctx, false, pl.policyFor(t.d, o), o, tokens)
 			r := req
 			if t.model != req.Model {
 				cp := *req
@@ -161,7 +155,7 @@ func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *call
 			}
 			resp, err := t.d.provider.Embed(call, r)
 			if err == nil && resp != nil {
-				t.d.pipeline.Route(t.route).SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
+				t.d.pipeline.Route(t.key).SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
 			}
 			return resp, &call.Info, err
 		}, nil,
@@ -240,19 +234,6 @@ func withModel(req *providers.ChatRequest, model string) *providers.ChatRequest 
 	r := *req
 	r.Model = model
 	return &r
-}
-
-// try is one try of a call on one route: deployment d asked for model (its name in the
-// request; "" leaves it to the provider), on the route of route (the model, the provider's
-// default included), waiting at most maxWait (see resilience.Call.MaxWait).
-type try struct {
-	d       *deployment
-	model   string
-	route   string
-	maxWait time.Duration
-	// elsewhere: another route can serve the call at once (resilience.Call.Elsewhere), so a
-	// silent attempt is not retried on this one.
-	elsewhere bool
 }
 
 // endCall reports the failure err of a call to its tracker, if any, and returns err.

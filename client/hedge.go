@@ -66,18 +66,6 @@ func (w *walk) hedgeOf(d *deployment) resilience.Hedge {
 	return pol.Hedge()
 }
 
-// hedgeRoute is one route a hedged call was sent to.
-type hedgeRoute struct {
-	e      *entry
-	d      *deployment
-	dm     string // the model the deployment is asked for
-	route  string
-	start  time.Time
-	hedge  bool // a hedge, not the call's first try on this step of its walk
-	done   bool // its try has ended
-	cancel context.CancelCauseFunc
-}
-
 // raced is how one try of a hedged call ended.
 type raced[R any] struct {
 	resp R
@@ -94,11 +82,11 @@ type raced[R any] struct {
 // the walk's failure there; the failure it returns, when every try failed, is the last and is
 // not recorded yet (the walk records it, as an unhedged try's).
 func hedged[R any](w *walk, call tryFunc[R],
-	h resilience.Hedge, first hedgeRoute, t try) (R, *resilience.CallInfo, error, hedgeRoute) {
-	source := first.d.pipeline.Route(first.route)
+	h resilience.Hedge, first attempt, t try) (R, *resilience.CallInfo, error, attempt) {
+	source := first.d.pipeline.Route(first.key)
 	results := make(chan raced[R], h.Max+1)
-	routes := make([]hedgeRoute, 0, h.Max+1)
-	launch := func(r hedgeRoute, t try) {
+	routes := make([]attempt, 0, h.Max+1)
+	launch := func(r attempt, t try) {
 		ctx, cancel := context.WithCancelCause(w.ctx)
 		r.cancel, r.start = cancel, w.c.now()
 		n := len(routes)
@@ -123,10 +111,10 @@ func hedged[R any](w *walk, call tryFunc[R],
 				continue // no hedge once the call's deadline (or the caller) ended it
 			}
 			nr, ok := w.nextReady()
-			r := hedgeRoute{e: nr.e, d: nr.d, dm: nr.model, route: nr.key}
+			r := attempt{route: nr, hedge: true}
 			// A hedge never waits there (MaxWait -1): it must not queue ahead of the route's own
 			// calls.
-			rt := try{d: nr.d, model: nr.model, route: nr.key, maxWait: -1, elsewhere: true}
+			rt := try{route: nr, maxWait: -1, elsewhere: true}
 			switch {
 			case !ok:
 				continue // nowhere to hedge to: the tries out go on alone
@@ -138,7 +126,6 @@ func hedged[R any](w *walk, call tryFunc[R],
 				continue
 			}
 			w.markTried(r.d)
-			r.hedge = true
 			r.d.hedges.Add(1)
 			launch(r, rt)
 			pending++
@@ -175,14 +162,8 @@ func hedged[R any](w *walk, call tryFunc[R],
 				return res.resp, res.info, res.err, r
 			}
 			// Another try is out: this failure is the walk's, and the call waits for the other.
-			took := w.observe(r.d, r.route, r.start, res.resp, res.err)
-			perr := w.failed(r.e, r.d, res.err, res.info)
-			spent := w.chargeFailure(r.e, r.route, perr)
-			if w.tr != nil {
-				tr := tryResult(r.e, r.d, r.dm, took, res.info, perr)
-				tr.Hedge, tr.Cost = r.hedge, spent
-				w.tr.TryDone(tr)
-			}
+			perr, took, spent := w.lost(&routes[res.n], res.resp, res.info, res.err)
+			w.report(&routes[res.n], took, res.info, perr, spent, "")
 			r.cancel(nil)
 		}
 	}
@@ -192,7 +173,7 @@ func hedged[R any](w *walk, call tryFunc[R],
 // reports each as lost, records on its route the time it had waited (a lower bound of its time
 // to first content: a hedge that wins often still teaches the route its tail), and leaves the
 // pending ends to a goroutine, which closes a try that succeeded meanwhile.
-func cancelLosers[R any](w *walk, routes []hedgeRoute, won, pending int, results <-chan raced[R]) {
+func cancelLosers[R any](w *walk, routes []attempt, won, pending int, results <-chan raced[R]) {
 	now := w.c.now()
 	for i := range routes {
 		r := &routes[i]
@@ -201,9 +182,9 @@ func cancelLosers[R any](w *walk, routes []hedgeRoute, won, pending int, results
 		}
 		r.cancel(errHedgeLost)
 		waited := now.Sub(r.start)
-		r.d.pipeline.Route(r.route).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.stream, Censored: true})
+		r.d.pipeline.Route(r.key).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.stream, Censored: true})
 		if w.tr != nil {
-			tr := tryResult(r.e, r.d, r.dm, waited, nil, nil)
+			tr := tryResult(r.e, r.d, r.model, waited, nil, nil)
 			tr.Hedge, tr.Lost = r.hedge, true
 			w.tr.TryDone(tr)
 		}

@@ -127,17 +127,12 @@ func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions)
 func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.ChatRequest, o *callOptions) (*Stream, *resilience.CallInfo, error) {
 	d := t.d
 	r := withModel(req, t.model)
-	tokens := d.preflight(ctx, t.route, r, w.tokens, w.prior, w.tr)
+	tokens := d.preflight(ctx, t.key, r, w.tokens, w.prior, w.tr)
 	s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
-	s.call.Init(ctx, true) // the stream reports in-stream failures to the breaker
-	s.call.MaxWait, s.call.Tokens = o.maxWait(t.maxWait), tokens
-	s.call.OutcomeReported, s.call.Route, s.call.Elsewhere = true, t.route, t.elsewhere
-	s.call.Priority = o.priorityOf()
-	s.pipe = d.pipeline.Route(t.route)
 	pol := w.pl.policyFor(d, o)
-	if pol != nil {
-		s.call.Policy = pol
-	} else {
+	t.setUp(&s.call, ctx, true, pol, o, tokens) // the stream reports in-stream failures to the breaker
+	s.pipe = d.pipeline.Route(t.key)
+	if pol == nil {
 		pol = d.pipeline.Policy()
 	}
 	if o != nil && o.firstToken != nil {

@@ -152,10 +152,10 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 		if w.pinned {
 			wait = 0 // no other route holds the stored answer: waiting here is the only way
 		}
-		t := try{d: r.d, model: r.model, route: r.key, maxWait: wait, elsewhere: wait != 0}
-		// at is the route whose try ended: this one, or with hedging the one that served (or
+		t := try{route: r, maxWait: wait, elsewhere: wait != 0}
+		// at is the attempt whose try ended: this one, or with hedging the one that served (or
 		// failed last).
-		at := hedgeRoute{e: r.e, d: r.d, dm: r.model, route: r.key, start: c.now()}
+		at := attempt{route: r, start: c.now()}
 		var (
 			resp R
 			info *resilience.CallInfo
@@ -166,8 +166,8 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 		} else {
 			resp, info, err = call(ctx, t)
 		}
-		took := w.observe(at.d, at.route, at.start, resp, err)
 		if err == nil {
+			took := w.observe(at.d, at.key, at.start, resp, nil)
 			if at.d.outs.Load() != 0 {
 				at.d.outs.Store(0) // back in service: the next take-out starts from the first break
 			}
@@ -175,20 +175,19 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 				w.acct.FailedAttempts += max(info.Attempts-1, 0)
 			}
 			if tr == nil {
-				served(resp, at.d, at.route, nil, w.acct)
+				served(resp, at.d, at.key, nil, w.acct)
 				return resp, nil
 			}
-			res := tryResult(at.e, at.d, at.dm, took, info, nil)
+			res := tryResult(at.e, at.d, at.model, took, info, nil)
 			res.Hedge = at.hedge
-			if !served(resp, at.d, at.route, &res, w.acct) {
+			if !served(resp, at.d, at.key, &res, w.acct) {
 				tr.TryDone(res)
 				tr.End(nil)
 			}
 			return resp, nil
 		}
-		perr := w.failed(at.e, at.d, err, info)
-		spent := w.chargeFailure(at.e, at.route, perr)
-		next, redirect := w.next(perr, c.windowOf(at.e.name, at.route))
+		perr, took, spent := w.lost(&at, resp, info, err)
+		next, redirect := w.next(perr, c.windowOf(at.e.name, at.key))
 		if next {
 			w.leaving = at.d
 			switch {
@@ -204,14 +203,11 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 				w.retried, w.cur.again = append(w.retried, r.d), true
 			}
 		}
-		if tr != nil {
-			res := tryResult(at.e, at.d, at.dm, took, info, perr)
-			res.Hedge, res.Cost = at.hedge, spent
-			if next {
-				res.Next = w.nextName()
-			}
-			tr.TryDone(res)
+		nextName := ""
+		if next {
+			nextName = w.nextName()
 		}
+		w.report(&at, took, info, perr, spent, nextName)
 		if !next {
 			return zero, endCall(tr, w.outcome(true))
 		}
