@@ -166,19 +166,19 @@ type cursor struct {
 	// entered is set once a provider that takes the call was entered: the first keeps the
 	// model the call asked for, the others map it (Client.modelFor).
 	entered bool
-	// again makes the next pick the route picked last, once more, tried or not.
-	again bool
+	// retry, when retrying, is the next route to pick: the one that failed, asked again (see
+	// decide).
+	retry    route
+	retrying bool
 }
 
 // pick returns the next route of the chain that may serve the call, recording on the way
 // those that may not (w.skipped); false when the chain has no more.
 func (w *walk) pick() (route, bool) {
 	cur := &w.cur
-	if cur.again {
-		cur.again = false
-		if cur.k > 0 {
-			return routeOf(cur.e, w.deps()[cur.k-1], cur.m), true
-		}
+	if cur.retrying {
+		cur.retrying = false
+		return cur.retry, true
 	}
 	for {
 		for deps := w.deps(); cur.e != nil && cur.k < len(deps); {
@@ -224,16 +224,14 @@ func (w *walk) deps() []*deployment {
 	return w.cur.deps
 }
 
-// elsewhere reports whether a route other than those the walk tried could serve the call at
-// once: another deployment of the provider it stands on, or a provider later in the chain,
-// that may serve it and is ready.
+// elsewhere reports whether a route the walk has not tried could serve the call at once: one of
+// the deployments of the provider it stands on still to come, or a provider later in the
+// chain, that may serve it and is ready.
 func (w *walk) elsewhere() bool {
 	cur := &w.cur
-	if cur.e != nil {
-		for _, d := range cur.e.deps {
-			if r := routeOf(cur.e, d, cur.m); w.mayServe(r) == serves && r.ready() {
-				return true
-			}
+	for _, d := range w.deps()[cur.k:] {
+		if r := routeOf(cur.e, d, cur.m); w.mayServe(r) == serves && r.ready() {
+			return true
 		}
 	}
 	for _, name := range cur.chain[min(cur.i+1, len(cur.chain)):] {
@@ -303,8 +301,8 @@ func (w *walk) nextReady() (route, bool) {
 // deployment's name), else the next provider that takes it (by its name); "" for none.
 func (w *walk) nextName() string {
 	cur := &w.cur
-	if cur.again && cur.k > 0 {
-		return w.deps()[cur.k-1].name
+	if cur.retrying {
+		return cur.retry.d.name
 	}
 	for _, d := range w.deps()[cur.k:] {
 		if w.mayServe(routeOf(cur.e, d, cur.m)) == serves {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"iter"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -128,7 +127,7 @@ func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.C
 	d := t.d
 	r := withModel(req, t.model)
 	tokens := d.preflight(ctx, t.key, r, w.tokens, w.prior, w.tr)
-	s := &Stream{ctx: ctx, provider: d.name, served: d.owner}
+	s := &Stream{ctx: ctx, provider: d.name, served: d.owner, route: t.route}
 	pol := w.pl.policyFor(d, o)
 	t.setUp(&s.call, ctx, true, pol, o, tokens) // the stream reports in-stream failures to the breaker
 	s.pipe = d.pipeline.Route(t.key)
@@ -185,6 +184,7 @@ type Stream struct {
 	call     resilience.Call // the provider's context: CallInfo, and failures for the breaker
 	provider string          // the deployment's name, in errors
 	served   string          // the provider's name
+	route    route           // the route it was sent to, for a rescue's decision
 	model    string          // the model the provider was asked for
 	inner    providers.Stream
 	pending  []providers.Delta  // received while waiting for the first content
@@ -431,16 +431,6 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 	}
 	s.rescue = nil
 	w := &r.w
-	if providers.Gone(perr) && w.restartsGone() {
-		// Only the answer was lost: the route that served it is asked first, once.
-		if e := r.c.entries[s.served]; e != nil {
-			for _, d := range e.deps {
-				if d.name == s.provider {
-					w.untry(d)
-				}
-			}
-		}
-	}
 	w.failures = append(w.failures, perr)
 	// The walk was copied before the route served: its retries of that route are in s.acct.
 	w.acct = s.acct
@@ -449,30 +439,16 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 		w.acct.AbandonedUsage = w.acct.AbandonedUsage.Add(*perr.Usage)
 	}
 	w.acct.Cost = w.acct.Cost.Add(s.charged())
-	next, redirect := w.next(perr, r.c.windowOf(s.served, s.model))
-	if !next {
+	// As before content: one decision (decide) — go on along the rest of the chain, or to the
+	// providers of the kind's own chain, or ask the route that lost a stored answer again.
+	at := attempt{route: s.route}
+	if v, to := w.decide(perr, &at); !w.follow(v, to, &at) {
 		s.tel.end(perr, providers.Delta{}, false, s.charged())
 		s.settle()
 		return nil
 	}
-	if redirect != nil {
-		// As before content (walkChain): the kind's own chain replaces what was left of this
-		// one, and the other deployments of the provider that served are not asked.
-		chain := w.pl.chain
-		i := len(chain) - 1
-		for i >= 0 && chain[i] != s.served {
-			i--
-		}
-		w.pl.chain = append(slices.Clone(chain[:i+1]), redirect...)
-		if e := r.c.entries[s.served]; e != nil {
-			for _, d := range e.deps {
-				w.markTried(d)
-			}
-		}
-	}
 	s.tel.tryDone(perr, providers.Delta{}, false, s.charged()) // the call goes on: the rescue ends it
 	_ = s.inner.Close()
-	w.cur = cursor{chain: w.pl.chain} // the rest of the chain: from its start, past the routes tried
 	n, err := r.c.streamWalk(w, r.req, r.o)
 	if err != nil {
 		// The walk ended the call's telemetry with its error; the budgets hear of every try.

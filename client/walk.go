@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 
@@ -187,22 +186,8 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 			return resp, nil
 		}
 		perr, took, spent := w.lost(&at, resp, info, err)
-		next, redirect := w.next(perr, c.windowOf(at.e.name, at.key))
-		if next {
-			w.leaving = at.d
-			switch {
-			case redirect != nil:
-				w.redirect(redirect)
-			case providers.Gone(perr) && at.d == r.d && !slices.Contains(w.retried, r.d):
-				// A call that may start over when its answer is gone (WithRestartIfGone) asks the
-				// route that lost it first, once: the route is well, only the answer was lost.
-				w.retried, w.cur.again = append(w.retried, r.d), true
-			case firstTokenTimeout(perr) && at.d == r.d && !slices.Contains(w.retried, r.d) && !w.elsewhere():
-				// Silent routes go to the next route first; a same-route retry only when no other
-				// route can serve now (once: a route silent twice is down).
-				w.retried, w.cur.again = append(w.retried, r.d), true
-			}
-		}
+		v, to := w.decide(perr, &at)
+		next := w.follow(v, to, &at)
 		nextName := ""
 		if next {
 			nextName = w.nextName()
@@ -225,16 +210,6 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 	return zero, endCall(tr, w.outcome(false))
 }
 
-// redirect replaces what is left of the walk's chain with the providers to, the chain of the
-// kind of the failure on the provider the walk stands on (FallbackOn): that provider's other
-// deployments are not asked.
-func (w *walk) redirect(to []string) {
-	cur := &w.cur
-	cur.chain = append(slices.Clone(cur.chain[:cur.i+1]), to...)
-	cur.k = len(w.deps())
-	w.pl.chain = cur.chain // for a rescue of the stream that serves later
-}
-
 // failed records the failure err of the try of deployment d of provider e.
 func (w *walk) failed(e *entry, d *deployment, err error, info *resilience.CallInfo) *providers.Error {
 	perr := classify(w.ctx, d.name, err, info)
@@ -250,60 +225,6 @@ func (w *walk) failed(e *entry, d *deployment, err error, info *resilience.CallI
 	}
 	w.c.takeOut(e, d, perr)
 	return perr
-}
-
-// next decides whether the call goes on after perr, the failure of a route whose declared
-// context window is window (0: unknown): at all (next), and, when the client's FallbackOn
-// names perr's kind, to which providers (redirect, those not tried yet).
-func (w *walk) next(perr *providers.Error, window int) (next bool, redirect []string) {
-	if w.ctx.Err() != nil {
-		return false, nil
-	}
-	if providers.Gone(perr) {
-		// The stored answer was produced, and billed, where it is gone: asking again is the
-		// caller's decision (see providers.CodeResponseGone).
-		return w.restartsGone(), nil
-	}
-	if to, ok := w.c.fallbackOn[perr.Kind]; ok {
-		for _, name := range to {
-			if !w.triedProvider(name) {
-				redirect = append(redirect, name)
-			}
-		}
-		return len(redirect) > 0, redirect
-	}
-	if perr.Kind == providers.KindContextTooLong {
-		// Only a route that declares a larger window can hold it.
-		stated := 0
-		if perr.Overflow != nil {
-			stated = perr.Overflow.Window
-		}
-		w.minWindow = max(w.minWindow, window, stated, 1)
-		return true, nil
-	}
-	return perr.Kind.FallsBack(), nil
-}
-
-// restartsGone reports whether the call starts over when its stored answer is gone: only when
-// it opted in (WithRestartIfGone) and continues from no stored state.
-func (w *walk) restartsGone() bool {
-	return w.o != nil && w.o.restartGone && !w.pinned
-}
-
-// untry forgets that route d was tried, so that a rescue may ask it again, once (w.retried
-// remembers it); it reports whether it did.
-func (w *walk) untry(d *deployment) bool {
-	if slices.Contains(w.retried, d) {
-		return false
-	}
-	w.retried = append(w.retried, d)
-	if i := slices.Index(w.tried[:w.ntried], d); i >= 0 {
-		copy(w.tried[i:w.ntried], w.tried[i+1:w.ntried])
-		w.ntried--
-		w.tried[w.ntried] = nil
-	}
-	w.triedMore = slices.DeleteFunc(slices.Clone(w.triedMore), func(x *deployment) bool { return x == d })
-	return true
 }
 
 // triedProvider reports whether every deployment of provider name was tried.
@@ -333,10 +254,4 @@ func (w *walk) markTried(d *deployment) {
 	default:
 		w.triedMore = append(w.triedMore, d)
 	}
-}
-
-// firstTokenTimeout reports whether perr is a route's first-token limit running out.
-func firstTokenTimeout(perr *providers.Error) bool {
-	var te *resilience.TimeoutError
-	return perr.Kind == providers.KindTimeout && errors.As(perr, &te) && te.Limit == resilience.TimeoutFirstToken
 }
