@@ -61,10 +61,11 @@ func (w *walk) lost(a *attempt, resp any, info *resilience.CallInfo, err error) 
 // with perr (nil: served) at a cost of spent, the walk going on to next ("" for none).
 func (w *walk) report(a *attempt, took time.Duration, info *resilience.CallInfo, perr *providers.Error,
 	spent providers.CallCost, next string) {
-	if w.tr == nil {
+	tr := w.op.tr
+	if tr == nil {
 		return
 	}
 	res := tryResult(a.e, a.d, a.model, took, info, perr)
 	res.Hedge, res.Cost, res.Next = a.hedge, spent, next
-	w.tr.TryDone(res)
+	tr.TryDone(res)
 }

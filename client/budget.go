@@ -138,50 +138,58 @@ func (c *Client) Ledger() *cost.Ledger {
 	return c.cost.ledger
 }
 
-// admit asks the client's budgets about a chat call for req, walked as w, with options o and
-// bill b: the ticket to settle when it ends (nil when the client keeps no budgets), the request
-// to send, changed by a downgrade (whose chain, model and policy it gives w), and the count of
-// the prompt made for the budgets (nil when none was made; see countForBudgets), which replaced
-// b's input estimate. The pre-flight cost prices the first route that may serve the call. A
-// refusal is the call's error; w's plan says what the budgets decided either way.
-func (c *Client) admit(ctx context.Context, w *walk, req *providers.ChatRequest, o *callOptions, b *bill,
-	stream bool) (*cost.Ticket, *providers.ChatRequest, *priorCount, error) {
-	l, keys, err := c.budgetsOf(o)
+// admit asks the client's budgets about the call op, before anything is sent: it gives op
+// the ticket to settle when it ends (none when the client keeps no budgets) and, for a chat
+// call, the count of its prompt made for the budgets (see countForBudgets: it replaces the
+// bill's input estimate) and what a downgrade changes — the request's model, and the plan's
+// chain and policy. The pre-flight cost prices the first route of the plan's chain that may
+// serve the call (see estimate). A refusal is the call's error; op's plan says what the
+// budgets decided either way.
+func (c *Client) admit(ctx context.Context, op *operation) error {
+	l, keys, err := c.budgetsOf(op.o)
 	if l == nil || err != nil {
-		return nil, req, nil, err
+		return err
 	}
-	pre := c.countForBudgets(ctx, w, req, o)
-	if pre != nil && pre.report.Err == nil {
-		b.input = pre.n
+	// The estimate captures copies, never op itself: a closure that captured it would move
+	// it to the heap on every call, budgeted or not.
+	a, planned := op.ask(), op.pl.chain
+	if op.kind == OperationEmbeddings {
+		input := op.tokens
+		t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(*cost.Downgrade) providers.Money {
+			// Never downgraded: a budget's downgrade names a chat model, providers and
+			// policy, and an embeddings call goes as it was asked.
+			return c.estimate(a, planned, nil, func(p cost.Price) providers.Money { return p.Tokens(input, 0, 0) })
+		}})
+		op.pl = decided(op.pl, t, err)
+		op.ticket = t
+		return err
 	}
-	// The estimate captures copies, never req or w themselves: a closure that captured them
-	// would move them to the heap on every call, budgeted or not.
-	a, planned, input, images := w.ask, w.cur.chain, b.input, b.images
-	answer := req.MaxTokens
-	if answer <= 0 {
-		answer = DefaultAnswerTokens
+	req := op.chat
+	op.prior = c.countForBudgets(ctx, a, planned, req, op.o)
+	if op.prior != nil && op.prior.report.Err == nil {
+		op.bill.input = op.prior.n
 	}
+	input, images, answer := op.bill.input, op.bill.images, answerTokens(req)
 	t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(d *cost.Downgrade) providers.Money {
 		return c.estimate(a, planned, d, func(p cost.Price) providers.Money { return p.Tokens(input, answer, images) })
 	}})
-	w.pl = decided(w.pl, t, err)
+	op.pl = decided(op.pl, t, err)
 	if err != nil {
-		return nil, req, pre, err
+		return err
 	}
+	op.ticket = t
 	if d := t.Downgrade; d != nil {
 		if d.Model != "" {
-			req = withModel(req, d.Model)
-			w.model = d.Model
+			op.chat = withModel(req, d.Model)
 		}
 		if len(d.Providers) > 0 {
-			w.pl.chain = d.Providers
-			w.cur.chain = d.Providers
+			op.pl.chain = d.Providers
 		}
 		if d.Policy != "" {
-			w.pl.policy = c.policy(d.Policy)
+			op.pl.policy = c.policy(d.Policy)
 		}
 	}
-	return t, req, pre, nil
+	return nil
 }
 
 // estimate is a call's pre-flight cost at the price of the first route of chain
@@ -241,25 +249,6 @@ func decided(pl plan, t *cost.Ticket, err error) plan {
 		pl.shadowBudget = t.WouldBe.String()
 	}
 	return pl
-}
-
-// admitEmbed asks the client's budgets about an embeddings call walked as w, with options o,
-// whose inputs are estimated at input tokens: the ticket to settle when it ends (nil when the
-// client keeps no budgets); w's plan says what the budgets decided. An embeddings call is
-// counted, warned about and refused as a chat call is, priced at the input price of the first
-// route that may serve it, but never downgraded: a budget's downgrade names a chat model,
-// providers and policy, and the call goes as it was asked.
-func (c *Client) admitEmbed(ctx context.Context, w *walk, o *callOptions, input int) (*cost.Ticket, error) {
-	l, keys, err := c.budgetsOf(o)
-	if l == nil || err != nil {
-		return nil, err
-	}
-	a, planned := w.ask, w.cur.chain
-	t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(*cost.Downgrade) providers.Money {
-		return c.estimate(a, planned, nil, func(p cost.Price) providers.Money { return p.Tokens(input, 0, 0) })
-	}})
-	w.pl = decided(w.pl, t, err)
-	return t, err
 }
 
 // budgetKeys checks the keys a call gives (WithBudgetKey, WithTenant) and returns those for the

@@ -21,88 +21,21 @@ import (
 // for a failure that is the provider's rather than the request's (providers.ErrorKind
 // FallsBack), and never once the caller's context has ended.
 func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...CallOption) (*providers.ChatResponse, error) {
-	o := collect(opts)
-	resp, err := c.chat(ctx, req, o)
+	op := operation{kind: OperationChat, chat: req, o: collect(opts)}
+	resp, err := c.call(ctx, &op)
 	if err != nil {
-		return nil, c.failed(o, err)
+		return nil, c.failed(op.o, err)
 	}
-	return resp, nil
+	return resp.(*providers.ChatResponse), nil
 }
 
-func (c *Client) chat(ctx context.Context, req *providers.ChatRequest, o *callOptions) (*providers.ChatResponse, error) {
-	if ctx == nil {
-		return nil, errNilContext()
-	}
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
-	pl, err := c.planFor(o)
-	if err != nil {
-		return nil, err
-	}
-	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
-	defer dl.release()
-	b := c.billOf(req)
-	tokens := EstimateTokens(req)
-	w := c.newWalk(ctx, nil, pl, askOf(req, false, tokens)).bounded(dl).hedging(o, false).starting(req.Background).billing(b)
-	ticket, req, prior, err := c.admit(ctx, w, req, o, &b, false)
-	ctx, tr := c.begin(ctx, o, w.pl, OperationChat, false, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	reportCount(tr, prior)
-	if err != nil {
-		return nil, endCall(tr, err)
-	}
-	pl = w.pl
-	w.ctx, w.tr, w.bill = ctx, tr, b
-	resp, err := walkChain(w,
-		func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
-			return chatTry(ctx, t, req, pl, o, tokens, prior, tr)
-		},
-		func() tryFunc[*providers.ChatResponse] {
-			return func(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
-				return chatTry(ctx, t, req, pl, o, tokens, prior, tr)
-			}
-		},
-		func(resp *providers.ChatResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
-			resp.Provider, resp.Deployment = d.owner, d.name
-			resp.FailedAttempts, resp.AbandonedUsage = acct.FailedAttempts, acct.AbandonedUsage
-			resp.Hedges, resp.HedgeWon = acct.Hedges, acct.HedgeWon
-			served := resp.Model
-			if resp.Model == "" {
-				resp.Model = model
-			}
-			if o != nil {
-				resp.ClientRequestID = o.requestID
-			}
-			var sc providers.CallCost
-			if c.priced() {
-				sc = c.servedCost(d.owner, model, served, resp.Usage, b, len(resp.Message.Content))
-				resp.Cost = acct.Cost.Add(sc)
-			}
-			if res != nil {
-				res.ResponseModel, res.ResponseID = resp.Model, resp.ID
-				res.FinishReason, res.Usage, res.Cost = resp.FinishReason, resp.Usage, sc
-			}
-			return false
-		})
-	if ticket != nil {
-		if err != nil {
-			c.settle(ticket, w.acct.Cost, "", "", providers.Usage{}, b)
-		} else {
-			c.settle(ticket, resp.Cost, resp.Provider, resp.Model, resp.Usage, b)
-		}
-	}
-	return resp, err
-}
-
-// chatTry makes the try t of a chat call for req, planned as pl, with options o and token
-// estimate tokens (which a pre-flight count, or the count prior made for the budgets, may
-// replace), for the call's tracker tr.
-func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o *callOptions, tokens int, prior *priorCount,
-	tr CallTracker) (*providers.ChatResponse, *resilience.CallInfo, error) {
-	r := withModel(req, t.model)
-	tokens = t.d.preflight(ctx, t.key, r, tokens, prior, tr)
+// chatTry makes the try t of the chat call op (its estimate may be replaced by a pre-flight
+// count, or by the count made for the budgets).
+func (op *operation) chatTry(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
+	r := withModel(op.chat, t.model)
+	tokens := t.d.preflight(ctx, t.key, r, op.tokens, op.prior, op.tr)
 	call := new(resilience.Call)
-	t.setUp(call, ctx, false, pl.policyFor(t.d, o), o, tokens)
+	t.setUp(call, ctx, false, op.pl.policyFor(t.d, op.o), op.o, tokens)
 	resp, err := t.d.provider.Chat(call, r)
 	if err == nil && resp != nil {
 		t.d.pipeline.Route(t.key).SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
@@ -110,119 +43,29 @@ func chatTry(ctx context.Context, t try, req *providers.ChatRequest, pl plan, o 
 	return resp, &call.Info, err
 }
 
-// Embed sends req along the fallback chain, as Chat does, skipping providers without
-// embeddings.
-func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ...CallOption) (*providers.EmbedResponse, error) {
-	o := collect(opts)
-	resp, err := c.embed(ctx, req, o)
-	if err != nil {
-		return nil, c.failed(o, err)
+// serveChat completes the answer resp that attempt at served, after the walk's failures cost
+// acct: where it came from, what the call cost, and its telemetry res (nil without).
+func (op *operation) serveChat(resp *providers.ChatResponse, at *attempt, res *TryResult, acct Accounting) {
+	c := op.c
+	resp.Provider, resp.Deployment = at.d.owner, at.d.name
+	resp.FailedAttempts, resp.AbandonedUsage = acct.FailedAttempts, acct.AbandonedUsage
+	resp.Hedges, resp.HedgeWon = acct.Hedges, acct.HedgeWon
+	served := resp.Model
+	if resp.Model == "" {
+		resp.Model = at.key
 	}
-	return resp, nil
-}
-
-func (c *Client) embed(ctx context.Context, req *providers.EmbedRequest, o *callOptions) (*providers.EmbedResponse, error) {
-	if ctx == nil {
-		return nil, errNilContext()
+	if op.o != nil {
+		resp.ClientRequestID = op.o.requestID
 	}
-	if err := req.Validate(); err != nil {
-		return nil, err
+	var sc providers.CallCost
+	if c.priced() {
+		sc = c.servedCost(at.d.owner, at.key, served, resp.Usage, op.bill, len(resp.Message.Content))
+		resp.Cost = acct.Cost.Add(sc)
 	}
-	pl, err := c.planFor(o)
-	if err != nil {
-		return nil, err
+	if res != nil {
+		res.ResponseModel, res.ResponseID = resp.Model, resp.ID
+		res.FinishReason, res.Usage, res.Cost = resp.FinishReason, resp.Usage, sc
 	}
-	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
-	defer dl.release()
-	tokens := embedTokens(req)
-	w := c.newWalk(ctx, nil, pl, ask{model: req.Model, need: providers.CapEmbeddings}).bounded(dl)
-	ticket, err := c.admitEmbed(ctx, w, o, tokens)
-	ctx, tr := c.begin(ctx, o, w.pl, OperationEmbeddings, false, req.Model, 0, nil, nil)
-	if err != nil {
-		return nil, endCall(tr, err)
-	}
-	pl = w.pl
-	w.ctx, w.tr = ctx, tr
-	resp, err := walkChain(w,
-		func(ctx context.Context, t try) (*providers.EmbedResponse, *resilience.CallInfo, error) {
-			call := new(resilience.Call)
-			t.setUp(call, ctx, false, pl.policyFor(t.d, o), o, tokens)
-			r := req
-			if t.model != req.Model {
-				cp := *req
-				cp.Model = t.model
-				r = &cp
-			}
-			resp, err := t.d.provider.Embed(call, r)
-			if err == nil && resp != nil {
-				t.d.pipeline.Route(t.key).SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
-			}
-			return resp, &call.Info, err
-		}, nil,
-		func(resp *providers.EmbedResponse, d *deployment, model string, res *TryResult, acct Accounting) bool {
-			resp.Provider, resp.Deployment = d.owner, d.name
-			resp.FailedAttempts = acct.FailedAttempts
-			served := resp.Model
-			if resp.Model == "" {
-				resp.Model = model
-			}
-			if o != nil {
-				resp.ClientRequestID = o.requestID
-			}
-			var sc providers.CallCost
-			if c.priced() {
-				sc = c.servedCost(d.owner, model, served, resp.Usage, bill{input: tokens}, 0)
-				resp.Cost = acct.Cost.Add(sc)
-			}
-			if res != nil {
-				res.ResponseModel, res.Usage, res.Cost = resp.Model, resp.Usage, sc
-			}
-			return false
-		})
-	if ticket != nil {
-		// Never downgraded, an embeddings call would have cost the same with every budget
-		// enforced.
-		total := w.acct.Cost.Total()
-		if err == nil {
-			total = resp.Cost.Total()
-		}
-		ticket.Settle(total, total)
-	}
-	return resp, err
-}
-
-// errNilContext is the failure of a call made with a nil context: the caller's mistake.
-func errNilContext() *providers.Error {
-	return &providers.Error{Kind: providers.KindBadRequest, Message: providers.NilContext}
-}
-
-// failed completes the failure err of a call with options o: the call's own ID on a failure
-// raised before any provider was tried (a bad request, an option the client refused), as on
-// every other, and the deferral decision in deferred mode.
-func (c *Client) failed(o *callOptions, err error) error {
-	if o == nil {
-		return err
-	}
-	if o.requestID != "" {
-		var pe *providers.Error
-		if errors.As(err, &pe) && pe.ClientRequestID == "" {
-			pe.ClientRequestID = o.requestID
-		}
-	}
-	return c.deferred(o, err)
-}
-
-// begin starts a call with options o and plan pl: the context its providers see (carrying the
-// options' HTTP changes, if any) and its telemetry tracker (nil without telemetry).
-func (c *Client) begin(ctx context.Context, o *callOptions, pl plan, op Operation, stream bool, model string,
-	maxTokens int, temperature, topP *float64) (context.Context, CallTracker) {
-	if o.sendsExtras() {
-		ctx = &callExtras{Context: ctx, o: o}
-	}
-	if c.telemetry == nil {
-		return ctx, nil
-	}
-	return c.startCall(ctx, o, pl, op, stream, model, maxTokens, temperature, topP)
 }
 
 // withModel returns req asking for model: req itself when it already does, else a copy. A
@@ -234,14 +77,6 @@ func withModel(req *providers.ChatRequest, model string) *providers.ChatRequest 
 	r := *req
 	r.Model = model
 	return &r
-}
-
-// endCall reports the failure err of a call to its tracker, if any, and returns err.
-func endCall(tr CallTracker, err error) error {
-	if tr != nil {
-		tr.End(err)
-	}
-	return err
 }
 
 // classify completes the failure of one provider's try with what only the client knows: the
@@ -288,11 +123,6 @@ func classify(ctx context.Context, provider string, err error, info *resilience.
 		}
 	}
 	return pe
-}
-
-// canFallBack reports whether the next provider of the chain should be tried after err.
-func canFallBack(ctx context.Context, err *providers.Error) bool {
-	return ctx.Err() == nil && err.Kind.FallsBack()
 }
 
 // chainError returns the failure of a call whose chain found no answer: the one failure

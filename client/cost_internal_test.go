@@ -34,10 +34,10 @@ func TestCost_TheCallPathAllocatesNothingWithoutBudgets(t *testing.T) {
 		u := providers.Usage{InputTokens: 3, OutputTokens: 4}
 		var sink providers.Money
 		n := testing.AllocsPerRun(100, func() {
-			b := c.billOf(req)
-			w := walk{c: c, pl: pl, ask: askOf(req, false, 0), cur: cursor{chain: pl.chain}}
-			ticket, r, prior, err := c.admit(ctx, &w, req, nil, &b, false)
-			if err != nil || ticket != nil || r != req || len(w.pl.chain) != 1 || prior != nil {
+			op := operation{c: c, kind: OperationChat, chat: req, pl: pl, bill: c.billOf(req)}
+			err := c.admit(ctx, &op)
+			b, ticket, r, prior := op.bill, op.ticket, op.chat, op.prior
+			if err != nil || ticket != nil || r != req || len(op.pl.chain) != 1 || prior != nil {
 				t.Fatal("admit changed a call the client keeps no budgets for")
 			}
 			cc := c.servedCost("idle", "m", "", u, b, 10)

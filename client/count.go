@@ -169,12 +169,13 @@ func (p *priorCount) of(entry, model string) bool {
 	return p != nil && p.entry == entry && p.model == model
 }
 
-// countForBudgets counts req's prompt for the budgets that admit the call walked as w, with
-// options o: by the first provider of the chain that may serve it (pick.go), when it counts
+// countForBudgets counts req's prompt for the budgets that admit the call asking a along chain,
+// with options o: by the first provider of the chain that may serve it (pick.go), when it counts
 // before each call (its first deployment that may serve the call and counts, for the model it
 // would be asked for). It returns nil when that provider does not count (or none can serve the
 // call: the walk says why). A failed count is returned too, with its error in the report.
-func (c *Client) countForBudgets(ctx context.Context, w *walk, req *providers.ChatRequest, o *callOptions) *priorCount {
+func (c *Client) countForBudgets(ctx context.Context, a ask, chain []string, req *providers.ChatRequest, o *callOptions) *priorCount {
+	w := walk{c: c, ask: a, cur: cursor{chain: chain}}
 	first, ok := w.first()
 	if !ok {
 		return nil

@@ -100,7 +100,6 @@ func (w *walk) follow(v verb, to []string, a *attempt) bool {
 		}
 		cur.chain = append(slices.Clone(cur.chain[:pos+1]), to...)
 		cur.i, cur.e, cur.deps, cur.inOrder, cur.k = pos, a.e, nil, 0, 0
-		w.pl.chain = cur.chain // for a rescue of a stream that serves later
 	}
 	return true
 }
@@ -108,7 +107,7 @@ func (w *walk) follow(v verb, to []string, a *attempt) bool {
 // restartsGone reports whether the call starts over when its stored answer is gone: only when
 // it opted in (WithRestartIfGone) and continues from no stored state.
 func (w *walk) restartsGone() bool {
-	return w.o != nil && w.o.restartGone && !w.pinned
+	return w.op.o != nil && w.op.o.restartGone && !w.pinned
 }
 
 // firstTokenTimeout reports whether perr is a route's first-token limit running out.

@@ -44,8 +44,8 @@ type HedgeTracker interface {
 // WithoutHedge), else its policy's — except for a call that sends extra body fields, which may
 // act on the world and is hedged only when the caller says so, and a stream in buffer mode.
 func (w *walk) hedgeOf(d *deployment) resilience.Hedge {
-	o := w.o
-	if !w.hedgeable {
+	o := w.op.o
+	if !w.op.hedgeable {
 		return resilience.Hedge{}
 	}
 	if o != nil && o.hedge != nil {
@@ -54,11 +54,11 @@ func (w *walk) hedgeOf(d *deployment) resilience.Hedge {
 	if o != nil && o.fields != nil {
 		return resilience.Hedge{}
 	}
-	pol := w.pl.policyFor(d, o)
+	pol := w.op.pl.policyFor(d, o)
 	if pol == nil {
 		pol = d.pipeline.Policy()
 	}
-	if w.stream && (o != nil && o.rescue == resilience.RescueBuffer || (o == nil || o.rescue == "") && pol.Rescue() == resilience.RescueBuffer) {
+	if w.op.stream && (o != nil && o.rescue == resilience.RescueBuffer || (o == nil || o.rescue == "") && pol.Rescue() == resilience.RescueBuffer) {
 		// A buffered stream delivers nothing before its whole answer: its "first content"
 		// would be its last, and a hedge would race an answer that is well under way.
 		return resilience.Hedge{}
@@ -67,8 +67,8 @@ func (w *walk) hedgeOf(d *deployment) resilience.Hedge {
 }
 
 // raced is how one try of a hedged call ended.
-type raced[R any] struct {
-	resp R
+type raced struct {
+	resp any
 	info *resilience.CallInfo
 	err  error
 	n    int // the index of its route
@@ -81,10 +81,12 @@ type raced[R any] struct {
 // its route; the others are cancelled. A try that fails while another is out is recorded as
 // the walk's failure there; the failure it returns, when every try failed, is the last and is
 // not recorded yet (the walk records it, as an unhedged try's).
-func hedged[R any](w *walk, call tryFunc[R],
-	h resilience.Hedge, first attempt, t try) (R, *resilience.CallInfo, error, attempt) {
+func (w *walk) hedged(h resilience.Hedge, first attempt, t try) (any, *resilience.CallInfo, error, attempt) {
+	// The tries run on goroutines of their own, reading a copy of the call's operation: the
+	// operation of a call that is not hedged stays where its caller made it.
+	op := w.op
 	source := first.d.pipeline.Route(first.key)
-	results := make(chan raced[R], h.Max+1)
+	results := make(chan raced, h.Max+1)
 	routes := make([]attempt, 0, h.Max+1)
 	launch := func(r attempt, t try) {
 		ctx, cancel := context.WithCancelCause(w.ctx)
@@ -92,8 +94,8 @@ func hedged[R any](w *walk, call tryFunc[R],
 		n := len(routes)
 		routes = append(routes, r)
 		go func() {
-			resp, info, err := call(ctx, t)
-			results <- raced[R]{resp: resp, info: info, err: err, n: n}
+			resp, info, err := op.try(ctx, t)
+			results <- raced{resp: resp, info: info, err: err, n: n}
 		}()
 	}
 	launch(first, t)
@@ -120,7 +122,7 @@ func hedged[R any](w *walk, call tryFunc[R],
 				continue // nowhere to hedge to: the tries out go on alone
 			case !source.TryHedge():
 				w.acct.HedgesRefused++
-				if ht, ok := w.tr.(HedgeTracker); ok {
+				if ht, ok := w.op.tr.(HedgeTracker); ok {
 					ht.HedgeRefused(first.e.name)
 				}
 				continue
@@ -143,7 +145,7 @@ func hedged[R any](w *walk, call tryFunc[R],
 					r.d.hedgesWon.Add(1)
 				}
 				cancelLosers(w, routes, res.n, pending, results)
-				if k, ok := any(res.resp).(interface{ hold(func()) }); ok {
+				if k, ok := res.resp.(interface{ hold(func()) }); ok {
 					k.hold(func() { r.cancel(nil) }) // the stream's reads go on under its context
 				} else {
 					r.cancel(nil)
@@ -173,7 +175,7 @@ func hedged[R any](w *walk, call tryFunc[R],
 // reports each as lost, records on its route the time it had waited (a lower bound of its time
 // to first content: a hedge that wins often still teaches the route its tail), and leaves the
 // pending ends to a goroutine, which closes a try that succeeded meanwhile.
-func cancelLosers[R any](w *walk, routes []attempt, won, pending int, results <-chan raced[R]) {
+func cancelLosers(w *walk, routes []attempt, won, pending int, results <-chan raced) {
 	now := w.c.now()
 	for i := range routes {
 		r := &routes[i]
@@ -182,11 +184,11 @@ func cancelLosers[R any](w *walk, routes []attempt, won, pending int, results <-
 		}
 		r.cancel(errHedgeLost)
 		waited := now.Sub(r.start)
-		r.d.pipeline.Route(r.key).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.stream, Censored: true})
-		if w.tr != nil {
-			tr := tryResult(r.e, r.d, r.model, waited, nil, nil)
-			tr.Hedge, tr.Lost = r.hedge, true
-			w.tr.TryDone(tr)
+		r.d.pipeline.Route(r.key).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.op.stream, Censored: true})
+		if tr := w.op.tr; tr != nil {
+			res := tryResult(r.e, r.d, r.model, waited, nil, nil)
+			res.Hedge, res.Lost = r.hedge, true
+			tr.TryDone(res)
 		}
 	}
 	if pending == 0 {
@@ -195,7 +197,7 @@ func cancelLosers[R any](w *walk, routes []attempt, won, pending int, results <-
 	go func() {
 		for range pending {
 			if res := <-results; res.err == nil {
-				if c, ok := any(res.resp).(io.Closer); ok {
+				if c, ok := res.resp.(io.Closer); ok {
 					_ = c.Close()
 				}
 			}

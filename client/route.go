@@ -20,7 +20,7 @@ func (e *entry) order(w *walk, model string) []*deployment {
 // looks ahead while the walk's own order is in use.
 func (e *entry) orderIn(buf []*deployment, w *walk, model string) []*deployment {
 	order := append(buf, e.deps...)
-	sticky := w.pl.sticky
+	sticky := w.op.pl.sticky
 	if e.strategy == RouteLatency {
 		return e.routeLatency(order, sticky, model, w.need.Has(providers.CapStreaming), &moment{c: w.c})
 	}

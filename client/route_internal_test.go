@@ -77,7 +77,7 @@ func picks(e *entry, w *walk, n int) map[string]int {
 // little more (about 5 %); equal ones share evenly; the draws come from the client's source.
 func TestRouteLatency_WeighsByScoreWithAnExplorationShare(t *testing.T) {
 	e := routedEntry(t, RouteLatency, 3, rand.NewPCG(1, 2), 300*time.Millisecond, 100*time.Millisecond)
-	w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}}
+	w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}
 	const n = 20_000
 	got := picks(e, w, n)
 	if slow := float64(got["p/d0"]) / n; slow < 0.035 || slow > 0.06 {
@@ -97,7 +97,7 @@ func TestRouteLatency_WeighsByScoreWithAnExplorationShare(t *testing.T) {
 // counts as the best (explored), and when none has it the first-token time decides.
 func TestRouteLatency_MeasureFollowsTheCall(t *testing.T) {
 	e := routedEntry(t, RouteLatency, 2, rand.NewPCG(3, 4), 300*time.Millisecond, 100*time.Millisecond)
-	whole := &walk{c: &Client{}, ask: ask{need: providers.CapChat}}
+	whole := &walk{c: &Client{}, ask: ask{need: providers.CapChat}, op: operation{}}
 	// No time per token yet anywhere: the first-token times decide, as for a stream.
 	if got := picks(e, whole, 2000); got["p/d1"] < 1800 {
 		t.Fatalf("no per-token times: %v", got)
@@ -110,12 +110,12 @@ func TestRouteLatency_MeasureFollowsTheCall(t *testing.T) {
 	if got := picks(e, whole, 2000); got["p/d0"] < 1800 {
 		t.Fatalf("whole answers: %v", got)
 	}
-	if got := picks(e, &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}}, 2000); got["p/d1"] < 1800 {
+	if got := picks(e, &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}, 2000); got["p/d1"] < 1800 {
 		t.Fatalf("streams: %v", got)
 	}
 	// A third deployment with no sample is as promising as the best: it gets the best's share.
 	e = routedEntry(t, RouteLatency, 3, rand.NewPCG(5, 6), 300*time.Millisecond, 100*time.Millisecond, 0)
-	got := picks(e, &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}}, 4000)
+	got := picks(e, &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}, 4000)
 	if got["p/d1"] < 1600 || got["p/d2"] < 1600 {
 		t.Fatalf("an unmeasured deployment is not explored: %v", got)
 	}
@@ -125,7 +125,7 @@ func TestRouteLatency_MeasureFollowsTheCall(t *testing.T) {
 // comes last, whatever its speed.
 func TestRouteLatency_ErrorsBudgetsAndAvailability(t *testing.T) {
 	e := routedEntry(t, RouteLatency, 2, rand.NewPCG(7, 8), 100*time.Millisecond)
-	stream := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}}
+	stream := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}
 	for range 6 { // error rate 1 − 0.75⁶ ≈ 0.82: about five times its time
 		e.deps[0].pipeline.Route(routeModel).ObserveLatency(resilience.LatencySample{Failed: true})
 	}
@@ -151,7 +151,7 @@ func TestRouteLatency_ErrorsBudgetsAndAvailability(t *testing.T) {
 // moves — to the same second choice every time — when it does not.
 func TestRouteLatency_StickyKeyStaysWhileHealthy(t *testing.T) {
 	e := routedEntry(t, RouteLatency, 3, nil, 100*time.Millisecond)
-	w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, pl: plan{sticky: "user-42"}}
+	w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{pl: plan{sticky: "user-42"}}}
 	home := e.order(w, routeModel)
 	first, second := home[0], home[1]
 	if h := rendezvous("user-42", first.name); h < rendezvous("user-42", second.name) {
@@ -195,9 +195,9 @@ func TestRendezvous_IsFNV1aOfKeyAndName(t *testing.T) {
 // Routing by latency allocates nothing, sticky or not.
 func TestRouteLatency_AllocatesNothing(t *testing.T) {
 	e := routedEntry(t, RouteLatency, 3, nil, 300*time.Millisecond, 100*time.Millisecond)
-	for _, w := range []*walk{{c: &Client{}, ask: ask{need: providers.CapStreaming}}, {c: &Client{}, ask: ask{need: providers.CapChat}, pl: plan{sticky: "user-42"}}} {
+	for _, w := range []*walk{{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}, {c: &Client{}, ask: ask{need: providers.CapChat}, op: operation{pl: plan{sticky: "user-42"}}}} {
 		if n := testing.AllocsPerRun(1000, func() { _ = e.order(w, routeModel) }); n != 0 {
-			t.Fatalf("%v allocations (sticky %q)", n, w.pl.sticky)
+			t.Fatalf("%v allocations (sticky %q)", n, w.op.pl.sticky)
 		}
 	}
 }
@@ -226,7 +226,7 @@ func BenchmarkRoute(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				e := pacedEntry(b, tc.strategy, 3, rpm, nil, 300*time.Millisecond, 100*time.Millisecond, 120*time.Millisecond)
-				w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, pl: plan{sticky: tc.sticky}}
+				w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{pl: plan{sticky: tc.sticky}}}
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {

@@ -38,49 +38,27 @@ import (
 // An overload or a break inside a stream is reported to that provider's circuit breaker as
 // a failure, although the stream began with 200. Always Close the stream.
 func (c *Client) ChatStream(ctx context.Context, req *providers.ChatRequest, opts ...CallOption) (*Stream, error) {
-	o := collect(opts)
-	st, err := c.chatStream(ctx, req, o)
+	op := operation{kind: OperationChat, stream: true, chat: req, o: collect(opts)}
+	s, err := c.call(ctx, &op)
 	if err != nil {
-		return nil, c.failed(o, err)
+		return nil, c.failed(op.o, err)
 	}
-	return st, nil
+	return s.(*Stream), nil
 }
 
-func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *callOptions) (*Stream, error) {
-	if ctx == nil {
-		return nil, errNilContext()
-	}
-	if err := req.Validate(); err != nil {
-		return nil, err
-	}
-	pl, err := c.planFor(o)
-	if err != nil {
-		return nil, err
-	}
-	// The whole-call deadline bounds the stream until ChatStream returns (its first content,
-	// or in buffer mode the whole answer), not the answer that then streams: cutting a healthy
-	// answer at an arbitrary point would turn it into a truncated one that no rescue can save,
-	// and the idle limit and ctx bound the rest.
-	ctx, dl := c.withDeadline(ctx, c.callTimeout(o, pl))
-	b := c.billOf(req)
-	w := c.newWalk(ctx, nil, pl, askOf(req, true, EstimateTokens(req))).bounded(dl).hedging(o, true).starting(req.Background).billing(b)
-	ticket, req, prior, err := c.admit(ctx, w, req, o, &b, true)
-	ctx, tr := c.begin(ctx, o, w.pl, OperationChat, true, req.Model, req.MaxTokens, req.Temperature, req.TopP)
-	reportCount(tr, prior)
+// handOver ends the prologue of a stream's call, whose walk ended with resp or err, the
+// attempts it abandoned having cost acct.Cost: the stream is handed to the caller, its
+// whole-call deadline no longer applying — cutting a healthy answer at an arbitrary point would
+// turn it into a truncated one that no rescue can save, and the idle limit and the caller's
+// context bound the rest — or the call ends, its budgets settled.
+func (op *operation) handOver(resp any, err error, acct *Accounting) (any, error) {
+	dl := op.dl
 	if err != nil {
 		dl.release()
-		return nil, endCall(tr, err)
-	}
-	w.ctx, w.tr, w.bill = ctx, tr, b
-	w.ticket, w.prior = ticket, prior
-	s, err := c.streamWalk(w, req, o)
-	if err != nil {
-		dl.release()
-		if ticket != nil {
-			c.settle(ticket, w.acct.Cost, "", "", providers.Usage{}, b)
-		}
+		op.settle(nil, err, acct)
 		return nil, err
 	}
+	s := resp.(*Stream)
 	if !dl.detach() {
 		// The deadline ran out as the stream was handed over: its context is ended, so the
 		// call is the deadline's, as it would have been a moment earlier.
@@ -93,42 +71,33 @@ func (c *Client) chatStream(ctx context.Context, req *providers.ChatRequest, o *
 	return s, nil
 }
 
-// streamWalk walks w's chain for a stream of req; a rescue walks the rest of it.
-func (c *Client) streamWalk(w *walk, req *providers.ChatRequest, o *callOptions) (*Stream, error) {
-	return walkChain(w,
-		func(ctx context.Context, t try) (*Stream, *resilience.CallInfo, error) {
-			return c.streamTry(ctx, t, w, req, o)
-		},
-		func() tryFunc[*Stream] {
-			return func(ctx context.Context, t try) (*Stream, *resilience.CallInfo, error) {
-				return c.streamTry(ctx, t, w, req, o)
-			}
-		},
-		func(s *Stream, _ *deployment, model string, res *TryResult, acct Accounting) bool {
-			s.model, s.acct, s.c, s.bill, s.ticket = model, acct, c, w.bill, w.ticket
-			if s.restarts {
-				// The walk as it stands (the routes tried), for the rest of the chain; a copy, so
-				// that a call without rescue keeps its walk on the stack. Taken here, on the
-				// walk's goroutine: a hedged try runs on its own.
-				s.rescue = &rescuer{c: c, w: *w, req: req, o: o}
-			}
-			if res == nil {
-				return false
-			}
-			res.TimeToFirstChunk = res.Duration
-			s.tel = &streamTelemetry{tracker: w.tr, result: *res, start: time.Now().Add(-res.Duration)}
-			return true // the stream reports its end when it ends
-		})
+// serveStream completes the stream s that attempt at served (res: its telemetry, nil
+// without), the walk w having got there, and reports whether the call goes on (it does, and
+// reports its own end, when it has telemetry).
+func (op *operation) serveStream(w *walk, s *Stream, at *attempt, res *TryResult) bool {
+	s.model, s.acct, s.c, s.bill, s.ticket = at.key, w.acct, op.c, op.bill, op.ticket
+	if s.restarts {
+		// The walk as it stands (the routes tried) and the call's operation, for the rest of
+		// the chain: a copy, so that a call without rescue keeps them where they were made.
+		// Taken here, on the walk's goroutine: a hedged try runs on its own.
+		s.rescue = &rescuer{w: *w}
+	}
+	if res == nil {
+		return false
+	}
+	res.TimeToFirstChunk = res.Duration
+	s.tel = &streamTelemetry{tracker: op.tr, result: *res, start: time.Now().Add(-res.Duration)}
+	return true // the stream reports its end when it ends
 }
 
-// streamTry makes the try t of w, a stream of req with options o: it returns once the first
-// content arrived (or, in buffer mode, the whole answer).
-func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.ChatRequest, o *callOptions) (*Stream, *resilience.CallInfo, error) {
-	d := t.d
+// streamTry makes the try t of the stream op: it returns once the first content arrived (or,
+// in buffer mode, the whole answer).
+func (op *operation) streamTry(ctx context.Context, t try) (*Stream, *resilience.CallInfo, error) {
+	d, req, o := t.d, op.chat, op.o
 	r := withModel(req, t.model)
-	tokens := d.preflight(ctx, t.key, r, w.tokens, w.prior, w.tr)
+	tokens := d.preflight(ctx, t.key, r, op.tokens, op.prior, op.tr)
 	s := &Stream{ctx: ctx, provider: d.name, served: d.owner, route: t.route}
-	pol := w.pl.policyFor(d, o)
+	pol := op.pl.policyFor(d, o)
 	t.setUp(&s.call, ctx, true, pol, o, tokens) // the stream reports in-stream failures to the breaker
 	s.pipe = d.pipeline.Route(t.key)
 	if pol == nil {
@@ -159,7 +128,7 @@ func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.C
 		s.text = new(strings.Builder) // a third-party stream: keep the text here
 	}
 	s.pending = s.first[:0]
-	if perr := s.awaitContent(w.c.clock, limit, mode == resilience.RescueBuffer); perr != nil {
+	if perr := s.awaitContent(op.c.clock, limit, mode == resilience.RescueBuffer); perr != nil {
 		return nil, &s.call.Info, perr
 	}
 	s.restarts = mode == resilience.RescueRestart
@@ -169,12 +138,10 @@ func (c *Client) streamTry(ctx context.Context, t try, w *walk, req *providers.C
 	return s, &s.call.Info, nil
 }
 
-// rescuer restarts a stream that failed after content on the rest of its chain.
+// rescuer restarts a stream that failed after content on the rest of its chain: the walk as
+// it stood when the stream served (the call's operation with it).
 type rescuer struct {
-	c   *Client
-	w   walk
-	req *providers.ChatRequest
-	o   *callOptions
+	w walk
 }
 
 // Stream is a streamed answer. Read it with Recv or range over Deltas. It is not safe for
@@ -449,12 +416,13 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 	}
 	s.tel.tryDone(perr, providers.Delta{}, false, s.charged()) // the call goes on: the rescue ends it
 	_ = s.inner.Close()
-	n, err := r.c.streamWalk(w, r.req, r.o)
+	resp, err := w.run()
 	if err != nil {
 		// The walk ended the call's telemetry with its error; the budgets hear of every try.
-		r.c.settle(s.ticket, w.acct.Cost, "", "", providers.Usage{}, s.bill)
+		w.c.settle(s.ticket, w.acct.Cost, "", "", providers.Usage{}, s.bill)
 		return nil
 	}
+	n := resp.(*Stream)
 	s.mu.Lock()
 	s.next = n
 	closed := s.closed.Load()

@@ -5,29 +5,31 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
 
-// walk is one call's way along its chain of routes — each deployment of each provider of the
-// plan's chain, for the model the provider is asked for — and what it learnt on the way.
+// The walk: one call's way along its chain of routes, in three stages a step — pick the next
+// route that may serve the call (pick.go), make the attempt there, alone or raced against its
+// hedges (attempt.go, hedge.go), and decide after a failure whether and where the call goes on
+// (decide.go) — and what it learnt on the way: the routes it tried, its failures, what they
+// cost.
+
+// walk is one call's way along its chain, and what it learnt on the way.
 type walk struct {
-	c      *Client
-	ctx    context.Context
-	tr     CallTracker
-	o      *callOptions // nil for none
-	stream bool         // a ChatStream
-	// hedgeable: a chat call, which may be hedged (embeddings are not).
-	hedgeable bool
-	pl        plan
+	c   *Client
+	ctx context.Context // the context the call's providers see
+	// op is the call: what it asks, what its tries read (a copy of the operation as its
+	// prologue left it, so that the walk, which a stream's rescue copies, holds no pointer to
+	// where its caller made it).
+	op operation
 	// ask is what the call asks of the routes (pick.go), cur where the walk stands on its
 	// chain.
 	ask
 	cur cursor
 	// tried holds the routes tried so far, which a rescue does not try again (the first
 	// ntried, then triedMore: a call that does not fail allocates nothing for it); retried
-	// those asked a second time after a first-token timeout.
+	// those asked again after a failure that called for it (decide).
 	tried     [4]*deployment
 	ntried    int
 	triedMore []*deployment
@@ -45,24 +47,10 @@ type walk struct {
 	failures []*providers.Error
 	skipped  []string
 	acct     Accounting
-	// dl is the call's whole-call deadline, nil for none (see deadline.go).
-	dl *callDeadline
-	// bill is what prices the tries whose usage no server reported (see abandonedCost);
-	// ticket is what the call holds in the client's budgets, nil when none.
-	bill   bill
-	ticket *cost.Ticket
-	// prior is the count of the prompt made for the call's budgets, nil when none was made
-	// (see countForBudgets).
-	prior *priorCount
 	// leaving is the route the call failed on last and goes on from: the next route it is
 	// sent to counts a failover of it (DeploymentInfo.Failovers).
 	leaving *deployment
 }
-
-// tryFunc makes one try of a call on one route (see try). walkChain runs it on the walk's
-// goroutine; a hedged call runs its tries on goroutines of their own, with the tryFunc its
-// maker returns, so that a call that is not hedged never allocates one on the heap.
-type tryFunc[R any] func(ctx context.Context, t try) (R, *resilience.CallInfo, error)
 
 // Accounting is what a call cost beyond the answer it returns: the HTTP attempts that failed
 // before the one that served (retries of the serving route included), and the usage the
@@ -84,63 +72,25 @@ type Accounting struct {
 	Cost providers.CallCost
 }
 
-// newWalk starts the walk of a call made with ctx (the context its providers see) along pl,
-// asking a of its routes.
-func (c *Client) newWalk(ctx context.Context, tr CallTracker, pl plan, a ask) *walk {
-	return &walk{c: c, ctx: ctx, tr: tr, pl: pl, ask: a, cur: cursor{chain: pl.chain}}
-}
-
-// billing gives w what prices the tries whose usage no server reported.
-func (w *walk) billing(b bill) *walk {
-	w.bill = b
-	return w
-}
-
-// bounded makes w the walk of a call under the whole-call deadline dl (nil: none).
-func (w *walk) bounded(dl *callDeadline) *walk {
-	w.dl = dl
-	return w
-}
-
-// hedging makes w, a chat call's walk with options o, one that may be hedged (see hedgeOf).
-func (w *walk) hedging(o *callOptions, stream bool) *walk {
-	w.o, w.stream, w.hedgeable = o, stream, true
-	return w
-}
-
-// starting makes w, when background is set, the walk of a call that starts work its provider
-// keeps (ChatRequest.Background): never hedged, since a hedge would start that work twice.
-func (w *walk) starting(background bool) *walk {
-	if background {
-		w.hedgeable = false
-	}
-	return w
-}
-
-// walkChain asks the routes of w's chain in order until one answers or a failure must not go
-// on: the providers of the chain, each for its own model, and within a provider of several
-// deployments the deployments in the order its strategy routes them (pick.go). A failure that
-// falls back (ErrorKind.FallsBack) moves to the next route; one the client's FallbackOn names
-// moves to the providers it lists; a prompt too long moves to the routes that declare a larger
-// context window; anything else stops the call. call makes one try; served completes an answer
-// (res is nil without telemetry) and returns true when the call goes on after walkChain returns
-// (a stream), which then reports its own end.
-func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
-	served func(resp R, d *deployment, model string, res *TryResult, acct Accounting) (open bool)) (R, error) {
-	var zero R
-	c, ctx, tr := w.c, w.ctx, w.tr
+// run walks the chain until a route answers or a failure must not go on: it picks the next
+// route that may serve the call, makes the attempt there, and after a failure decides whether
+// and where the call goes on. It returns the answer (the operation's serve completed it), or
+// the call's failure, having ended the call's telemetry unless the answer is a stream (which
+// reports its own end).
+func (w *walk) run() (any, error) {
+	op := &w.op
 	if err := w.preflight(); err != nil {
-		return zero, endCall(tr, err)
+		return nil, endCall(op.tr, err)
 	}
 	for {
 		r, ok := w.pick()
 		if !ok {
-			break
+			return nil, endCall(op.tr, w.exhausted())
 		}
-		if w.dl != nil && len(w.failures) > 0 && w.dl.expired() {
+		if op.dl != nil && len(w.failures) > 0 && op.dl.expired() {
 			// The call's deadline passed since the last failure: no route is started that
 			// could not answer in time.
-			return zero, endCall(tr, w.outcome(true))
+			return nil, endCall(op.tr, w.outcome(true))
 		}
 		w.markTried(r.d)
 		if w.leaving != nil && w.leaving != r.d {
@@ -148,42 +98,22 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 		}
 		w.leaving = nil
 		wait := w.waitFor()
-		if w.pinned {
-			wait = 0 // no other route holds the stored answer: waiting here is the only way
-		}
 		t := try{route: r, maxWait: wait, elsewhere: wait != 0}
-		// at is the attempt whose try ended: this one, or with hedging the one that served (or
-		// failed last).
-		at := attempt{route: r, start: c.now()}
+		// at is the attempt whose try ended: this one, or with hedging the one that served
+		// (or failed last).
+		at := attempt{route: r, start: w.c.now()}
 		var (
-			resp R
+			resp any
 			info *resilience.CallInfo
 			err  error
 		)
-		if h := w.hedgeOf(r.d); h.After > 0 && async != nil {
-			resp, info, err, at = hedged(w, async(), h, at, t)
+		if h := w.hedgeOf(r.d); h.After > 0 {
+			resp, info, err, at = w.hedged(h, at, t)
 		} else {
-			resp, info, err = call(ctx, t)
+			resp, info, err = op.try(w.ctx, t)
 		}
 		if err == nil {
-			took := w.observe(at.d, at.key, at.start, resp, nil)
-			if at.d.outs.Load() != 0 {
-				at.d.outs.Store(0) // back in service: the next take-out starts from the first break
-			}
-			if info != nil {
-				w.acct.FailedAttempts += max(info.Attempts-1, 0)
-			}
-			if tr == nil {
-				served(resp, at.d, at.key, nil, w.acct)
-				return resp, nil
-			}
-			res := tryResult(at.e, at.d, at.model, took, info, nil)
-			res.Hedge = at.hedge
-			if !served(resp, at.d, at.key, &res, w.acct) {
-				tr.TryDone(res)
-				tr.End(nil)
-			}
-			return resp, nil
+			return w.served(resp, &at, info), nil
 		}
 		perr, took, spent := w.lost(&at, resp, info, err)
 		v, to := w.decide(perr, &at)
@@ -194,12 +124,41 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 		}
 		w.report(&at, took, info, perr, spent, nextName)
 		if !next {
-			return zero, endCall(tr, w.outcome(true))
+			return nil, endCall(op.tr, w.outcome(true))
 		}
 	}
+}
+
+// served completes the answer resp of attempt at, whose try ended with info, and reports the
+// try and, unless the answer is a stream, the call to the telemetry.
+func (w *walk) served(resp any, at *attempt, info *resilience.CallInfo) any {
+	op := &w.op
+	took := w.observe(at.d, at.key, at.start, resp, nil)
+	if at.d.outs.Load() != 0 {
+		at.d.outs.Store(0) // back in service: the next take-out starts from the first break
+	}
+	if info != nil {
+		w.acct.FailedAttempts += max(info.Attempts-1, 0)
+	}
+	if op.tr == nil {
+		op.serve(w, resp, at, nil)
+		return resp
+	}
+	res := tryResult(at.e, at.d, at.model, took, info, nil)
+	res.Hedge = at.hedge
+	if !op.serve(w, resp, at, &res) {
+		op.tr.TryDone(res)
+		op.tr.End(nil)
+	}
+	return resp
+}
+
+// exhausted is the failure of a walk whose chain has no route left: the request's fault when
+// no route could serve it at all, else what the routes tried failed with.
+func (w *walk) exhausted() error {
 	if len(w.failures) == 0 {
-		return zero, endCall(tr, &providers.Error{Kind: providers.KindBadRequest,
-			Message: "no provider of the chain can serve this call: " + strings.Join(w.skipped, ", ")})
+		return &providers.Error{Kind: providers.KindBadRequest,
+			Message: "no provider of the chain can serve this call: " + strings.Join(w.skipped, ", ")}
 	}
 	if w.pinSkips > 0 && len(w.failures) == 1 {
 		// One failure is the call's error as it is: say why the chain did not go on.
@@ -207,7 +166,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 		f.Message += "; not sent elsewhere: the call continues from " + w.pin.What +
 			", which only " + f.Provider + " holds"
 	}
-	return zero, endCall(tr, w.outcome(false))
+	return w.outcome(false)
 }
 
 // failed records the failure err of the try of deployment d of provider e.
