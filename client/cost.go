@@ -238,10 +238,10 @@ func (s *Stream) charge(u *providers.Usage, perr *providers.Error) providers.Cal
 	case perr != nil:
 		cc = s.c.abandonedCost(s.served, s.model, perr, s.bill)
 	case u != nil:
-		cc = s.c.servedCost(s.served, s.model, "", *u, s.bill, delivered)
+		cc = s.c.servedCost(s.served, s.model, s.servedModel, *u, s.bill, delivered)
 		s.usage = *u
 	default:
-		cc = s.c.servedCost(s.served, s.model, "", providers.Usage{}, s.bill, delivered)
+		cc = s.c.servedCost(s.served, s.model, s.servedModel, providers.Usage{}, s.bill, delivered)
 	}
 	s.billed, s.tryCost = true, cc
 	s.cost = s.acct.Cost.Add(cc)

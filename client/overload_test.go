@@ -117,6 +117,16 @@ func loadTransport(tb testing.TB) *http.Transport {
 // classes or without; in the scenario "flood", the concurrency scenario where three calls in
 // five are interactive, so the interactive calls alone are more than the fake can serve.
 func runPriorityLoad(tb testing.TB, scenario string, classes bool, d time.Duration) priorityResult {
+	return runPriorityLoadScaled(tb, scenario, classes, d, 1)
+}
+
+// runPriorityLoadScaled is runPriorityLoad with the concurrency scenario's time stretched slow
+// times — the fake's service time, the backoff and the arrivals — so that the same overload
+// (twice what the fake can take) costs the machine slow times less work a second. A test runs
+// at 4: at 1 — 400 calls a second through the race detector — a machine whose cores another
+// test run keeps busy served fewer calls than the interactive ones alone, and shed some of
+// them rightly.
+func runPriorityLoadScaled(tb testing.TB, scenario string, classes bool, d time.Duration, slow int) priorityResult {
 	interactiveEvery := func(i int) bool { return i%5 == 0 }
 	if scenario == "flood" {
 		scenario = "concurrency"
@@ -127,7 +137,7 @@ func runPriorityLoad(tb testing.TB, scenario string, classes bool, d time.Durati
 	// The fake counts a call out when its handler returns, a moment after the client has read
 	// the answer and freed the slot: a call sent at once may meet the fake still full. One
 	// quick retry covers that race (the fake's refusals are counted all the same).
-	o.RetryCount, o.RetryBaseDelaySeconds = 1, 0.05
+	o.RetryCount, o.RetryBaseDelaySeconds = 1, 0.05*float64(slow)
 	var (
 		s        *mocks.Server
 		rate     float64 // arrivals per second of wall time
@@ -136,10 +146,10 @@ func runPriorityLoad(tb testing.TB, scenario string, classes bool, d time.Durati
 	switch scenario {
 	case "concurrency":
 		s = mocks.NewServer(mocks.WithConcurrencyLimit(mocks.ConcurrencyLimit{Max: 10}),
-			mocks.WithScript(mocks.OK().WithDelay(50*time.Millisecond).Always()), mocks.WithReply("ok"))
+			mocks.WithScript(mocks.OK().WithDelay(time.Duration(slow)*50*time.Millisecond).Always()), mocks.WithReply("ok"))
 		o.BulkheadMaxConcurrency, o.BulkheadMaxQueue = 10, 20
 		o.PaceFromHeaders = false
-		rate = 400
+		rate = 400 / float64(slow)
 	case "rate":
 		clock := backend.NewScaledClock(60)
 		clockOpt = client.WithClock(clock)
@@ -148,7 +158,7 @@ func runPriorityLoad(tb testing.TB, scenario string, classes bool, d time.Durati
 		o.BulkheadMaxConcurrency, o.BulkheadMaxQueue = 200, 1000
 		o.PaceRequestsPerMinute = 120
 		o.TimeoutSeconds, o.StreamIdleTimeoutSeconds, o.RetryMaxDelaySeconds = 600, 600, 60
-		rate = 240
+		rate = 240 // pacing, not the fake's time, limits it: not stretched
 	}
 	defer s.Close()
 	opts := []client.Option{client.WithProvider("openai", o, func(hc *http.Client) (providers.Provider, error) {
@@ -233,10 +243,10 @@ func runPriorityLoad(tb testing.TB, scenario string, classes bool, d time.Durati
 // busy: the test checks what cannot depend on timing; BenchmarkPriority measures the rest.
 func TestPriority_InteractiveCallsAreServedWhileBatchAbsorbsTheOverload(t *testing.T) {
 	if testing.Short() {
-		t.Skip("runs for four seconds")
+		t.Skip("runs for six seconds")
 	}
 	for _, scenario := range []string{"concurrency", "rate"} {
-		r := runPriorityLoad(t, scenario, true, 2*time.Second)
+		r := runPriorityLoadScaled(t, scenario, true, 3*time.Second, 4)
 		t.Logf("%s:\n%v", scenario, r)
 		if i := r.interactive; i.served != i.sent || i.sent == 0 {
 			t.Errorf("%s: interactive %v, want every call served", scenario, &i)

@@ -156,14 +156,26 @@ type Stream struct {
 	inner    providers.Stream
 	pending  []providers.Delta  // received while waiting for the first content
 	first    [1]providers.Delta // pending's room for the usual case: the first content alone
-	text     *strings.Builder   // the text delivered, when inner is no providers.TextKeeper
-	err      error              // sticky
+	// run is what the last delta a buffered stream holds is a piece of (see buffer), and
+	// runText the pieces merged into it so far (of the tool call runIndex).
+	run      piece
+	runIndex int
+	runText  strings.Builder
+	text     *strings.Builder // the text delivered, when inner is no providers.TextKeeper
+	err      error            // sticky
 	done     bool
 	closed   atomic.Bool
 	tel      *streamTelemetry // nil without telemetry
 	rl       *providers.RateLimit
 	pipe     *resilience.Pipeline // settles the token estimate when the usage arrives
 	acct     Accounting
+
+	// servedModel is the model that served as the server named it (the Done delta's Model),
+	// "" until the Done delta, or when the server named none.
+	servedModel string
+	// kept is the size of the answer so far when its text is kept here (text is not nil),
+	// bounded by maxKeptAnswer.
+	kept int64
 
 	// c prices the stream's try with bill (see charge), once: billed is set, and cost holds
 	// the call's cost (acct's and the try's), under mu.
@@ -243,7 +255,7 @@ func (t *streamTelemetry) tryDone(perr *providers.Error, last providers.Delta, c
 	r := t.result
 	r.Duration = time.Since(t.start)
 	r.Err, r.Closed, r.Cost = perr, closed, cc
-	r.FinishReason, r.Usage = last.FinishReason, last.Usage
+	r.FinishReason, r.Usage, r.ResponseModel = last.FinishReason, last.Usage, last.Model
 	t.tracker.TryDone(r)
 	return true
 }
@@ -255,10 +267,20 @@ func (s *Stream) Provider() string { return s.current().served }
 // provider's name for a provider of one.
 func (s *Stream) Deployment() string { return s.current().provider }
 
-// Model returns the model the serving provider was asked for (after the client's model
-// mapping for a fallback, or the provider's own default when the call named none); "" when
-// nobody named one.
-func (s *Stream) Model() string { return s.current().model }
+// Model returns the model that serves the stream, as ChatResponse.Model does for a whole
+// answer: once the stream has delivered its Done delta, the model that served as the server
+// named it (providers.Delta.Model); before that, or when the server named none, the model the
+// serving provider was asked for (after the client's model mapping for a fallback, or the
+// provider's own default when the call named none); "" when nobody named one.
+func (s *Stream) Model() string { return s.current().modelNamed() }
+
+// modelNamed is Model for s itself.
+func (s *Stream) modelNamed() string {
+	if s.servedModel != "" {
+		return s.servedModel
+	}
+	return s.model
+}
 
 // Text returns the text received so far (after a restart, of the answer that replaced the
 // first).
@@ -294,6 +316,9 @@ func (s *Stream) awaitContent(clock resilience.Clock, limit time.Duration, whole
 	content := false
 	for {
 		d, err := s.inner.Recv()
+		if err == nil && s.text != nil {
+			err = s.keep(&d)
+		}
 		if err == nil && d.RateLimit != nil {
 			s.rl = d.RateLimit // known as soon as ChatStream returns
 		}
@@ -311,7 +336,11 @@ func (s *Stream) awaitContent(clock resilience.Clock, limit time.Duration, whole
 			timer = nil
 		}
 		if err == nil && (!content || (whole && !d.Done)) {
-			s.pending = append(s.pending, d)
+			if whole {
+				s.buffer(d)
+			} else {
+				s.pending = append(s.pending, d)
+			}
 			continue
 		}
 		if err != nil {
@@ -329,12 +358,83 @@ func (s *Stream) awaitContent(clock resilience.Clock, limit time.Duration, whole
 			_ = s.Close()
 			return perr
 		}
+		s.endRun()
 		s.pending = append(s.pending, d)
 		return nil
 	}
 }
 
 var errFirstContent = errors.New("first content arrived after the limit")
+
+// A buffered stream (StreamRescue "buffer") holds its whole answer before it delivers any of
+// it. It holds it as a few deltas, not as the server sent it: a delta that is only a piece of
+// text, of reasoning or of one tool call's arguments is merged into the one before it when that
+// is a piece of the same, so that an answer sent in a million tiny pieces takes the memory of
+// its text (which Limits.MaxResponseBytes bounds), not a million deltas.
+
+// piece is what a delta that is only a fragment carries.
+type piece uint8
+
+// The pieces.
+const (
+	noPiece        piece = iota // the delta carries more than one fragment, or something else
+	textPiece                   // Text alone
+	reasoningPiece              // Reasoning alone
+	argsPiece                   // one tool call's Arguments alone (no ID, no name)
+)
+
+// pieceOf returns what delta d is a piece of, the piece itself, and the tool call's index.
+func pieceOf(d *providers.Delta) (piece, string, int) {
+	if d.Restart || d.Done || d.FinishReason != "" || d.RateLimit != nil || d.Model != "" || d.Usage != (providers.Usage{}) ||
+		d.Thinking != nil || d.ProviderBlocks != nil || d.Stored != nil || d.Compaction != nil || d.Conversation != nil {
+		return noPiece, "", 0
+	}
+	switch {
+	case d.Text != "" && d.Reasoning == "" && len(d.ToolCalls) == 0:
+		return textPiece, d.Text, 0
+	case d.Reasoning != "" && d.Text == "" && len(d.ToolCalls) == 0:
+		return reasoningPiece, d.Reasoning, 0
+	case len(d.ToolCalls) == 1 && d.Text == "" && d.Reasoning == "" && d.ToolCalls[0].ID == "" && d.ToolCalls[0].Name == "":
+		return argsPiece, d.ToolCalls[0].Arguments, d.ToolCalls[0].Index
+	}
+	return noPiece, "", 0
+}
+
+// buffer appends d to the answer a buffered stream holds, merging it into the last delta held
+// when both are pieces of the same.
+func (s *Stream) buffer(d providers.Delta) {
+	p, text, index := pieceOf(&d)
+	if p != noPiece && p == s.run && (p != argsPiece || index == s.runIndex) {
+		s.runText.WriteString(text)
+		return
+	}
+	s.endRun()
+	if p == argsPiece {
+		d.ToolCalls = slices.Clone(d.ToolCalls) // the merged arguments are written into it
+	}
+	s.pending = append(s.pending, d)
+	if p != noPiece {
+		s.run, s.runIndex = p, index
+		s.runText.WriteString(text)
+	}
+}
+
+// endRun writes the pieces merged since the last delta held into it.
+func (s *Stream) endRun() {
+	if s.run == noPiece {
+		return
+	}
+	d := &s.pending[len(s.pending)-1]
+	switch s.run {
+	case textPiece:
+		d.Text = s.runText.String()
+	case reasoningPiece:
+		d.Reasoning = s.runText.String()
+	case argsPiece:
+		d.ToolCalls[0].Arguments = s.runText.String()
+	}
+	s.run, s.runText = noPiece, strings.Builder{}
+}
 
 // Recv returns the next delta. After the delta with Done set it returns io.EOF. Any failure
 // is a *providers.Error (KindStreamTruncated when the stream ended without its terminal
@@ -358,6 +458,9 @@ func (s *Stream) Recv() (providers.Delta, error) {
 		return providers.Delta{}, io.EOF
 	}
 	d, err := s.inner.Recv()
+	if err == nil && s.text != nil {
+		err = s.keep(&d)
+	}
 	if err != nil {
 		if err == io.EOF {
 			err = &providers.Error{Provider: s.provider, Kind: providers.KindStreamTruncated,
@@ -437,7 +540,14 @@ func (s *Stream) accept(d providers.Delta) {
 	if d.RateLimit != nil {
 		s.rl = d.RateLimit
 	}
-	if s.text != nil {
+	if s.text != nil && d.Text != "" {
+		if need := s.text.Len() + len(d.Text); need > s.text.Cap() {
+			// Doubling, but never past the bound: a builder left to itself doubles past it.
+			b := new(strings.Builder)
+			b.Grow(max(min(2*s.text.Cap(), maxKeptAnswer), need))
+			b.WriteString(s.text.String())
+			s.text = b
+		}
 		s.text.WriteString(d.Text)
 	}
 	if d.Text != "" {
@@ -445,10 +555,37 @@ func (s *Stream) accept(d providers.Delta) {
 	}
 	if d.Done {
 		s.done = true
+		if d.Model != "" {
+			s.servedModel = d.Model
+		}
+		d.Model = s.modelNamed() // for telemetry: the model that served, as Chat reports it
 		s.pipe.SettleTokens(s.call.Info.TokensDebited, d.Usage.Total())
 		s.tel.end(nil, d, false, s.charge(&d.Usage, nil))
 		s.settle()
 	}
+}
+
+// maxKeptAnswer bounds the answer of a stream whose provider keeps no text of its own (no
+// providers.TextKeeper), whose text the client keeps: the default of Limits.MaxResponseBytes,
+// which bounds the streams of this module's providers unless configured otherwise. A provider
+// with another bound keeps its text itself.
+const maxKeptAnswer = providers.DefaultMaxResponseBytes
+
+// keep counts delta d of a provider that keeps no text against maxKeptAnswer, as this module's
+// providers count theirs: its text, reasoning and tool calls. Past it the stream fails,
+// KindUnavailable wrapping a *providers.LimitError, with the text kept so far.
+func (s *Stream) keep(d *providers.Delta) error {
+	n := len(d.Text) + len(d.Reasoning)
+	for _, tc := range d.ToolCalls {
+		n += len(tc.ID) + len(tc.Name) + len(tc.Arguments)
+	}
+	if s.kept+int64(n) > maxKeptAnswer {
+		return &providers.Error{Provider: s.provider, Kind: providers.KindUnavailable,
+			Message: "the streamed answer exceeds the client's bound on the text it keeps for a provider that keeps none",
+			Err:     &providers.LimitError{Limit: "MaxResponseBytes", Max: maxKeptAnswer}}
+	}
+	s.kept += int64(n)
+	return nil
 }
 
 // fail classifies err, records it as the stream's sticky error, and reports failures that

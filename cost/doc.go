@@ -35,7 +35,16 @@
 // leases slices of the room (sixteen calls' estimates, at most a sixteenth of the limit) and
 // spends them without a round trip, refilling in the background; the fleet spends at most the
 // limit plus what the calls in flight cost beyond their estimates, one call per instance when
-// each has one call in flight. Values read back from the store are bounded and, when they are
-// not sane, taken as "no room left"; a store that cannot be reached fails open (calls counted
-// locally and told to it later) or closed (LedgerOptions.FailClosed).
+// each has one call in flight. Once the store has no room left for an account, an instance
+// refuses the account's calls its lease cannot cover without asking the store again, for
+// FleetRecheck (5 s) or until the window ends: a tenant over its budget calling in a loop costs
+// the store one request per instance every 5 s, not one per call.
+//
+// Values read back from the store are bounded, and every request carries what its instance
+// knows the window's totals to be at least — those of its last answer. A store keeps its
+// totals at or above them, and rebuilds from them a total that is garbage, a key of another
+// type, or a window lost before its end: the damage refuses no call, and the fleet may be
+// granted again only what was granted since the rebuilding instance last heard, until a
+// better-informed instance asks (see SpendStore). A store that cannot be reached fails open
+// (calls counted locally and told to it later) or closed (LedgerOptions.FailClosed).
 package cost

@@ -17,15 +17,39 @@ import (
 // background before it does.
 //
 // The store keeps, per budget, key and window, what it granted and what the instances said
-// they spent. It trusts nothing it reads back: values that are not whole numbers of 0 or more
-// within its bounds are repaired — granted to the ceiling (no room left in the window: the safe
-// side for money), spent to what was granted.
+// they spent. Both only grow within a window, and every instance knows lower bounds of both —
+// the totals of the last answer it had — which it sends with each request as floors
+// (SpendRequest.FloorGranted, FloorSpent). A store keeps its totals at or above the floors of
+// every request, which changes nothing while it is sound: its totals are never below what an
+// instance heard. It trusts nothing it reads back: a total that is not a whole number from 0
+// to its bound (the ceiling for what was granted, MaxStoredMoney for what was spent), a key of
+// another type, and a window lost before its end (evicted, flushed) are rebuilt from the
+// request's floors. A rebuilt window is never above the truth, so the damage refuses no call;
+// it is below it by what was granted since the rebuilding instance last heard, and each later
+// request brings it back up to what its instance heard — the fleet's overspend after a repair
+// is bounded by what was granted between an instance's last answer before the damage and its
+// next request after it (docs/cost.md, "Fleet-wide budgets").
 type SpendStore interface {
-	// LeaseSpend adds spent (at least 0: what this instance spent in the window since it last
-	// said) to the spend of budget's key in the window [start, end), and grants up to want
-	// more of its room below ceiling, at once. It returns what it granted (0 to want) and
-	// the window's totals after the change. It may block for the store's own short timeout.
-	LeaseSpend(ctx context.Context, budget, key string, start, end time.Time, ceiling, want, spent providers.Money) (SpendLease, error)
+	// LeaseSpend adds r.Spent to the spend of r's window and grants up to r.Want more of its
+	// room below r.Ceiling, at once, keeping both totals at or above r's floors. It returns
+	// what it granted (0 to Want) and the window's totals after the change. It may block for
+	// the store's own short timeout.
+	LeaseSpend(ctx context.Context, r SpendRequest) (SpendLease, error)
+}
+
+// SpendRequest is an instance's request to a SpendStore for one budget's key in one window.
+type SpendRequest struct {
+	// Budget and Key name the account, Start and End its window: [Start, End).
+	Budget, Key string
+	Start, End  time.Time
+	// Ceiling is the most the fleet may be granted of the window; Want is how much more of it
+	// the instance asks for, Spent what the instance spent in the window since it last said
+	// (0 or more).
+	Ceiling, Want, Spent providers.Money
+	// FloorGranted and FloorSpent are what the instance knows the window's totals to be at
+	// least, before Spent is added: the totals of its last answer in the window, 0 before
+	// any. FloorGranted is at most Ceiling; a store cuts both to its own bounds all the same.
+	FloorGranted, FloorSpent providers.Money
 }
 
 // SpendLease is a store's answer to LeaseSpend.
@@ -51,6 +75,16 @@ const storeRetry = time.Second
 // (warn, downgrade) within FleetRefresh plus one slice of that instance's spend (a few calls'
 // estimates) that it has not told yet.
 const FleetRefresh = time.Second
+
+// FleetRecheck is how long an instance remembers that the store had no room left for an
+// account. Once a lease of the account was granted less than it asked (the store's room is
+// then all granted), the account's calls that need more than the instance holds are refused
+// without asking the store, until the window ends or FleetRecheck has passed since the store
+// said so; the next such call asks again. A tenant over its budget calling in a loop thus costs
+// the store one request per FleetRecheck per instance, not one per call. Calls the instance's
+// lease still covers go on, and the lease is still told to the store at least every
+// FleetRefresh while they do.
+const FleetRecheck = 5 * time.Second
 
 // fleet is a ledger's share of the fleet's budgets: one lease per account.
 type fleet struct {
@@ -79,6 +113,9 @@ type lease struct {
 	// background once less than a quarter of a slice is left.
 	slice   providers.Money
 	filling chan struct{} // closed when the refill under way ends; nil when none
+	// dry is when the store last granted less than was asked — no room left — zero when its
+	// last answer granted all; see FleetRecheck.
+	dry time.Time
 }
 
 func newFleet(l *Ledger, s SpendStore) *fleet { return &fleet{l: l, store: s} }
@@ -91,16 +128,29 @@ func ceiling(b *budgetState, key string) providers.Money {
 	return min(tierOf(b.limitOf(key), b.refuseAt()), MaxStoredMoney)
 }
 
+// dryAt reports whether the store said, within FleetRecheck of now, that it had no room left.
+// A clock that stepped back by more than FleetRecheck ends it too, rather than holding it
+// for as long as the step. Callers hold the budget's lock.
+func (ls *lease) dryAt(now time.Time) bool {
+	if ls.dry.IsZero() {
+		return false
+	}
+	d := now.Sub(ls.dry)
+	return d < FleetRecheck && d > -FleetRecheck
+}
+
 // spent is the account's spend as the fleet knows it. Callers hold the budget's lock.
 func (ls *lease) spent() providers.Money {
 	return ls.fleetSpent.Add(ls.reporting).Add(ls.unreported)
 }
 
 // reserve holds d.amount of d's account from its lease, refilling it from the store when it
-// is short, and reports whether the fleet had the room. When the store cannot be reached the
-// call is let through (counted here, and told to the store later) as long as it fits under
-// the refuse tier with what this instance knows the window spent, or, failing closed, refused
-// with a budget_exhausted error whose Code is CodeStoreUnavailable.
+// is short, and reports whether the fleet had the room. Within FleetRecheck of the store
+// saying it had no room left, a call the lease cannot cover is refused without asking it. When
+// the store cannot be reached the call is let through (counted here, and told to the store
+// later) as long as it fits under the refuse tier with what this instance knows the window
+// spent, or, failing closed, refused with a budget_exhausted error whose Code is
+// CodeStoreUnavailable.
 func (f *fleet) reserve(ctx context.Context, d *decision, now time.Time) (bool, error) {
 	b, a, amount := d.b, d.a, d.amount
 	b.mu.Lock()
@@ -138,6 +188,9 @@ func (f *fleet) reserve(ctx context.Context, d *decision, now time.Time) (bool, 
 		if asked && ls.filling == nil {
 			return false, nil // the store granted what it had: not enough
 		}
+		if ls.filling == nil && ls.dryAt(now) {
+			return false, nil // the store had no room a moment ago: it is not asked again so soon
+		}
 		done := ls.filling
 		if done == nil {
 			done = f.refill(b, a, max(amount-ls.have, ls.slice))
@@ -154,33 +207,36 @@ func (f *fleet) reserve(ctx context.Context, d *decision, now time.Time) (bool, 
 	}
 }
 
-// refillIfLow starts a refill in the background when the lease runs low or the fleet's totals
-// are older than FleetRefresh; each refill tells the store what was spent since the last.
-// Callers hold the budget's lock.
+// refillIfLow starts a refill in the background when the lease runs low (unless the store
+// said within FleetRecheck that it had no room left) or the fleet's totals are older than
+// FleetRefresh; each refill tells the store what was spent since the last. Callers hold the
+// budget's lock.
 func (f *fleet) refillIfLow(b *budgetState, a *account, now time.Time) {
 	ls := a.lease
 	if ls.filling != nil || f.isDown(now) || ls.slice == 0 {
 		return
 	}
-	if ls.have < ls.slice/4 || now.Sub(ls.heard) >= FleetRefresh {
+	if ls.have < ls.slice/4 && !ls.dryAt(now) || now.Sub(ls.heard) >= FleetRefresh {
 		f.refill(b, a, max(ls.slice-ls.have, 0))
 	}
 }
 
 // refill asks the store, in the background, for want more of a's window and tells it what was
-// spent since; it returns a channel closed when the answer is in. Callers hold the budget's
-// lock.
+// spent since, with the totals the instance last heard as floors; it returns a channel closed
+// when the answer is in. Callers hold the budget's lock.
 func (f *fleet) refill(b *budgetState, a *account, want providers.Money) chan struct{} {
 	ls := a.lease
 	done := make(chan struct{})
 	ls.filling = done
 	report := ls.unreported
 	ls.unreported, ls.reporting = 0, ls.reporting.Add(report)
-	key, start, end, ceil := a.key, a.start, a.end, ceiling(b, a.key)
+	ceil := ceiling(b, a.key)
+	req := SpendRequest{Budget: b.Name, Key: a.key, Start: a.start, End: a.end, Ceiling: ceil, Want: want, Spent: report,
+		FloorGranted: min(ls.fleetGranted, ceil), FloorSpent: ls.fleetSpent}
 	f.wg.Add(1)
 	go func() {
 		defer f.wg.Done()
-		res, err := f.store.LeaseSpend(context.Background(), b.Name, key, start, end, ceil, want, report)
+		res, err := f.store.LeaseSpend(context.Background(), req)
 		if err == nil {
 			err = checkLease(res, want)
 		}
@@ -195,7 +251,13 @@ func (f *fleet) refill(b *budgetState, a *account, want providers.Money) chan st
 			ls.unreported = ls.unreported.Add(report)
 		} else {
 			ls.have = ls.have.Add(res.Granted)
-			ls.fleetGranted, ls.fleetSpent, ls.heard = res.FleetGranted, res.FleetSpent, now
+			// The totals only grow within a window: an answer below what was heard before
+			// (a store that lost them and does not keep floors) lowers no floor.
+			ls.fleetGranted, ls.fleetSpent, ls.heard = max(ls.fleetGranted, res.FleetGranted), max(ls.fleetSpent, res.FleetSpent), now
+			ls.dry = time.Time{}
+			if res.Granted < want {
+				ls.dry = now
+			}
 		}
 		ls.filling = nil
 		close(done)

@@ -12,19 +12,21 @@ import (
 	"github.com/steadyllm/steady/providers"
 )
 
-// memStore is a SpendStore in memory, which can be made to fail or to answer nonsense.
+// memStore is a SpendStore in memory, which keeps the requests' floors as a store must, and
+// can be made to fail, to answer nonsense, or to lose its windows.
 type memStore struct {
 	mu      sync.Mutex
 	windows map[string]*[2]providers.Money // granted, spent
 	calls   atomic.Int64
 	fail    atomic.Bool
 	lie     atomic.Bool
+	extra   atomic.Int64  // room the store has beyond each ceiling, as one whose room grew
 	gate    chan struct{} // when set, each call waits for a value
 }
 
 func newMemStore() *memStore { return &memStore{windows: map[string]*[2]providers.Money{}} }
 
-func (s *memStore) LeaseSpend(_ context.Context, budget, key string, start, _ time.Time, ceiling, want, spent providers.Money) (cost.SpendLease, error) {
+func (s *memStore) LeaseSpend(_ context.Context, r cost.SpendRequest) (cost.SpendLease, error) {
 	s.calls.Add(1)
 	if s.gate != nil {
 		<-s.gate
@@ -34,19 +36,27 @@ func (s *memStore) LeaseSpend(_ context.Context, budget, key string, start, _ ti
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := budget + "|" + key + "|" + start.String()
+	k := r.Budget + "|" + r.Key + "|" + r.Start.String()
 	w := s.windows[k]
 	if w == nil {
 		w = &[2]providers.Money{}
 		s.windows[k] = w
 	}
-	got := min(want, max(ceiling-w[0], 0))
+	w[0], w[1] = max(w[0], min(r.FloorGranted, r.Ceiling)), max(w[1], r.FloorSpent)
+	got := min(r.Want, max(r.Ceiling+providers.Money(s.extra.Load())-w[0], 0))
 	w[0] += got
-	w[1] += spent
+	w[1] += r.Spent
 	if s.lie.Load() {
-		return cost.SpendLease{Granted: want + 1, FleetGranted: -1}, nil
+		return cost.SpendLease{Granted: r.Want + 1, FleetGranted: -1}, nil
 	}
 	return cost.SpendLease{Granted: got, FleetGranted: w[0], FleetSpent: w[1]}, nil
+}
+
+// lose forgets every window, as a store whose keys were evicted.
+func (s *memStore) lose() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	clear(s.windows)
 }
 
 func (s *memStore) totals(budget, key string, start time.Time) (granted, spent providers.Money) {
@@ -220,7 +230,8 @@ func TestFleet_FailingOpenStillRefusesPastWhatTheInstanceSeesSpent(t *testing.T)
 	l := newLedger(t, c, r, cost.LedgerOptions{Store: store}, b)
 	defer l.Close()
 	// Another instance spent $0.40 of the window; this one hears of it with its first lease.
-	if _, err := store.LeaseSpend(context.Background(), "all", "", noon.Add(-12*time.Hour), noon.Add(12*time.Hour), units("1"), 0, units("0.4")); err != nil {
+	if _, err := store.LeaseSpend(context.Background(), cost.SpendRequest{Budget: "all", Start: noon.Add(-12 * time.Hour),
+		End: noon.Add(12 * time.Hour), Ceiling: units("1"), Spent: units("0.4")}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := call(t, l, "", units("0.05"), units("0.05")); err != nil {

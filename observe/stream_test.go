@@ -49,7 +49,7 @@ func TestClient_StreamEndsItsSpanWhenTheStreamEnds(t *testing.T) {
 	if n := len(events(span, observe.SpanEventRetry)); n != 1 {
 		t.Errorf("%d retry events", n)
 	}
-	base := genAI("chat", "openai", "openai", "openai", "gpt-4o-mini", "")
+	base := genAI("chat", "openai", "openai", "openai", "gpt-4o-mini", "gpt-4o-mini") // the model the fake's chunks name
 	if p := h.value(t, observe.MetricTimeToFirstChunk, base...); p.count != 1 {
 		t.Errorf("time to first chunk %+v", p)
 	}

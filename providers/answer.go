@@ -154,8 +154,17 @@ type Delta struct {
 	// Message.ProviderBlocks), to send back with the assistant message. Their At counts the
 	// bytes of the Text deltas before them, their Calls the tool calls.
 	ProviderBlocks []ProviderBlock
-	// RateLimit, on the first delta, is what the provider's rate-limit headers said.
+	// RateLimit, on the first delta the stream yields — whatever it carries: text, a tool
+	// call, or the Done delta of an answer with no visible content (a reasoning model that
+	// spent its budget thinking) — is what the provider's rate-limit headers said; nil on
+	// every later delta, and when the headers said nothing. A stream that fails carries it on
+	// its error too (Error.RateLimit), whether or not a delta took it.
 	RateLimit *RateLimit
+	// Model, on the Done delta, is the model that served the answer as the server named it
+	// (OpenAI's chunks, Anthropic's message_start, the Responses API's response.model), as
+	// ChatResponse.Model is for a whole answer; "" when the server named none (the client's
+	// Stream.Model then falls back to the model it asked for).
+	Model string
 	// Stored, on the Done delta, names the stored answer as ChatResponse.Stored does.
 	Stored *StoredResponse
 	// Compaction, on the Done delta, is the answer's compaction item (see Message.Compaction),
@@ -197,9 +206,14 @@ type ToolCallDelta struct {
 //     delta.refusal, Anthropic's stop_reason "refusal") with KindRefused, OpenAI's
 //     finish_reason "content_filter" with KindContentFiltered. Refusal text is never
 //     delivered as Text; it is the error's Message.
-//   - Every failure carries the text delivered so far in Error.Partial, and the usage the
+//   - An answer that grows past Limits.MaxResponseBytes — whatever it is made of, however
+//     many events carry it — fails with KindUnavailable wrapping a *LimitError.
+//   - Every failure carries the text delivered so far in Error.Partial, the usage the
 //     provider reported so far (Anthropic's message_start and message_delta, an OpenAI usage
-//     chunk) in Error.Usage, nil when none came: what an abandoned attempt was billed.
+//     chunk) in Error.Usage, nil when none came — what an abandoned attempt was billed — and
+//     the rate-limit snapshot of the response headers in Error.RateLimit.
+//   - The first delta a stream yields carries that snapshot (Delta.RateLimit), and the Done
+//     delta the model that served as the server named it (Delta.Model).
 type Stream interface {
 	Recv() (Delta, error)
 	Close() error
@@ -207,8 +221,11 @@ type Stream interface {
 
 // TextKeeper is implemented by a Stream that keeps the text it has delivered (the Text of
 // every delta so far, in order), as the streams of this module's providers do for the Partial
-// of their errors. The client then reads it instead of keeping a second copy. Text must be
-// safe to call between calls of Recv.
+// of their errors, within their Limits.MaxResponseBytes. The client then reads it instead of
+// keeping a second copy. Text must be safe to call between calls of Recv. The client keeps
+// the text of a Stream that is no TextKeeper itself, and bounds what such a stream delivers
+// (text, reasoning, tool calls) at DefaultMaxResponseBytes, past which the stream fails as a
+// provider's would; a provider with another bound implements TextKeeper and bounds its own.
 type TextKeeper interface {
 	Text() string
 }

@@ -39,7 +39,9 @@ type Error struct {
 	RequestID string // the provider's request ID header
 	// ClientRequestID is the call's own ID, as the caller gave it (client.WithRequestID).
 	ClientRequestID string
-	// RateLimit is what the provider's rate-limit headers said, nil when none came.
+	// RateLimit is what the provider's rate-limit headers said, nil when none came: the
+	// headers of an error status, or of the 200 whose answer failed — a refusal, a content
+	// filter, an error envelope or error event inside it, a stream cut or broken.
 	RateLimit *RateLimit
 	// Partial is the text a stream delivered before it failed, or the text a whole answer held
 	// before a refusal or a content filter ended it ("" when none).

@@ -5,7 +5,7 @@ import "fmt"
 // The default Limits: generous for any real answer, small enough that a broken or hostile
 // server cannot exhaust a process's memory.
 const (
-	// DefaultMaxResponseBytes bounds a non-streamed answer: a chat answer of the largest
+	// DefaultMaxResponseBytes bounds an answer, streamed or not: a chat answer of the largest
 	// output budgets is a few hundred kilobytes; an embeddings batch of a thousand
 	// 1536-dimension vectors about 20 MiB.
 	DefaultMaxResponseBytes = 32 << 20
@@ -22,8 +22,14 @@ const (
 // limit like any other body). The zero value of a field means its default; negative values
 // are invalid.
 type Limits struct {
-	// MaxResponseBytes bounds a whole non-streamed answer. Past it the call fails with a
-	// *Error of kind KindUnavailable wrapping a *LimitError. 0 means
+	// MaxResponseBytes bounds a whole answer, streamed or not: the body of a non-streamed one;
+	// of a stream, everything it delivers and keeps, counted as it comes — its text,
+	// reasoning, refusal, the IDs, names and arguments of its tool calls, signatures and the
+	// blocks kept to send back, each block or call it keeps a record of counting 128 bytes
+	// more — however many events carry it. Past it the call fails with a *Error of kind
+	// KindUnavailable wrapping a *LimitError; a stream's error holds the text delivered up to
+	// the limit in Partial. What a stream keeps grows with the answer and its buffers never
+	// past the limit, however long the server streams. 0 means
 	// DefaultMaxResponseBytes; raise it for embeddings batches of thousands of large vectors.
 	MaxResponseBytes int64
 	// MaxEventBytes bounds one server-sent event of a stream (each of its lines and all of

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/providers/internal/wire"
 )
 
 // What travels verbatim: tools given in the API's own shape (providers.Tool.Raw: server tools
@@ -182,8 +183,8 @@ type keptBlock struct {
 
 // keep starts keeping content block index, of type typ, from its content_block_start event
 // (data): where it stands (the text delivered so far, the tool calls begun) and the block as
-// the event gave it. Its failure is the stream's: more kept than Limits.MaxResponseBytes (each
-// block counted with keptOverhead), or more than maxKeptBlocks blocks.
+// the event gave it. Its failure is the stream's: an answer past Limits.MaxResponseBytes (each
+// kept block counted with wire.BlockOverhead), or more than maxKeptBlocks blocks.
 func (s *stream) keep(index int, typ string, data []byte) *providers.Error {
 	var ev struct {
 		ContentBlock json.RawMessage `json:"content_block"`
@@ -193,7 +194,7 @@ func (s *stream) keep(index int, typ string, data []byte) *providers.Error {
 		return &providers.Error{Kind: providers.KindUnavailable,
 			Message: fmt.Sprintf("the answer holds more than %d blocks to keep for the next turn", maxKeptBlocks)}
 	}
-	if e := s.grow(keptOverhead + len(ev.ContentBlock)); e != nil {
+	if e := s.grow(wire.BlockOverhead + len(ev.ContentBlock)); e != nil {
 		return e
 	}
 	if s.keptAt == nil {
@@ -208,10 +209,6 @@ func (s *stream) keep(index int, typ string, data []byte) *providers.Error {
 // maxKeptBlocks bounds the blocks a stream keeps: a real answer holds a few server tool calls
 // and results; a server that sends more is refused before their number costs anything.
 const maxKeptBlocks = 10_000
-
-// keptOverhead is what each kept block is counted for beyond its bytes, against
-// Limits.MaxResponseBytes: its record and its place in the index.
-const keptOverhead = 128
 
 // keepInput adds a fragment of input to the kept block index, if it is one. It finds the block
 // by its index in one lookup, however many are kept.
@@ -229,13 +226,10 @@ func (s *stream) keepInput(index int, fragment string) *providers.Error {
 }
 
 // grow counts n more bytes kept, failing past Limits.MaxResponseBytes: what the stream keeps
-// of an answer is bounded as a whole answer is.
+// of an answer is bounded as a whole answer is, together with what it delivers.
 func (s *stream) grow(n int) *providers.Error {
-	s.keptBytes += int64(n)
-	if max := s.p.limits.MaxResponseBytes; s.keptBytes > max {
-		return &providers.Error{Kind: providers.KindUnavailable,
-			Message: "the blocks of the answer kept for the next turn exceed Limits.MaxResponseBytes",
-			Err:     &providers.LimitError{Limit: "MaxResponseBytes", Max: max}}
+	if err := s.answer.Take(n); err != nil {
+		return s.p.errs.TooLong(err)
 	}
 	return nil
 }

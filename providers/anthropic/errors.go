@@ -125,6 +125,7 @@ func (p *Provider) notAnAnswer(resp *http.Response, body []byte) *providers.Erro
 	if id := wire.RequestID(resp.Header); id != "" {
 		e.RequestID = id
 	}
+	e.RateLimit = providers.ParseRateLimit(resp.Header, time.Now())
 	return p.errs.Finish(e)
 }
 

@@ -110,7 +110,8 @@ func (p *Provider) HTTPClient() *http.Client { return p.given }
 // into Message.Content and its tool_use blocks become Message.ToolCalls; Usage.InputTokens
 // counts the whole prompt, cached parts included. An answer whose stop_reason is "refusal" is
 // a *providers.Error of KindRefused (stop_details' category in Code, its explanation in
-// Message), with the text that came before the refusal in Partial and the usage in Usage.
+// Message), with the text that came before the refusal in Partial, the usage in Usage and the
+// rate-limit snapshot of its headers in RateLimit.
 func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
 	if ctx == nil {
 		return nil, p.badRequest(providers.NilContext)
@@ -146,6 +147,7 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 		e := p.refusal(w.StopDetails)
 		u := w.Usage.neutral()
 		e.StatusCode, e.RequestID, e.Partial, e.Usage = resp.StatusCode, p.errs.Field(wire.RequestID(resp.Header)), msg.Content, &u
+		e.RateLimit = providers.ParseRateLimit(resp.Header, time.Now())
 		return nil, e
 	}
 	finish := finishReason(w.StopReason)

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -45,7 +44,11 @@ type stream struct {
 	sse   *wire.SSEReader
 	reqID string
 
-	partial strings.Builder // the text delivered so far, for the error of a failed stream
+	// answer counts what the stream delivers and keeps (text, thinking, tool calls, kept
+	// blocks) against Limits.MaxResponseBytes; partial is the text delivered so far, for the
+	// error of a failed stream, kept within it.
+	answer  wire.Answer
+	partial wire.Text
 	usage   providers.Usage
 	billed  bool             // the server reported usage (message_start, message_delta)
 	stop    string           // the last stop_reason seen: the answer is whole once it came
@@ -55,16 +58,20 @@ type stream struct {
 	done    bool             // the Done delta was returned
 	err     error            // the terminal error, returned again by every later Recv
 
-	rl       *providers.RateLimit // for the first delta; nil once it went out or none came
+	rl       *providers.RateLimit // the response headers' snapshot: the first delta's and every failure's
+	sent     bool                 // a delta went out, with rl
+	model    string               // the model message_start names, "" until it does
 	forced   string               // the tool of forced tool use whose input is the answer (SchemaByTool)
 	answerAt int                  // the content block index of that tool's call, -1 for none
 	thinking []providers.ThinkingBlock
 	thinkAt  map[int]int // content block index → index in thinking
-	// kept holds the blocks kept verbatim (providers.ProviderBlock), nil for none, and
-	// keptBytes their size, bounded by Limits.MaxResponseBytes.
-	kept      []keptBlock
-	keptBytes int64
-	keptAt    map[int]int // content block index → its place in kept
+	// thought and signed are the text and signature each block of thinking has from its
+	// deltas, set on the blocks when the stream ends.
+	thought, signed []wire.Text
+	// kept holds the blocks kept verbatim (providers.ProviderBlock), nil for none, counted
+	// against the answer's limit with the rest.
+	kept   []keptBlock
+	keptAt map[int]int // content block index → its place in kept
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -72,7 +79,7 @@ type stream struct {
 }
 
 func newStream(ctx context.Context, p *Provider, resp *http.Response, forced string) *stream {
-	return &stream{
+	s := &stream{
 		ctx:      ctx,
 		p:        p,
 		body:     resp.Body,
@@ -83,6 +90,8 @@ func newStream(ctx context.Context, p *Provider, resp *http.Response, forced str
 		forced:   forced,
 		answerAt: -1,
 	}
+	s.answer.Init(p.limits.MaxResponseBytes)
+	return s
 }
 
 // Recv returns the next delta. Text arrives as Delta.Text; a tool call as a first
@@ -95,14 +104,20 @@ func newStream(ctx context.Context, p *Provider, resp *http.Response, forced str
 // does not (a server that holds the connection open, drops it or sends no message_stop) — does
 // not matter.
 //
-// Every failure is a *providers.Error carrying the text received so far in Partial and the
-// usage reported so far in Usage: a stop_reason "refusal" is KindRefused (stop_details'
-// category in Code, its explanation in Message); an error event inside the stream is
-// classified by its type (overloaded_error is KindOverloaded); an event that is not a JSON
-// object is KindUnavailable naming it; a body that ends before the stop_reason is
-// KindStreamTruncated; the pipeline's timeout is KindTimeout; a broken connection is
-// KindUnavailable wrapping the read error (KindCanceled when the context ended); a Recv after
-// Close is KindCanceled. Once Recv has failed it returns the same error again.
+// The first delta the stream yields carries the rate-limit snapshot of the response headers
+// (the Done delta, for an answer with no visible content), and the Done delta names the model
+// message_start named.
+//
+// Every failure is a *providers.Error carrying the text received so far in Partial, the
+// usage reported so far in Usage and the headers' rate-limit snapshot in RateLimit: a
+// stop_reason "refusal" is KindRefused (stop_details' category in Code, its explanation in
+// Message); an error event inside the stream is classified by its type (overloaded_error is
+// KindOverloaded); an event that is not a JSON object is KindUnavailable naming it, and so is
+// an answer that grows past Limits.MaxResponseBytes — its text, thinking, tool calls and the
+// blocks kept verbatim together (wrapping a *providers.LimitError); a body that ends before
+// the stop_reason is KindStreamTruncated; the pipeline's timeout is KindTimeout; a broken
+// connection is KindUnavailable wrapping the read error (KindCanceled when the context ended);
+// a Recv after Close is KindCanceled. Once Recv has failed it returns the same error again.
 func (s *stream) Recv() (providers.Delta, error) {
 	if s.err != nil {
 		return providers.Delta{}, s.err
@@ -131,9 +146,15 @@ func (s *stream) Recv() (providers.Delta, error) {
 			return providers.Delta{}, s.fail(e)
 		}
 		if ok {
-			s.partial.WriteString(d.Text)
-			if s.rl != nil {
-				d.RateLimit, s.rl = s.rl, nil
+			if !d.Done {
+				// Thinking and signatures were counted as they came; the rest counts here.
+				if err := s.answer.Take(wire.Size(&d) - len(d.Reasoning)); err != nil {
+					return providers.Delta{}, s.fail(s.p.errs.TooLong(err))
+				}
+				s.answer.Add(&s.partial, d.Text)
+			}
+			if !s.sent {
+				s.sent, d.RateLimit = true, s.rl
 			}
 			return d, nil
 		}
@@ -158,6 +179,7 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 	case "message_start":
 		if e.Message != nil {
 			s.usage, s.billed = e.Message.Usage.neutral(), true
+			s.model = e.Message.Model
 		}
 	case "content_block_start":
 		if b := e.ContentBlock; b != nil {
@@ -171,15 +193,25 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 					s.answerAt = e.Index // its input is the answer's text
 					return providers.Delta{}, false, nil
 				}
+				if err := s.answer.Take(wire.BlockOverhead); err != nil { // the record of its index
+					return providers.Delta{}, false, s.p.errs.TooLong(err)
+				}
 				i := len(s.tools)
 				s.tools[e.Index] = i
 				return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: i, ID: b.ID, Name: b.Name}}}, true, nil
 			case "thinking", "redacted_thinking":
+				if err := s.answer.Take(wire.BlockOverhead + len(b.Thinking) + len(b.Signature) + len(b.Data)); err != nil {
+					return providers.Delta{}, false, s.p.errs.TooLong(err)
+				}
 				if s.thinkAt == nil {
 					s.thinkAt = map[int]int{}
 				}
 				s.thinkAt[e.Index] = len(s.thinking)
-				s.thinking = append(s.thinking, providers.ThinkingBlock{Text: b.Thinking, Signature: b.Signature, Redacted: b.Data})
+				s.thinking = append(s.thinking, providers.ThinkingBlock{Redacted: b.Data})
+				s.thought, s.signed = append(s.thought, wire.Text{}), append(s.signed, wire.Text{})
+				i := len(s.thinking) - 1
+				s.answer.Add(&s.thought[i], b.Thinking)
+				s.answer.Add(&s.signed[i], b.Signature)
 				if b.Thinking != "" {
 					return providers.Delta{Reasoning: b.Thinking}, true, nil
 				}
@@ -206,15 +238,21 @@ func (s *stream) handle(ev wire.Event) (providers.Delta, bool, *providers.Error)
 					return providers.Delta{}, false, s.keepInput(e.Index, d.PartialJSON)
 				}
 			case "thinking_delta":
+				if err := s.answer.Take(len(d.Thinking)); err != nil {
+					return providers.Delta{}, false, s.p.errs.TooLong(err)
+				}
 				if i, ok := s.thinkAt[e.Index]; ok {
-					s.thinking[i].Text += d.Thinking
+					s.answer.Add(&s.thought[i], d.Thinking)
 				}
 				if d.Thinking != "" {
 					return providers.Delta{Reasoning: d.Thinking}, true, nil
 				}
 			case "signature_delta":
+				if err := s.answer.Take(len(d.Signature)); err != nil {
+					return providers.Delta{}, false, s.p.errs.TooLong(err)
+				}
 				if i, ok := s.thinkAt[e.Index]; ok {
-					s.thinking[i].Signature += d.Signature
+					s.answer.Add(&s.signed[i], d.Signature)
 				}
 			}
 		}
@@ -268,8 +306,11 @@ func (s *stream) finish() (providers.Delta, *providers.Error) {
 	if s.answerAt >= 0 && finish == providers.FinishToolCalls && len(s.tools) == 0 {
 		finish = providers.FinishStop // the forced "tool call" was the answer
 	}
+	for i := range s.thinking {
+		s.thinking[i].Text, s.thinking[i].Signature = s.thought[i].String(), s.signed[i].String()
+	}
 	return providers.Delta{Done: true, FinishReason: finish, Usage: s.usage, Thinking: s.thinking,
-		ProviderBlocks: s.keptBlocks()}, nil
+		ProviderBlocks: s.keptBlocks(), Model: s.p.errs.Field(s.model)}, nil
 }
 
 // stopDetails reads the stop_details of a message_delta event's data, nil when it has none. It
@@ -319,6 +360,7 @@ func (s *stream) fail(e *providers.Error) error {
 		u := s.usage
 		e.Usage = &u
 	}
+	e.RateLimit = s.rl
 	s.err = s.p.errs.Finish(e)
 	return e
 }

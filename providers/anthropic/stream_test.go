@@ -34,7 +34,7 @@ func TestChatStream_DeliversTextThenDoneWithUsageInOrder(t *testing.T) {
 	got[0].RateLimit = nil
 	want := []providers.Delta{
 		{Text: "Streaming"}, {Text: " through"}, {Text: " the"}, {Text: " fake"}, {Text: " works"},
-		{Done: true, FinishReason: providers.FinishStop,
+		{Done: true, FinishReason: providers.FinishStop, Model: model, // as the fake's message_start names it
 			Usage: providers.Usage{InputTokens: mocks.Tokens("Hello there"), OutputTokens: mocks.Tokens(streamed)}},
 	}
 	if !reflect.DeepEqual(got, want) {
@@ -300,7 +300,7 @@ func TestChatStream_ReadsTheWireFormatsCorners(t *testing.T) {
 		{ToolCalls: []providers.ToolCallDelta{{Index: 1, ID: "t2", Name: "b"}}},
 		{Done: true, FinishReason: providers.FinishToolCalls,
 			Usage:    providers.Usage{InputTokens: 35, OutputTokens: 7, CachedInputTokens: 20, CacheWriteInputTokens: 5},
-			Thinking: []providers.ThinkingBlock{{Text: "hmm"}}},
+			Thinking: []providers.ThinkingBlock{{Text: "hmm"}}, Model: "m"},
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("deltas =\n%+v\nwant\n%+v", got, want)

@@ -172,6 +172,7 @@ func (p *Provider) noAnswer(x *exchange, what string) *providers.Error {
 	e.StatusCode = x.status
 	if x.header != nil {
 		e.RequestID = wire.RequestID(x.header)
+		e.RateLimit = providers.ParseRateLimit(x.header, time.Now())
 	}
 	return p.errs.Finish(e)
 }

@@ -130,9 +130,11 @@ var shapeFields = []string{"stream", "stream_options", "n", "encoding_format", "
 func (p *Provider) Client() *goopenai.Client { return p.client }
 
 // Chat sends a chat completion (or, with Config.API Responses, a response: see responses.go)
-// and waits for the whole answer. An answer that is not the one asked for is a *providers.Error, with what content it held in Partial and its usage in
-// Usage: a finish_reason "content_filter" is KindContentFiltered (the answer was cut), a
-// message whose refusal field is set is KindRefused with the refusal as Message.
+// and waits for the whole answer. An answer that is not the one asked for is a
+// *providers.Error, with what content it held in Partial, its usage in Usage and the rate-limit
+// snapshot of its headers in RateLimit: a finish_reason "content_filter" is
+// KindContentFiltered (the answer was cut), a message whose refusal field is set is KindRefused
+// with the refusal as Message.
 func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*providers.ChatResponse, error) {
 	if ctx == nil {
 		return nil, p.badRequest(providers.NilContext)
@@ -241,6 +243,7 @@ func (p *Provider) notTheAnswer(c goopenai.ChatCompletionChoice, x *exchange) *p
 		return nil
 	}
 	e.StatusCode, e.RequestID, e.Partial = x.status, p.errs.Field(wire.RequestID(x.header)), c.Message.Content
+	e.RateLimit = providers.ParseRateLimit(x.header, time.Now())
 	return e
 }
 

@@ -123,6 +123,7 @@ func (p *Provider) readResponse(ctx context.Context, resp *http.Response, req *p
 	}
 	if e != nil {
 		e.StatusCode, e.RequestID, e.Partial = resp.StatusCode, p.errs.Field(wire.RequestID(resp.Header)), msg.Content
+		e.RateLimit = providers.ParseRateLimit(resp.Header, time.Now())
 		if r.Usage != nil {
 			e.Usage = &u
 		}

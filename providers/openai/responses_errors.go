@@ -64,6 +64,7 @@ func (p *Provider) notAResponse(resp *http.Response, body []byte) *providers.Err
 	}
 	e.StatusCode = resp.StatusCode
 	e.RequestID = wire.RequestID(resp.Header)
+	e.RateLimit = providers.ParseRateLimit(resp.Header, time.Now())
 	return p.errs.Finish(e)
 }
 

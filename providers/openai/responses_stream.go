@@ -39,6 +39,7 @@ func (p *Provider) responsesStream(ctx context.Context, req *providers.ChatReque
 	s := &respStream{ctx: ctx, p: p, body: resp.Body, sse: wire.NewSSEReader(resp.Body, p.limits.MaxEventBytes),
 		reqID: p.errs.Field(wire.RequestID(resp.Header)), rl: providers.ParseRateLimit(resp.Header, time.Now()),
 		store: req.Store == nil || *req.Store, background: req.Background, seq: -1}
+	s.answer.Init(p.limits.MaxResponseBytes)
 	return s, nil
 }
 
@@ -61,10 +62,15 @@ func (p *Provider) responsesStream(ctx context.Context, req *providers.ChatReque
 // answer instead of failing (responses_resume.go). A body that ends before one of them is
 // KindStreamTruncated (cleanly) or the failure that broke it (KindUnavailable, the
 // pipeline's KindTimeout, the caller's KindCanceled); an "error" event is classified by its code; an event that is not a
-// JSON object is KindUnavailable naming it; a refusal is KindRefused once the response
-// completed. Every failure carries the text delivered so far in Partial and, when the
-// response reported it, its usage. Events of other types (hosted tools, annotations, the
-// done events whose pieces came as deltas) carry nothing the neutral stream has a place for.
+// JSON object is KindUnavailable naming it, and so is an answer that grows past
+// Limits.MaxResponseBytes (wrapping a *providers.LimitError); a refusal is KindRefused once
+// the response completed. Every failure carries the text delivered so far in Partial, the
+// rate-limit snapshot of the response headers in RateLimit and, when the response reported
+// it, its usage. The snapshot rides on the first delta the stream yields (the Done delta of an
+// answer with no visible content), and the Done delta names the model the response named
+// (response.created, response.completed). Events of other types (hosted tools, annotations,
+// the done events whose pieces came as deltas) carry nothing the neutral stream has a place
+// for.
 //
 // Recv must be called from one goroutine at a time; Close may be called from any goroutine,
 // also while Recv blocks, to abort it.
@@ -74,8 +80,10 @@ type respStream struct {
 	body  io.ReadCloser
 	sse   *wire.SSEReader
 	reqID string
-	rl    *providers.RateLimit // for the first delta; nil once it went out or none came
+	rl    *providers.RateLimit // the response headers' snapshot: the first delta's and every failure's
+	sent  bool                 // a delta went out, with rl
 	store bool                 // the request let the provider store the answer
+	model string               // the model the response names, "" until it does
 
 	// A background stream's resume state (responses_resume.go): the response's ID, the
 	// sequence number of the last event handled (-1: none), the resumes made, and whether a
@@ -90,13 +98,19 @@ type respStream struct {
 	gap        bool
 	mu         sync.Mutex
 
-	partial  strings.Builder // the text delivered so far
+	// answer counts what the stream delivered and keeps against Limits.MaxResponseBytes;
+	// partial is the text delivered so far, kept within it.
+	answer   wire.Answer
+	partial  wire.Text
 	refusal  strings.Builder // the refusal streamed so far (at most wire.KeepText bytes)
 	refused  bool
 	events   int           // the events read so far, to name a malformed one
 	tools    map[int]*tool // output_index → the function call it holds
 	thinkAt  map[int]int   // output_index → index in thinking
 	thinking []providers.ThinkingBlock
+	// thinkText is the text each block of thinking has from its deltas, until the block's
+	// done item or the stream's end sets it.
+	thinkText []wire.Text
 	// compaction is the answer's compaction item, from its response.output_item.done.
 	compaction *providers.Compaction
 	done       bool  // the Done delta was returned
@@ -147,9 +161,9 @@ func (s *respStream) Recv() (providers.Delta, error) {
 			continue
 		}
 		if ok {
-			s.partial.WriteString(d.Text)
-			if s.rl != nil {
-				d.RateLimit, s.rl = s.rl, nil
+			s.answer.Add(&s.partial, d.Text) // counted as the event was handled
+			if !s.sent {
+				s.sent, d.RateLimit = true, s.rl
 			}
 			return d, nil
 		}
@@ -171,9 +185,14 @@ func (s *respStream) handle(ev wire.Event) (d providers.Delta, ok bool, e *provi
 		return d, false, nil
 	}
 	switch kind {
+	case "response.created", "response.in_progress":
+		s.named(x.Response)
 	case "response.output_text.delta":
-		return providers.Delta{Text: x.Delta}, x.Delta != "", nil
+		return providers.Delta{Text: x.Delta}, x.Delta != "", s.take(len(x.Delta))
 	case "response.refusal.delta":
+		if e := s.take(len(x.Delta)); e != nil {
+			return d, false, e
+		}
 		s.refused = true
 		if room := wire.KeepText - s.refusal.Len(); room > 0 {
 			s.refusal.WriteString(x.Delta[:min(len(x.Delta), room)])
@@ -185,13 +204,17 @@ func (s *respStream) handle(ev wire.Event) (d providers.Delta, ok bool, e *provi
 	case "response.function_call_arguments.delta":
 		if t := s.tools[x.OutputIndex]; t != nil && x.Delta != "" {
 			t.args = true
-			return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: t.index, Arguments: x.Delta}}}, true, nil
+			return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: t.index, Arguments: x.Delta}}}, true,
+				s.take(len(x.Delta))
 		}
 	case "response.function_call_arguments.done":
 		return s.argumentsDone(x.OutputIndex, x.Arguments)
 	case "response.reasoning_summary_text.delta", "response.reasoning_text.delta":
+		if e := s.take(len(x.Delta)); e != nil {
+			return d, false, e
+		}
 		if i, found := s.thinkAt[x.OutputIndex]; found {
-			s.thinking[i].Text += x.Delta
+			s.answer.Add(&s.thinkText[i], x.Delta)
 		}
 		return providers.Delta{Reasoning: x.Delta}, x.Delta != "", nil
 	case "response.output_item.done":
@@ -210,9 +233,36 @@ func (s *respStream) handle(ev wire.Event) (d providers.Delta, ok bool, e *provi
 	return d, false, nil
 }
 
+// take counts n more bytes of the answer, and returns the error that ends the stream past
+// Limits.MaxResponseBytes.
+func (s *respStream) take(n int) *providers.Error {
+	if err := s.answer.Take(n); err != nil {
+		return s.p.errs.TooLong(err)
+	}
+	return nil
+}
+
+// named notes the model a response object (raw, of response.created or response.in_progress)
+// names, for the Done delta.
+func (s *respStream) named(raw json.RawMessage) {
+	var r struct {
+		Model string `json:"model"`
+	}
+	if json.Unmarshal(raw, &r) == nil && r.Model != "" {
+		s.model = r.Model
+	}
+}
+
 // itemAdded opens output item it at output index at: a function call yields its first
-// ToolCallDelta (its call_id and name), a reasoning item opens a thinking block.
+// ToolCallDelta (its call_id and name), a reasoning item opens a thinking block. Each counts
+// against the answer's limit, with the record kept of it.
 func (s *respStream) itemAdded(at int, it *respOutItem) (providers.Delta, bool, *providers.Error) {
+	switch it.Type {
+	case "function_call", "reasoning":
+		if e := s.take(wire.BlockOverhead + len(it.ID) + len(it.CallID) + len(it.Name) + len(it.Arguments)); e != nil {
+			return providers.Delta{}, false, e
+		}
+	}
 	switch it.Type {
 	case "function_call":
 		if s.tools == nil {
@@ -228,6 +278,7 @@ func (s *respStream) itemAdded(at int, it *respOutItem) (providers.Delta, bool, 
 		}
 		s.thinkAt[at] = len(s.thinking)
 		s.thinking = append(s.thinking, providers.ThinkingBlock{ID: it.ID, Origin: s.p.scope})
+		s.thinkText = append(s.thinkText, wire.Text{})
 	}
 	return providers.Delta{}, false, nil
 }
@@ -240,7 +291,7 @@ func (s *respStream) argumentsDone(at int, args string) (providers.Delta, bool, 
 		return providers.Delta{}, false, nil
 	}
 	t.args = true
-	return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: t.index, Arguments: args}}}, true, nil
+	return providers.Delta{ToolCalls: []providers.ToolCallDelta{{Index: t.index, Arguments: args}}}, true, s.take(len(args))
 }
 
 // itemDone closes output item it: a reasoning item's block takes the item's final form (its
@@ -254,13 +305,26 @@ func (s *respStream) itemDone(at int, it *respOutItem) (providers.Delta, bool, *
 		s.compaction = s.p.compaction(it)
 	case "reasoning":
 		b := s.p.thinkingBlock(it)
-		if i, found := s.thinkAt[at]; found {
+		i, found := s.thinkAt[at]
+		// What the item adds to what the stream keeps: its encrypted content, and, for an item
+		// that was never added, its record and its text (the deltas brought the text of one
+		// that was). A done item replaces its block: one repeated is counted again, never kept
+		// twice.
+		n := len(b.Encrypted)
+		if !found {
+			n += wire.BlockOverhead + len(b.ID) + len(b.Text)
+		}
+		if e := s.take(n); e != nil {
+			return providers.Delta{}, false, e
+		}
+		if found {
 			if b.Text == "" {
-				b.Text = s.thinking[i].Text // the deltas', when the done item repeats no summary
+				b.Text = s.thinkText[i].String() // the deltas', when the done item repeats no summary
 			}
 			s.thinking[i] = b
 		} else {
 			s.thinking = append(s.thinking, b)
+			s.thinkText = append(s.thinkText, wire.Text{})
 		}
 	}
 	return providers.Delta{}, false, nil
@@ -277,6 +341,9 @@ func (s *respStream) finish(kind string, raw json.RawMessage) (providers.Delta, 
 	if r.Status == "" {
 		r.Status = strings.TrimPrefix(kind, "response.")
 	}
+	if r.Model != "" {
+		s.model = r.Model
+	}
 	s.done = true
 	u := r.Usage.neutral()
 	finish, e := s.p.responseEnd(&r, s.refusal.String(), s.refused, len(s.tools) > 0)
@@ -286,8 +353,13 @@ func (s *respStream) finish(kind string, raw json.RawMessage) (providers.Delta, 
 		}
 		return providers.Delta{}, false, e
 	}
+	for i := range s.thinking {
+		if s.thinking[i].Text == "" {
+			s.thinking[i].Text = s.thinkText[i].String() // a block whose done item did not come
+		}
+	}
 	d := providers.Delta{Done: true, FinishReason: finish, Usage: u, Thinking: s.thinking, Compaction: s.compaction,
-		Conversation: s.p.conversation(&r)}
+		Conversation: s.p.conversation(&r), Model: s.p.errs.Field(s.model)}
 	if s.store && r.ID != "" {
 		d.Stored = &providers.StoredResponse{ID: s.p.errs.Field(r.ID), Origin: s.p.scope}
 	}
@@ -319,6 +391,7 @@ func (s *respStream) fail(e *providers.Error) error {
 		e.RequestID = s.reqID
 	}
 	e.Partial = s.partial.String()
+	e.RateLimit = s.rl
 	s.err = s.p.errs.Finish(e)
 	return s.err
 }

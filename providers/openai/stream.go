@@ -47,6 +47,8 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 		return nil, p.toError(&s.exchange, &s.exchange, err)
 	}
 	s.st = st
+	s.rl = providers.ParseRateLimit(s.header, time.Now())
+	s.answer.Init(p.limits.MaxResponseBytes)
 	return s, nil
 }
 
@@ -70,8 +72,12 @@ var includeUsage = &goopenai.StreamOptions{IncludeUsage: true}
 // text but kept, and make the stream's end a KindRefused error with the refusal as its
 // message; a finish_reason "content_filter" makes it a KindContentFiltered error (the answer
 // is cut, though the stream is whole). A chunk that is not valid JSON ends the stream with a
-// KindUnavailable error naming it. Every failure carries the text delivered so far in Partial
-// and the usage reported so far in Usage, as the Anthropic provider's do. Once Recv has
+// KindUnavailable error naming it, and so does an answer that grows past
+// Limits.MaxResponseBytes (wrapping a *providers.LimitError). Every failure carries the text
+// delivered so far in Partial, the usage reported so far in Usage and the rate-limit snapshot
+// of the response headers in RateLimit, as the Anthropic provider's do. The snapshot rides on
+// the first delta the stream yields (the Done delta of an answer with no visible content),
+// and the Done delta names the model the chunks named. Once Recv has
 // returned the Done delta or an error, later calls return io.EOF or the same error again; the
 // Done delta also releases the body (drained a little and closed).
 //
@@ -88,14 +94,21 @@ type stream struct {
 	complete bool  // the finish_reason and the usage asked for came: the next Recv ends the stream
 	err      error // sticky: io.EOF after the Done delta, or the failure
 	sent     bool  // a delta went out: the rate-limit snapshot rode on the first
+	// rl is the response headers' rate-limit snapshot, for the first delta and every failure.
+	rl *providers.RateLimit
+	// model is the model the chunks name (the first that names one; Azure's first chunk, of
+	// prompt filter results, names none).
+	model string
 	// refusal is the refusal text streamed so far (at most wire.KeepText bytes of it), and
 	// refused whether any came: the stream's end is then the refusal's error.
 	refusal strings.Builder
 	refused bool
-	// reasoning is the reasoning_content delivered so far (OpenAI-compatible servers).
-	reasoning strings.Builder
-
-	partial strings.Builder // the text delivered so far, for the error of a failed stream
+	// answer counts what the stream delivered against Limits.MaxResponseBytes; partial is the
+	// text delivered so far (for the error of a failed stream), reasoning the reasoning_content
+	// (OpenAI-compatible servers), both kept within it.
+	answer    wire.Answer
+	partial   wire.Text
+	reasoning wire.Text
 
 	closed atomic.Bool
 
@@ -116,6 +129,9 @@ func (s *stream) Recv() (providers.Delta, error) {
 			return s.end(err)
 		}
 		s.events++
+		if s.model == "" {
+			s.model = chunk.Model
+		}
 		if chunk.Usage != nil {
 			s.usage, s.billed = usage(chunk.Usage), true
 		}
@@ -129,6 +145,9 @@ func (s *stream) Recv() (providers.Delta, error) {
 		}
 		if r := c.Delta.Refusal; r != "" {
 			// Kept for the error the stream's end becomes, never shown as the answer.
+			if err := s.answer.Take(len(r)); err != nil {
+				return providers.Delta{}, s.fail(s.p.errs.TooLong(err))
+			}
 			s.refused = true
 			if room := wire.KeepText - s.refusal.Len(); room > 0 {
 				s.refusal.WriteString(r[:min(len(r), room)])
@@ -137,11 +156,14 @@ func (s *stream) Recv() (providers.Delta, error) {
 		s.complete = s.finish != "" && (s.billed || !s.p.streamUsage)
 		d := providers.Delta{Text: c.Delta.Content, ToolCalls: toolCallDeltas(c.Delta), Reasoning: c.Delta.ReasoningContent}
 		if d.Text != "" || len(d.ToolCalls) > 0 || d.Reasoning != "" {
-			s.partial.WriteString(d.Text)
-			s.reasoning.WriteString(d.Reasoning)
+			if err := s.answer.Take(wire.Size(&d)); err != nil {
+				return providers.Delta{}, s.fail(s.p.errs.TooLong(err))
+			}
+			s.answer.Add(&s.partial, d.Text)
+			s.answer.Add(&s.reasoning, d.Reasoning)
 			if !s.sent {
 				s.sent = true
-				d.RateLimit = providers.ParseRateLimit(s.header, time.Now())
+				d.RateLimit = s.rl
 			}
 			return d, nil
 		}
@@ -170,17 +192,26 @@ func (s *stream) end(err error) (providers.Delta, error) {
 			_, _ = io.Copy(io.Discard, io.LimitReader(s.guard, drainLimit))
 		}
 		_ = s.Close()
-		d := providers.Delta{Done: true, FinishReason: s.finish, Usage: s.usage}
+		d := providers.Delta{Done: true, FinishReason: s.finish, Usage: s.usage, Model: s.p.errs.Field(s.model)}
 		if d.FinishReason == "" {
 			d.FinishReason = providers.FinishOther
 		}
 		if s.reasoning.Len() > 0 {
 			d.Thinking = []providers.ThinkingBlock{{Text: s.reasoning.String()}}
 		}
+		if !s.sent {
+			s.sent = true
+			d.RateLimit = s.rl // an answer with no visible content: the Done delta is the first
+		}
 		return d, nil
 	}
-	// On failure the body stays open until the caller's Close: the caller may first report
-	// the failure to the resilience pipeline (see providers.Stream).
+	return providers.Delta{}, s.fail(e)
+}
+
+// fail records e, completed with what the stream knows, as the terminal error. On failure the
+// body stays open until the caller's Close: the caller may first report the failure to the
+// resilience pipeline (see providers.Stream).
+func (s *stream) fail(e *providers.Error) error {
 	e.StatusCode = s.status
 	if e.RequestID == "" {
 		e.RequestID = wire.RequestID(s.header)
@@ -190,8 +221,9 @@ func (s *stream) end(err error) (providers.Delta, error) {
 		u := s.usage
 		e.Usage = &u
 	}
+	e.RateLimit = s.rl
 	s.err = s.p.errs.Finish(e)
-	return providers.Delta{}, s.err
+	return s.err
 }
 
 // bodyEnded reports whether err is the body's own end, clean or broken — the end of the data,

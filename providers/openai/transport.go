@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"sync"
+	"time"
 
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/internal/wire"
@@ -176,5 +177,6 @@ func (d doer) notAnAnswer(resp *http.Response, body []byte) *providers.Error {
 	}
 	e.StatusCode = resp.StatusCode
 	e.RequestID = d.errs.Field(wire.RequestID(resp.Header))
+	e.RateLimit = providers.ParseRateLimit(resp.Header, time.Now())
 	return e
 }

@@ -132,52 +132,85 @@ func TestRedis_FourInstancesKeepOneBudget(t *testing.T) {
 	t.Logf("%d calls spent %s of %s (a call: %s); %d scripts on Redis", calls, spent, limit, dearest, rs.n.Load())
 }
 
-// A window's spend written into Redis by hand — garbage, negative, past 2^53, a key of
-// another type — is taken as no room left (the safe side for money) and repaired by the next
-// write; a sane one is taken as it is.
-func TestRedis_StoredSpendIsBoundedAndRepaired(t *testing.T) {
-	store := steadyredis.New(steadyredis.Options{Addr: addr(), Prefix: t.Name() + ":"})
+// A window's spend written into Redis by hand — garbage, negative, past 2^53, granted above
+// the ceiling, a key of another type, a key gone — is rebuilt from the floors the request
+// brings (what its instance heard), never from the ceiling, and repaired by the write; a sane
+// one is taken as it is, and floors below it change nothing. Floors beyond the bounds are cut
+// to them: nothing is granted past the ceiling, nothing stored past 2^53.
+func TestRedis_StoredSpendIsBoundedAndRebuiltFromTheFloors(t *testing.T) {
+	prefix := freshPrefix(t)
+	store := steadyredis.New(steadyredis.Options{Addr: addr(), Prefix: prefix})
 	defer store.Close()
 	rdb := direct(t)
 	ctx := context.Background()
 	start := time.Date(2025, 3, 14, 0, 0, 0, 0, time.UTC)
 	end := start.Add(24 * time.Hour)
-	key := func(k string) string { return t.Name() + ":spend:b:" + msAt(start) + ":" + k }
+	key := func(k string) string { return prefix + "spend:b:" + msAt(start) + ":" + k }
 	ceiling, want := money(t, "1"), money(t, "0.1")
+	req := func(k string, spent, floorGranted, floorSpent providers.Money) cost.SpendRequest {
+		return cost.SpendRequest{Budget: "b", Key: k, Start: start, End: end, Ceiling: ceiling, Want: want, Spent: spent,
+			FloorGranted: floorGranted, FloorSpent: floorSpent}
+	}
 
 	rdb.HSet(ctx, key("sane"), "granted", "300000", "spent", "250000") // 0.3 and 0.25
-	got, err := store.LeaseSpend(ctx, "b", "sane", start, end, ceiling, want, money(t, "0.01"))
+	got, err := store.LeaseSpend(ctx, req("sane", money(t, "0.01"), money(t, "0.2"), money(t, "0.1")))
 	if err != nil || got.Granted != want || got.FleetGranted != money(t, "0.4") || got.FleetSpent != money(t, "0.26") {
-		t.Fatalf("sane: %+v %v", got, err)
+		t.Fatalf("sane, floors below: %+v %v", got, err)
 	}
-	for name, fields := range map[string][]string{
-		"text":     {"granted", "lots", "spent", "0"},
-		"nan":      {"granted", "nan", "spent", "inf"},
-		"negative": {"granted", "-5", "spent", "-1e18"},
-		"huge":     {"granted", "1e300", "spent", "1e16"},
-		"half":     {"granted", "0.5", "spent", "1"},
-		"missing":  {"other", "1"},
+	// The instance heard more than the key holds (a key restored from an old copy): the
+	// floors win.
+	rdb.HSet(ctx, key("behind"), "granted", "100000", "spent", "100000")
+	got, err = store.LeaseSpend(ctx, req("behind", money(t, "0.01"), money(t, "0.5"), money(t, "0.45")))
+	if err != nil || got.FleetGranted != money(t, "0.6") || got.FleetSpent != money(t, "0.46") {
+		t.Fatalf("a key behind the floors: %+v %v", got, err)
+	}
+	// The floors: 0.3 granted and 0.25 spent. A damaged total is rebuilt from them; a sane
+	// one beside it is kept.
+	for name, c := range map[string]struct {
+		fields []string
+		spent  string // the spend after the rebuild, with 0.01 told
+	}{
+		"text":          {[]string{"granted", "lots", "spent", "0"}, "0.26"},
+		"nan":           {[]string{"granted", "nan", "spent", "inf"}, "0.26"},
+		"negative":      {[]string{"granted", "-5", "spent", "-1e18"}, "0.26"},
+		"huge":          {[]string{"granted", "1e300", "spent", "1e16"}, "0.26"},
+		"above ceiling": {[]string{"granted", "9000000000000000", "spent", "700000"}, "0.71"},
+		"half":          {[]string{"granted", "0.5", "spent", "1"}, "0.26"},
+		"missing":       {[]string{"other", "1"}, "0.26"},
 	} {
-		rdb.HSet(ctx, key(name), fields)
-		got, err := store.LeaseSpend(ctx, "b", name, start, end, ceiling, want, 0)
-		if err != nil || got.Granted != 0 || got.FleetGranted != ceiling || got.FleetSpent > ceiling {
-			t.Errorf("%s: %+v %v, want no room", name, got, err)
+		rdb.HSet(ctx, key(name), c.fields)
+		got, err := store.LeaseSpend(ctx, req(name, money(t, "0.01"), money(t, "0.3"), money(t, "0.25")))
+		if err != nil || got.Granted != want || got.FleetGranted != money(t, "0.4") || got.FleetSpent != money(t, c.spent) {
+			t.Errorf("%s: %+v %v, want 0.1 granted of the room left after the floors' 0.3, and %s spent", name, got, err, c.spent)
 		}
-		h := rdb.HGetAll(ctx, key(name)).Val()
-		if h["granted"] != "1000000" {
+		if h := rdb.HGetAll(ctx, key(name)).Val(); h["granted"] != "400000" {
 			t.Errorf("%s: not repaired: %v", name, h)
 		}
 	}
 	rdb.Set(ctx, key("string"), "x", 0)
-	if got, err := store.LeaseSpend(ctx, "b", "string", start, end, ceiling, want, 0); err != nil || got.Granted != 0 {
+	if got, err := store.LeaseSpend(ctx, req("string", 0, money(t, "0.3"), money(t, "0.25"))); err != nil ||
+		got.Granted != want || got.FleetGranted != money(t, "0.4") || got.FleetSpent != money(t, "0.25") {
 		t.Fatalf("a key of another type: %+v %v", got, err)
 	}
 	if typ := rdb.Type(ctx, key("string")).Val(); typ != "hash" {
 		t.Fatalf("a key of another type is a %s after the write", typ)
 	}
+	// A window whose key is gone, and an instance that heard nothing of it: it starts from 0.
+	if got, err := store.LeaseSpend(ctx, req("gone", 0, 0, 0)); err != nil || got.Granted != want || got.FleetGranted != want || got.FleetSpent != 0 {
+		t.Fatalf("a new window: %+v %v", got, err)
+	}
+	// Floors beyond every bound: granted is cut to the ceiling (no room, nothing beyond), spent
+	// to 2^53 micro-units, and what is stored stays whole.
+	got, err = store.LeaseSpend(ctx, req("hostile", providers.MaxMoney, providers.MaxMoney, providers.MaxMoney))
+	if err != nil || got.Granted != 0 || got.FleetGranted != ceiling || got.FleetSpent != cost.MaxStoredMoney {
+		t.Fatalf("hostile floors: %+v %v", got, err)
+	}
+	if h := rdb.HGetAll(ctx, key("hostile")).Val(); h["granted"] != "1000000" || h["spent"] != "9007199254740992" {
+		t.Fatalf("hostile floors stored %v", h)
+	}
 	// A window's key lives until an hour after it ends, and never past the horizon.
 	rdb.PExpire(ctx, key("sane"), 400*24*time.Hour)
-	if _, err := store.LeaseSpend(ctx, "b", "sane", start, end, ceiling, 0, 0); err != nil {
+	if _, err := store.LeaseSpend(ctx, cost.SpendRequest{Budget: "b", Key: "sane", Start: start, End: end, Ceiling: ceiling}); err != nil {
 		t.Fatal(err)
 	}
 	if ttl := rdb.PTTL(ctx, key("sane")).Val(); ttl > 34*24*time.Hour || ttl <= 0 {
@@ -187,7 +220,8 @@ func TestRedis_StoredSpendIsBoundedAndRepaired(t *testing.T) {
 		budget     string
 		start, end time.Time
 	}{{"", start, end}, {"b", end, start}, {"b", start, start.Add(40 * 24 * time.Hour)}} {
-		if _, err := store.LeaseSpend(ctx, bad.budget, "k", bad.start, bad.end, ceiling, want, 0); err == nil {
+		if _, err := store.LeaseSpend(ctx, cost.SpendRequest{Budget: bad.budget, Key: "k", Start: bad.start, End: bad.end,
+			Ceiling: ceiling, Want: want}); err == nil {
 			t.Errorf("%+v accepted", bad)
 		}
 	}
