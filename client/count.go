@@ -14,7 +14,7 @@ import (
 // Exact token counts. A provider that counts a request's prompt itself (providers.TokenCounter:
 // Anthropic's POST /v1/messages/count_tokens) can, where configured (PreflightCount, e.g.
 // anthropic.Config.CountTokens), be asked before each call, so that pacing debits the counted
-// prompt from the route's tokens-per-minute budget instead of the estimate of four bytes a
+// prompt from the route's tokens-per-minute limit instead of the estimate of four bytes a
 // token (EstimateTokens). The answer's share of the debit stays what the estimate allows
 // (MaxTokens, or DefaultAnswerTokens), and the usage the answer reports settles the budget
 // afterwards, as always.
@@ -34,7 +34,7 @@ import (
 //     (anthropic.Config.CountTimeout) leaves the estimate in its place, and the call's
 //     telemetry hears of it (CountTracker; observe counts MetricTokenCounts).
 //
-// A route without a token budget — none configured, none learnt yet — is not counted: nothing
+// A route without a tokens-per-minute limit — none configured, none learnt yet — is not counted: nothing
 // would use the count. Each try counts for itself (a fallback to another model counts again);
 // nothing is cached across calls.
 //
@@ -110,7 +110,7 @@ func answerTokens(req *providers.ChatRequest) int {
 
 // preflight returns the tokens a try of deployment d on route, for req (asked of the try's
 // model), debits from the route's budget: est, the call's estimate; or, when d's provider
-// counts before each call and the route has a token budget to feed, the provider's count of the
+// counts before each call and the route has a tokens-per-minute limit to feed, the provider's count of the
 // prompt plus the answer's share of est. A count that fails leaves est. prior, when not nil, is
 // the count made for the call's budgets: a try of its provider and model uses it instead of
 // counting again. tr hears of every count it made when it is a CountTracker (on the goroutine

@@ -18,12 +18,12 @@ import (
 // read in pick.go alone (and where it is defined).
 func TestPick_OnlyThePickerReadsTheFilters(t *testing.T) {
 	filters := map[string][]string{
-		"Has":            {"pick.go"},             // a provider's capabilities (caps.Has)
-		"Missing":        {"pick.go"},             // what it lacks
-		"holds":          {"pick.go"},             // the provider state a pinned call needs
-		"fits":           {"pick.go"},             // the context window
-		"available":      {"pick.go", "route.go"}, // ready now (route.go puts the ready deployments first)
-		"RawToolSystems": {"count.go"},            // the raw tools' system, read once by rawSystem for the ask
+		"Has":            {"pick.go"},                // a provider's capabilities (caps.Has)
+		"Missing":        {"pick.go"},                // what it lacks
+		"holds":          {"pick.go"},                // the provider state a pinned call needs
+		"fits":           {"pick.go"},                // the context window
+		"available":      {"pick.go", "strategy.go"}, // ready now (strategy.go puts the ready deployments first)
+		"RawToolSystems": {"count.go"},               // the raw tools' system, read once by rawSystem for the ask
 	}
 	files, err := filepath.Glob("*.go")
 	if err != nil {

@@ -75,8 +75,8 @@ func picks(e *entry, w *walk, n int) map[string]int {
 
 // A deployment three times slower than the two others keeps its exploration share and a
 // little more (about 5 %); equal ones share evenly; the draws come from the client's source.
-func TestRouteLatency_WeighsByScoreWithAnExplorationShare(t *testing.T) {
-	e := routedEntry(t, RouteLatency, 3, rand.NewPCG(1, 2), 300*time.Millisecond, 100*time.Millisecond)
+func TestStrategyLatency_WeighsByScoreWithAnExplorationShare(t *testing.T) {
+	e := routedEntry(t, StrategyLatency, 3, rand.NewPCG(1, 2), 300*time.Millisecond, 100*time.Millisecond)
 	w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}
 	const n = 20_000
 	got := picks(e, w, n)
@@ -87,7 +87,7 @@ func TestRouteLatency_WeighsByScoreWithAnExplorationShare(t *testing.T) {
 		t.Fatalf("the fast ones: %v", got)
 	}
 	// The same source, the same picks.
-	again := picks(routedEntry(t, RouteLatency, 3, rand.NewPCG(1, 2), 300*time.Millisecond, 100*time.Millisecond), w, n)
+	again := picks(routedEntry(t, StrategyLatency, 3, rand.NewPCG(1, 2), 300*time.Millisecond, 100*time.Millisecond), w, n)
 	if fmt.Sprint(again) != fmt.Sprint(got) {
 		t.Fatalf("seeded routing differs: %v then %v", got, again)
 	}
@@ -95,8 +95,8 @@ func TestRouteLatency_WeighsByScoreWithAnExplorationShare(t *testing.T) {
 
 // A whole answer is scored by the time per output token; a deployment without that measure
 // counts as the best (explored), and when none has it the first-token time decides.
-func TestRouteLatency_MeasureFollowsTheCall(t *testing.T) {
-	e := routedEntry(t, RouteLatency, 2, rand.NewPCG(3, 4), 300*time.Millisecond, 100*time.Millisecond)
+func TestStrategyLatency_MeasureFollowsTheCall(t *testing.T) {
+	e := routedEntry(t, StrategyLatency, 2, rand.NewPCG(3, 4), 300*time.Millisecond, 100*time.Millisecond)
 	whole := &walk{c: &Client{}, ask: ask{need: providers.CapChat}, op: operation{}}
 	// No time per token yet anywhere: the first-token times decide, as for a stream.
 	if got := picks(e, whole, 2000); got["p/d1"] < 1800 {
@@ -114,7 +114,7 @@ func TestRouteLatency_MeasureFollowsTheCall(t *testing.T) {
 		t.Fatalf("streams: %v", got)
 	}
 	// A third deployment with no sample is as promising as the best: it gets the best's share.
-	e = routedEntry(t, RouteLatency, 3, rand.NewPCG(5, 6), 300*time.Millisecond, 100*time.Millisecond, 0)
+	e = routedEntry(t, StrategyLatency, 3, rand.NewPCG(5, 6), 300*time.Millisecond, 100*time.Millisecond, 0)
 	got := picks(e, &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}, 4000)
 	if got["p/d1"] < 1600 || got["p/d2"] < 1600 {
 		t.Fatalf("an unmeasured deployment is not explored: %v", got)
@@ -123,8 +123,8 @@ func TestRouteLatency_MeasureFollowsTheCall(t *testing.T) {
 
 // Failures and a budget running low weigh a deployment down; one that cannot take the call
 // comes last, whatever its speed.
-func TestRouteLatency_ErrorsBudgetsAndAvailability(t *testing.T) {
-	e := routedEntry(t, RouteLatency, 2, rand.NewPCG(7, 8), 100*time.Millisecond)
+func TestStrategyLatency_ErrorsBudgetsAndAvailability(t *testing.T) {
+	e := routedEntry(t, StrategyLatency, 2, rand.NewPCG(7, 8), 100*time.Millisecond)
 	stream := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}
 	for range 6 { // error rate 1 − 0.75⁶ ≈ 0.82: about five times its time
 		e.deps[0].pipeline.Route(routeModel).ObserveLatency(resilience.LatencySample{Failed: true})
@@ -149,8 +149,8 @@ func TestRouteLatency_ErrorsBudgetsAndAvailability(t *testing.T) {
 
 // A sticky key stays on its rendezvous home while the home scores within twice the best, and
 // moves — to the same second choice every time — when it does not.
-func TestRouteLatency_StickyKeyStaysWhileHealthy(t *testing.T) {
-	e := routedEntry(t, RouteLatency, 3, nil, 100*time.Millisecond)
+func TestStrategyLatency_StickyKeyStaysWhileHealthy(t *testing.T) {
+	e := routedEntry(t, StrategyLatency, 3, nil, 100*time.Millisecond)
 	w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{pl: plan{sticky: "user-42"}}}
 	home := e.order(w, routeModel)
 	first, second := home[0], home[1]
@@ -193,8 +193,8 @@ func TestRendezvous_IsFNV1aOfKeyAndName(t *testing.T) {
 }
 
 // Routing by latency allocates nothing, sticky or not.
-func TestRouteLatency_AllocatesNothing(t *testing.T) {
-	e := routedEntry(t, RouteLatency, 3, nil, 300*time.Millisecond, 100*time.Millisecond)
+func TestStrategyLatency_AllocatesNothing(t *testing.T) {
+	e := routedEntry(t, StrategyLatency, 3, nil, 300*time.Millisecond, 100*time.Millisecond)
 	for _, w := range []*walk{{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}, {c: &Client{}, ask: ask{need: providers.CapChat}, op: operation{pl: plan{sticky: "user-42"}}}} {
 		if n := testing.AllocsPerRun(1000, func() { _ = e.order(w, routeModel) }); n != 0 {
 			t.Fatalf("%v allocations (sticky %q)", n, w.op.pl.sticky)
@@ -204,7 +204,7 @@ func TestRouteLatency_AllocatesNothing(t *testing.T) {
 
 // BenchmarkRoute measures picking the order of a provider's three deployments, per strategy
 // (the latency strategy also with a sticky key), with every route measured: "unpaced" knows
-// no per-minute budget, "paced" reads one of requests and one of tokens per route (as a route
+// no per-minute limit, "paced" reads one of requests and one of tokens per route (as a route
 // that learnt them from the answers' headers does).
 func BenchmarkRoute(b *testing.B) {
 	type bench struct {
@@ -212,9 +212,9 @@ func BenchmarkRoute(b *testing.B) {
 		strategy Strategy
 		sticky   string
 	}
-	cases := []bench{{"latency", RouteLatency, ""}, {"latency-sticky", RouteLatency, "user-42"}}
+	cases := []bench{{"latency", StrategyLatency, ""}, {"latency-sticky", StrategyLatency, "user-42"}}
 	for _, s := range Strategies {
-		if s != RouteLatency {
+		if s != StrategyLatency {
 			cases = append(cases, bench{string(s), s, ""})
 		}
 	}

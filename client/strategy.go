@@ -21,15 +21,15 @@ func (e *entry) order(w *walk, model string) []*deployment {
 func (e *entry) orderIn(buf []*deployment, w *walk, model string) []*deployment {
 	order := append(buf, e.deps...)
 	sticky := w.op.pl.sticky
-	if e.strategy == RouteLatency {
-		return e.routeLatency(order, sticky, model, w.need.Has(providers.CapStreaming), &moment{c: w.c})
+	if e.strategy == StrategyLatency {
+		return e.orderByLatency(order, sticky, model, w.need.Has(providers.CapStreaming), &moment{c: w.c})
 	}
 	switch {
 	case sticky != "":
 		slices.SortStableFunc(order, func(a, b *deployment) int {
 			return cmp.Compare(rendezvous(sticky, b.name), rendezvous(sticky, a.name))
 		})
-	case e.strategy == RouteWeighted:
+	case e.strategy == StrategyWeighted:
 		total := 0
 		for _, d := range order {
 			total += d.weight
@@ -46,14 +46,14 @@ func (e *entry) orderIn(buf []*deployment, w *walk, model string) []*deployment 
 			}
 			total -= order[i].weight
 		}
-	case e.strategy == RouteRoundRobin:
+	case e.strategy == StrategyRoundRobin:
 		k := int(e.next.Add(1)-1) % len(order)
 		order = append(append(order[:0], e.deps[k:]...), e.deps[:k]...)
-	case e.strategy == RouteLeastInFlight:
+	case e.strategy == StrategyLeastInFlight:
 		slices.SortStableFunc(order, func(a, b *deployment) int {
 			return a.pipeline.InFlight() - b.pipeline.InFlight()
 		})
-	case e.strategy == RouteMostHeadroom:
+	case e.strategy == StrategyMostHeadroom:
 		slices.SortStableFunc(order, func(a, b *deployment) int {
 			ha, hb := headroomOf(a, a.modelFor(model)), headroomOf(b, b.modelFor(model))
 			switch {
