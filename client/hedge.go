@@ -74,101 +74,128 @@ type raced struct {
 	n    int // the index of its route
 }
 
+// race is a hedged try: the tries out on their routes, and what the walk waits for. It holds
+// no pointer to the walk, which its goroutines must not keep from staying where it was made.
+type race struct {
+	ctx context.Context // the walk's
+	c   *Client
+	op  operation // the call's operation, read by the tries' goroutines: a copy, so that the
+	// operation of a call that is not hedged stays where its caller made it
+	h       resilience.Hedge
+	source  *resilience.Pipeline // the first try's route: its hedge delay and retry budget
+	first   attempt
+	results chan raced
+	fire    chan struct{}
+	timer   resilience.Timer
+	routes  []attempt
+	pending int
+}
+
 // hedged makes the try t of route first under hedging h: after h's delay without first
 // content it sends the call to the next route that may serve it and is ready (walk.nextReady;
-// at most h.Max times, each a delay after
-// the last, each spending first's retry budget), and returns the first try that succeeds, with
-// its route; the others are cancelled. A try that fails while another is out is recorded as
-// the walk's failure there; the failure it returns, when every try failed, is the last and is
-// not recorded yet (the walk records it, as an unhedged try's).
+// at most h.Max times, each a delay after the last, each spending first's retry budget), and
+// returns the first try that succeeds, with its route; the others are cancelled. A try that
+// fails while another is out is recorded as the walk's failure there; the failure it returns,
+// when every try failed, is the last and is not recorded yet (the walk records it, as an
+// unhedged try's).
 func (w *walk) hedged(h resilience.Hedge, first attempt, t try) (any, *resilience.CallInfo, error, attempt) {
-	// The tries run on goroutines of their own, reading a copy of the call's operation: the
-	// operation of a call that is not hedged stays where its caller made it.
-	op := w.op
-	source := first.d.pipeline.Route(first.key)
-	results := make(chan raced, h.Max+1)
-	routes := make([]attempt, 0, h.Max+1)
-	launch := func(r attempt, t try) {
-		ctx, cancel := context.WithCancelCause(w.ctx)
-		r.cancel, r.start = cancel, w.c.now()
-		n := len(routes)
-		routes = append(routes, r)
-		go func() {
-			resp, info, err := op.try(ctx, t)
-			results <- raced{resp: resp, info: info, err: err, n: n}
-		}()
-	}
-	launch(first, t)
-	fire := make(chan struct{}, 1)
-	arm := func() resilience.Timer {
-		return w.c.afterFunc(h.Delay(source), func() { fire <- struct{}{} })
-	}
-	timer := arm()
-	defer timer.Stop()
-	pending := 1
+	r := &race{ctx: w.ctx, c: w.c, op: w.op, h: h, source: first.d.pipeline.Route(first.key), first: first,
+		results: make(chan raced, h.Max+1), fire: make(chan struct{}, 1), routes: make([]attempt, 0, h.Max+1)}
+	r.launch(first, t)
+	r.arm()
+	defer func() { r.timer.Stop() }()
 	for {
 		select {
-		case <-fire:
-			if len(routes) > h.Max || w.ctx.Err() != nil {
-				continue // no hedge once the call's deadline (or the caller) ended it
+		case <-r.fire:
+			r.hedge(w)
+		case res := <-r.results:
+			if at, over := r.ended(w, res); over {
+				return res.resp, res.info, res.err, at
 			}
-			nr, ok := w.nextReady()
-			r := attempt{route: nr, hedge: true}
-			// A hedge never waits there (MaxWait -1): it must not queue ahead of the route's own
-			// calls.
-			rt := try{route: nr, maxWait: -1, elsewhere: true}
-			switch {
-			case !ok:
-				continue // nowhere to hedge to: the tries out go on alone
-			case !source.TryHedge():
-				w.acct.HedgesRefused++
-				if ht, ok := w.op.tr.(HedgeTracker); ok {
-					ht.HedgeRefused(first.e.name)
-				}
-				continue
-			}
-			w.markTried(r.d)
-			r.d.hedges.Add(1)
-			launch(r, rt)
-			pending++
-			w.acct.Hedges++
-			if len(routes) <= h.Max {
-				timer = arm()
-			}
-		case res := <-results:
-			pending--
-			routes[res.n].done = true
-			r := routes[res.n]
-			if res.err == nil {
-				w.acct.HedgeWon = r.hedge
-				if r.hedge {
-					r.d.hedgesWon.Add(1)
-				}
-				cancelLosers(w, routes, res.n, pending, results)
-				if k, ok := res.resp.(interface{ hold(func()) }); ok {
-					k.hold(func() { r.cancel(nil) }) // the stream's reads go on under its context
-				} else {
-					r.cancel(nil)
-				}
-				return res.resp, res.info, nil, r
-			}
-			if pending == 0 {
-				r.cancel(nil)
-				return res.resp, res.info, res.err, r
-			}
-			if !classify(w.ctx, r.d.name, res.err, res.info).Kind.FallsBack() {
-				// The request's own fault, or the caller gave up: every other try would end the
-				// same way. The walk records this failure and stops.
-				r.cancel(nil)
-				cancelLosers(w, routes, -1, pending, results)
-				return res.resp, res.info, res.err, r
-			}
-			// Another try is out: this failure is the walk's, and the call waits for the other.
-			perr, took, spent := w.lost(&routes[res.n], res.resp, res.info, res.err)
-			w.report(&routes[res.n], took, res.info, perr, spent, "")
-			r.cancel(nil)
 		}
 	}
+}
+
+// launch sends try t on route a, on a goroutine of its own under a context the race cancels.
+func (r *race) launch(a attempt, t try) {
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	a.cancel, a.start = cancel, r.c.now()
+	n := len(r.routes)
+	r.routes = append(r.routes, a)
+	r.pending++
+	go func() {
+		resp, info, err := r.op.try(ctx, t)
+		r.results <- raced{resp: resp, info: info, err: err, n: n}
+	}()
+}
+
+// arm sets the timer of the next hedge, a hedge delay from now.
+func (r *race) arm() {
+	fire := r.fire
+	r.timer = r.c.afterFunc(r.h.Delay(r.source), func() { fire <- struct{}{} })
+}
+
+// hedge sends the next hedge of walk w, when the call may still send one and a route can take
+// it now: there, it never waits (MaxWait -1), so that it does not queue ahead of the route's
+// own calls.
+func (r *race) hedge(w *walk) {
+	if len(r.routes) > r.h.Max || w.ctx.Err() != nil {
+		return // no hedge once the call's deadline (or the caller) ended it
+	}
+	next, ok := w.nextReady()
+	switch {
+	case !ok:
+		return // nowhere to hedge to: the tries out go on alone
+	case !r.source.TryHedge():
+		w.acct.HedgesRefused++
+		if ht, ok := w.op.tr.(HedgeTracker); ok {
+			ht.HedgeRefused(r.first.e.name)
+		}
+		return
+	}
+	w.markTried(next.d)
+	next.d.hedges.Add(1)
+	r.launch(attempt{route: next, hedge: true}, try{route: next, maxWait: -1, elsewhere: true})
+	w.acct.Hedges++
+	if len(r.routes) <= r.h.Max {
+		r.arm()
+	}
+}
+
+// ended takes in how one try of walk w ended (res) and reports whether the race is over, with
+// the attempt it ended on: the first success (the others cancelled), or the last failure, or a
+// failure every other try would meet too (the request's own fault, or the caller gave up). A
+// failure while another try is out is the walk's failure there; the race goes on.
+func (r *race) ended(w *walk, res raced) (attempt, bool) {
+	r.pending--
+	r.routes[res.n].done = true
+	a := r.routes[res.n]
+	if res.err == nil {
+		w.acct.HedgeWon = a.hedge
+		if a.hedge {
+			a.d.hedgesWon.Add(1)
+		}
+		cancelLosers(w, r.routes, res.n, r.pending, r.results)
+		if k, ok := res.resp.(interface{ hold(func()) }); ok {
+			k.hold(func() { a.cancel(nil) }) // the stream's reads go on under its context
+		} else {
+			a.cancel(nil)
+		}
+		return a, true
+	}
+	if r.pending == 0 {
+		a.cancel(nil)
+		return a, true
+	}
+	if !classify(w.ctx, a.d.name, res.err, res.info).Kind.FallsBack() {
+		a.cancel(nil)
+		cancelLosers(w, r.routes, -1, r.pending, r.results)
+		return a, true
+	}
+	perr, took, spent := w.lost(&r.routes[res.n], res.resp, res.info, res.err)
+	w.report(&r.routes[res.n], took, res.info, perr, spent, "")
+	a.cancel(nil)
+	return a, false
 }
 
 // cancelLosers cancels every try of routes still out but the one that won (-1: none won),

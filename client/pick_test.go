@@ -2,6 +2,8 @@ package client_test
 
 import (
 	"context"
+	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,27 +13,52 @@ import (
 	"github.com/steadyllm/steady/providers"
 )
 
-// A call with an Anthropic server tool can be served by Anthropic alone. When Anthropic answers
-// 429 with a short hint, the call waits it out — as it does with Anthropic alone in the chain —
-// since no other provider of the chain can take it: adding a provider that cannot serve the
-// call must not make it fail. (The fail-over wait once asked "can another provider serve this at
-// once?" without the raw-tools rule, and gave up with wait_too_long.)
+// A provider that may not serve a call — for each of the picker's filters: it takes no tools
+// of the call's raw tools' system, it lacks a capability the call needs, its context window
+// cannot hold the call — does not cut the wait on the one that can. Claude answers 429 with a
+// 400 ms hint: with Claude alone in the chain the call waits it out, and so it must with the
+// other provider after it, which WithFailoverAfter(100ms) would otherwise send the call to at
+// once. (The fail-over wait once asked "can another provider serve this at once?" without the
+// raw-tools rule, and gave up with wait_too_long.)
 func TestPick_AProviderThatCannotServeTheCallDoesNotCutTheWait(t *testing.T) {
-	for _, chain := range [][]string{{"claude"}, {"claude", "openai"}} {
-		claude := mocks.NewServer(mocks.WithScript(mocks.RateLimited(400*time.Millisecond), mocks.OK()))
-		gpt := mocks.NewServer()
-		req := hello()
-		req.Tools = []providers.Tool{webSearchTool}
-		c := newClient(t, anthropicProvider("claude", claude, policy()), openAIProvider("openai", gpt, policy()),
-			client.WithFallback(chain...), client.WithFailoverAfter(100*time.Millisecond))
-		resp, err := c.Chat(context.Background(), req)
-		claude.Close()
-		gpt.Close()
-		if err != nil || resp.Provider != "claude" {
-			t.Fatalf("chain %v: %v, want claude's answer after its 400 ms hint", chain, err)
-		}
-		if gpt.Journal().Len() != 0 {
-			t.Fatalf("chain %v: openai, which takes no anthropic tools, was asked", chain)
+	long := hello()
+	long.Messages[0].Content = strings.Repeat("many words ", 400) // about 1,100 tokens with the answer's
+	for _, tc := range []struct {
+		filter string
+		req    func() *providers.ChatRequest
+		other  func(gpt *mocks.Server) []client.Option
+	}{
+		{"the raw tools' system", func() *providers.ChatRequest {
+			req := hello()
+			req.Tools = []providers.Tool{webSearchTool}
+			return req
+		}, func(gpt *mocks.Server) []client.Option {
+			return []client.Option{openAIProvider("openai", gpt, policy())}
+		}},
+		{"a capability", hello, func(*mocks.Server) []client.Option {
+			return []client.Option{client.WithProvider("openai", policy(), func(*http.Client) (providers.Provider, error) {
+				return embedOnly{}, nil
+			})}
+		}},
+		{"the context window", func() *providers.ChatRequest { return long }, func(gpt *mocks.Server) []client.Option {
+			return []client.Option{openAIProvider("openai", gpt, policy()), client.WithContextWindow("openai", 500, nil)}
+		}},
+	} {
+		for _, chain := range [][]string{{"claude"}, {"claude", "openai"}} {
+			claude := mocks.NewServer(mocks.WithScript(mocks.RateLimited(400*time.Millisecond), mocks.OK()))
+			gpt := mocks.NewServer()
+			opts := append([]client.Option{anthropicProvider("claude", claude, policy()), client.WithFallback(chain...),
+				client.WithFailoverAfter(100 * time.Millisecond)}, tc.other(gpt)...)
+			c := newClient(t, opts...)
+			resp, err := c.Chat(context.Background(), tc.req())
+			claude.Close()
+			gpt.Close()
+			if err != nil || resp.Provider != "claude" {
+				t.Fatalf("%s, chain %v: %v, want claude's answer after its 400 ms hint", tc.filter, chain, err)
+			}
+			if gpt.Journal().Len() != 0 {
+				t.Fatalf("%s, chain %v: openai, which may not serve the call, was asked", tc.filter, chain)
+			}
 		}
 	}
 }
