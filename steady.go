@@ -233,9 +233,6 @@ func openAIFactory(d openai.Dialect) func(name string, p config.Provider, key st
 // factoryFor returns the constructor of provider p of the configuration.
 func factoryFor(name string, p config.Provider, key string) (client.ProviderFactory, error) {
 	d := p.Dialect
-	if d == "" {
-		d = p.Type // a Provider built by hand with the former field
-	}
 	build, ok := dialects[d]
 	if !ok {
 		return nil, fmt.Errorf("steady: provider %q: unknown dialect %q", name, d)
@@ -268,7 +265,7 @@ func deploymentsOf(cfg *config.Config, name string, members []string) (client.Op
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	strategy := client.RoutePriority
+	strategy := client.StrategyPriority
 	if s := cfg.Routing[name]; s != "" {
 		strategy = client.Strategy(s)
 	}

@@ -79,8 +79,8 @@ func TestFromConfig_Errors(t *testing.T) {
 	// A Config built by hand reads keys from the process environment; each missing key is
 	// said once, naming the provider and the variable.
 	hand := &config.Config{Providers: map[string]config.Provider{
-		"a": {Name: "a", Type: config.TypeOpenAI, APIKeyEnv: "STEADY_TEST_UNSET_KEY_A"},
-		"b": {Name: "b", Type: config.TypeAnthropic, APIKeyEnv: "STEADY_TEST_UNSET_KEY_B"},
+		"a": {Name: "a", Dialect: config.DialectOpenAI, APIKeyEnv: "STEADY_TEST_UNSET_KEY_A"},
+		"b": {Name: "b", Dialect: config.DialectAnthropic, APIKeyEnv: "STEADY_TEST_UNSET_KEY_B"},
 	}, Fallback: []string{"a", "b"}}
 	_, err = steady.FromConfig(hand)
 	if !errors.Is(err, config.ErrNoAPIKey) || !strings.Contains(err.Error(), "STEADY_TEST_UNSET_KEY_A") ||
@@ -423,7 +423,7 @@ func TestFromConfig_ThinkingModesReachTheProvider(t *testing.T) {
 	}
 }
 
-// LLM.Providers.<name>.CountTokens reaches the Anthropic provider: with a token budget, each
+// LLM.Providers.<name>.CountTokens reaches the Anthropic provider: with a tokens-per-minute limit, each
 // call is counted before it is sent.
 func TestFromConfig_CountTokensReachesTheProvider(t *testing.T) {
 	s := mocks.NewServer()

@@ -138,66 +138,80 @@ func (c *Client) Ledger() *cost.Ledger {
 	return c.cost.ledger
 }
 
-// admit asks the client's budgets about a chat call for req planned as pl with options o and
-// bill b: the ticket to settle when it ends (nil when the client keeps no budgets), the
-// request and plan to send, changed by a downgrade, and the count of the prompt made for the
-// budgets (nil when none was made; see countForBudgets), which replaced b's input estimate.
-// A refusal is the call's error.
-func (c *Client) admit(ctx context.Context, req *providers.ChatRequest, pl plan, o *callOptions, b *bill,
-	stream bool) (*cost.Ticket, *providers.ChatRequest, plan, *priorCount, error) {
-	l, keys, err := c.budgetsOf(o)
+// admit asks the client's budgets about the call op, before anything is sent: it gives op
+// the ticket to settle when it ends (none when the client keeps no budgets) and, for a chat
+// call, the count of its prompt made for the budgets (see countForBudgets: it replaces the
+// bill's input estimate) and what a downgrade changes — the request's model, and the plan's
+// chain and policy. The pre-flight cost prices the first route of the plan's chain that may
+// serve the call (see estimate). A refusal is the call's error; op's plan says what the
+// budgets decided either way.
+func (c *Client) admit(ctx context.Context, op *operation) error {
+	l, keys, err := c.budgetsOf(op.o)
 	if l == nil || err != nil {
-		return nil, req, pl, nil, err
+		return err
 	}
-	need := req.Needs(stream)
-	pre := c.countForBudgets(ctx, req, pl.chain, need, o)
-	if pre != nil && pre.report.Err == nil {
-		b.input = pre.n
+	// The estimate captures copies, never op itself: a closure that captured it would move
+	// it to the heap on every call, budgeted or not.
+	a, planned := op.ask(), op.pl.chain
+	if op.kind == OperationEmbeddings {
+		input := op.tokens
+		t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(*cost.Downgrade) providers.Money {
+			// Never downgraded: a budget's downgrade names a chat model, providers and
+			// policy, and an embeddings call goes as it was asked.
+			return c.estimate(a, planned, nil, func(p cost.Price) providers.Money { return p.Tokens(input, 0, 0) })
+		}})
+		op.pl = decided(op.pl, t, err)
+		op.ticket = t
+		return err
 	}
-	// The estimate captures copies, never req or pl themselves: a closure that captured them
-	// would move them to the heap on every call, budgeted or not.
-	asked, planned, input, images := req.Model, pl.chain, b.input, b.images
-	answer := req.MaxTokens
-	if answer <= 0 {
-		answer = DefaultAnswerTokens
+	req := op.chat
+	op.prior = c.countForBudgets(ctx, a, planned, req, op.o)
+	if op.prior != nil && op.prior.report.Err == nil {
+		op.bill.input = op.prior.n
 	}
+	input, images, answer := op.bill.input, op.bill.images, answerTokens(req)
 	t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(d *cost.Downgrade) providers.Money {
-		chain, model := planned, asked
-		if d != nil && len(d.Providers) > 0 {
-			chain = d.Providers
-		}
-		if d != nil && d.Model != "" {
-			model = d.Model
-		}
-		for _, name := range chain {
-			e := c.entries[name]
-			if !e.caps.Has(need) {
-				continue
-			}
-			p, ok := c.price(e.name, e.telemetryModel(c.modelFor(e, model, true)), "")
-			if !ok {
-				return 0 // nothing to hold: the call is reported unpriced, and costs nothing
-			}
-			return p.Tokens(input, answer, images)
-		}
-		return 0
+		return c.estimate(a, planned, d, func(p cost.Price) providers.Money { return p.Tokens(input, answer, images) })
 	}})
-	pl = decided(pl, t, err)
+	op.pl = decided(op.pl, t, err)
 	if err != nil {
-		return nil, req, pl, pre, err
+		return err
 	}
+	op.ticket = t
 	if d := t.Downgrade; d != nil {
 		if d.Model != "" {
-			req = withModel(req, d.Model)
+			op.chat = withModel(req, d.Model)
 		}
 		if len(d.Providers) > 0 {
-			pl.chain = d.Providers
+			op.pl.chain = d.Providers
 		}
 		if d.Policy != "" {
-			pl.policy = c.policy(d.Policy)
+			op.pl.policy = c.policy(d.Policy)
 		}
 	}
-	return t, req, pl, pre, nil
+	return nil
+}
+
+// estimate is a call's pre-flight cost at the price of the first route of chain
+// that may serve what a asks, as sent (d nil) or changed by the downgrade d, by priced; 0 when that route's
+// model has no price (the call is then reported unpriced, and costs nothing) or none may serve.
+func (c *Client) estimate(a ask, chain []string, d *cost.Downgrade, priced func(cost.Price) providers.Money) providers.Money {
+	if d != nil && len(d.Providers) > 0 {
+		chain = d.Providers
+	}
+	if d != nil && d.Model != "" {
+		a.model = d.Model
+	}
+	w := walk{c: c, ask: a, cur: cursor{chain: chain}}
+	r, ok := w.first()
+	if !ok {
+		return 0
+	}
+	p, ok := c.price(r.e.name, r.key, "")
+	if !ok {
+		return 0
+	}
+	return priced(p)
 }
 
 // budgetsOf returns the client's budgets and the keys a call with options o gives them: a nil
@@ -235,36 +249,6 @@ func decided(pl plan, t *cost.Ticket, err error) plan {
 		pl.shadowBudget = t.WouldBe.String()
 	}
 	return pl
-}
-
-// admitEmbed asks the client's budgets about an embeddings call for req, planned as pl with
-// options o, whose inputs are estimated at input tokens: the ticket to settle when it ends (nil
-// when the client keeps no budgets) and pl with the decision. An embeddings call is counted,
-// warned about and refused as a chat call is, priced at the input price of the model the
-// chain's first provider with embeddings would be asked for, but never downgraded: a budget's
-// downgrade names a chat model, providers and policy, and the call goes as it was asked.
-func (c *Client) admitEmbed(ctx context.Context, req *providers.EmbedRequest, pl plan, o *callOptions,
-	input int) (*cost.Ticket, plan, error) {
-	l, keys, err := c.budgetsOf(o)
-	if l == nil || err != nil {
-		return nil, pl, err
-	}
-	asked, planned := req.Model, pl.chain
-	t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(*cost.Downgrade) providers.Money {
-		for _, name := range planned {
-			e := c.entries[name]
-			if !e.caps.Has(providers.CapEmbeddings) {
-				continue
-			}
-			p, ok := c.price(e.name, e.telemetryModel(c.modelFor(e, asked, true)), "")
-			if !ok {
-				return 0
-			}
-			return p.Tokens(input, 0, 0)
-		}
-		return 0
-	}})
-	return t, decided(pl, t, err), err
 }
 
 // budgetKeys checks the keys a call gives (WithBudgetKey, WithTenant) and returns those for the

@@ -363,7 +363,7 @@ func TestBudget_ADeferredRefusalRetriesWhenTheWindowEnds(t *testing.T) {
 	}
 }
 
-// A long stream under a per-minute budget, admitted in one minute and read to its end in the
+// A long stream under a per-minute limit, admitted in one minute and read to its end in the
 // next, before any other call of the minute: it opens the new minute and is charged to it,
 // where the next calls see it (its cost is not lost with the minute that ended).
 func TestBudget_AStreamThatOutlivesItsMinuteIsChargedToTheMinuteItEnds(t *testing.T) {

@@ -214,12 +214,12 @@ func TestCallOptions_NamesMatchIgnoringCase(t *testing.T) {
 func TestWithDeployments_RefusesWeightsThatOverflow(t *testing.T) {
 	ss := servers(t, 2)
 	deps := deploymentsOn(ss, math.MaxInt, math.MaxInt)
-	_, err := client.New(client.WithDeployments("p", policy(), client.RouteWeighted, deps...))
+	_, err := client.New(client.WithDeployments("p", policy(), client.StrategyWeighted, deps...))
 	if err == nil || !strings.Contains(err.Error(), "Weight") || !strings.Contains(err.Error(), "100000000") {
 		t.Fatalf("got %v, want the weight refused with its range", err)
 	}
 	deps = deploymentsOn(ss, 100_000_000, 100_000_000)
-	c := newClient(t, client.WithDeployments("p", policy(), client.RouteWeighted, deps...))
+	c := newClient(t, client.WithDeployments("p", policy(), client.StrategyWeighted, deps...))
 	for range 10 {
 		if _, err := c.Chat(context.Background(), hello()); err != nil {
 			t.Fatal(err)

@@ -95,7 +95,7 @@ type entry struct {
 	model    string            // the provider's default model
 	models   map[string]string // model names of the first provider mapped to this one's
 	// deps are the provider's deployments (one for WithProvider); provider and pipeline are
-	// the first one's. strategy routes among them, next is RouteRoundRobin's turn.
+	// the first one's. strategy routes among them, next is StrategyRoundRobin's turn.
 	deps     []*deployment
 	strategy Strategy
 	next     atomic.Uint64
@@ -187,7 +187,7 @@ func WithBaseTransport(rt http.RoundTripper) Option {
 }
 
 // WithClock runs every provider's pipeline on clock instead of the wall clock (see
-// resilience.WithClock): backoffs, pauses, time limits and per-minute budgets. For tests.
+// resilience.WithClock): backoffs, pauses, time limits and per-minute limits. For tests.
 func WithClock(clock resilience.Clock) Option {
 	return func(b *builder) error {
 		b.c.clock = clock
@@ -196,7 +196,7 @@ func WithClock(clock resilience.Clock) Option {
 }
 
 // WithSharedState shares every provider's (and deployment's) circuit state, rate-limit pauses
-// and per-minute budgets with the application's other instances through s (see
+// and per-minute limits with the application's other instances through s (see
 // resilience.WithSharedState; github.com/steadyllm/steady/state/redis is a store on Redis).
 // The client does not close s.
 func WithSharedState(s resilience.SharedState) Option {

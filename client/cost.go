@@ -196,7 +196,7 @@ func (c *Client) abandonedCost(provider, model string, perr *providers.Error, b 
 // chargeFailure adds the cost of the failed try of provider e on route (perr) to the walk's
 // accounting and returns it.
 func (w *walk) chargeFailure(e *entry, route string, perr *providers.Error) providers.CallCost {
-	cc := w.c.abandonedCost(e.name, route, perr, w.bill)
+	cc := w.c.abandonedCost(e.name, route, perr, w.op.bill)
 	w.acct.Cost = w.acct.Cost.Add(cc)
 	return cc
 }

@@ -34,9 +34,10 @@ func TestCost_TheCallPathAllocatesNothingWithoutBudgets(t *testing.T) {
 		u := providers.Usage{InputTokens: 3, OutputTokens: 4}
 		var sink providers.Money
 		n := testing.AllocsPerRun(100, func() {
-			b := c.billOf(req)
-			ticket, r, p, prior, err := c.admit(ctx, req, pl, nil, &b, false)
-			if err != nil || ticket != nil || r != req || len(p.chain) != 1 || prior != nil {
+			op := operation{c: c, kind: OperationChat, chat: req, pl: pl, bill: c.billOf(req)}
+			err := c.admit(ctx, &op)
+			b, ticket, r, prior := op.bill, op.ticket, op.chat, op.prior
+			if err != nil || ticket != nil || r != req || len(op.pl.chain) != 1 || prior != nil {
 				t.Fatal("admit changed a call the client keeps no budgets for")
 			}
 			cc := c.servedCost("idle", "m", "", u, b, 10)

@@ -14,7 +14,7 @@ import (
 // Exact token counts. A provider that counts a request's prompt itself (providers.TokenCounter:
 // Anthropic's POST /v1/messages/count_tokens) can, where configured (PreflightCount, e.g.
 // anthropic.Config.CountTokens), be asked before each call, so that pacing debits the counted
-// prompt from the route's tokens-per-minute budget instead of the estimate of four bytes a
+// prompt from the route's tokens-per-minute limit instead of the estimate of four bytes a
 // token (EstimateTokens). The answer's share of the debit stays what the estimate allows
 // (MaxTokens, or DefaultAnswerTokens), and the usage the answer reports settles the budget
 // afterwards, as always.
@@ -34,7 +34,7 @@ import (
 //     (anthropic.Config.CountTimeout) leaves the estimate in its place, and the call's
 //     telemetry hears of it (CountTracker; observe counts MetricTokenCounts).
 //
-// A route without a token budget — none configured, none learnt yet — is not counted: nothing
+// A route without a tokens-per-minute limit — none configured, none learnt yet — is not counted: nothing
 // would use the count. Each try counts for itself (a fallback to another model counts again);
 // nothing is cached across calls.
 //
@@ -110,7 +110,7 @@ func answerTokens(req *providers.ChatRequest) int {
 
 // preflight returns the tokens a try of deployment d on route, for req (asked of the try's
 // model), debits from the route's budget: est, the call's estimate; or, when d's provider
-// counts before each call and the route has a token budget to feed, the provider's count of the
+// counts before each call and the route has a tokens-per-minute limit to feed, the provider's count of the
 // prompt plus the answer's share of est. A count that fails leaves est. prior, when not nil, is
 // the count made for the call's budgets: a try of its provider and model uses it instead of
 // counting again. tr hears of every count it made when it is a CountTracker (on the goroutine
@@ -169,37 +169,35 @@ func (p *priorCount) of(entry, model string) bool {
 	return p != nil && p.entry == entry && p.model == model
 }
 
-// countForBudgets counts req's prompt for the budgets that admit the call, planned along chain
-// with options o and needing need: by the first provider of the chain that can serve it, when
-// it counts before each call (its first deployment that does, for the model it would be asked
-// for). It returns nil when that provider does not count (or none can serve the call: the walk
-// says why). A failed count is returned too, with its error in the report.
-func (c *Client) countForBudgets(ctx context.Context, req *providers.ChatRequest, chain []string, need providers.Capabilities,
-	o *callOptions) *priorCount {
-	system := rawSystem(req)
-	for _, name := range chain {
-		e := c.entries[name]
-		if !e.caps.Has(need) || (system != "" && e.system != system) {
+// countForBudgets counts req's prompt for the budgets that admit the call asking a along chain,
+// with options o: by the first provider of the chain that may serve it (pick.go), when it counts
+// before each call (its first deployment that may serve the call and counts, for the model it
+// would be asked for). It returns nil when that provider does not count (or none can serve the
+// call: the walk says why). A failed count is returned too, with its error in the report.
+func (c *Client) countForBudgets(ctx context.Context, a ask, chain []string, req *providers.ChatRequest, o *callOptions) *priorCount {
+	w := walk{c: c, ask: a, cur: cursor{chain: chain}}
+	first, ok := w.first()
+	if !ok {
+		return nil
+	}
+	e := first.e
+	m := c.modelFor(e, w.model, true)
+	for _, d := range e.deps {
+		r := routeOf(e, d, m)
+		if d.count == nil || !d.count.preflight || w.mayServe(r) != serves {
 			continue
 		}
-		m := c.modelFor(e, req.Model, true)
-		for _, d := range e.deps {
-			if d.count == nil || !d.count.preflight {
-				continue
-			}
-			if o.sendsExtras() {
-				ctx = &callExtras{Context: ctx, o: o}
-			}
-			r := withModel(req, d.modelFor(m))
-			start := time.Now()
-			n, err := d.count.count(ctx, r)
-			if err != nil && ctx.Err() != nil {
-				return nil // the call ended while it counted: nothing failed, nothing will use it
-			}
-			return &priorCount{entry: e.name, model: r.Model, n: n,
-				report: d.countReport(ctx, d.modelFor(e.telemetryModel(m)), EstimateInputTokens(req), n, err, time.Since(start))}
+		if o.sendsExtras() {
+			ctx = &callExtras{Context: ctx, o: o}
 		}
-		return nil
+		sent := withModel(req, r.model)
+		start := time.Now()
+		n, err := d.count.count(ctx, sent)
+		if err != nil && ctx.Err() != nil {
+			return nil // the call ended while it counted: nothing failed, nothing will use it
+		}
+		return &priorCount{entry: e.name, model: sent.Model, n: n,
+			report: d.countReport(ctx, r.key, EstimateInputTokens(req), n, err, time.Since(start))}
 	}
 	return nil
 }
@@ -261,24 +259,33 @@ func (c *Client) CountTokens(ctx context.Context, req *providers.ChatRequest, op
 	if o.sendsExtras() {
 		ctx = &callExtras{Context: ctx, o: o}
 	}
-	need, system := req.Needs(false), rawSystem(req)
+	// The routes the call may be sent to, in the chain's order, as the walk would pick them.
+	w := walk{c: c, ask: askOf(req, false, 0), cur: cursor{chain: pl.chain}}
 	var skipped []string
-	for i, name := range pl.chain {
+	entered := false
+	for _, name := range pl.chain {
 		e := c.entries[name]
-		if !e.caps.Has(need) || (system != "" && e.system != system) {
+		if !w.takes(e) {
 			continue
 		}
+		m := c.modelFor(e, req.Model, !entered)
+		entered = true
+		counted := false
 		for _, d := range e.deps {
-			if d.count == nil {
+			r := routeOf(e, d, m)
+			if d.count == nil || w.mayServe(r) != serves {
 				continue
 			}
-			n, err := d.count.count(ctx, withModel(req, d.modelFor(c.modelFor(e, req.Model, i == 0))))
+			n, err := d.count.count(ctx, withModel(req, r.model))
 			if err != nil {
 				return 0, classify(ctx, d.name, err, nil)
 			}
+			counted = true
 			return n, nil
 		}
-		skipped = append(skipped, name)
+		if !counted {
+			skipped = append(skipped, name)
+		}
 	}
 	msg := "no provider of the chain counts tokens"
 	if len(skipped) > 0 {

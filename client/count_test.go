@@ -24,7 +24,7 @@ import (
 
 const countModel = "claude-haiku-4-5"
 
-// tokenBudget is the tokens-per-minute budget of the counting tests, on a clock that stands
+// tokenBudget is the tokens-per-minute limit of the counting tests, on a clock that stands
 // still: what a call debits stays debited.
 const tokenBudget = 100_000
 
@@ -40,7 +40,7 @@ func countingClaude(name string, s *mocks.Server, o resilience.Options, edit fun
 	})
 }
 
-// pacedPolicy is a policy with a known token budget. The fake's answers state what remains of
+// pacedPolicy is a policy with a known tokens-per-minute limit. The fake's answers state what remains of
 // it, which the pacer then takes as the truth: no unused estimate is credited back, so the
 // budget moves only by what calls debit.
 func pacedPolicy() resilience.Options {
@@ -163,7 +163,7 @@ func TestPreflightCount_OffOrWithoutABudgetSendsNoCount(t *testing.T) {
 	if got := debited(t, off, "claude"); got != client.EstimateTokens(req) {
 		t.Fatalf("debited %d, want the estimate %d", got, client.EstimateTokens(req))
 	}
-	// Counting on, but no token budget to feed.
+	// Counting on, but no tokens-per-minute limit to feed.
 	o := policy()
 	o.PaceFromHeaders = false
 	unpaced := newClient(t, countingClaude("claude", s, o, nil))

@@ -236,7 +236,7 @@ func isDeadline(pe *providers.Error) bool {
 // outcome returns the failure of a walk that found no answer (see chainError): when the
 // whole-call deadline ended it, led by the deadline's failure.
 func (w *walk) outcome(stopped bool) error {
-	if d := w.dl; d != nil && len(w.failures) > 0 {
+	if d := w.op.dl; d != nil && len(w.failures) > 0 {
 		last := w.failures[len(w.failures)-1]
 		switch {
 		case isDeadline(last):

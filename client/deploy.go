@@ -16,7 +16,7 @@ import (
 
 // Deployment is one way of reaching a provider — an API key, an Azure deployment or region, a
 // base URL — with its own resilience pipeline: its own circuit, bulkhead, rate-limit pause
-// and per-minute budgets. A provider with several deployments (WithDeployments) routes each
+// and per-minute limits. A provider with several deployments (WithDeployments) routes each
 // call to one of them; the fallback chain still moves across providers.
 type Deployment struct {
 	// Name names the deployment within its provider ("key-2", "eastus"); errors, events and
@@ -25,7 +25,7 @@ type Deployment struct {
 	// Factory builds the deployment's provider over the *http.Client the client gives it
 	// (its own pipeline), as for WithProvider.
 	Factory ProviderFactory
-	// Weight is the deployment's share of the calls under RouteWeighted; 0 means 1. Allowed:
+	// Weight is the deployment's share of the calls under StrategyWeighted; 0 means 1. Allowed:
 	// 0..100000000, as in the configuration.
 	Weight int
 	// Model, when set, is the model every call routed to this deployment asks for (the
@@ -44,37 +44,37 @@ type Deployment struct {
 type Strategy string
 
 // The routing strategies. Whatever the strategy, deployments that cannot take a call now — an
-// open or isolated circuit, a rate-limit pause, a spent per-minute budget — come after the
+// open or isolated circuit, a rate-limit pause, a spent per-minute limit — come after the
 // ones that can; a deployment that fails in a way another might not (FallsBack) passes the
 // call to the next deployment before the chain moves to the next provider.
 const (
-	// RoutePriority tries the deployments in the order given.
-	RoutePriority Strategy = "priority"
-	// RouteWeighted picks at random, in proportion to the weights.
-	RouteWeighted Strategy = "weighted"
-	// RouteRoundRobin takes the deployments in turn.
-	RouteRoundRobin Strategy = "round_robin"
-	// RouteLeastInFlight picks the deployment with the fewest exchanges in flight.
-	RouteLeastInFlight Strategy = "least_in_flight"
-	// RouteMostHeadroom picks the deployment with the largest share left of its per-minute
+	// StrategyPriority tries the deployments in the order given.
+	StrategyPriority Strategy = "priority"
+	// StrategyWeighted picks at random, in proportion to the weights.
+	StrategyWeighted Strategy = "weighted"
+	// StrategyRoundRobin takes the deployments in turn.
+	StrategyRoundRobin Strategy = "round_robin"
+	// StrategyLeastInFlight picks the deployment with the fewest exchanges in flight.
+	StrategyLeastInFlight Strategy = "least_in_flight"
+	// StrategyMostHeadroom picks the deployment with the largest share left of its per-minute
 	// budgets (from the answers' rate-limit headers, or the configured limits; a deployment
 	// that knows none counts as full).
-	RouteMostHeadroom Strategy = "most_headroom"
-	// RouteLatency prefers the deployment that has been fastest for the call's model lately,
+	StrategyMostHeadroom Strategy = "most_headroom"
+	// StrategyLatency prefers the deployment that has been fastest for the call's model lately,
 	// by what the client measured of its route (RouteInfo.Latency): a deployment scores its
 	// moving average of the time to first token (streams) or per output token (whole answers)
-	// times 1/(1 − its error rate), and up to ten times more as its per-minute budgets fall
+	// times 1/(1 − its error rate), and up to ten times more as its per-minute limits fall
 	// below half; one not measured yet scores as the best. The call goes to one drawn with
 	// weight (best score ÷ its score)³, after 3 % of the calls per deployment (30 % at most in
 	// all) are spread evenly, so that one that was slow keeps being measured and wins its
 	// share back when it recovers. A sticky key (WithStickyKey) draws nothing: it stays on its
 	// deployment while that one scores at most twice the best. Weight is ignored; the draws
 	// come from WithRandomSource when set.
-	RouteLatency Strategy = "latency"
+	StrategyLatency Strategy = "latency"
 )
 
 // Strategies lists the routing strategies.
-var Strategies = []Strategy{RoutePriority, RouteWeighted, RouteRoundRobin, RouteLeastInFlight, RouteMostHeadroom, RouteLatency}
+var Strategies = []Strategy{StrategyPriority, StrategyWeighted, StrategyRoundRobin, StrategyLeastInFlight, StrategyMostHeadroom, StrategyLatency}
 
 // deployment is one deployment of a provider entry.
 type deployment struct {
@@ -285,7 +285,7 @@ type DeploymentInfo struct {
 	// Circuit is the deployment's circuit — what counts for every model: a refused key, an
 	// unreachable host — with the time left of its rate-limit pause.
 	Circuit resilience.CircuitInfo
-	// Headroom is what is left of its per-minute budgets.
+	// Headroom is what is left of its per-minute limits.
 	Headroom resilience.Headroom
 	// InFlight is the number of its exchanges in flight.
 	InFlight int
@@ -315,7 +315,7 @@ type RouteInfo struct {
 	Circuit  resilience.CircuitInfo
 	Headroom resilience.Headroom
 	// Latency is what the client measured of the route's calls — time to first token, time
-	// per output token, their p50 and p95, error rate and samples — which RouteLatency routes
+	// per output token, their p50 and p95, error rate and samples — which StrategyLatency routes
 	// by.
 	Latency resilience.LatencyInfo
 }

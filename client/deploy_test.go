@@ -50,7 +50,7 @@ func counts(ss []*mocks.Server) []int {
 
 func TestDeployments_WeightedMatchesTheWeights(t *testing.T) {
 	ss := servers(t, 3)
-	c := newClient(t, client.WithDeployments("p", policy(), client.RouteWeighted, deploymentsOn(ss, 1, 2, 7)...))
+	c := newClient(t, client.WithDeployments("p", policy(), client.StrategyWeighted, deploymentsOn(ss, 1, 2, 7)...))
 	const n = 2000
 	for range n {
 		if _, err := c.Chat(context.Background(), hello()); err != nil {
@@ -69,7 +69,7 @@ func TestDeployments_WeightedMatchesTheWeights(t *testing.T) {
 
 func TestDeployments_RoundRobinTakesTurns(t *testing.T) {
 	ss := servers(t, 3)
-	c := newClient(t, client.WithDeployments("p", policy(), client.RouteRoundRobin, deploymentsOn(ss)...))
+	c := newClient(t, client.WithDeployments("p", policy(), client.StrategyRoundRobin, deploymentsOn(ss)...))
 	for range 9 {
 		if _, err := c.Chat(context.Background(), hello()); err != nil {
 			t.Fatal(err)
@@ -84,7 +84,7 @@ func TestDeployments_LeastInFlightAvoidsTheBusyOne(t *testing.T) {
 	// The first call, the stream, is slow, so its body (and its slot) stays open.
 	ss := servers(t, 2, mocks.WithReply("a long enough answer to stream"),
 		mocks.WithScript(mocks.SlowStream(300*time.Millisecond), mocks.OK().Always()))
-	c := newClient(t, client.WithDeployments("p", policy(), client.RouteLeastInFlight, deploymentsOn(ss)...))
+	c := newClient(t, client.WithDeployments("p", policy(), client.StrategyLeastInFlight, deploymentsOn(ss)...))
 	// A stream holds its deployment's slot until it is closed.
 	st, err := c.ChatStream(context.Background(), hello())
 	if err != nil {
@@ -115,7 +115,7 @@ func TestDeployments_MostHeadroomFollowsTheBudgets(t *testing.T) {
 	deps[0].RequestsPerMinute, deps[1].RequestsPerMinute = 10, 100
 	o := policy()
 	o.PaceFromHeaders = false // the fake's headers would say 10 000 for both
-	c := newClient(t, client.WithDeployments("p", o, client.RouteMostHeadroom, deps...))
+	c := newClient(t, client.WithDeployments("p", o, client.StrategyMostHeadroom, deps...))
 	for range 5 {
 		if _, err := c.Chat(context.Background(), hello()); err != nil {
 			t.Fatal(err)
@@ -133,7 +133,7 @@ func TestDeployments_MostHeadroomFollowsTheBudgets(t *testing.T) {
 
 func TestDeployments_StickyKeyHoldsAndYields(t *testing.T) {
 	ss := servers(t, 3)
-	c := newClient(t, client.WithDeployments("p", policy(), client.RoutePriority, deploymentsOn(ss)...))
+	c := newClient(t, client.WithDeployments("p", policy(), client.StrategyPriority, deploymentsOn(ss)...))
 	home := -1
 	for range 10 {
 		if _, err := c.Chat(context.Background(), hello(), client.WithStickyKey("user-42")); err != nil {
@@ -183,7 +183,7 @@ func TestDeployments_FailuresStayWithTheirDeployment(t *testing.T) {
 	defer bad.Close()
 	good := mocks.NewServer(mocks.WithReply("good"))
 	defer good.Close()
-	c := newClient(t, client.WithDeployments("p", policy(), client.RoutePriority, deploymentsOn([]*mocks.Server{bad, good})...))
+	c := newClient(t, client.WithDeployments("p", policy(), client.StrategyPriority, deploymentsOn([]*mocks.Server{bad, good})...))
 	resp, err := c.Chat(context.Background(), hello())
 	if err != nil || resp.Provider != "p" || resp.Message.Content != "good" {
 		t.Fatalf("%v %v", resp, err)
@@ -201,7 +201,7 @@ func TestDeployments_FailuresStayWithTheirDeployment(t *testing.T) {
 	defer limited.Close()
 	other := mocks.NewServer()
 	defer other.Close()
-	c = newClient(t, client.WithDeployments("q", policy(), client.RoutePriority, deploymentsOn([]*mocks.Server{limited, other})...))
+	c = newClient(t, client.WithDeployments("q", policy(), client.StrategyPriority, deploymentsOn([]*mocks.Server{limited, other})...))
 	if _, err := c.Chat(context.Background(), hello()); err != nil {
 		t.Fatal(err)
 	}
@@ -215,16 +215,16 @@ func TestDeployments_FailuresStayWithTheirDeployment(t *testing.T) {
 func TestDeployments_AreValidated(t *testing.T) {
 	for _, opt := range []client.Option{
 		client.WithDeployments("p", policy(), "fastest", client.Deployment{Name: "a"}),
-		client.WithDeployments("p", policy(), client.RoutePriority),
-		client.WithDeployments("p", policy(), client.RoutePriority, client.Deployment{Name: "a"}, client.Deployment{Name: "a"}),
-		client.WithDeployments("p", policy(), client.RoutePriority, client.Deployment{Name: "a", Weight: -1}),
+		client.WithDeployments("p", policy(), client.StrategyPriority),
+		client.WithDeployments("p", policy(), client.StrategyPriority, client.Deployment{Name: "a"}, client.Deployment{Name: "a"}),
+		client.WithDeployments("p", policy(), client.StrategyPriority, client.Deployment{Name: "a", Weight: -1}),
 	} {
 		if _, err := client.New(opt); err == nil {
 			t.Error("accepted")
 		}
 	}
 	ss := servers(t, 2)
-	if _, err := client.New(client.WithDeployments("p", policy(), client.RouteLatency, deploymentsOn(ss)...),
+	if _, err := client.New(client.WithDeployments("p", policy(), client.StrategyLatency, deploymentsOn(ss)...),
 		client.WithRandomSource(nil)); err == nil || !strings.Contains(err.Error(), "WithRandomSource") {
 		t.Errorf("a nil random source: %v", err)
 	}

@@ -6,8 +6,8 @@ import (
 	"sync"
 )
 
-// WithRandomSource makes the routing strategies that draw at random (RouteWeighted,
-// RouteLatency) draw from src instead of the runtime's generator, so that a test with a seeded
+// WithRandomSource makes the routing strategies that draw at random (StrategyWeighted,
+// StrategyLatency) draw from src instead of the runtime's generator, so that a test with a seeded
 // source (rand.NewPCG(1, 2)) routes the same way on every run. The client serializes its draws
 // from src (a rand.Source need not be safe for concurrent use); the default, the runtime's
 // generator, takes no lock.

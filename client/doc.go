@@ -13,6 +13,38 @@
 // Or from configuration, in one line: steady.FromConfig(cfg) (package steady, at the root of the
 // module), which knows every provider dialect and package config; this package knows neither.
 //
+// # Anatomy of a call
+//
+// A call — Chat, ChatStream or Embed — goes through five stages, each in files of its own, each
+// with one contract:
+//
+//  1. Prologue (call.go, with plan.go, deadline.go, budget.go). The call is described as an
+//     operation: its request, its try, how its answer is completed. Client.call validates it,
+//     plans it from its options (the chain, the policy), starts its whole-call deadline, asks the
+//     budgets to admit it (a refusal or a downgrade happens here) and starts its telemetry, once
+//     each. Nothing is sent before the prologue ends; every mistake found in it is a bad_request.
+//  2. Pick (pick.go, with strategy.go). The walk (walk.go) asks for the next route of the chain
+//     that may serve the call: a route is one deployment asked for one model, and mayServe is the
+//     one answer to whether it may (the provider's capabilities, the raw tools' system, the state
+//     a pinned call needs, the context window, not tried yet) — every place that needs that
+//     answer asks it. ready says whether a route can take the call now (its circuits, its pause,
+//     its per-minute limits); a provider's routing strategy orders its deployments.
+//  3. Attempt (attempt.go, hedge.go; the operation's try in chat.go, chatstream.go, embed.go).
+//     One try on the route through its resilience pipeline, alone or raced against its hedges.
+//     A try that failed is recorded once (lost: its latency, the failure, its cost, a take-out)
+//     and reported once (report), whichever sent it.
+//  4. Decide (decide.go). After a failure: stop, go on to the next route, redirect to the
+//     failure kind's own chain (WithFallbackOn), or ask the same route again (a stored answer
+//     that is gone, a first-token limit when nothing else can serve). A stream that fails after
+//     content meets the same decision in its rescue (rescue.go).
+//  5. Settle (call.go; stream.go for a stream). The answer is completed — who served it, what
+//     the call cost — the budgets are settled and the telemetry ends; a stream's, when it ends.
+//
+// Where to add a rule: a new picking rule goes in mayServe (pick.go); a new retry or fallback
+// decision in decide (decide.go); a new cost rule in admit (budget.go) for what a call may
+// spend before it is sent, in lost (attempt.go) for what a failed try cost, and in the
+// operation's serve (serveChat, serveEmbed, serveStream) for the answer's.
+//
 // Errors are *providers.Error (errors.As), with a Kind to act on: rate limited (RetryAfter),
 // quota exhausted, overloaded, unavailable, timeout, circuit open, bulkhead full, auth, bad
 // request, context too long, content filtered, stream truncated, budget exhausted. The client falls back to the

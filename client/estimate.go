@@ -7,7 +7,7 @@ import "github.com/steadyllm/steady/providers"
 const DefaultAnswerTokens = 256
 
 // EstimateTokens is the estimate of the tokens a chat request will use that the client
-// debits from a provider's tokens-per-minute budget before sending it
+// debits from a provider's tokens-per-minute limit before sending it
 // (resilience.Options.PaceTokensPerMinute): the prompt (EstimateInputTokens) plus MaxTokens,
 // or DefaultAnswerTokens when the request sets none. It is what the APIs themselves debit when
 // a request arrives (prompt and maximum answer); the answers' rate-limit headers correct the

@@ -76,7 +76,7 @@ func Example_errors() {
 // Routing by latency: of two deployments, the one whose first token comes late gets only its
 // small exploration share once it has been measured; what each route measured is in
 // Deployments (and in the health check).
-func Example_routeLatency() {
+func Example_strategyLatency() {
 	slow := mocks.NewServer(mocks.WithScript(mocks.SlowFirstToken(50 * time.Millisecond).Always()))
 	defer slow.Close()
 	fast := mocks.NewServer()
@@ -87,7 +87,7 @@ func Example_routeLatency() {
 		}
 	}
 	c, err := client.New(
-		client.WithDeployments("openai", resilience.DefaultOptions(), client.RouteLatency,
+		client.WithDeployments("openai", resilience.DefaultOptions(), client.StrategyLatency,
 			client.Deployment{Name: "slow", Factory: on(slow)}, client.Deployment{Name: "fast", Factory: on(fast)}),
 		client.WithRandomSource(rand.NewPCG(1, 2))) // reproducible draws; leave it out in production
 	if err != nil {
@@ -120,7 +120,7 @@ func Example_routeLatency() {
 }
 
 // Pacing by exact counts: with CountTokens on, each call's prompt is counted by Anthropic's
-// counting endpoint before it is sent, and the route's tokens-per-minute budget is debited the
+// counting endpoint before it is sent, and the route's tokens-per-minute limit is debited the
 // count (plus the answer's MaxTokens) instead of an estimate. A count that fails leaves the
 // estimate; the call goes on.
 func ExampleClient_CountTokens() {
@@ -128,7 +128,7 @@ func ExampleClient_CountTokens() {
 	defer s.Close()
 	// docs:begin count-tokens
 	policy := resilience.DefaultOptions()
-	policy.PaceTokensPerMinute = 400_000 // a token budget: only a paced route is counted
+	policy.PaceTokensPerMinute = 400_000 // a tokens-per-minute limit: only a paced route is counted
 	c, err := client.New(client.WithProvider("claude", policy, func(hc *http.Client) (providers.Provider, error) {
 		return anthropic.New(anthropic.Config{Name: "claude", BaseURL: s.AnthropicBaseURL(), APIKey: "sk-ant-example", HTTPClient: hc,
 			Model: "claude-haiku-4-5", CountTokens: true}) // CountTimeout: 0, the default 2 s

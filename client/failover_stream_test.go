@@ -341,3 +341,53 @@ func TestFallbackOn_ARefusalGoesWhereTheKindsChainSays(t *testing.T) {
 		t.Fatal("a FallbackOn naming an unknown provider was accepted")
 	}
 }
+
+// WithFirstTokenTimeout sets the call's own first-token limit, shorter or longer than the
+// policy's (here 10 s, the default): with 2 s the silent primary is abandoned after 2 s, not 10;
+// and a limit that is not above 0 is the caller's mistake, refused before anything is sent.
+func TestChatStream_WithFirstTokenTimeoutSetsTheCallsOwnLimit(t *testing.T) {
+	primary := mocks.NewServer(mocks.WithScript(mocks.Stall().Always()))
+	defer primary.Close()
+	secondary := mocks.NewServer(mocks.WithReply("from the fallback"))
+	defer secondary.Close()
+	clock := backend.NewManualClock()
+	var rec recorder
+	o := policy()
+	o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 30, 60
+	c := newClient(t, client.WithClock(clock), client.WithObserver(rec.observe),
+		openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, o),
+		client.WithFallback("primary", "secondary"))
+	type result struct {
+		st  *client.Stream
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		st, err := c.ChatStream(context.Background(), hello(), client.WithFirstTokenTimeout(2*time.Second))
+		done <- result{st, err}
+	}()
+	waitFor(t, "the call to reach the primary", func() bool { return primary.Journal().Len() == 1 })
+	clock.Advance(2 * time.Second)
+	var res result
+	select {
+	case res = <-done:
+	case <-time.After(10 * time.Second): // real time: the call waits on the manual clock, which stands still
+		t.Fatal("the call still waits on the primary 2 s after it was sent: its own first-token limit did not apply")
+	}
+	if res.err != nil || res.st.Provider() != "secondary" {
+		t.Fatalf("%v: want the fallback's answer once the call's own 2 s limit ran out", res.err)
+	}
+	_ = res.st.Close()
+	if n := rec.timeouts(resilience.TimeoutFirstToken); n != 1 {
+		t.Fatalf("%d first-token timeouts reported, want one", n)
+	}
+	for _, d := range []time.Duration{0, -time.Second} {
+		_, err := c.ChatStream(context.Background(), hello(), client.WithFirstTokenTimeout(d))
+		if providers.KindOf(err) != providers.KindBadRequest || !strings.Contains(err.Error(), "WithFirstTokenTimeout") {
+			t.Fatalf("WithFirstTokenTimeout(%s): %v, want a bad_request naming the option", d, err)
+		}
+	}
+	if n := primary.Journal().Len(); n != 1 {
+		t.Fatalf("the primary saw %d requests, want one: a refused option sends nothing", n)
+	}
+}

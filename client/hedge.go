@@ -44,8 +44,8 @@ type HedgeTracker interface {
 // WithoutHedge), else its policy's — except for a call that sends extra body fields, which may
 // act on the world and is hedged only when the caller says so, and a stream in buffer mode.
 func (w *walk) hedgeOf(d *deployment) resilience.Hedge {
-	o := w.o
-	if !w.hedgeable {
+	o := w.op.o
+	if !w.op.hedgeable {
 		return resilience.Hedge{}
 	}
 	if o != nil && o.hedge != nil {
@@ -54,11 +54,11 @@ func (w *walk) hedgeOf(d *deployment) resilience.Hedge {
 	if o != nil && o.fields != nil {
 		return resilience.Hedge{}
 	}
-	pol := w.pl.policyFor(d, o)
+	pol := w.op.pl.policyFor(d, o)
 	if pol == nil {
 		pol = d.pipeline.Policy()
 	}
-	if w.stream && (o != nil && o.rescue == resilience.RescueBuffer || (o == nil || o.rescue == "") && pol.Rescue() == resilience.RescueBuffer) {
+	if w.op.stream && (o != nil && o.rescue == resilience.RescueBuffer || (o == nil || o.rescue == "") && pol.Rescue() == resilience.RescueBuffer) {
 		// A buffered stream delivers nothing before its whole answer: its "first content"
 		// would be its last, and a hedge would race an answer that is well under way.
 		return resilience.Hedge{}
@@ -66,128 +66,143 @@ func (w *walk) hedgeOf(d *deployment) resilience.Hedge {
 	return pol.Hedge()
 }
 
-// hedgeRoute is one route a hedged call was sent to.
-type hedgeRoute struct {
-	e      *entry
-	d      *deployment
-	dm     string // the model the deployment is asked for
-	route  string
-	start  time.Time
-	hedge  bool // a hedge, not the call's first try on this step of its walk
-	done   bool // its try has ended
-	cancel context.CancelCauseFunc
-}
-
 // raced is how one try of a hedged call ended.
-type raced[R any] struct {
-	resp R
+type raced struct {
+	resp any
 	info *resilience.CallInfo
 	err  error
 	n    int // the index of its route
 }
 
+// race is a hedged try: the tries out on their routes, and what the walk waits for. It holds
+// no pointer to the walk, which its goroutines must not keep from staying where it was made.
+type race struct {
+	ctx context.Context // the walk's
+	c   *Client
+	op  operation // the call's operation, read by the tries' goroutines: a copy, so that the
+	// operation of a call that is not hedged stays where its caller made it
+	h       resilience.Hedge
+	source  *resilience.Pipeline // the first try's route: its hedge delay and retry budget
+	first   attempt
+	results chan raced
+	fire    chan struct{}
+	timer   resilience.Timer
+	routes  []attempt
+	pending int
+}
+
 // hedged makes the try t of route first under hedging h: after h's delay without first
-// content it sends the call to the route next returns (at most h.Max times, each a delay after
-// the last, each spending first's retry budget), and returns the first try that succeeds, with
-// its route; the others are cancelled. A try that fails while another is out is recorded as
-// the walk's failure there; the failure it returns, when every try failed, is the last and is
-// not recorded yet (the walk records it, as an unhedged try's).
-func hedged[R any](w *walk, call tryFunc[R],
-	h resilience.Hedge, first hedgeRoute, t try, next func() (hedgeRoute, try, bool)) (R, *resilience.CallInfo, error, hedgeRoute) {
-	source := first.d.pipeline.Route(first.route)
-	results := make(chan raced[R], h.Max+1)
-	routes := make([]hedgeRoute, 0, h.Max+1)
-	launch := func(r hedgeRoute, t try) {
-		ctx, cancel := context.WithCancelCause(w.ctx)
-		r.cancel, r.start = cancel, w.c.now()
-		n := len(routes)
-		routes = append(routes, r)
-		go func() {
-			resp, info, err := call(ctx, t)
-			results <- raced[R]{resp: resp, info: info, err: err, n: n}
-		}()
-	}
-	launch(first, t)
-	fire := make(chan struct{}, 1)
-	arm := func() resilience.Timer {
-		return w.c.afterFunc(h.Delay(source), func() { fire <- struct{}{} })
-	}
-	timer := arm()
-	defer timer.Stop()
-	pending := 1
+// content it sends the call to the next route that may serve it and is ready (walk.nextReady;
+// at most h.Max times, each a delay after the last, each spending first's retry budget), and
+// returns the first try that succeeds, with its route; the others are cancelled. A try that
+// fails while another is out is recorded as the walk's failure there; the failure it returns,
+// when every try failed, is the last and is not recorded yet (the walk records it, as an
+// unhedged try's).
+func (w *walk) hedged(h resilience.Hedge, first attempt, t try) (any, *resilience.CallInfo, error, attempt) {
+	r := &race{ctx: w.ctx, c: w.c, op: w.op, h: h, source: first.d.pipeline.Route(first.key), first: first,
+		results: make(chan raced, h.Max+1), fire: make(chan struct{}, 1), routes: make([]attempt, 0, h.Max+1)}
+	r.launch(first, t)
+	r.arm()
+	defer func() { r.timer.Stop() }()
 	for {
 		select {
-		case <-fire:
-			if len(routes) > h.Max || w.ctx.Err() != nil {
-				continue // no hedge once the call's deadline (or the caller) ended it
+		case <-r.fire:
+			r.hedge(w)
+		case res := <-r.results:
+			if at, over := r.ended(w, res); over {
+				return res.resp, res.info, res.err, at
 			}
-			r, rt, ok := next()
-			switch {
-			case !ok:
-				continue // nowhere to hedge to: the tries out go on alone
-			case !source.TryHedge():
-				w.acct.HedgesRefused++
-				if ht, ok := w.tr.(HedgeTracker); ok {
-					ht.HedgeRefused(first.e.name)
-				}
-				continue
-			}
-			w.markTried(r.d)
-			r.hedge = true
-			r.d.hedges.Add(1)
-			launch(r, rt)
-			pending++
-			w.acct.Hedges++
-			if len(routes) <= h.Max {
-				timer = arm()
-			}
-		case res := <-results:
-			pending--
-			routes[res.n].done = true
-			r := routes[res.n]
-			if res.err == nil {
-				w.acct.HedgeWon = r.hedge
-				if r.hedge {
-					r.d.hedgesWon.Add(1)
-				}
-				cancelLosers(w, routes, res.n, pending, results)
-				if k, ok := any(res.resp).(interface{ hold(func()) }); ok {
-					k.hold(func() { r.cancel(nil) }) // the stream's reads go on under its context
-				} else {
-					r.cancel(nil)
-				}
-				return res.resp, res.info, nil, r
-			}
-			if pending == 0 {
-				r.cancel(nil)
-				return res.resp, res.info, res.err, r
-			}
-			if !classify(w.ctx, r.d.name, res.err, res.info).Kind.FallsBack() {
-				// The request's own fault, or the caller gave up: every other try would end the
-				// same way. The walk records this failure and stops.
-				r.cancel(nil)
-				cancelLosers(w, routes, -1, pending, results)
-				return res.resp, res.info, res.err, r
-			}
-			// Another try is out: this failure is the walk's, and the call waits for the other.
-			took := w.observe(r.d, r.route, r.start, res.resp, res.err)
-			perr := w.failed(r.e, r.d, res.err, res.info)
-			spent := w.chargeFailure(r.e, r.route, perr)
-			if w.tr != nil {
-				tr := tryResult(r.e, r.d, r.dm, took, res.info, perr)
-				tr.Hedge, tr.Cost = r.hedge, spent
-				w.tr.TryDone(tr)
-			}
-			r.cancel(nil)
 		}
 	}
+}
+
+// launch sends try t on route a, on a goroutine of its own under a context the race cancels.
+func (r *race) launch(a attempt, t try) {
+	ctx, cancel := context.WithCancelCause(r.ctx)
+	a.cancel, a.start = cancel, r.c.now()
+	n := len(r.routes)
+	r.routes = append(r.routes, a)
+	r.pending++
+	go func() {
+		resp, info, err := r.op.try(ctx, t)
+		r.results <- raced{resp: resp, info: info, err: err, n: n}
+	}()
+}
+
+// arm sets the timer of the next hedge, a hedge delay from now.
+func (r *race) arm() {
+	fire := r.fire
+	r.timer = r.c.afterFunc(r.h.Delay(r.source), func() { fire <- struct{}{} })
+}
+
+// hedge sends the next hedge of walk w, when the call may still send one and a route can take
+// it now: there, it never waits (MaxWait -1), so that it does not queue ahead of the route's
+// own calls.
+func (r *race) hedge(w *walk) {
+	if len(r.routes) > r.h.Max || w.ctx.Err() != nil {
+		return // no hedge once the call's deadline (or the caller) ended it
+	}
+	next, ok := w.nextReady()
+	switch {
+	case !ok:
+		return // nowhere to hedge to: the tries out go on alone
+	case !r.source.TryHedge():
+		w.acct.HedgesRefused++
+		if ht, ok := w.op.tr.(HedgeTracker); ok {
+			ht.HedgeRefused(r.first.e.name)
+		}
+		return
+	}
+	w.markTried(next.d)
+	next.d.hedges.Add(1)
+	r.launch(attempt{route: next, hedge: true}, try{route: next, maxWait: -1, elsewhere: true})
+	w.acct.Hedges++
+	if len(r.routes) <= r.h.Max {
+		r.arm()
+	}
+}
+
+// ended takes in how one try of walk w ended (res) and reports whether the race is over, with
+// the attempt it ended on: the first success (the others cancelled), or the last failure, or a
+// failure every other try would meet too (the request's own fault, or the caller gave up). A
+// failure while another try is out is the walk's failure there; the race goes on.
+func (r *race) ended(w *walk, res raced) (attempt, bool) {
+	r.pending--
+	r.routes[res.n].done = true
+	a := r.routes[res.n]
+	if res.err == nil {
+		w.acct.HedgeWon = a.hedge
+		if a.hedge {
+			a.d.hedgesWon.Add(1)
+		}
+		cancelLosers(w, r.routes, res.n, r.pending, r.results)
+		if k, ok := res.resp.(interface{ hold(func()) }); ok {
+			k.hold(func() { a.cancel(nil) }) // the stream's reads go on under its context
+		} else {
+			a.cancel(nil)
+		}
+		return a, true
+	}
+	if r.pending == 0 {
+		a.cancel(nil)
+		return a, true
+	}
+	if !classify(w.ctx, a.d.name, res.err, res.info).Kind.FallsBack() {
+		a.cancel(nil)
+		cancelLosers(w, r.routes, -1, r.pending, r.results)
+		return a, true
+	}
+	perr, took, spent := w.lost(&r.routes[res.n], res.resp, res.info, res.err)
+	w.report(&r.routes[res.n], took, res.info, perr, spent, "")
+	a.cancel(nil)
+	return a, false
 }
 
 // cancelLosers cancels every try of routes still out but the one that won (-1: none won),
 // reports each as lost, records on its route the time it had waited (a lower bound of its time
 // to first content: a hedge that wins often still teaches the route its tail), and leaves the
 // pending ends to a goroutine, which closes a try that succeeded meanwhile.
-func cancelLosers[R any](w *walk, routes []hedgeRoute, won, pending int, results <-chan raced[R]) {
+func cancelLosers(w *walk, routes []attempt, won, pending int, results <-chan raced) {
 	now := w.c.now()
 	for i := range routes {
 		r := &routes[i]
@@ -196,11 +211,11 @@ func cancelLosers[R any](w *walk, routes []hedgeRoute, won, pending int, results
 		}
 		r.cancel(errHedgeLost)
 		waited := now.Sub(r.start)
-		r.d.pipeline.Route(r.route).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.stream, Censored: true})
-		if w.tr != nil {
-			tr := tryResult(r.e, r.d, r.dm, waited, nil, nil)
-			tr.Hedge, tr.Lost = r.hedge, true
-			w.tr.TryDone(tr)
+		r.d.pipeline.Route(r.key).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.op.stream, Censored: true})
+		if tr := w.op.tr; tr != nil {
+			res := tryResult(r.e, r.d, r.model, waited, nil, nil)
+			res.Hedge, res.Lost = r.hedge, true
+			tr.TryDone(res)
 		}
 	}
 	if pending == 0 {
@@ -209,7 +224,7 @@ func cancelLosers[R any](w *walk, routes []hedgeRoute, won, pending int, results
 	go func() {
 		for range pending {
 			if res := <-results; res.err == nil {
-				if c, ok := any(res.resp).(io.Closer); ok {
+				if c, ok := res.resp.(io.Closer); ok {
 					_ = c.Close()
 				}
 			}
@@ -223,53 +238,4 @@ func (c *Client) afterFunc(d time.Duration, f func()) resilience.Timer {
 		return c.clock.AfterFunc(d, f)
 	}
 	return time.AfterFunc(d, f)
-}
-
-// nextHedge returns the route a hedge of the try of deps[k] — provider chain[i], asked for
-// model m — goes to: the next of deps, else the first route of a later provider, that can
-// serve the call at once (capable, not tried, its context window large enough, its circuit
-// closed, not pausing, with room in its budgets). A hedge never waits there (MaxWait -1): it
-// must not queue ahead of the route's own calls.
-func (w *walk) nextHedge(chain []string, i int, deps []*deployment, k int, m string) (hedgeRoute, try, bool) {
-	e := w.c.entries[chain[i]]
-	rm := e.telemetryModel(m)
-	for _, d := range deps[k+1:] {
-		if r, t, ok := w.hedgeTo(e, d, m, rm); ok {
-			return r, t, true
-		}
-	}
-	for _, name := range chain[i+1:] {
-		e := w.c.entries[name]
-		if !e.caps.Has(w.need) || !w.takes(e) {
-			continue
-		}
-		m := w.c.modelFor(e, w.model, false)
-		rm := e.telemetryModel(m)
-		deps := e.deps
-		if len(deps) > 1 {
-			deps = e.routeIn(nil, w, rm) // not into w.order: the walk's own order is in use
-		}
-		for _, d := range deps {
-			if r, t, ok := w.hedgeTo(e, d, m, rm); ok {
-				return r, t, true
-			}
-		}
-	}
-	return hedgeRoute{}, try{}, false
-}
-
-// hedgeTo returns the hedge route and try of deployment d of provider e for model m (rm on the
-// route), when it can take a hedge now.
-func (w *walk) hedgeTo(e *entry, d *deployment, m, rm string) (hedgeRoute, try, bool) {
-	if w.isTried(d) || !w.holds(d) {
-		return hedgeRoute{}, try{}, false
-	}
-	dm, route := d.modelFor(m), d.modelFor(rm)
-	if window := w.c.windowOf(e.name, route); (window > 0 && w.tokens > window) || (w.minWindow > 0 && window <= w.minWindow) {
-		return hedgeRoute{}, try{}, false
-	}
-	if !d.available(route) {
-		return hedgeRoute{}, try{}, false
-	}
-	return hedgeRoute{e: e, d: d, dm: dm, route: route}, try{d: d, model: dm, route: route, maxWait: -1, elsewhere: true}, true
 }

@@ -229,7 +229,7 @@ func TestHedge_DeploymentsFirstThenMoreHedges(t *testing.T) {
 	o := hedgePolicy(20 * time.Millisecond)
 	o.MaxHedges = 2
 	clk := newArmClock(20 * time.Millisecond)
-	c := newClient(t, client.WithClock(clk), client.WithDeployments("p", o, client.RoutePriority, deploymentsOn([]*mocks.Server{d0, d1})...),
+	c := newClient(t, client.WithClock(clk), client.WithDeployments("p", o, client.StrategyPriority, deploymentsOn([]*mocks.Server{d0, d1})...),
 		openAIProvider("backup", fast, policy()), client.WithFallback("p", "backup"))
 	type result struct {
 		resp *providers.ChatResponse

@@ -10,7 +10,7 @@ import (
 
 // observe records, on the route of deployment d for route (the model), what the try that
 // began at start taught about the route's speed (resilience.Pipeline.ObserveLatency), for
-// RouteLatency and for what Deployments and health show; it returns how long the try took on
+// StrategyLatency and for what Deployments and health show; it returns how long the try took on
 // the client's clock (WithClock), read once here for the sample and for telemetry. resp and
 // err are what the try returned. It allocates nothing for a success.
 //

@@ -45,7 +45,7 @@ func largeCall() *providers.ChatRequest {
 		Messages: []providers.Message{{Role: providers.RoleUser, Content: strings.Repeat("abcd", 100)}}}
 }
 
-// pacedClient is a client of one provider at url whose tokens-per-minute budget is tpm (0:
+// pacedClient is a client of one provider at url whose tokens-per-minute limit is tpm (0:
 // learnt from the answers), on clock; a call that would wait for room is refused instead.
 func pacedClient(t *testing.T, url string, tpm int, clock resilience.Clock) *client.Client {
 	o := resilience.DefaultOptions()

@@ -85,7 +85,7 @@ func runLoad(t testing.TB, l load, paced bool) loadResult {
 			deps[k].RequestsPerMinute, deps[k].TokensPerMinute = rpm, tpm
 		}
 	}
-	c, err := client.New(client.WithDeployments("openai", o, client.RouteMostHeadroom, deps...), client.WithClock(clock))
+	c, err := client.New(client.WithDeployments("openai", o, client.StrategyMostHeadroom, deps...), client.WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}

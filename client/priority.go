@@ -8,7 +8,7 @@ import (
 // WithPriority runs the call in class p — resilience.PriorityInteractive, PriorityDefault or
 // PriorityBatch — on every route it tries, instead of the class of its policy (a named policy's
 // Priority, else each provider's own): which call a freed bulkhead slot goes to, which may
-// spend the last of a per-minute budget, and which is shed first when there is no room for
+// spend the last of a per-minute limit, and which is shed first when there is no room for
 // everyone (see resilience.Priority). A batch call shed under pressure fails at once with
 // bulkhead_full or rate_limited and a RetryAfter (in deferred mode, a deferral.Error that
 // retries then), and falls back along the chain as such failures do. Any other value is a

@@ -183,19 +183,19 @@ func newLabDriver(t *testing.T, seed uint64, faultRate float64) *labDriver {
 	l := newLab(t, seed, faultRate, "L1", "L2", "L3", "L4", "L5", "L6", "L7", "L8")
 	o := labPolicy()
 	c := newClient(t,
-		client.WithDeployments("oai", o, client.RouteRoundRobin,
+		client.WithDeployments("oai", o, client.StrategyRoundRobin,
 			client.Deployment{Name: "a", Factory: l.openAIAt("oai", "L1", "key-oai-a", openai.OpenAI, openai.Responses, "gpt-5-mini")},
 			client.Deployment{Name: "b", Factory: l.openAIAt("oai", "L2", "key-oai-b", openai.OpenAI, openai.Responses, "gpt-5-mini")},
 			// The same endpoint as "a", another key: another origin.
 			client.Deployment{Name: "a2", Factory: l.openAIAt("oai", "L1", "key-oai-a2", openai.OpenAI, openai.Responses, "gpt-5-mini")}),
-		client.WithDeployments("azr", o, client.RouteRoundRobin,
+		client.WithDeployments("azr", o, client.StrategyRoundRobin,
 			client.Deployment{Name: "east", Factory: l.openAIAt("azr", "L4", "key-azr-east", openai.Azure, openai.Responses, "gpt-5-mini")},
 			client.Deployment{Name: "east2", Factory: l.openAIAt("azr", "L4", "key-azr-east2", openai.Azure, openai.Responses, "gpt-5-mini")}),
-		client.WithDeployments("claude", o, client.RouteRoundRobin,
+		client.WithDeployments("claude", o, client.StrategyRoundRobin,
 			client.Deployment{Name: "k1", Factory: l.anthropicAt("claude", "L6", "key-claude-1", "claude-haiku-4-5")},
 			client.Deployment{Name: "k2", Factory: l.anthropicAt("claude", "L7", "key-claude-2", "claude-opus-4-7")}),
 		// Chat completions, on OpenAI and on Azure.
-		client.WithDeployments("cc", o, client.RouteRoundRobin,
+		client.WithDeployments("cc", o, client.StrategyRoundRobin,
 			client.Deployment{Name: "openai", Factory: l.openAIAt("cc", "L8", "key-cc", openai.OpenAI, openai.ChatCompletions, "gpt-4o-mini")},
 			client.Deployment{Name: "azure", Factory: l.openAIAt("cc", "L5", "key-cc-azure", openai.Azure, openai.ChatCompletions, "gpt-4o-mini")}),
 		client.WithFallback(labChain...))

@@ -23,7 +23,7 @@ func TestDeployments_ARefusedKeyComesBackAfterAGrowingBreak(t *testing.T) {
 	defer good.Close()
 	clock := backend.NewManualClock()
 	c := newClient(t, client.WithClock(clock), client.WithTakeOutBreaks(30*time.Second, 100*time.Second),
-		client.WithDeployments("p", policy(), client.RoutePriority, deploymentsOn([]*mocks.Server{refused, good})...))
+		client.WithDeployments("p", policy(), client.StrategyPriority, deploymentsOn([]*mocks.Server{refused, good})...))
 	d0 := c.Circuits()["p/d0"]
 	checker := health.NewChecker()
 	checker.AddSet(c)
@@ -86,7 +86,7 @@ func TestDeployments_ConcurrentRefusalsAreOneTakeOut(t *testing.T) {
 	defer good.Close()
 	clock := backend.NewManualClock()
 	c := newClient(t, client.WithClock(clock),
-		client.WithDeployments("p", policy(), client.RoutePriority, deploymentsOn([]*mocks.Server{refused, good})...))
+		client.WithDeployments("p", policy(), client.StrategyPriority, deploymentsOn([]*mocks.Server{refused, good})...))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)

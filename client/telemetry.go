@@ -174,14 +174,3 @@ func tryResult(e *entry, d *deployment, model string, took time.Duration, info *
 	}
 	return r
 }
-
-// nextAfter returns the provider after the i-th of the chain that can serve need, "" for
-// none.
-func (c *Client) nextAfter(chain []string, i int, need providers.Capabilities) string {
-	for _, name := range chain[i+1:] {
-		if c.entries[name].caps.Has(need) {
-			return name
-		}
-	}
-	return ""
-}

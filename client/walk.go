@@ -2,76 +2,55 @@ package client
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
 	"strings"
 
-	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
 
-// walk is one call's way along its chain of routes — each deployment of each provider of the
-// plan's chain, for the model the provider is asked for — and what it learnt on the way.
+// The walk: one call's way along its chain of routes, in three stages a step — pick the next
+// route that may serve the call (pick.go), make the attempt there, alone or raced against its
+// hedges (attempt.go, hedge.go), and decide after a failure whether and where the call goes on
+// (decide.go) — and what it learnt on the way: the routes it tried, its failures, what they
+// cost.
+
+// walk is one call's way along its chain, and what it learnt on the way.
 type walk struct {
-	c      *Client
-	ctx    context.Context
-	tr     CallTracker
-	o      *callOptions // nil for none
-	stream bool         // a ChatStream
-	// hedgeable: a chat call, which may be hedged (embeddings are not).
-	hedgeable bool
-	pl        plan
-	model     string // the model asked of the chain
-	need      providers.Capabilities
-	// tokens is the call's estimate (prompt and the most it may answer), checked against the
-	// routes' declared context windows.
-	tokens int
+	c   *Client
+	ctx context.Context // the context the call's providers see
+	// op is the call: what it asks, what its tries read (a copy of the operation as its
+	// prologue left it, so that the walk, which a stream's rescue copies, holds no pointer to
+	// where its caller made it).
+	op operation
+	// ask is what the call asks of the routes (pick.go), cur where the walk stands on its
+	// chain.
+	ask
+	cur cursor
 	// tried holds the routes tried so far, which a rescue does not try again (the first
 	// ntried, then triedMore: a call that does not fail allocates nothing for it); retried
-	// those asked a second time after a first-token timeout.
+	// those asked again after a failure that called for it (decide).
 	tried     [4]*deployment
 	ntried    int
 	triedMore []*deployment
 	retried   []*deployment
 	// order is the room for the order in which a provider's deployments are tried
-	// (entry.route), so that routing allocates nothing for up to this many.
+	// (entry.order), so that routing allocates nothing for up to this many.
 	order [routeRoom]*deployment
 	// minWindow, once a route answered that the prompt exceeds its context window, is that
 	// window: only routes that declare a larger one are tried after it.
 	minWindow int
-	// pin is the provider state the call continues from (ChatRequest.Pin: a stored answer, a
-	// conversation, a pruned compaction item), when pinned: only the route that holds it is
-	// asked (see holds), and pinSkips counts the routes skipped for it.
-	pin      providers.Pin
-	pinned   bool
+	// pinSkips counts the routes skipped because they do not hold the state the call is
+	// pinned to (see holds).
 	pinSkips int
-	// system is the GenAI system whose providers alone can serve the call (its raw tools:
-	// providers.Tool.Raw), "" for any.
-	system string
 
 	failures []*providers.Error
 	skipped  []string
 	acct     Accounting
-	// dl is the call's whole-call deadline, nil for none (see deadline.go).
-	dl *callDeadline
-	// bill is what prices the tries whose usage no server reported (see abandonedCost);
-	// ticket is what the call holds in the client's budgets, nil when none.
-	bill   bill
-	ticket *cost.Ticket
-	// prior is the count of the prompt made for the call's budgets, nil when none was made
-	// (see countForBudgets).
-	prior *priorCount
 	// leaving is the route the call failed on last and goes on from: the next route it is
 	// sent to counts a failover of it (DeploymentInfo.Failovers).
 	leaving *deployment
 }
-
-// tryFunc makes one try of a call on one route (see try). walkChain runs it on the walk's
-// goroutine; a hedged call runs its tries on goroutines of their own, with the tryFunc its
-// maker returns, so that a call that is not hedged never allocates one on the heap.
-type tryFunc[R any] func(ctx context.Context, t try) (R, *resilience.CallInfo, error)
 
 // Accounting is what a call cost beyond the answer it returns: the HTTP attempts that failed
 // before the one that served (retries of the serving route included), and the usage the
@@ -93,229 +72,93 @@ type Accounting struct {
 	Cost providers.CallCost
 }
 
-// newWalk starts the walk of a call made with ctx (the context its providers see) along pl.
-func (c *Client) newWalk(ctx context.Context, tr CallTracker, pl plan, model string, need providers.Capabilities, tokens int) *walk {
-	return &walk{c: c, ctx: ctx, tr: tr, pl: pl, model: model, need: need, tokens: tokens}
-}
-
-// billing gives w what prices the tries whose usage no server reported.
-func (w *walk) billing(b bill) *walk {
-	w.bill = b
-	return w
-}
-
-// bounded makes w the walk of a call under the whole-call deadline dl (nil: none).
-func (w *walk) bounded(dl *callDeadline) *walk {
-	w.dl = dl
-	return w
-}
-
-// pinning makes w the walk of a call for req, which, when provider state pins it
-// (ChatRequest.Pin), only the route that holds that state may serve (see holds).
-func (w *walk) pinning(req *providers.ChatRequest) *walk {
-	w.pin, w.pinned = req.Pin()
-	return w
-}
-
-// holds reports whether route d may serve the call: every route, unless provider state pins
-// the call (ChatRequest.Pin: a stored answer, a conversation, a pruned compaction item). Then
-// only the route whose provider's sharing scope is the state's Origin holds it — or, for state
-// that names no origin, the first route the walk tried, and no other: after that route fails
-// the call does not fall back, because no other provider holds the conversation (see
-// providers/state.go).
-func (w *walk) holds(d *deployment) bool {
-	switch {
-	case !w.pinned:
-		return true
-	case w.pin.Origin == "":
-		return (w.ntried == 0 && len(w.triedMore) == 0) || w.isTried(d)
-	}
-	s, ok := d.provider.(providers.Scoper)
-	return ok && s.SharingScope() == w.pin.Origin
-}
-
-// forTools makes w the walk of a call whose raw tools only providers of system take (""
-// for a call without them): the others are skipped.
-func (w *walk) forTools(system string) *walk {
-	w.system = system
-	return w
-}
-
-// takes reports whether provider e takes the call's tools: any provider when they are all
-// function tools, else only one of their system.
-func (w *walk) takes(e *entry) bool { return w.system == "" || e.system == w.system }
-
-// hedging makes w, a chat call's walk with options o, one that may be hedged (see hedgeOf).
-func (w *walk) hedging(o *callOptions, stream bool) *walk {
-	w.o, w.stream, w.hedgeable = o, stream, true
-	return w
-}
-
-// starting makes w, when background is set, the walk of a call that starts work its provider
-// keeps (ChatRequest.Background): never hedged, since a hedge would start that work twice.
-func (w *walk) starting(background bool) *walk {
-	if background {
-		w.hedgeable = false
-	}
-	return w
-}
-
-// walkChain asks the routes of w's chain in order until one answers or a failure must not go
-// on: the providers of the chain, each for its own model, and within a provider of several
-// deployments the deployments in the order its strategy routes them. A failure that falls back
-// (ErrorKind.FallsBack) moves to the next route; one the client's FallbackOn names moves to the
-// providers it lists; a prompt too long moves to the routes that declare a larger context
-// window; anything else stops the call. Providers that lack a capability of w.need, routes
-// already tried (w.tried) and routes whose declared context window cannot hold the call are
-// skipped. call makes one try; served completes an answer (res is nil without telemetry) and
-// returns true when the call goes on after walkChain returns (a stream), which then reports its
-// own end.
-func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
-	served func(resp R, d *deployment, model string, res *TryResult, acct Accounting) (open bool)) (R, error) {
-	var zero R
-	c, ctx, tr := w.c, w.ctx, w.tr
+// run walks the chain until a route answers or a failure must not go on: it picks the next
+// route that may serve the call, makes the attempt there, and after a failure decides whether
+// and where the call goes on. It returns the answer (the operation's serve completed it), or
+// the call's failure, having ended the call's telemetry unless the answer is a stream (which
+// reports its own end).
+func (w *walk) run() (any, error) {
+	op := &w.op
 	if err := w.preflight(); err != nil {
-		return zero, endCall(tr, err)
+		return nil, endCall(op.tr, err)
 	}
-	chain := w.pl.chain
-	first := true
-	for i := 0; i < len(chain); i++ {
-		name := chain[i]
-		e := c.entries[name]
-		if missing := e.caps.Missing(w.need); missing != 0 {
-			w.skipped = append(w.skipped, name+" (no "+missing.String()+")")
-			continue
+	for {
+		r, ok := w.pick()
+		if !ok {
+			return nil, endCall(op.tr, w.exhausted())
 		}
-		if !w.takes(e) {
-			w.skipped = append(w.skipped, name+" (takes no "+w.system+" tools)")
-			continue
+		if op.dl != nil && len(w.failures) > 0 && op.dl.expired() {
+			// The call's deadline passed since the last failure: no route is started that
+			// could not answer in time.
+			return nil, endCall(op.tr, w.outcome(true))
 		}
-		m := c.modelFor(e, w.model, first)
-		first = false
-		routeModel := e.telemetryModel(m)
-		deps := e.deps
-		if len(deps) > 1 {
-			deps = e.route(w, routeModel)
+		w.markTried(r.d)
+		if w.leaving != nil && w.leaving != r.d {
+			w.leaving.failovers.Add(1)
 		}
-		later := c.maxWait(chain, i, w.model, w.need) // the wait allowed when a later provider can serve
-		if w.pinned {
-			later = 0 // no later provider holds the stored answer: waiting here is the only way
+		w.leaving = nil
+		wait := w.waitFor()
+		t := try{route: r, maxWait: wait, elsewhere: wait != 0}
+		// at is the attempt whose try ended: this one, or with hedging the one that served
+		// (or failed last).
+		at := attempt{route: r, start: w.c.now()}
+		var (
+			resp any
+			info *resilience.CallInfo
+			err  error
+		)
+		if h := w.hedgeOf(r.d); h.After > 0 {
+			resp, info, err, at = w.hedged(h, at, t)
+		} else {
+			resp, info, err = op.try(w.ctx, t)
 		}
-		again := false // a route abandoned at its first-token limit is asked once more when it is the last
-	deployments:
-		for k := 0; k < len(deps); k++ {
-			d := deps[k]
-			if w.isTried(d) && !again {
-				continue
-			}
-			if !w.holds(d) {
-				w.skipped = append(w.skipped, d.name+" (does not hold "+w.pin.What+")")
-				w.pinSkips++
-				continue
-			}
-			again = false
-			dm, route := d.modelFor(m), d.modelFor(routeModel)
-			if window := c.windowOf(e.name, route); (window > 0 && w.tokens > window) || (w.minWindow > 0 && window <= w.minWindow) {
-				w.skipped = append(w.skipped, d.name+" ("+windowReason(window, w.tokens, w.minWindow)+")")
-				continue
-			}
-			// The next place the call can go at once: another deployment, else a later provider.
-			wait := later
-			if k+1 < len(deps) && wait == 0 && w.holds(deps[k+1]) && deps[k+1].available(deps[k+1].modelFor(routeModel)) {
-				wait = c.failoverWait()
-			}
-			if w.dl != nil && len(w.failures) > 0 && w.dl.expired() {
-				// The call's deadline passed since the last failure: no route is started that
-				// could not answer in time.
-				return zero, endCall(tr, w.outcome(true))
-			}
-			w.markTried(d)
-			if w.leaving != nil && w.leaving != d {
-				w.leaving.failovers.Add(1)
-			}
-			w.leaving = nil
-			t := try{d: d, model: dm, route: route, maxWait: wait, elsewhere: wait != 0}
-			// at is the route whose try ended: this one, or with hedging the one that served (or
-			// failed last).
-			at := hedgeRoute{e: e, d: d, dm: dm, route: route, start: c.now()}
-			var (
-				resp R
-				info *resilience.CallInfo
-				err  error
-			)
-			if h := w.hedgeOf(d); h.After > 0 && async != nil {
-				resp, info, err, at = hedged(w, async(), h, at, t,
-					func() (hedgeRoute, try, bool) { return w.nextHedge(chain, i, deps, k, m) })
-			} else {
-				resp, info, err = call(ctx, t)
-			}
-			took := w.observe(at.d, at.route, at.start, resp, err)
-			if err == nil {
-				if at.d.outs.Load() != 0 {
-					at.d.outs.Store(0) // back in service: the next take-out starts from the first break
-				}
-				if info != nil {
-					w.acct.FailedAttempts += max(info.Attempts-1, 0)
-				}
-				if tr == nil {
-					served(resp, at.d, at.route, nil, w.acct)
-					return resp, nil
-				}
-				res := tryResult(at.e, at.d, at.dm, took, info, nil)
-				res.Hedge = at.hedge
-				if !served(resp, at.d, at.route, &res, w.acct) {
-					tr.TryDone(res)
-					tr.End(nil)
-				}
-				return resp, nil
-			}
-			perr := w.failed(at.e, at.d, err, info)
-			spent := w.chargeFailure(at.e, at.route, perr)
-			next, redirect := w.next(perr, c.windowOf(at.e.name, at.route))
-			if tr != nil {
-				res := tryResult(at.e, at.d, at.dm, took, info, perr)
-				res.Hedge, res.Cost = at.hedge, spent
-				if next {
-					switch {
-					case redirect != nil:
-						res.Next = c.firstServing(redirect, w.need)
-					case k+1 < len(deps):
-						res.Next = deps[k+1].name
-					default:
-						res.Next = c.nextAfter(chain, i, w.need)
-					}
-				}
-				tr.TryDone(res)
-			}
-			if !next {
-				return zero, endCall(tr, w.outcome(true))
-			}
-			w.leaving = at.d
-			if redirect != nil {
-				// The kind's own chain (FallbackOn) replaces what was left of this one.
-				chain = append(slices.Clone(chain[:i+1]), redirect...)
-				w.pl.chain = chain // for a rescue of the stream that serves later
-				break deployments
-			}
-			if providers.Gone(perr) && at.d == d && !slices.Contains(w.retried, d) {
-				// A call that may start over when its answer is gone (WithRestartIfGone) asks the
-				// route that lost it first, once: the route is well, only the answer was lost.
-				w.retried, again = append(w.retried, d), true
-				k--
-				continue
-			}
-			if firstTokenTimeout(perr) && at.d == d && !slices.Contains(w.retried, d) && k+1 == len(deps) && later == 0 {
-				// Silent routes go to the next route first; a same-route retry only when no other
-				// route can serve now — none later in the chain is capable, closed and not pausing
-				// (once: a route silent twice is down).
-				w.retried, again = append(w.retried, d), true
-				k--
-			}
+		if err == nil {
+			return w.served(resp, &at, info), nil
+		}
+		perr, took, spent := w.lost(&at, resp, info, err)
+		v, to := w.decide(perr, &at)
+		next := w.follow(v, to, &at)
+		nextName := ""
+		if next {
+			nextName = w.nextName()
+		}
+		w.report(&at, took, info, perr, spent, nextName)
+		if !next {
+			return nil, endCall(op.tr, w.outcome(true))
 		}
 	}
+}
+
+// served completes the answer resp of attempt at, whose try ended with info, and reports the
+// try and, unless the answer is a stream, the call to the telemetry.
+func (w *walk) served(resp any, at *attempt, info *resilience.CallInfo) any {
+	op := &w.op
+	took := w.observe(at.d, at.key, at.start, resp, nil)
+	if at.d.outs.Load() != 0 {
+		at.d.outs.Store(0) // back in service: the next take-out starts from the first break
+	}
+	if info != nil {
+		w.acct.FailedAttempts += max(info.Attempts-1, 0)
+	}
+	if op.tr == nil {
+		op.serve(w, resp, at, nil)
+		return resp
+	}
+	res := tryResult(at.e, at.d, at.model, took, info, nil)
+	res.Hedge = at.hedge
+	if !op.serve(w, resp, at, &res) {
+		op.tr.TryDone(res)
+		op.tr.End(nil)
+	}
+	return resp
+}
+
+// exhausted is the failure of a walk whose chain has no route left: the request's fault when
+// no route could serve it at all, else what the routes tried failed with.
+func (w *walk) exhausted() error {
 	if len(w.failures) == 0 {
-		return zero, endCall(tr, &providers.Error{Kind: providers.KindBadRequest,
-			Message: "no provider of the chain can serve this call: " + strings.Join(w.skipped, ", ")})
+		return &providers.Error{Kind: providers.KindBadRequest,
+			Message: "no provider of the chain can serve this call: " + strings.Join(w.skipped, ", ")}
 	}
 	if w.pinSkips > 0 && len(w.failures) == 1 {
 		// One failure is the call's error as it is: say why the chain did not go on.
@@ -323,7 +166,7 @@ func walkChain[R any](w *walk, call tryFunc[R], async func() tryFunc[R],
 		f.Message += "; not sent elsewhere: the call continues from " + w.pin.What +
 			", which only " + f.Provider + " holds"
 	}
-	return zero, endCall(tr, w.outcome(false))
+	return w.outcome(false)
 }
 
 // failed records the failure err of the try of deployment d of provider e.
@@ -341,60 +184,6 @@ func (w *walk) failed(e *entry, d *deployment, err error, info *resilience.CallI
 	}
 	w.c.takeOut(e, d, perr)
 	return perr
-}
-
-// next decides whether the call goes on after perr, the failure of a route whose declared
-// context window is window (0: unknown): at all (next), and, when the client's FallbackOn
-// names perr's kind, to which providers (redirect, those not tried yet).
-func (w *walk) next(perr *providers.Error, window int) (next bool, redirect []string) {
-	if w.ctx.Err() != nil {
-		return false, nil
-	}
-	if providers.Gone(perr) {
-		// The stored answer was produced, and billed, where it is gone: asking again is the
-		// caller's decision (see providers.CodeResponseGone).
-		return w.restartsGone(), nil
-	}
-	if to, ok := w.c.fallbackOn[perr.Kind]; ok {
-		for _, name := range to {
-			if !w.triedProvider(name) {
-				redirect = append(redirect, name)
-			}
-		}
-		return len(redirect) > 0, redirect
-	}
-	if perr.Kind == providers.KindContextTooLong {
-		// Only a route that declares a larger window can hold it.
-		stated := 0
-		if perr.Overflow != nil {
-			stated = perr.Overflow.Window
-		}
-		w.minWindow = max(w.minWindow, window, stated, 1)
-		return true, nil
-	}
-	return perr.Kind.FallsBack(), nil
-}
-
-// restartsGone reports whether the call starts over when its stored answer is gone: only when
-// it opted in (WithRestartIfGone) and continues from no stored state.
-func (w *walk) restartsGone() bool {
-	return w.o != nil && w.o.restartGone && !w.pinned
-}
-
-// untry forgets that route d was tried, so that a rescue may ask it again, once (w.retried
-// remembers it); it reports whether it did.
-func (w *walk) untry(d *deployment) bool {
-	if slices.Contains(w.retried, d) {
-		return false
-	}
-	w.retried = append(w.retried, d)
-	if i := slices.Index(w.tried[:w.ntried], d); i >= 0 {
-		copy(w.tried[i:w.ntried], w.tried[i+1:w.ntried])
-		w.ntried--
-		w.tried[w.ntried] = nil
-	}
-	w.triedMore = slices.DeleteFunc(slices.Clone(w.triedMore), func(x *deployment) bool { return x == d })
-	return true
 }
 
 // triedProvider reports whether every deployment of provider name was tried.
@@ -424,60 +213,4 @@ func (w *walk) markTried(d *deployment) {
 	default:
 		w.triedMore = append(w.triedMore, d)
 	}
-}
-
-// preflight refuses, before anything is sent, a call that no route of the chain can hold: every
-// provider that could serve it declares a context window for its model, and the call's
-// estimate exceeds them all.
-func (w *walk) preflight() *providers.Error {
-	largest, first := 0, true
-	for _, name := range w.pl.chain {
-		e := w.c.entries[name]
-		if !e.caps.Has(w.need) {
-			continue
-		}
-		model := e.telemetryModel(w.c.modelFor(e, w.model, first))
-		first = false
-		for _, d := range e.deps {
-			window := w.c.windowOf(name, d.modelFor(model))
-			if window == 0 {
-				return nil // a route whose window nobody declared may hold it
-			}
-			largest = max(largest, window)
-		}
-	}
-	if largest == 0 || w.tokens <= largest {
-		return nil
-	}
-	return &providers.Error{Kind: providers.KindContextTooLong,
-		Overflow: &providers.ContextOverflow{Window: largest, Requested: w.tokens},
-		Message: fmt.Sprintf("the call needs about %d tokens (prompt and max_tokens), more than the largest context window of the chain (%d): not sent",
-			w.tokens, largest)}
-}
-
-// firstTokenTimeout reports whether perr is a route's first-token limit running out.
-func firstTokenTimeout(perr *providers.Error) bool {
-	var te *resilience.TimeoutError
-	return perr.Kind == providers.KindTimeout && errors.As(perr, &te) && te.Limit == resilience.TimeoutFirstToken
-}
-
-// windowReason says why a route was skipped for its context window.
-func windowReason(window, tokens, minWindow int) string {
-	switch {
-	case window == 0:
-		return "no context window declared, and a smaller one was too small"
-	case minWindow > 0 && window <= minWindow:
-		return fmt.Sprintf("context window %d, not above the %d that was too small", window, minWindow)
-	}
-	return fmt.Sprintf("context window %d, below the call's estimate of %d tokens", window, tokens)
-}
-
-// firstServing returns the first provider of names that can serve need, "" for none.
-func (c *Client) firstServing(names []string, need providers.Capabilities) string {
-	for _, n := range names {
-		if c.entries[n].caps.Has(need) {
-			return n
-		}
-	}
-	return ""
 }

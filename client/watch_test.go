@@ -24,7 +24,7 @@ func TestDeployments_CountFailoversAndHedges(t *testing.T) {
 	o := policy()
 	o.RetryCount = 0
 	o.CircuitBreakerThreshold = 100
-	c := newClient(t, client.WithDeployments("p", o, client.RoutePriority, deploymentsOn([]*mocks.Server{down, up})...))
+	c := newClient(t, client.WithDeployments("p", o, client.StrategyPriority, deploymentsOn([]*mocks.Server{down, up})...))
 	for range 3 {
 		if _, err := c.Chat(context.Background(), hello()); err != nil {
 			t.Fatal(err)
@@ -73,7 +73,7 @@ func TestWatch_HearsEveryDeploymentUntilStopped(t *testing.T) {
 	o := policy()
 	o.RetryCount = 0
 	c := newClient(t, openAIProvider("zeta", up, o),
-		client.WithDeployments("alpha", o, client.RoutePriority, deploymentsOn([]*mocks.Server{down, up})...),
+		client.WithDeployments("alpha", o, client.StrategyPriority, deploymentsOn([]*mocks.Server{down, up})...),
 		client.WithFallback("alpha", "zeta"))
 	if got := c.Providers(); !slices.Equal(got, []string{"zeta", "alpha"}) {
 		t.Fatalf("providers %v", got)

@@ -166,7 +166,6 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 	case indexOf(providerDialects, p.Dialect) < 0:
 		add(keyDialect, str(keyDialect), oneOf(providerDialects)+ps.didYouMean(p.Dialect, providerDialects))
 	}
-	p.Type = p.Dialect
 	if p.APIKeyEnv == "" && dialect.Known(p.Dialect) && dialect.NeedsKey(p.Dialect) {
 		add(keyAPIKeyEnv, nil, fmt.Sprintf("is required for Dialect %q: the name of the environment "+
 			"variable that holds the API key", p.Dialect))

@@ -50,7 +50,7 @@ type Config struct {
 	// (client.Strategies).
 	Routing map[string]string
 	// SharedState is LLM.SharedState: the store through which the application's instances
-	// share circuit state, rate-limit pauses and per-minute budgets; nil when not configured
+	// share circuit state, rate-limit pauses and per-minute limits; nil when not configured
 	// (each instance alone).
 	SharedState *SharedState
 	// Cost is LLM.Cost: the prices of calls and the budgets of their spend; nil when not

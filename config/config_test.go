@@ -124,7 +124,7 @@ func TestLoad_ExampleFile(t *testing.T) {
 	}
 	types := map[string]bool{}
 	for _, p := range cfg.Providers {
-		types[p.Type] = true
+		types[p.Dialect] = true
 	}
 	if len(types) != len(providerDialects) {
 		t.Errorf("provider types %v, want all of %v", types, providerDialects)
@@ -198,7 +198,7 @@ func TestLoadWithEnv_FileThenEnvironment(t *testing.T) {
 	if openai.Resilience.TimeoutSeconds != 15 {
 		t.Errorf("openai TimeoutSeconds = %g, want 15 from its policy", openai.Resilience.TimeoutSeconds)
 	}
-	if m := cfg.Providers["mistral"]; m.Type != TypeOpenAICompatible || m.Resilience.RetryCount != 5 {
+	if m := cfg.Providers["mistral"]; m.Dialect != DialectOpenAICompatible || m.Resilience.RetryCount != 5 {
 		t.Errorf("mistral = %+v, want a new openai-compatible provider over LLM.Resilience", m)
 	}
 	if want := []string{"openai", "azure", "anthropic", "local", "mistral"}; !reflect.DeepEqual(cfg.Fallback, want) {
@@ -330,7 +330,7 @@ func TestParse_NamesWithDotsAreNotSplit(t *testing.T) {
 	cfg := parse(t, `{"LLM": {"Providers": {"gpt-4.1": {"Type": "openai", "APIKeyEnv": "K"},
 		"a:b__c": {"Type": "openai", "APIKeyEnv": "K"}}, "Fallback": ["gpt-4.1", "a:b__c"]}}`,
 		"LLM__Providers__GPT-4.1__Model=gpt-4.1-mini")
-	if p := cfg.Providers["gpt-4.1"]; p.Model != "gpt-4.1-mini" || p.Type != "openai" {
+	if p := cfg.Providers["gpt-4.1"]; p.Model != "gpt-4.1-mini" || p.Dialect != "openai" {
 		t.Errorf("gpt-4.1 = %+v", p)
 	}
 	if len(cfg.Providers) != 2 {
@@ -343,7 +343,7 @@ func TestParse_NamesWithDotsAreNotSplit(t *testing.T) {
 func TestParse_TypeIsTheFormerNameOfDialect(t *testing.T) {
 	cfg := parse(t, `{"LLM":{"Providers":{"a":{"Type":"Anthropic","APIKeyEnv":"K"}}}}`,
 		"LLM__Providers__b__type=openai", "LLM__Providers__b__APIKeyEnv=K")
-	if a, b := cfg.Providers["a"], cfg.Providers["b"]; a.Dialect != DialectAnthropic || a.Type != DialectAnthropic ||
+	if a, b := cfg.Providers["a"], cfg.Providers["b"]; a.Dialect != DialectAnthropic ||
 		b.Dialect != DialectOpenAI {
 		t.Fatalf("a %+v b %+v", a, b)
 	}

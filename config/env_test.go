@@ -90,7 +90,7 @@ func TestEnv_DeclaresNewProviders(t *testing.T) {
 		"LLM__Providers__Claude__APIKeyEnv=ANTHROPIC_API_KEY", // same provider, other case
 		"LLM__Fallback__1=CLAUDE")
 	c := cfg.Providers["Claude"] // sorted first: "Claude" < "claude"
-	if c.Type != TypeAnthropic || c.APIKeyEnv != "ANTHROPIC_API_KEY" || len(cfg.Providers) != 2 {
+	if c.Dialect != DialectAnthropic || c.APIKeyEnv != "ANTHROPIC_API_KEY" || len(cfg.Providers) != 2 {
 		t.Errorf("providers = %+v", cfg.Providers)
 	}
 	if !reflect.DeepEqual(cfg.Fallback, []string{"OpenAI", "Claude"}) {

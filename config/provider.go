@@ -18,16 +18,6 @@ const (
 	DialectAnthropic        = dialect.Anthropic  // api.anthropic.com, or BaseURL
 )
 
-// The former names of the dialects.
-//
-// Deprecated: use DialectOpenAI, DialectAzure, DialectOpenAICompatible, DialectAnthropic.
-const (
-	TypeOpenAI           = DialectOpenAI
-	TypeAzure            = DialectAzure
-	TypeOpenAICompatible = DialectOpenAICompatible
-	TypeAnthropic        = DialectAnthropic
-)
-
 var providerDialects = dialect.All
 
 // The values of LLM.Providers.<name>.ThinkingModes: how an Anthropic model takes extended
@@ -50,13 +40,9 @@ type Provider struct {
 	// Name is the provider's key in LLM.Providers, as first declared.
 	Name string
 	// Dialect is DialectOpenAI, DialectAzure, DialectOpenAICompatible or DialectAnthropic
-	// (matched case-insensitively, stored in lower case). The key was called Type, which is
-	// still accepted.
+	// (matched case-insensitively, stored in lower case). The key was called Type, which a
+	// file or a variable may still use.
 	Dialect string
-	// Type is the same as Dialect.
-	//
-	// Deprecated: use Dialect.
-	Type string
 	// BaseURL is the API's base URL; "" means the provider's public endpoint. Required for
 	// azure and openai-compatible.
 	BaseURL string

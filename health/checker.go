@@ -207,7 +207,7 @@ type CheckResult struct {
 	// CoolingFor is the time left of the source's rate-limit pause (0 when none). A closed
 	// circuit that is pausing is a warning: calls wait for the pause or go elsewhere.
 	CoolingFor time.Duration
-	// RequestsLeft and TokensLeft are the shares left of the source's per-minute budgets
+	// RequestsLeft and TokensLeft are the shares left of the source's per-minute limits
 	// (0 to 1), -1 when unknown or when the source has no Headroom method.
 	RequestsLeft, TokensLeft float64
 	// Group is the group the source serves in (its provider, for a deployment added by

@@ -64,7 +64,7 @@ type check struct {
 // is present only while the circuit is open and the source knows it: the time until the
 // next probe as a Go duration string rounded to the millisecond; coolingFor, another
 // extension, is present while the pipeline pauses after a rate limit (the status is then at
-// least warn); requestsLeft and tokensLeft, the share left of the per-minute budgets of a
+// least warn); requestsLeft and tokensLeft, the share left of the per-minute limits of a
 // pacing pipeline ("0.40"), are present when the budget is known. What the client measured of
 // a source's calls (resilience.Pipeline.Latency, which the client's latency routing reads) adds,
 // once known: firstToken and perOutputToken, the moving averages of a stream's time to first

@@ -248,7 +248,7 @@ func TestChecker_RateLimitPauseIsAWarning(t *testing.T) {
 	}
 }
 
-// A pacing pipeline reports what is left of its per-minute budgets.
+// A pacing pipeline reports what is left of its per-minute limits.
 func TestChecker_ReportsHeadroom(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 	defer srv.Close()

@@ -131,6 +131,35 @@ func TestAdmin_RouteLatencyIsDrawnByTheNextRequests(t *testing.T) {
 	}
 }
 
+// A model's profile (ModelLatency) delays that model's requests alone, and the state shows it;
+// a model must be named. The client's URL is the admin API's, whatever form of the server's
+// address it was given.
+func TestAdmin_ModelLatencyAndTheClientsURL(t *testing.T) {
+	ctx := context.Background()
+	s := newServer(t)
+	for _, base := range []string{s.URL(), s.URL() + "/", s.URL() + mocks.AdminPrefix} {
+		if got := mocks.Admin(base).URL(); got != s.URL()+mocks.AdminPrefix {
+			t.Fatalf("Admin(%q).URL() = %q, want %q", base, got, s.URL()+mocks.AdminPrefix)
+		}
+	}
+	a := mocks.Admin(s.URL())
+	if err := a.ModelLatency(ctx, "gpt-4o-mini", mocks.LatencyProfile{FirstToken: 3 * time.Millisecond}); err != nil {
+		t.Fatal(err)
+	}
+	status(t, s, mocks.RouteChat)     // gpt-4o-mini (chatBody)
+	status(t, s, mocks.RouteMessages) // a Claude model
+	reqs := s.Journal().Requests()
+	if reqs[0].FirstTokenDelay != 3*time.Millisecond || reqs[1].FirstTokenDelay != 0 {
+		t.Fatalf("delays %v and %v, want 3ms for gpt-4o-mini alone", reqs[0].FirstTokenDelay, reqs[1].FirstTokenDelay)
+	}
+	if st, err := a.State(ctx); err != nil || st.Latency.Models["gpt-4o-mini"].FirstToken != 3*time.Millisecond {
+		t.Fatalf("state %+v, %v", st, err)
+	}
+	if err := a.ModelLatency(ctx, "", mocks.LatencyProfile{}); err == nil {
+		t.Fatal("ModelLatency with no model was accepted")
+	}
+}
+
 func TestAdmin_RateLimitsOfARouteAndAKey(t *testing.T) {
 	ctx := context.Background()
 	s := newServer(t)

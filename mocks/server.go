@@ -21,7 +21,6 @@ type Server struct {
 	reply   string
 	apiKey  string
 	models  []string
-	ids     atomic.Int64
 	closing chan struct{} // closed by Close: ends stalls, delays and slow streams
 	once    sync.Once
 

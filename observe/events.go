@@ -329,7 +329,7 @@ var descriptors = [...]eventDesc{
 		span:    SpanEventCooldownRejected,
 		level:   levelOf(slog.LevelWarn),
 		message: func(e resilience.Event) string {
-			if e.Reason != "" { // a per-minute budget, not a pause
+			if e.Reason != "" { // a per-minute limit, not a pause
 				return fmt.Sprintf("%s has no room in its %s for %s more: call not sent", e.Pipeline, e.Reason, ms(e.Delay))
 			}
 			return fmt.Sprintf("%s is pausing after a rate limit for %s more: call not sent", e.Pipeline, ms(e.Delay))

@@ -114,10 +114,10 @@ func (r *ChatResponse) DecodeJSON(v any) error {
 // RateLimit is a snapshot of a provider's rate limits, from the headers of one answer
 // (OpenAI's x-ratelimit-*, Anthropic's anthropic-ratelimit-*). A zero field was not sent.
 type RateLimit struct {
-	// Requests and Tokens are the per-minute budgets of requests and of tokens (Anthropic's
+	// Requests and Tokens are the per-minute limits of requests and of tokens (Anthropic's
 	// combined input and output budget, or OpenAI's).
 	Requests, Tokens RateBudget
-	// InputTokens and OutputTokens are Anthropic's separate token budgets.
+	// InputTokens and OutputTokens are Anthropic's separate token rate limits.
 	InputTokens, OutputTokens RateBudget
 	// At is when the answer arrived: the resets are relative to it.
 	At time.Time

@@ -20,7 +20,7 @@ type TokenCounter interface {
 	// (KindBadRequest, before sending) and fails as a call fails: a *Error with its kind.
 	CountTokens(ctx context.Context, req *ChatRequest) (int, error)
 	// PreflightCount says whether the client is to count every chat call with CountTokens
-	// before sending it, to debit its exact prompt from the route's token budget
+	// before sending it, to debit its exact prompt from the route's tokens-per-minute limit
 	// (resilience.Options.PaceTokensPerMinute) instead of the estimate, and how long a count
 	// may take before the estimate stands in for it (anthropic.Config.CountTokens).
 	PreflightCount() (on bool, timeout time.Duration)

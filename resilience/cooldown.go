@@ -174,7 +174,7 @@ func (c *cooldown) blame(ctx context.Context, ce *CooldownError) {
 	}
 }
 
-// budget debits a call (or a retry of it) made with ctx from the pipeline's per-minute budgets,
+// budget debits a call (or a retry of it) made with ctx from the pipeline's per-minute limits,
 // waiting for room as the call allows (see maxWait); nil at once when no budget is known.
 func (c *cooldown) budget(ctx context.Context) error {
 	if c.pace == nil || !c.pace.known.Load() {

@@ -67,7 +67,7 @@ type CooldownError struct {
 	// RetryAfter is the time until the pause ends, or until the budget has room.
 	RetryAfter time.Duration
 	// Budget is "" for the pause after a 429 (RateLimitCooldown), "requests" or "tokens" when
-	// the pipeline's own pacing found no room in that per-minute budget.
+	// the pipeline's own pacing found no room in that per-minute limit.
 	Budget string
 	// Deadline, when not zero, is the context's deadline that the wait would have passed: why
 	// the call could not wait (a wait the policy and Call.MaxWait allowed). The steady client

@@ -163,7 +163,7 @@ type Options struct {
 
 	// PaceRequestsPerMinute and PaceTokensPerMinute keep the pipeline under its provider's
 	// rate limits before any 429: each call debits one request and its token estimate
-	// (Call.Tokens) from per-minute budgets, and waits for room when the wait fits its deadline
+	// (Call.Tokens) from per-minute limits, and waits for room when the wait fits its deadline
 	// and RetryMaxDelaySeconds, else it is refused with a *CooldownError naming the budget
 	// (kind rate_limited, nothing sent). 0 means unknown: the budget is learnt from the
 	// answers' rate-limit headers (PaceFromHeaders), or not paced. Allowed: 0..100000000.
@@ -174,7 +174,7 @@ type Options struct {
 	PaceFromHeaders bool `json:"PaceFromHeaders"`
 
 	// RouteScope says where one model's trouble stays: "model" (the default) keeps the
-	// circuit, the rate-limit pause, the learnt per-minute budgets and the retry budget per
+	// circuit, the rate-limit pause, the learnt per-minute limits and the retry budget per
 	// model of the deployment (the call's Call.Route), so model A's outage, 429s and retries
 	// leave model B alone, while a refused key or an unreachable host still counts for every
 	// model; "deployment" shares them between all the models of the deployment, for a server
@@ -212,7 +212,7 @@ type Options struct {
 	// PriorityReservePercent is the share of the bulkhead's slots and of each per-minute
 	// budget that batch calls may not take, kept for interactive and default calls: with 10
 	// (the default) and 20 slots, batch calls hold at most 18 at once, and they leave the last
-	// tenth of a requests-per-minute budget to the others. Batch calls that wait long enough
+	// tenth of a requests-per-minute limit to the others. Batch calls that wait long enough
 	// still get their minimum share (PriorityMinSharePercent) of the reserve. 0 reserves
 	// nothing. Allowed: 0..90.
 	PriorityReservePercent float64 `json:"PriorityReservePercent"`

@@ -13,7 +13,7 @@ import (
 )
 
 // pacer keeps a pipeline under its provider's rate limits instead of waiting for 429s: a
-// requests-per-minute and a tokens-per-minute budget (token buckets of golang.org/x/time/rate
+// requests-per-minute and a tokens-per-minute limit (token buckets of golang.org/x/time/rate
 // that refill their whole limit each minute), configured (PaceRequestsPerMinute,
 // PaceTokensPerMinute) and learnt from the rate-limit headers of the answers
 // (PaceFromHeaders). A call debits one request and its token estimate (Call.Tokens) before
@@ -42,7 +42,7 @@ type pacer struct {
 	// PaceTokensPerMinute), 0 when none: the headers may lower a budget, never raise it above
 	// them.
 	ceilReq, ceilTok int
-	// stated is set once an answer stated what remains of the token budget: that count is the
+	// stated is set once an answer stated what remains of the tokens-per-minute limit: that count is the
 	// truth from then on, so a call's unused estimate is never credited back (such servers,
 	// OpenAI's among them, debit the most a call may use and never refund it).
 	stated atomic.Bool
@@ -86,7 +86,7 @@ func perMinute(n int) *rate.Limiter { return rate.NewLimiter(rate.Limit(float64(
 
 // admit debits one request and tokens (at most a whole budget) for a call made with ctx,
 // waiting when a budget has no room and the wait fits limit; it returns the *CooldownError of
-// the budget that has no room in time. What it debited of the token budget, credit included,
+// the budget that has no room in time. What it debited of the tokens-per-minute limit, credit included,
 // is recorded on the call's CallInfo (TokensDebited), so that the call settles on what it was
 // debited, never on its estimate (see settle).
 func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duration) error {
@@ -286,16 +286,16 @@ func (p *pacer) takeCredit(n int) int {
 	}
 }
 
-// settle corrects the token budget once a call's real usage is known, for servers that do not
+// settle corrects the tokens-per-minute limit once a call's real usage is known, for servers that do not
 // state what remains of it: debited is what admit debited the call (CallInfo.TokensDebited:
-// at most a whole budget, credit included; 0 when no token budget was known as it was sent),
+// at most a whole budget, credit included; 0 when no tokens-per-minute limit was known as it was sent),
 // and used were spent. An overestimate becomes credit for the next calls — at most what was
 // debited, never more than one budget; an underestimate is debited now as a debt the next
 // calls wait for (the bucket may go below zero, by at most one budget), so a call that used
 // more than the whole budget holds the next ones back for as long as its usage takes to refill.
 // Once an answer has stated the budget left, the server's count is the truth for the
 // instance's own budget: servers that state it (OpenAI's) debit the most a call may use and
-// never refund it, so a credit would send calls the server refuses. A fleet-wide budget
+// never refund it, so a credit would send calls the server refuses. A fleet-wide per-minute limit
 // (SharedBudgets) is debited an underestimate whatever the headers say: nothing else tells the
 // store.
 func (p *pacer) settle(debited, used int) {

@@ -51,7 +51,7 @@ func TestPace_ConfiguredLimitIsACeiling(t *testing.T) {
 	}
 }
 
-// A server that states what remains of its token budget is the truth: an unused estimate is
+// A server that states what remains of its tokens-per-minute limit is the truth: an unused estimate is
 // never credited back to it (OpenAI debits max_tokens and never refunds), while a server that
 // states nothing gets the credit — at most what the call was debited.
 func TestPace_CreditOnlyForServersThatStateNoBudget(t *testing.T) {

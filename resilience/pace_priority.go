@@ -9,7 +9,7 @@ import (
 	"golang.org/x/time/rate"
 )
 
-// The classes of calls (see Priority) in the per-minute budgets: the last
+// The classes of calls (see Priority) in the per-minute limits: the last
 // PriorityReservePercent of each budget is kept from batch calls. While a budget holds more, a
 // call of any class debits it as before; once only the reserve is left, an interactive or
 // default call debits it (or waits for room, in arrival order, as before), and a batch call

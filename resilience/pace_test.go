@@ -147,7 +147,7 @@ func TestPace_SettleCorrectsTheTokenBudget(t *testing.T) {
 }
 
 // What a call was debited is on its CallInfo: the tokens admitted (credit included, at most a
-// whole budget), 0 when no token budget was known as it was sent; a call refused for the token
+// whole budget), 0 when no tokens-per-minute limit was known as it was sent; a call refused for the token
 // budget gives back the credit it had taken.
 func TestPace_TheDebitIsOnTheCallInfo(t *testing.T) {
 	s, _ := countingServer(t)

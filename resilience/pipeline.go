@@ -219,16 +219,16 @@ func (p *Pipeline) CircuitInfo() CircuitInfo {
 // pausing.
 func (p *Pipeline) CoolingFor() time.Duration { return p.cool.remaining() }
 
-// SettleTokens corrects the pipeline's tokens-per-minute budget once a call's real usage is
+// SettleTokens corrects the pipeline's tokens-per-minute limit once a call's real usage is
 // known, for a server that does not state what remains of its budget: debited is what the
 // call was debited (its CallInfo.TokensDebited: never more than a whole budget, and 0 when no
-// token budget was known as it was sent — not its estimate, which may be larger), used the
+// tokens-per-minute limit was known as it was sent — not its estimate, which may be larger), used the
 // tokens the answer reported (input plus output). A call that used fewer leaves the difference
 // to the next calls, never more than it was debited; one that used more is debited the rest,
 // the budget going below zero if it must (by at most one budget), so the next calls wait until
 // it has refilled. Once an answer has stated the tokens remaining (x-ratelimit-remaining-tokens),
 // that count is the truth and SettleTokens does nothing: such servers debit the most a call
-// may use and never refund it. Without a known token budget, or without usage, it does
+// may use and never refund it. Without a known tokens-per-minute limit, or without usage, it does
 // nothing either.
 func (p *Pipeline) SettleTokens(debited, used int) { p.pace.settle(debited, used) }
 
@@ -269,7 +269,7 @@ func (p *Pipeline) Concurrency() Concurrency {
 	return c
 }
 
-// Headroom is what is left of a pipeline's per-minute budgets (see Options.PaceRequestsPerMinute).
+// Headroom is what is left of a pipeline's per-minute limits (see Options.PaceRequestsPerMinute).
 type Headroom struct {
 	// Requests and Tokens are the shares left of each budget, 0 to 1, or -1 when the budget
 	// is not known (neither configured nor learnt from the answers' headers).
@@ -278,7 +278,7 @@ type Headroom struct {
 	RequestsPerMinute, TokensPerMinute int
 }
 
-// Headroom returns what is left of the pipeline's per-minute budgets now.
+// Headroom returns what is left of the pipeline's per-minute limits now.
 func (p *Pipeline) Headroom() Headroom {
 	if p.pace.req.Load() == nil && p.pace.tok.Load() == nil {
 		return Headroom{Requests: -1, Tokens: -1} // no budget: no need of the clock
@@ -286,11 +286,11 @@ func (p *Pipeline) Headroom() Headroom {
 	return p.HeadroomAt(p.pace.monotonic())
 }
 
-// Paced reports whether the pipeline knows a per-minute budget (configured or learnt), that
+// Paced reports whether the pipeline knows a per-minute limit (configured or learnt), that
 // is whether Headroom has anything to say.
 func (p *Pipeline) Paced() bool { return p.pace.req.Load() != nil || p.pace.tok.Load() != nil }
 
-// PacesTokens reports whether the pipeline has a tokens-per-minute budget (configured or
+// PacesTokens reports whether the pipeline has a tokens-per-minute limit (configured or
 // learnt) from which each call's Call.Tokens is debited: whether an exact count of a call's
 // tokens would change anything.
 func (p *Pipeline) PacesTokens() bool { return p.pace.tok.Load() != nil }
@@ -299,7 +299,7 @@ func (p *Pipeline) PacesTokens() bool { return p.pace.tok.Load() != nil }
 // they refill meanwhile by at most a thousandth of a minute's budget per 60 ms.
 const headroomTTL = time.Millisecond
 
-// HeadroomAt returns what is left of the pipeline's per-minute budgets at now, read from the
+// HeadroomAt returns what is left of the pipeline's per-minute limits at now, read from the
 // pipeline's clock (see WithClock), for a router that weighs several pipelines at one moment.
 // A reading serves for up to a millisecond while no call or answer changes the budgets, so
 // routers ask without taking the budgets' locks.

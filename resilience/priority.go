@@ -6,7 +6,7 @@ import (
 )
 
 // Priority is a call's class when its pipeline is under pressure: which call a freed bulkhead
-// slot goes to, which call may spend the last of a per-minute budget, and which call is turned
+// slot goes to, which call may spend the last of a per-minute limit, and which call is turned
 // away first when there is no room for everyone. Without pressure every class is served the
 // same, at once.
 //

@@ -32,7 +32,7 @@ type Call struct {
 	// never waits does not queue for a bulkhead slot either.
 	MaxWait time.Duration
 	// Tokens is the call's estimate of the tokens it will use (its prompt and the most it may
-	// answer), debited from the pipeline's tokens-per-minute budget before it is sent (see
+	// answer), debited from the pipeline's tokens-per-minute limit before it is sent (see
 	// Options.PaceTokensPerMinute). 0 debits none.
 	Tokens int
 	// Elsewhere says the caller can send this call to another route at once (the steady client
@@ -182,9 +182,9 @@ type CallInfo struct {
 	// earlier of the context's (the caller's, or the steady client's whole-call deadline) and
 	// the pipeline's own TimeoutSeconds. Zero otherwise.
 	Deadline time.Time
-	// TokensDebited is what the pipeline's tokens-per-minute budget was debited for the
+	// TokensDebited is what the pipeline's tokens-per-minute limit was debited for the
 	// call's last attempt (Call.Tokens, at most a whole budget, credit included; see
-	// Options.PaceTokensPerMinute); 0 when no token budget was known as it was sent. Give it to
+	// Options.PaceTokensPerMinute); 0 when no tokens-per-minute limit was known as it was sent. Give it to
 	// Pipeline.SettleTokens with the usage the answer reports.
 	TokensDebited int
 }

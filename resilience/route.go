@@ -15,7 +15,7 @@ import (
 // Providers limit and fail per model: OpenAI's and Anthropic's rate limits are per model, an
 // overloaded model answers 529 while its siblings serve, and one OpenAI-compatible server often
 // hosts several models behind one URL. So a pipeline keeps what one model's trouble teaches —
-// its circuit, its rate-limit pause, its learnt per-minute budgets and its retry budget — per
+// its circuit, its rate-limit pause, its learnt per-minute limits and its retry budget — per
 // route: one model of the pipeline's deployment, named by the call (Call.Route). Each route is
 // a child Pipeline ("<name>:<model>"), made at the first call that names it, with the
 // pipeline's options, clock, observer and shared state (its advice under the route's name); it

@@ -30,7 +30,7 @@ import (
 // shortened or ended here too.
 //
 // A SharedState may also implement ProbeElection (one half-open probe for the fleet),
-// SharedBudgets (one per-minute budget for the fleet) and SharedStateWatcher (events when
+// SharedBudgets (one per-minute limit for the fleet) and SharedStateWatcher (events when
 // the store is in trouble and when it recovers); a pipeline uses what it finds.
 type SharedState interface {
 	// Advise shares advice about the pipeline named name. It must not block.
@@ -89,7 +89,7 @@ type ProbeElection interface {
 	EndProbe(name string)
 }
 
-// SharedBudgets is implemented by a SharedState that keeps a pipeline's per-minute budgets
+// SharedBudgets is implemented by a SharedState that keeps a pipeline's per-minute limits
 // (PaceRequestsPerMinute, PaceTokensPerMinute, or the limits learnt from headers) for the
 // whole fleet, so that N instances together stay within one limit rather than N. A pipeline
 // leases units in batches (about a second of the limit) and spends them locally, so a call
@@ -185,7 +185,7 @@ type SharedScoper interface {
 // without changing what they share by more than the difference: an opening or a pause that
 // another instance reports as starting up to SharedClockSkew in the future is taken as it
 // is, and lasts at most that much longer than its duration; one from further ahead is taken
-// as starting SharedClockSkew from now. Stores refill fleet-wide budgets on the callers'
+// as starting SharedClockSkew from now. Stores refill fleet-wide per-minute limits on the callers'
 // clocks, so skew within the bound lets the fleet spend at most SharedClockSkew × the rate
 // more than the limit, once; a budget's time further in the future than the bound is taken
 // as the caller's now.
@@ -200,7 +200,7 @@ const SharedHorizon = 24*time.Hour + SharedClockSkew
 var ErrSharedStateUnavailable = errors.New("resilience: shared state unavailable")
 
 // SharedStateError is returned, for a store that fails closed (SharedBudgets.FailClosed),
-// when a call needs room in a fleet-wide budget and the store cannot be reached.
+// when a call needs room in a fleet-wide per-minute limit and the store cannot be reached.
 type SharedStateError struct {
 	Pipeline string
 	Budget   string // "requests" or "tokens"
@@ -225,7 +225,7 @@ func (e *SharedStateError) ErrorKind() string { return "rate_limited" }
 func (e *SharedStateError) RetryAfterHint() time.Duration { return storeRetry }
 
 // WithSharedState shares the pipeline's circuit openings and closings, rate-limit pauses
-// and, when s implements SharedBudgets, per-minute budgets through s, under the pipeline's
+// and, when s implements SharedBudgets, per-minute limits through s, under the pipeline's
 // name (WithName), or the name its scope gives it (SetSharedScope), and adopts the others'.
 // A pipeline without a name cannot share. The pipeline joins s (SharedStateJoiner) at its
 // first call, first read of its circuit, or SetSharedScope, whichever comes first, and leaves

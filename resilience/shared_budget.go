@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// budgetFloor is the shortest a call waits for a fleet-wide budget the store says has no
+// budgetFloor is the shortest a call waits for a fleet-wide per-minute limit the store says has no
 // room: a store that answers "no room, and no wait" (a damaged bucket) makes a call wait, not
 // ask again in a loop.
 const budgetFloor = 10 * time.Millisecond
 
-// fleet is a pipeline's share of fleet-wide per-minute budgets (SharedBudgets): one lease per
+// fleet is a pipeline's share of fleet-wide per-minute limits (SharedBudgets): one lease per
 // budget, under the name the pipeline shares under.
 type fleet struct {
 	store    SharedBudgets
@@ -20,7 +20,7 @@ type fleet struct {
 	req, tok lease
 }
 
-// lease is the units of one fleet-wide budget an instance took from the store and has not
+// lease is the units of one fleet-wide per-minute limit an instance took from the store and has not
 // spent yet. A call spends from it without I/O; when it runs low a background refill takes
 // the next batch; a call that finds it empty waits for that refill.
 type lease struct {

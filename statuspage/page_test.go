@@ -31,7 +31,7 @@ func twoProviders(t *testing.T) (*client.Client, *mocks.Server) {
 	good := mocks.NewServer(mocks.WithReply(sentinelAnswer))
 	t.Cleanup(good.Close)
 	c := newClient(t,
-		client.WithDeployments("openai", policy(), client.RoutePriority,
+		client.WithDeployments("openai", policy(), client.StrategyPriority,
 			client.Deployment{Name: "east", Factory: openAIOn("openai", bad)},
 			client.Deployment{Name: "west", Factory: openAIOn("openai", good)}),
 		client.WithProvider("anthropic", policy(), openAIOn("anthropic", good)),
@@ -354,7 +354,7 @@ func TestPage_WeighsUnder50KB(t *testing.T) {
 	o := policy()
 	o.CircuitBreakerThreshold = 1000 // every failure makes events
 	for _, name := range []string{"openai", "azure", "anthropic"} {
-		opts = append(opts, client.WithDeployments(name, o, client.RouteRoundRobin,
+		opts = append(opts, client.WithDeployments(name, o, client.StrategyRoundRobin,
 			client.Deployment{Name: "eastus-primary", Factory: openAIOn(name, s)},
 			client.Deployment{Name: "westeurope-secondary", Factory: openAIOn(name, s)}))
 	}

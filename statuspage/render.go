@@ -228,7 +228,7 @@ func countdown(ms int64) string {
 	return strconv.FormatFloat(s/3600, 'f', 1, 64) + "h"
 }
 
-// share renders the share left of a per-minute budget ("40% of 500"), "—" when unknown.
+// share renders the share left of a per-minute limit ("40% of 500"), "—" when unknown.
 func share(left float64, budget int) string {
 	if left < 0 {
 		return "—"

@@ -103,7 +103,7 @@ type State struct {
 	Failures int `json:"failures,omitempty"`
 	// PauseMs is the milliseconds left of a rate-limit pause, 0 when not pausing.
 	PauseMs int64 `json:"pauseMs,omitempty"`
-	// RequestsLeft and TokensLeft are the shares left of the per-minute budgets, 0 to 1, or
+	// RequestsLeft and TokensLeft are the shares left of the per-minute limits, 0 to 1, or
 	// -1 when the budget is not known; RequestsPerMinute and TokensPerMinute the budgets.
 	RequestsLeft      float64 `json:"requestsLeft"`
 	TokensLeft        float64 `json:"tokensLeft"`

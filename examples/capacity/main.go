@@ -3,7 +3,7 @@
 //
 //   - two OpenAI keys as deployments of one provider, from appsettings.json: a conversation
 //     stays on its deployment (sticky key), the calls spread by headroom, and once both keys'
-//     per-minute budgets are spent the calls go to Anthropic instead of meeting 429s;
+//     per-minute limits are spent the calls go to Anthropic instead of meeting 429s;
 //   - a hedged call: the first deployment is slow to its first token, a hedge to the second
 //     answers first;
 //   - priorities: with one slot, an interactive call that arrives after a batch call is
@@ -123,7 +123,7 @@ func hedge(ctx context.Context, out io.Writer) error {
 	}
 	// docs:begin deployments-in-code
 	c, err := client.New(
-		client.WithDeployments("openai", resilience.DefaultOptions(), client.RoutePriority,
+		client.WithDeployments("openai", resilience.DefaultOptions(), client.StrategyPriority,
 			client.Deployment{Name: "slow", Factory: openAIWithKey("sk-slow"), RequestsPerMinute: 500},
 			client.Deployment{Name: "fast", Factory: openAIWithKey("sk-fast"), RequestsPerMinute: 500}),
 	)

@@ -41,7 +41,3 @@ const (
 
 // APIs lists the APIs.
 var APIs = []string{ChatCompletions, Responses}
-
-// HasAPI reports whether a provider of dialect d speaks one of APIs (the OpenAI dialects do;
-// Anthropic speaks its Messages API only).
-func HasAPI(d string) bool { return d == OpenAI || d == Azure || d == Compatible }

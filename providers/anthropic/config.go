@@ -77,9 +77,9 @@ type Config struct {
 	ThinkingModes map[string]ThinkingMode
 	// CountTokens has the steady client count the prompt of every chat call with the API's
 	// counting endpoint (POST /v1/messages/count_tokens) before sending it, so that pacing
-	// debits the exact prompt from the route's tokens-per-minute budget instead of an estimate
+	// debits the exact prompt from the route's tokens-per-minute limit instead of an estimate
 	// of four bytes a token (providers.TokenCounter; see client.EstimateTokens), and so that a
-	// client's budgets (client.WithBudgets) price it. A route with no token budget, configured
+	// client's budgets (client.WithBudgets) price it. A route with no tokens-per-minute limit, configured
 	// or learnt, is not counted for pacing, and a call no budget holds is not counted at all:
 	// nothing would use the count. It costs
 	// a request before each call (its own rate limit at Anthropic, not the Messages API's); one

@@ -16,11 +16,6 @@ import (
 // configuration's provider types.
 type Dialect string
 
-// Kind is the former name of Dialect.
-//
-// Deprecated: use Dialect.
-type Kind = Dialect
-
 // The dialects of the OpenAI API.
 const (
 	// OpenAI is api.openai.com (or a proxy of it): Bearer auth, max_completion_tokens.
@@ -82,10 +77,6 @@ type Config struct {
 	// API is which chat API Chat and ChatStream call: ChatCompletions (empty means it) or
 	// Responses. Any dialect may speak either, as far as its server does.
 	API API
-	// Kind is the former name of Dialect, used when Dialect is empty.
-	//
-	// Deprecated: use Dialect.
-	Kind Dialect
 	// BaseURL is the API root. OpenAI: default DefaultBaseURL. Azure: the resource endpoint,
 	// https://{resource}.openai.azure.com, without /openai (a trailing /openai is removed).
 	// Compatible: the root that /chat/completions hangs off, usually ending in /v1. Required
@@ -121,16 +112,12 @@ type Config struct {
 
 // withDefaults returns c with its defaults applied, or an error naming what is missing.
 func (c Config) withDefaults() (Config, error) {
-	if c.Dialect == "" {
-		c.Dialect = c.Kind
-	}
 	switch c.Dialect {
 	case "":
 		c.Dialect = OpenAI
 	case formerCompatible:
 		c.Dialect = Compatible
 	}
-	c.Kind = c.Dialect
 	if c.API == "" {
 		c.API = ChatCompletions
 	}

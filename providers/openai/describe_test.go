@@ -27,13 +27,11 @@ func TestDescribe_NamesTheGenAISystemOfEachKind(t *testing.T) {
 	}
 }
 
-// Code written before the Dialect rename keeps working: the Kind field and the old spelling
-// of the compatible dialect, which needs no key.
+// The old spelling of the compatible dialect still names it, and needs no key.
 func TestFormerDialectSpellings(t *testing.T) {
 	for _, cfg := range []openai.Config{
-		{Kind: "compatible", BaseURL: "http://127.0.0.1:1/v1"},
 		{Dialect: "compatible", BaseURL: "http://127.0.0.1:1/v1"},
-		{Kind: openai.Compatible, BaseURL: "http://127.0.0.1:1/v1"},
+		{Dialect: openai.Compatible, BaseURL: "http://127.0.0.1:1/v1"},
 	} {
 		p, err := openai.New(cfg)
 		if err != nil {

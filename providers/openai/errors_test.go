@@ -201,7 +201,7 @@ func TestNew_RejectsIncompleteConfig(t *testing.T) {
 		"no key":            {Dialect: openai.OpenAI},
 		"azure no url":      {Dialect: openai.Azure, APIKey: sentinel},
 		"compatible no url": {Dialect: openai.Compatible},
-		"unknown kind":      {Kind: "bedrock", APIKey: sentinel, BaseURL: "http://x"},
+		"unknown dialect":   {Dialect: "bedrock", APIKey: sentinel, BaseURL: "http://x"},
 	} {
 		if _, err := openai.New(cfg); err == nil || strings.Contains(err.Error(), sentinel) {
 			t.Errorf("%s: err %v", name, err)

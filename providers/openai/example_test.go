@@ -24,7 +24,7 @@ func ExampleNew() {
 
 	p, err := openai.New(openai.Config{
 		Name:       "local",
-		Kind:       openai.Compatible,
+		Dialect:    openai.Compatible,
 		BaseURL:    s.OpenAIBaseURL(),
 		APIKey:     "sk-example",
 		Model:      "gpt-4o-mini",

@@ -1,4 +1,4 @@
-// Package steadyredis shares steady's circuit state, rate-limit pauses and per-minute budgets
+// Package steadyredis shares steady's circuit state, rate-limit pauses and per-minute limits
 // between the instances of an application through Redis (github.com/redis/go-redis/v9): when
 // one instance opens a provider's circuit or meets a 429, the others adopt "open until T" or
 // "paused until T" within one poll interval and stop sending; one instance of the fleet probes
@@ -85,7 +85,7 @@ type Options struct {
 	// Redis when it has to (a probe's election, a dry budget lease), and a pipeline's first
 	// read of the fleet's view.
 	Timeout time.Duration
-	// FailClosed refuses calls that need room in a fleet-wide budget while Redis cannot be
+	// FailClosed refuses calls that need room in a fleet-wide per-minute limit while Redis cannot be
 	// reached (a *resilience.SharedStateError), instead of letting them go on under each
 	// instance's own budget, the default.
 	FailClosed bool
@@ -100,7 +100,7 @@ type Options struct {
 }
 
 // Store is a resilience.SharedState on Redis, which also elects probes
-// (resilience.ProbeElection), keeps fleet-wide budgets (resilience.SharedBudgets), reports
+// (resilience.ProbeElection), keeps fleet-wide per-minute limits (resilience.SharedBudgets), reports
 // its trouble (resilience.SharedStateWatcher), reads the fleet's view when a pipeline starts
 // sharing (resilience.SharedStateJoiner) and scopes keys (resilience.SharedScoper). It is safe
 // for concurrent use.

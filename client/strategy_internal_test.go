@@ -68,16 +68,16 @@ func pacedEntry(tb testing.TB, strategy Strategy, n, rpm int, src rand.Source, t
 func picks(e *entry, w *walk, n int) map[string]int {
 	got := map[string]int{}
 	for range n {
-		got[e.route(w, routeModel)[0].name]++
+		got[e.order(w, routeModel)[0].name]++
 	}
 	return got
 }
 
 // A deployment three times slower than the two others keeps its exploration share and a
 // little more (about 5 %); equal ones share evenly; the draws come from the client's source.
-func TestRouteLatency_WeighsByScoreWithAnExplorationShare(t *testing.T) {
-	e := routedEntry(t, RouteLatency, 3, rand.NewPCG(1, 2), 300*time.Millisecond, 100*time.Millisecond)
-	w := &walk{c: &Client{}, need: providers.CapStreaming}
+func TestStrategyLatency_WeighsByScoreWithAnExplorationShare(t *testing.T) {
+	e := routedEntry(t, StrategyLatency, 3, rand.NewPCG(1, 2), 300*time.Millisecond, 100*time.Millisecond)
+	w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}
 	const n = 20_000
 	got := picks(e, w, n)
 	if slow := float64(got["p/d0"]) / n; slow < 0.035 || slow > 0.06 {
@@ -87,7 +87,7 @@ func TestRouteLatency_WeighsByScoreWithAnExplorationShare(t *testing.T) {
 		t.Fatalf("the fast ones: %v", got)
 	}
 	// The same source, the same picks.
-	again := picks(routedEntry(t, RouteLatency, 3, rand.NewPCG(1, 2), 300*time.Millisecond, 100*time.Millisecond), w, n)
+	again := picks(routedEntry(t, StrategyLatency, 3, rand.NewPCG(1, 2), 300*time.Millisecond, 100*time.Millisecond), w, n)
 	if fmt.Sprint(again) != fmt.Sprint(got) {
 		t.Fatalf("seeded routing differs: %v then %v", got, again)
 	}
@@ -95,9 +95,9 @@ func TestRouteLatency_WeighsByScoreWithAnExplorationShare(t *testing.T) {
 
 // A whole answer is scored by the time per output token; a deployment without that measure
 // counts as the best (explored), and when none has it the first-token time decides.
-func TestRouteLatency_MeasureFollowsTheCall(t *testing.T) {
-	e := routedEntry(t, RouteLatency, 2, rand.NewPCG(3, 4), 300*time.Millisecond, 100*time.Millisecond)
-	whole := &walk{c: &Client{}, need: providers.CapChat}
+func TestStrategyLatency_MeasureFollowsTheCall(t *testing.T) {
+	e := routedEntry(t, StrategyLatency, 2, rand.NewPCG(3, 4), 300*time.Millisecond, 100*time.Millisecond)
+	whole := &walk{c: &Client{}, ask: ask{need: providers.CapChat}, op: operation{}}
 	// No time per token yet anywhere: the first-token times decide, as for a stream.
 	if got := picks(e, whole, 2000); got["p/d1"] < 1800 {
 		t.Fatalf("no per-token times: %v", got)
@@ -110,12 +110,12 @@ func TestRouteLatency_MeasureFollowsTheCall(t *testing.T) {
 	if got := picks(e, whole, 2000); got["p/d0"] < 1800 {
 		t.Fatalf("whole answers: %v", got)
 	}
-	if got := picks(e, &walk{c: &Client{}, need: providers.CapStreaming}, 2000); got["p/d1"] < 1800 {
+	if got := picks(e, &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}, 2000); got["p/d1"] < 1800 {
 		t.Fatalf("streams: %v", got)
 	}
 	// A third deployment with no sample is as promising as the best: it gets the best's share.
-	e = routedEntry(t, RouteLatency, 3, rand.NewPCG(5, 6), 300*time.Millisecond, 100*time.Millisecond, 0)
-	got := picks(e, &walk{c: &Client{}, need: providers.CapStreaming}, 4000)
+	e = routedEntry(t, StrategyLatency, 3, rand.NewPCG(5, 6), 300*time.Millisecond, 100*time.Millisecond, 0)
+	got := picks(e, &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}, 4000)
 	if got["p/d1"] < 1600 || got["p/d2"] < 1600 {
 		t.Fatalf("an unmeasured deployment is not explored: %v", got)
 	}
@@ -123,9 +123,9 @@ func TestRouteLatency_MeasureFollowsTheCall(t *testing.T) {
 
 // Failures and a budget running low weigh a deployment down; one that cannot take the call
 // comes last, whatever its speed.
-func TestRouteLatency_ErrorsBudgetsAndAvailability(t *testing.T) {
-	e := routedEntry(t, RouteLatency, 2, rand.NewPCG(7, 8), 100*time.Millisecond)
-	stream := &walk{c: &Client{}, need: providers.CapStreaming}
+func TestStrategyLatency_ErrorsBudgetsAndAvailability(t *testing.T) {
+	e := routedEntry(t, StrategyLatency, 2, rand.NewPCG(7, 8), 100*time.Millisecond)
+	stream := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}
 	for range 6 { // error rate 1 − 0.75⁶ ≈ 0.82: about five times its time
 		e.deps[0].pipeline.Route(routeModel).ObserveLatency(resilience.LatencySample{Failed: true})
 	}
@@ -134,7 +134,7 @@ func TestRouteLatency_ErrorsBudgetsAndAvailability(t *testing.T) {
 	}
 	e.deps[1].pipeline.Isolate()
 	for range 50 {
-		if order := e.route(stream, routeModel); order[0].name != "p/d0" || order[1].name != "p/d1" {
+		if order := e.order(stream, routeModel); order[0].name != "p/d0" || order[1].name != "p/d1" {
 			t.Fatalf("an isolated deployment first: %v %v", order[0].name, order[1].name)
 		}
 	}
@@ -149,10 +149,10 @@ func TestRouteLatency_ErrorsBudgetsAndAvailability(t *testing.T) {
 
 // A sticky key stays on its rendezvous home while the home scores within twice the best, and
 // moves — to the same second choice every time — when it does not.
-func TestRouteLatency_StickyKeyStaysWhileHealthy(t *testing.T) {
-	e := routedEntry(t, RouteLatency, 3, nil, 100*time.Millisecond)
-	w := &walk{c: &Client{}, need: providers.CapStreaming, pl: plan{sticky: "user-42"}}
-	home := e.route(w, routeModel)
+func TestStrategyLatency_StickyKeyStaysWhileHealthy(t *testing.T) {
+	e := routedEntry(t, StrategyLatency, 3, nil, 100*time.Millisecond)
+	w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{pl: plan{sticky: "user-42"}}}
+	home := e.order(w, routeModel)
 	first, second := home[0], home[1]
 	if h := rendezvous("user-42", first.name); h < rendezvous("user-42", second.name) {
 		t.Fatal("not the rendezvous order")
@@ -164,18 +164,18 @@ func TestRouteLatency_StickyKeyStaysWhileHealthy(t *testing.T) {
 	}
 	slow(first, 190*time.Millisecond) // 1.9 times the best: stays
 	for range 100 {
-		if got := e.route(w, routeModel)[0]; got != first {
+		if got := e.order(w, routeModel)[0]; got != first {
 			t.Fatalf("moved from %s to %s at 1.9×", first.name, got.name)
 		}
 	}
 	slow(first, 300*time.Millisecond) // three times: moves to its second, every time
 	for range 100 {
-		if got := e.route(w, routeModel); got[0] != second || got[1] != first {
+		if got := e.order(w, routeModel); got[0] != second || got[1] != first {
 			t.Fatalf("at 3×: %s, %s", got[0].name, got[1].name)
 		}
 	}
 	slow(first, 100*time.Millisecond)
-	if got := e.route(w, routeModel)[0]; got != first {
+	if got := e.order(w, routeModel)[0]; got != first {
 		t.Fatalf("did not come home: %s", got.name)
 	}
 }
@@ -193,18 +193,18 @@ func TestRendezvous_IsFNV1aOfKeyAndName(t *testing.T) {
 }
 
 // Routing by latency allocates nothing, sticky or not.
-func TestRouteLatency_AllocatesNothing(t *testing.T) {
-	e := routedEntry(t, RouteLatency, 3, nil, 300*time.Millisecond, 100*time.Millisecond)
-	for _, w := range []*walk{{c: &Client{}, need: providers.CapStreaming}, {c: &Client{}, need: providers.CapChat, pl: plan{sticky: "user-42"}}} {
-		if n := testing.AllocsPerRun(1000, func() { _ = e.route(w, routeModel) }); n != 0 {
-			t.Fatalf("%v allocations (sticky %q)", n, w.pl.sticky)
+func TestStrategyLatency_AllocatesNothing(t *testing.T) {
+	e := routedEntry(t, StrategyLatency, 3, nil, 300*time.Millisecond, 100*time.Millisecond)
+	for _, w := range []*walk{{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{}}, {c: &Client{}, ask: ask{need: providers.CapChat}, op: operation{pl: plan{sticky: "user-42"}}}} {
+		if n := testing.AllocsPerRun(1000, func() { _ = e.order(w, routeModel) }); n != 0 {
+			t.Fatalf("%v allocations (sticky %q)", n, w.op.pl.sticky)
 		}
 	}
 }
 
 // BenchmarkRoute measures picking the order of a provider's three deployments, per strategy
 // (the latency strategy also with a sticky key), with every route measured: "unpaced" knows
-// no per-minute budget, "paced" reads one of requests and one of tokens per route (as a route
+// no per-minute limit, "paced" reads one of requests and one of tokens per route (as a route
 // that learnt them from the answers' headers does).
 func BenchmarkRoute(b *testing.B) {
 	type bench struct {
@@ -212,9 +212,9 @@ func BenchmarkRoute(b *testing.B) {
 		strategy Strategy
 		sticky   string
 	}
-	cases := []bench{{"latency", RouteLatency, ""}, {"latency-sticky", RouteLatency, "user-42"}}
+	cases := []bench{{"latency", StrategyLatency, ""}, {"latency-sticky", StrategyLatency, "user-42"}}
 	for _, s := range Strategies {
-		if s != RouteLatency {
+		if s != StrategyLatency {
 			cases = append(cases, bench{string(s), s, ""})
 		}
 	}
@@ -226,11 +226,11 @@ func BenchmarkRoute(b *testing.B) {
 			}
 			b.Run(name, func(b *testing.B) {
 				e := pacedEntry(b, tc.strategy, 3, rpm, nil, 300*time.Millisecond, 100*time.Millisecond, 120*time.Millisecond)
-				w := &walk{c: &Client{}, need: providers.CapStreaming, pl: plan{sticky: tc.sticky}}
+				w := &walk{c: &Client{}, ask: ask{need: providers.CapStreaming}, op: operation{pl: plan{sticky: tc.sticky}}}
 				b.ReportAllocs()
 				b.ResetTimer()
 				for range b.N {
-					_ = e.route(w, routeModel)
+					_ = e.order(w, routeModel)
 				}
 			})
 		}

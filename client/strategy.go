@@ -7,29 +7,29 @@ import (
 	"github.com/steadyllm/steady/providers"
 )
 
-// route returns the deployments of e in the order to try them for walk w's call asking for
+// order returns the deployments of e in the order to try them for walk w's call asking for
 // model, the ones that can take it now first; the call's sticky key, when it has one, orders
 // them by rendezvous hashing on it, so the same key lands on the same deployment (its prompt
 // cache stays warm) while it can take calls. The order is written in w's own room for it
 // (w.order: no allocation for up to len(w.order) deployments) and holds until the next route.
-func (e *entry) route(w *walk, model string) []*deployment {
-	return e.routeIn(w.order[:0], w, model)
+func (e *entry) order(w *walk, model string) []*deployment {
+	return e.orderIn(w.order[:0], w, model)
 }
 
-// routeIn is route writing the order into buf (appended to; nil allocates), for a hedge that
+// orderIn is order writing the order into buf (appended to; nil allocates), for a hedge that
 // looks ahead while the walk's own order is in use.
-func (e *entry) routeIn(buf []*deployment, w *walk, model string) []*deployment {
+func (e *entry) orderIn(buf []*deployment, w *walk, model string) []*deployment {
 	order := append(buf, e.deps...)
-	sticky := w.pl.sticky
-	if e.strategy == RouteLatency {
-		return e.routeLatency(order, sticky, model, w.need.Has(providers.CapStreaming), &moment{c: w.c})
+	sticky := w.op.pl.sticky
+	if e.strategy == StrategyLatency {
+		return e.orderByLatency(order, sticky, model, w.need.Has(providers.CapStreaming), &moment{c: w.c})
 	}
 	switch {
 	case sticky != "":
 		slices.SortStableFunc(order, func(a, b *deployment) int {
 			return cmp.Compare(rendezvous(sticky, b.name), rendezvous(sticky, a.name))
 		})
-	case e.strategy == RouteWeighted:
+	case e.strategy == StrategyWeighted:
 		total := 0
 		for _, d := range order {
 			total += d.weight
@@ -46,14 +46,14 @@ func (e *entry) routeIn(buf []*deployment, w *walk, model string) []*deployment 
 			}
 			total -= order[i].weight
 		}
-	case e.strategy == RouteRoundRobin:
+	case e.strategy == StrategyRoundRobin:
 		k := int(e.next.Add(1)-1) % len(order)
 		order = append(append(order[:0], e.deps[k:]...), e.deps[:k]...)
-	case e.strategy == RouteLeastInFlight:
+	case e.strategy == StrategyLeastInFlight:
 		slices.SortStableFunc(order, func(a, b *deployment) int {
 			return a.pipeline.InFlight() - b.pipeline.InFlight()
 		})
-	case e.strategy == RouteMostHeadroom:
+	case e.strategy == StrategyMostHeadroom:
 		slices.SortStableFunc(order, func(a, b *deployment) int {
 			ha, hb := headroomOf(a, a.modelFor(model)), headroomOf(b, b.modelFor(model))
 			switch {

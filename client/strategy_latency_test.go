@@ -205,7 +205,7 @@ func (g shiftGoals) met() error {
 // servers' jitter seeded: calls come 25 a second (on a time line of their own: each moves the
 // clock by its first token only, which is what the client measures), streams over loopback to
 // three fake servers, one of which answers three times slower for 30 s.
-func TestRouteLatency_FollowsASlowDeploymentAndItsRecovery(t *testing.T) {
+func TestStrategyLatency_FollowsASlowDeploymentAndItsRecovery(t *testing.T) {
 	sc := goalShift
 	const rate = 25
 	ss := servers(t, 3)
@@ -224,7 +224,7 @@ func TestRouteLatency_FollowsASlowDeploymentAndItsRecovery(t *testing.T) {
 	}
 	c := newClient(t, client.WithClock(clock), client.WithRandomSource(rand.NewPCG(24, 3)),
 		client.WithBaseTransport(clockedTransport{clock, latency}),
-		client.WithDeployments("p", policy(), client.RouteLatency, deploymentsOn(ss)...))
+		client.WithDeployments("p", policy(), client.StrategyLatency, deploymentsOn(ss)...))
 	var calls []served
 	for i := 0; ; i++ {
 		at := -sc.warm + time.Duration(i)*time.Second/rate
@@ -275,13 +275,13 @@ func hostOf(t testing.TB, s *mocks.Server) string {
 	return u.Host
 }
 
-// BenchmarkRouteLatency_Goals runs the goals' scenario for real against three fake servers
+// BenchmarkStrategyLatency_Goals runs the goals' scenario for real against three fake servers
 // whose first tokens really come late (scripts of mocks.SlowFirstToken, jittered; the slow
 // third through an outage), on a clock running ten times faster than the wall clock for the
 // client and the servers alike, with twelve callers in a closed loop — so a sample reaches the
 // router only when its call has its first token, as in production. It reports the goals as
-// metrics (see shiftGoals): go test ./client -run '^$' -bench RouteLatency_Goals -benchtime 1x.
-func BenchmarkRouteLatency_Goals(b *testing.B) {
+// metrics (see shiftGoals): go test ./client -run '^$' -bench StrategyLatency_Goals -benchtime 1x.
+func BenchmarkStrategyLatency_Goals(b *testing.B) {
 	sc := goalShift
 	const speed, callers = 10, 12
 	for range b.N {
@@ -302,7 +302,7 @@ func BenchmarkRouteLatency_Goals(b *testing.B) {
 			}
 			ss[i] = mocks.NewServer(opts...)
 		}
-		c, err := client.New(client.WithClock(clock), client.WithDeployments("p", policy(), client.RouteLatency, deploymentsOn(ss)...))
+		c, err := client.New(client.WithClock(clock), client.WithDeployments("p", policy(), client.StrategyLatency, deploymentsOn(ss)...))
 		if err != nil {
 			b.Fatal(err)
 		}

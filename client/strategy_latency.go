@@ -1,6 +1,6 @@
 package client
 
-// RouteLatency routes a call among a provider's deployments by what each one's route for the
+// StrategyLatency routes a call among a provider's deployments by what each one's route for the
 // call's model measured of its recent calls (resilience.Pipeline.LatencyAverages, which the
 // walk records after every try: see latency.go).
 //
@@ -12,7 +12,7 @@ package client
 // output token for a whole answer (the other measure when no deployment has one yet; a
 // deployment without samples of it counts as good as the best, so that it gets explored), the
 // error rate the moving average of its failures (capped at 0.9: at most ten times its time),
-// and the budget factor 1 while half or more of its per-minute budgets is left, rising to ten
+// and the budget factor 1 while half or more of its per-minute limits is left, rising to ten
 // as they run out. Each deployment that can take the call gets a weight (best score ÷ its
 // score)³ — twice as slow, an eighth of the best's weight — and the call goes to one drawn at
 // random: a share latencyExplore of the calls (at most latencyExploreAll for all) is spread
@@ -30,7 +30,7 @@ package client
 // (walk.order).
 const routeRoom = 8
 
-// The constants of RouteLatency.
+// The constants of StrategyLatency.
 const (
 	// latencyPower is k in a deployment's weight (best score ÷ its score)^k.
 	latencyPower = 3
@@ -68,10 +68,10 @@ func (a *candidate) before(b *candidate, sticky bool) bool {
 	return a.score < b.score
 }
 
-// routeLatency writes into order (a copy of e.deps) the order in which RouteLatency tries the
+// orderByLatency writes into order (a copy of e.deps) the order in which StrategyLatency tries the
 // deployments for a call asking for model, a stream or not, with the sticky key sticky ("" for
 // none), at now (the budgets are read at that moment), and returns it. It allocates nothing for up to routeRoom deployments.
-func (e *entry) routeLatency(order []*deployment, sticky, model string, stream bool, now *moment) []*deployment {
+func (e *entry) orderByLatency(order []*deployment, sticky, model string, stream bool, now *moment) []*deployment {
 	var room [routeRoom]candidate
 	cs := room[:0]
 	if len(order) > len(room) {

@@ -1,0 +1,130 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
+)
+
+// A call's failure: what one try failed with, completed with what only the client knows
+// (classify), and what a call that found no answer returns (chainError, ChainError).
+
+// classify completes the failure of one provider's try with what only the client knows: the
+// number of attempts and why the pipeline gave up. Providers map the errors they see (the
+// pipeline's rejections included) to *providers.Error where they first see them; an error a
+// provider returned as it got it is mapped here the same way (providers.Classify). When the
+// call's whole-call deadline caused the failure (it ran out, or a wait would have passed it)
+// the failure is KindTimeout with GaveUp "deadline" (see deadline.go). Otherwise, when the
+// caller's context ctx has ended the failure is KindCanceled whatever it looks like: the
+// caller gave up, and neither the provider nor the pipeline is to blame.
+func classify(ctx context.Context, provider string, err error, info *resilience.CallInfo) *providers.Error {
+	var pe *providers.Error
+	if errors.As(err, &pe) {
+		cp := *pe
+		pe = &cp
+	} else {
+		pe = providers.Classify(ctx, provider, err)
+	}
+	if pe.Provider == "" {
+		pe.Provider = provider
+	}
+	if x, _ := ctx.Value(extrasKey{}).(*callExtras); x != nil {
+		pe.ClientRequestID = x.o.requestID
+	}
+	byDeadline := false
+	if d := deadlineOf(ctx); d != nil {
+		var wait time.Duration
+		if wait, byDeadline = d.explains(err, info); byDeadline {
+			d.verdict(pe, wait)
+		}
+	}
+	if !byDeadline && ctx.Err() != nil && pe.Kind != providers.KindCanceled {
+		pe.Kind = providers.KindCanceled
+		if !errors.Is(pe.Err, ctx.Err()) {
+			pe.Err = errors.Join(ctx.Err(), pe.Err)
+		}
+	}
+	if info != nil {
+		if pe.Attempts == 0 {
+			pe.Attempts = info.Attempts
+		}
+		if pe.GaveUp == "" && pe.Kind != providers.KindCanceled {
+			pe.GaveUp = string(info.GaveUp)
+		}
+	}
+	return pe
+}
+
+// chainError returns the failure of a call whose chain found no answer: the one failure
+// when only one provider was tried, else a *ChainError.
+func chainError(failures []*providers.Error, skipped []string, stopped bool) error {
+	if len(failures) == 1 {
+		return failures[0]
+	}
+	return &ChainError{Cause: explain(failures, stopped), Failures: failures, Skipped: skipped}
+}
+
+// explain picks the failure that explains the outcome of a chain: the one that stopped it
+// (a failure the request caused, or the caller's cancellation); else, when every provider
+// failed, the first failure that may pass (so the error is Temporary exactly when trying the
+// call again later may succeed); else the first.
+func explain(failures []*providers.Error, stopped bool) *providers.Error {
+	if stopped {
+		return failures[len(failures)-1]
+	}
+	for _, f := range failures {
+		if f.Temporary() {
+			return f
+		}
+	}
+	return failures[0]
+}
+
+// ChainError is returned when more than one provider of a fallback chain failed. It leads with
+// Cause, the failure that explains the outcome, which errors.As finds first: the failure that
+// stopped the chain, or, when every provider failed, the first that may pass (Temporary), else
+// the first. Failures holds every provider's failure in chain order.
+type ChainError struct {
+	Cause    *providers.Error
+	Failures []*providers.Error
+	// Skipped names the providers of the chain that could not serve the call, with what they
+	// lack, e.g. "claude (no embeddings)".
+	Skipped []string
+}
+
+func (e *ChainError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Cause.Error())
+	b.WriteString(" (every provider failed:")
+	for i, f := range e.Failures {
+		if i > 0 {
+			b.WriteString(";")
+		}
+		b.WriteString(" ")
+		b.WriteString(f.Error())
+	}
+	if len(e.Skipped) > 0 {
+		b.WriteString("; skipped: ")
+		b.WriteString(strings.Join(e.Skipped, ", "))
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// Temporary reports whether the call may succeed if tried again later: Cause's Temporary.
+func (e *ChainError) Temporary() bool { return e.Cause.Temporary() }
+
+// Unwrap returns Cause, then the other failures in chain order.
+func (e *ChainError) Unwrap() []error {
+	out := []error{e.Cause}
+	for _, f := range e.Failures {
+		if f != e.Cause {
+			out = append(out, f)
+		}
+	}
+	return out
+}

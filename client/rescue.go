@@ -1,0 +1,72 @@
+package client
+
+import (
+	"github.com/steadyllm/steady/providers"
+)
+
+// The rescue: a stream that fails after content, when its StreamRescue is "restart" (or the
+// call may start over because its stored answer is gone), goes on along what is left of its
+// chain, from where its walk stood when the stream served, after the same decision a failure
+// before content meets (decide.go). The stream that takes over serves the caller from then on.
+
+// rescuer restarts a stream that failed after content on the rest of its chain: the walk as
+// it stood when the stream served (the call's operation with it).
+type rescuer struct {
+	w walk
+}
+
+// taken returns the stream that took over after a rescue, nil when none did.
+func (s *Stream) taken() *Stream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.next
+}
+
+// restart rescues the call after perr, a failure after content, when its StreamRescue is
+// "restart" and the failure may go on (as before content: ErrorKind.FallsBack, or the kind's
+// FallbackOn): it asks the rest of the chain for the whole answer and returns the stream that
+// takes over, nil when there is none (the rescue's own failures are in the walk). The
+// telemetry of the call ends with the rescue.
+func (s *Stream) restart(perr *providers.Error) *Stream {
+	r := s.rescue
+	if r == nil || s.closed.Load() || (s.goneOnly && !providers.Gone(perr)) {
+		s.tel.end(perr, providers.Delta{}, false, s.charged())
+		s.settle()
+		return nil
+	}
+	s.rescue = nil
+	w := &r.w
+	w.failures = append(w.failures, perr)
+	// The walk was copied before the route served: its retries of that route are in s.acct.
+	w.acct = s.acct
+	w.acct.FailedAttempts++ // the attempt that served, then failed
+	if perr.Usage != nil {
+		w.acct.AbandonedUsage = w.acct.AbandonedUsage.Add(*perr.Usage)
+	}
+	w.acct.Cost = w.acct.Cost.Add(s.charged())
+	// As before content: one decision (decide) — go on along the rest of the chain, or to the
+	// providers of the kind's own chain, or ask the route that lost a stored answer again.
+	at := attempt{route: s.route}
+	if v, to := w.decide(perr, &at); !w.follow(v, to, &at) {
+		s.tel.end(perr, providers.Delta{}, false, s.charged())
+		s.settle()
+		return nil
+	}
+	s.tel.tryDone(perr, providers.Delta{}, false, s.charged()) // the call goes on: the rescue ends it
+	_ = s.inner.Close()
+	resp, err := w.run()
+	if err != nil {
+		// The walk ended the call's telemetry with its error; the budgets hear of every try.
+		w.c.settle(s.ticket, w.acct.Cost, "", "", providers.Usage{}, s.bill)
+		return nil
+	}
+	n := resp.(*Stream)
+	s.mu.Lock()
+	s.next = n
+	closed := s.closed.Load()
+	s.mu.Unlock()
+	if closed {
+		_ = n.Close()
+	}
+	return n
+}
