@@ -223,12 +223,19 @@ func (t *breakerTransport) trip(req *http.Request, tk ticket, parentProbe bool) 
 			if name, bad := headers.Invalid(req.Header); bad {
 				v, err = verdictExcluded, &InvalidRequestError{Pipeline: b.ev.name, Header: name, Err: err}
 			}
+			if b.parent != nil && hostUnreachable(err) {
+				v = verdictExcluded // the deployment's fault, counted there alone: one fault, one opening
+			}
 		}
 		b.announce(ctx, b.c.report(tk, v))
 		return nil, err
 	}
 	if failingStatus(resp.StatusCode) {
-		b.announce(ctx, b.c.report(tk, verdictOf(ctx, errServerFailure)))
+		v := verdictOf(ctx, errServerFailure)
+		if b.parent != nil && refusedKey(resp.StatusCode) {
+			v = verdictExcluded // a refused key is the deployment's, counted there alone
+		}
+		b.announce(ctx, b.c.report(tk, v))
 		return resp, nil
 	}
 	if c := callOf(ctx, b.ev); c != nil && c.brk == nil {
@@ -252,6 +259,12 @@ func (t *breakerTransport) trip(req *http.Request, tk ticket, parentProbe bool) 
 // say something about one request, do not.
 func failingStatus(code int) bool {
 	return code >= 500 || code == http.StatusUnauthorized || code == http.StatusForbidden
+}
+
+// refusedKey reports whether a status says the credentials were refused (401, 403): a failure
+// of the whole deployment, whichever model's call met it.
+func refusedKey(code int) bool {
+	return code == http.StatusUnauthorized || code == http.StatusForbidden
 }
 
 // errServerFailure stands for a failing status in verdictOf; it is never returned.

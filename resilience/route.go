@@ -23,8 +23,9 @@ import (
 //
 // What is the whole deployment's stays the pipeline's own: a refused key (401, 403) and a
 // failure to reach the host (connection refused, DNS, TLS, a dial that fails) count in the
-// pipeline's circuit, which every route consults first, so one network failure counts for
-// every model; Isolate, OpenFor and Reset act on every route. Calls that name no route (a bare
+// pipeline's circuit alone — never in the route's too: one fault, one opening — which every
+// route consults first, so one network failure counts for every model; Isolate, OpenFor and
+// Reset act on every route. Calls that name no route (a bare
 // Pipeline.Wrap under go-openai) run on the pipeline itself, as before.
 //
 // A pipeline keeps at most MaxRoutes routes; the models beyond share one more route, "<name>:*".
@@ -166,7 +167,7 @@ func hostVerdict(ctx context.Context, resp *http.Response, err error) verdict {
 			return verdictFailure
 		}
 		return verdictExcluded
-	case resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden:
+	case refusedKey(resp.StatusCode):
 		return verdictFailure
 	}
 	return verdictSuccess

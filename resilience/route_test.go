@@ -475,3 +475,46 @@ func TestRoutes_TheDeploymentsProbeIsTheFleets(t *testing.T) {
 		return err == nil && pb.CircuitState() == CircuitClosed
 	})
 }
+
+// One fault is one opening: a host that refuses connections (or a refused key) opens the
+// deployment's circuit, which every model consults, and not the circuit of the model whose
+// call met it as well — one opening, one event, one alert. (Both opened.)
+func TestRoutes_AHostFaultOpensTheDeploymentsCircuitAlone(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := fmt.Sprintf("http://%s/v1/chat/completions", l.Addr())
+	_ = l.Close() // nothing listens: connections are refused
+	o := testOptions()
+	o.RetryCount = 0
+	o.CircuitBreakerThreshold = 1
+	var rec recorder
+	c, p := client(t, o, WithName("openai"), OnEvent(rec.observe))
+	if _, err := callModel(t, c, url, "a", 0); err == nil || errors.Is(err, ErrCircuitOpen) {
+		t.Fatalf("model a: %v, want a refused connection", err)
+	}
+	if st := p.Route("a").breaker.c.st(); st != CircuitClosed {
+		t.Fatalf("model a's own circuit is %v after the host refused: the fault was counted twice", st)
+	}
+	opened := 0
+	for _, e := range rec.kind(EventBreakerStateChanged) {
+		if e.To == CircuitOpen {
+			opened++
+		}
+	}
+	if opened != 1 {
+		t.Fatalf("%d openings for one refused connection, want 1", opened)
+	}
+	// A refused key too.
+	s := newModelServer(t)
+	s.set("b", http.StatusUnauthorized, "")
+	c2, p2 := client(t, o, WithName("azure"))
+	_, _ = callModel(t, c2, s.url(), "b", 0)
+	if st := p2.Route("b").breaker.c.st(); st != CircuitClosed {
+		t.Fatalf("model b's own circuit is %v after a refused key", st)
+	}
+	if st := p2.breaker.c.st(); st != CircuitOpen {
+		t.Fatalf("the deployment's circuit is %v after a refused key with a threshold of 1", st)
+	}
+}
