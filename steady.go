@@ -11,9 +11,11 @@
 package steady
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strings"
@@ -40,6 +42,13 @@ import (
 // for a provider made of deployments, under the name of the provider they form (DeploymentOf),
 // whose deployments must declare the same windows (config.Load refuses others; a Config built
 // by hand that mixes them is an error here).
+//
+// What the client found suspicious in the configuration (client.Client.Warnings: a model of
+// another vendor on a vendor's own host) is logged at Warn to slog.Default. With
+// LLM.VerifyAtStart, every route is checked with one cheap request (client.Client.Verify,
+// each bounded by its policy's timeout) before the client is returned: a route whose
+// configuration fails is an error naming it (the client closed), and routes that could not be
+// checked are logged.
 //
 // With more than one provider, LLM.Fallback must say which to call, in which order. A
 // missing API key is an error that names the variable, never a value. opts are applied
@@ -152,10 +161,39 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 		c, err := client.New(append(all, opts...)...)
 		if err != nil {
 			_ = closer.Close()
+			return nil, err
 		}
-		return c, err
+		return started(cfg, c)
 	}
-	return client.New(append(all, opts...)...)
+	c, err := client.New(append(all, opts...)...)
+	if err != nil {
+		return nil, err
+	}
+	return started(cfg, c)
+}
+
+// started logs what the new client c found suspicious in its configuration
+// (client.Client.Warnings) and, with LLM.VerifyAtStart, verifies its routes
+// (client.Client.Verify): a route whose configuration fails closes c and fails the start; one
+// that could not be checked is logged.
+func started(cfg *config.Config, c *client.Client) (*client.Client, error) {
+	log := slog.Default()
+	for _, w := range c.Warnings() {
+		log.Warn(w)
+	}
+	if !cfg.VerifyAtStart {
+		return c, nil
+	}
+	err := c.Verify(context.Background()) // each request bounded by its route's policy
+	switch {
+	case err == nil:
+		return c, nil
+	case errors.Is(err, client.ErrUnverified):
+		log.Warn("steady: LLM.VerifyAtStart: " + err.Error())
+		return c, nil
+	}
+	_ = c.Close()
+	return nil, fmt.Errorf("steady: LLM.VerifyAtStart: %w", err)
 }
 
 // SharedStateDriver opens the store LLM.SharedState describes; the closer stops it.

@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/steadyllm/steady/providers"
@@ -54,7 +55,30 @@ type attempt struct {
 func (w *walk) lost(a *attempt, resp any, info *resilience.CallInfo, err error) (*providers.Error, time.Duration, providers.CallCost) {
 	took := w.observe(a.d, a.key, a.start, resp, err)
 	perr := w.failed(a.e, a.d, err, info)
+	if perr.Kind.Misconfigured() && w.ctx.Err() == nil {
+		noteFailing(a.route, perr)
+	}
 	return perr, took, w.chargeFailure(a.e, a.key, perr)
+}
+
+// noteFailing marks route r failing (resilience.Pipeline.NoteFailing) after perr, a failure of
+// its configuration (providers.ErrorKind.Misconfigured): a model the server does not have
+// fails that model's route; a refused key or a base URL that redirects, every model of the
+// deployment. Its circuit does not count it, yet health, Deployments and the status page show
+// the route not serving, with why, until a call of it succeeds.
+func noteFailing(r route, perr *providers.Error) {
+	reason := string(perr.Kind)
+	if perr.StatusCode != 0 {
+		reason += fmt.Sprintf(" (HTTP %d)", perr.StatusCode)
+	}
+	if perr.Message != "" {
+		reason += ": " + perr.Message // scrubbed of the key where the provider made it
+	}
+	p := r.d.pipeline
+	if perr.Kind == providers.KindNotFound {
+		p = p.Route(r.key)
+	}
+	p.NoteFailing(reason)
 }
 
 // report tells the call's telemetry, if any, how attempt a ended: after took, with info, failing

@@ -43,6 +43,9 @@ type Client struct {
 	dice *dice
 	// cost is the cost accounting (WithPrices, WithBudgets); nil: calls are not priced.
 	cost *costing
+	// warnings are what New found suspicious in the configuration, without refusing it
+	// (Warnings).
+	warnings []string
 }
 
 // The default take-out breaks (WithTakeOutBreaks).
@@ -343,6 +346,7 @@ func New(opts ...Option) (*Client, error) {
 		}
 	}
 	errs = append(errs, c.checkFallbackOn()...)
+	c.warnModels()
 	if len(errs) == 0 {
 		errs = append(errs, c.startLedger())
 	}
@@ -423,4 +427,38 @@ func (c *Client) modelFor(e *entry, requested string, first bool) string {
 		return e.model
 	}
 	return requested
+}
+
+// Warnings returns what New found suspicious in the client's configuration without refusing
+// it: a provider calling its vendor's own service (api.openai.com, api.anthropic.com) with a
+// model of another vendor's family (an OpenAI model name under the Anthropic provider, a Claude
+// model under OpenAI's), whose every call would fail with not_found. A compatible server, a
+// proxy or a gateway may serve any vendor's models, and Azure's models are deployment names:
+// those are not checked. steady.FromConfig logs the warnings. The slice is the caller's.
+func (c *Client) Warnings() []string { return slices.Clone(c.warnings) }
+
+// warnModels records a warning for each model a deployment on its vendor's own host
+// (providers.Description.VendorHost) is configured with — its own, else the provider's default
+// and the model map's (WithModelMap) — whose name belongs to another GenAI system's family
+// (providers.ModelFamily).
+func (c *Client) warnModels() {
+	for _, name := range c.order {
+		e := c.entries[name]
+		for _, d := range e.deps {
+			desc, ok := d.provider.(providers.Describer)
+			if !ok {
+				continue
+			}
+			own := desc.Describe()
+			if !own.VendorHost {
+				continue
+			}
+			for _, m := range e.configuredModels(d) {
+				if f := providers.ModelFamily(m); f != "" && f != own.System {
+					c.warnings = append(c.warnings, fmt.Sprintf("client: provider %q (deployment %q, %s) is configured "+
+						"with the model %q, a model of %s: its calls will fail with not_found", name, d.name, own.System, m, f))
+				}
+			}
+		}
+	}
 }

@@ -127,7 +127,7 @@ func (m *moment) now() time.Time {
 // canTake reports whether d can take a call on its route r now (at m, nil for the route's own
 // clock), with the smaller share left of r's known budgets (1 when it knows none), read once.
 func (d *deployment) canTake(r *resilience.Pipeline, m *moment) (ok bool, headroom float64) {
-	if blocked(d.pipeline.CircuitState()) || (r != d.pipeline && blocked(r.CircuitState())) || r.CoolingFor() > 0 {
+	if blocked(d.pipeline.OwnCircuitState()) || (r != d.pipeline && blocked(r.OwnCircuitState())) || r.CoolingFor() > 0 {
 		return false, 0
 	}
 	var h resilience.Headroom
@@ -282,9 +282,17 @@ func (c *Client) buildDeployments(s providerSpec) ([]*deployment, error) {
 type DeploymentInfo struct {
 	// Name is "<provider>/<deployment>" (the provider's name for a provider of one).
 	Name string
-	// Circuit is the deployment's circuit — what counts for every model: a refused key, an
-	// unreachable host — with the time left of its rate-limit pause.
+	// Circuit is what the deployment can serve (resilience.Pipeline.CircuitInfo): once its
+	// calls name their models, the summary of its routes with its own circuit — open when
+	// nothing serves, half-open when its routes only probe, closed and Degraded when some
+	// routes cannot serve now, with the longest pause and the counts ("1 of 2 serving"), and
+	// Failing when its calls fail for a reason of its configuration; before that, its own
+	// circuit.
 	Circuit resilience.CircuitInfo
+	// Own is the deployment's own circuit alone — what counts for every model: a refused key,
+	// an unreachable host — with the time left of its own rate-limit pause; one component of
+	// Circuit.
+	Own resilience.CircuitInfo
 	// Headroom is what is left of its per-minute limits.
 	Headroom resilience.Headroom
 	// InFlight is the number of its exchanges in flight.
@@ -311,7 +319,9 @@ type DeploymentInfo struct {
 // RouteInfo is the state of one model of a deployment.
 type RouteInfo struct {
 	// Model is the model; "*" for the models beyond resilience.MaxRoutes, which share one.
-	Model    string
+	Model string
+	// Circuit is the route's own circuit and pause, and, when its calls fail for a reason of
+	// its configuration (a model the server does not have), Failing: why.
 	Circuit  resilience.CircuitInfo
 	Headroom resilience.Headroom
 	// Latency is what the client measured of the route's calls — time to first token, time
@@ -329,7 +339,7 @@ func (c *Client) Deployments(name string) []DeploymentInfo {
 	}
 	out := make([]DeploymentInfo, len(e.deps))
 	for i, d := range e.deps {
-		out[i] = DeploymentInfo{Name: d.name, Circuit: d.pipeline.CircuitInfo(), Headroom: d.pipeline.Headroom(),
+		out[i] = DeploymentInfo{Name: d.name, Circuit: d.pipeline.CircuitInfo(), Own: d.pipeline.OwnCircuit(), Headroom: d.pipeline.Headroom(),
 			InFlight: d.pipeline.InFlight(), Latency: d.pipeline.Latency(),
 			Concurrency: d.pipeline.Concurrency(), Hedges: d.hedges.Load(), HedgesWon: d.hedgesWon.Load(),
 			Failovers: d.failovers.Load()}

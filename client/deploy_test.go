@@ -206,8 +206,12 @@ func TestDeployments_FailuresStayWithTheirDeployment(t *testing.T) {
 		t.Fatal(err)
 	}
 	infos := c.Deployments("q")
-	if len(infos[0].Routes) != 1 || infos[0].Routes[0].Circuit.CoolingFor <= 0 || infos[0].Circuit.CoolingFor != 0 ||
-		infos[1].Routes[0].Circuit.CoolingFor != 0 || limited.Journal().Len() != 1 || other.Journal().Len() != 1 {
+	// The pause is the model's: its deployment reads it (nothing under it serves), its own
+	// circuit does not.
+	if len(infos[0].Routes) != 1 || infos[0].Routes[0].Circuit.CoolingFor <= 0 || infos[0].Own.CoolingFor != 0 ||
+		infos[0].Circuit.CoolingFor <= 0 || infos[0].Circuit.Serving != 0 ||
+		infos[1].Routes[0].Circuit.CoolingFor != 0 || infos[1].Circuit.Serving != 1 ||
+		limited.Journal().Len() != 1 || other.Journal().Len() != 1 {
 		t.Fatalf("deployments %+v; limited saw %d, other %d", infos, limited.Journal().Len(), other.Journal().Len())
 	}
 }

@@ -19,12 +19,14 @@ import (
 //     per output token). A stream whose whole answer was there when it returned (StreamRescue
 //     "buffer", or an answer in one event) counts as a whole answer.
 //   - A failure that is the route's (ErrorKind.Unwell: overloaded, unavailable, a timeout, a
-//     stream cut short) counts for its error rate. A stream that timed out before any content
+//     stream cut short) counts for its error rate, and so does one of its configuration
+//     (ErrorKind.Misconfigured: a model it does not have, a refused key), which makes every
+//     call of the route fail until someone fixes it. A stream that timed out before any content
 //     (its first-token limit, or the total timeout before it) counts its wait too, as a
 //     censored time (the real one was longer): the tail of the route's times shows it.
 //   - Anything else says nothing of the route's speed and is not recorded: the request's own
 //     fault, the caller's cancellation or deadline, a rate limit (the route's pause and budgets
-//     answer it), a call turned away unsent (an open circuit, a full bulkhead), a refused key.
+//     answer it), a call turned away unsent (an open circuit, a full bulkhead).
 func (w *walk) observe(d *deployment, route string, start time.Time, resp any, err error) time.Duration {
 	took := w.c.now().Sub(start)
 	var s resilience.LatencySample
@@ -35,7 +37,7 @@ func (w *walk) observe(d *deployment, route string, start time.Time, resp any, e
 		return took // the caller gave up
 	default:
 		var pe *providers.Error
-		if !errors.As(err, &pe) || !pe.Kind.Unwell() {
+		if !errors.As(err, &pe) || !(pe.Kind.Unwell() || pe.Kind.Misconfigured()) {
 			return took
 		}
 		s.Failed = true

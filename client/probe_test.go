@@ -162,16 +162,17 @@ func TestActiveProbe_TheDeploymentsCircuitComesBackWithoutADefaultModel(t *testi
 	}
 	s := mocks.NewServer(mocks.WithListener(l))
 	defer s.Close()
-	clock.Advance(max(p.CircuitInfo().NextProbeIn, p.Route("model-a").CircuitInfo().NextProbeIn))
-	for range 2 { // the deployment's probe and model-a's
-		select {
-		case e := <-probes:
-			if e.Err != nil && e.Route == "" {
-				t.Fatalf("the deployment's probe: %v", e.Err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("no probe finished")
+	if st := p.Route("model-a").CircuitState(); st != resilience.CircuitClosed {
+		t.Fatalf("model-a's circuit is %v: the host's fault opened it too", st)
+	}
+	clock.Advance(p.OwnCircuit().NextProbeIn)
+	select { // the deployment's probe: the one circuit open
+	case e := <-probes:
+		if e.Err != nil || e.Route != "" {
+			t.Fatalf("the probe of route %q: %v", e.Route, e.Err)
 		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no probe finished")
 	}
 	if st := p.CircuitState(); st != resilience.CircuitClosed {
 		t.Fatalf("the deployment's circuit is %v once its host is back", st)
@@ -221,19 +222,20 @@ func TestActiveProbe_TheDeploymentsProbeIsNotFailedByOneModel(t *testing.T) {
 	}
 	s := mocks.NewServer(mocks.WithListener(l), mocks.WithModelScript("model-a", mocks.Status(503).Always()))
 	defer s.Close()
-	clock.Advance(max(p.CircuitInfo().NextProbeIn, p.Route("model-a").CircuitInfo().NextProbeIn))
-	for range 2 { // the deployment's probe and model-a's
-		select {
-		case e := <-probes:
-			if (e.Err != nil) != (e.Route != "") {
-				t.Fatalf("probe of route %q: %v", e.Route, e.Err)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("no probe finished")
+	clock.Advance(p.OwnCircuit().NextProbeIn)
+	select { // the deployment's probe, which asks model-a
+	case e := <-probes:
+		if e.Err != nil || e.Route != "" {
+			t.Fatalf("the probe of route %q: %v", e.Route, e.Err)
 		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no probe finished")
 	}
-	if st := p.CircuitState(); st != resilience.CircuitClosed {
+	if st := p.OwnCircuitState(); st != resilience.CircuitClosed {
 		t.Fatalf("the deployment's circuit is %v once its host is back", st)
+	}
+	if _, err := ask(c, "model-a"); err == nil {
+		t.Fatal("model-a served while its server answers 503")
 	}
 	if st := p.Route("model-a").CircuitState(); st != resilience.CircuitOpen {
 		t.Fatalf("model-a's circuit is %v while model-a fails", st)

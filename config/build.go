@@ -69,6 +69,7 @@ func build(llm map[string]any, ps *problems, env func(string) (string, bool)) *C
 		}
 		cfg.FailoverAfterSeconds = &f
 	}
+	cfg.VerifyAtStart, _ = llm[keyVerify].(bool)
 	if tree, ok := llm[keySharedState].(map[string]any); ok {
 		cfg.SharedState = buildSharedState(ps, tree, env)
 	}

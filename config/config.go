@@ -44,6 +44,12 @@ type Config struct {
 	// serve it at once (client.WithFailoverAfter); nil when not configured (the client's
 	// default). Allowed: 0..3600.
 	FailoverAfterSeconds *float64
+	// VerifyAtStart is LLM.VerifyAtStart: steady.FromConfig checks every configured route with
+	// one cheap request before it returns the client (client.Client.Verify), and fails, naming
+	// the route and the provider's reason, when a route's configuration fails (a model the
+	// server does not have, a refused key). Off by default: each check is a real call, billed
+	// a few tokens.
+	VerifyAtStart bool
 	// Routing is LLM.Routing: for each provider made of deployments (providers whose
 	// DeploymentOf names it), how calls are routed among them: "priority" (the default),
 	// "weighted", "round_robin", "least_in_flight", "most_headroom" or "latency"

@@ -31,7 +31,7 @@
 //     "context_too_long", "refused", "rate_limited"…), the provider names a call that fails
 //     with it goes to, instead of the rest of LLM.Fallback; an empty list stops the chain on
 //     that kind. See [Config].
-//   - LLM.FailoverAfterSeconds, LLM.Routing: see [Config].
+//   - LLM.FailoverAfterSeconds, LLM.Routing, LLM.VerifyAtStart: see [Config].
 //   - LLM.SharedState: the store the instances of the application share their circuit state,
 //     pauses and budgets through ([SharedState]: Address, Prefix, DB, UsernameEnv, PasswordEnv,
 //     TLS, PollIntervalSeconds, TimeoutSeconds, FailClosed).

@@ -138,6 +138,8 @@ func (r *envReader) target(name string, segs []string) (envTarget, bool) {
 		return w.list(1, kindStringList)
 	case keyFailover:
 		return w.leaf(1, kindSeconds)
+	case keyVerify:
+		return w.leaf(1, kindBool)
 	case keyFallbackOn:
 		return w.fallbackOn(1)
 	case keyRouting:

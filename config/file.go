@@ -176,6 +176,8 @@ func (p *jsonParser) llm(path string, v any) map[string]any {
 			}
 		case keyFailover:
 			sub = p.leaf(path, kindSeconds, v)
+		case keyVerify:
+			sub = p.leaf(path, kindBool, v)
 		case keyRouting:
 			if m := p.stringMap(path, v); m != nil {
 				sub = m

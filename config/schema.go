@@ -23,6 +23,7 @@ const (
 	keyFallback   = "Fallback"
 	keyFailover   = "FailoverAfterSeconds"
 	keyFallbackOn = "FallbackOn"
+	keyVerify     = "VerifyAtStart"
 
 	keyDialect          = "Dialect"
 	keyTypeAlias        = "Type" // the former spelling of Dialect, still accepted
@@ -60,7 +61,7 @@ const (
 )
 
 var (
-	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFallbackOn, keyFailover, keyRouting, keySharedState, keyCost}
+	llmKeys      = []string{keyResilience, keyPolicies, keyProviders, keyFallback, keyFallbackOn, keyFailover, keyRouting, keySharedState, keyCost, keyVerify}
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
 		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe, keyAPI, keyThinkingModes,

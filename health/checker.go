@@ -226,14 +226,42 @@ type CheckResult struct {
 	// ConcurrencyLimit is the adaptive concurrency limit of a source's own bulkhead
 	// (resilience.Options.AdaptiveConcurrency), 0 when its limit is fixed or unknown.
 	ConcurrencyLimit int
+	// For a source that serves through routes, its own result is the summary of what it
+	// serves (resilience.CircuitInfo): Routes counts its routes in use, Serving those that can
+	// take a call now, Probing those half-open — probing, never serving — and Degraded says
+	// some cannot serve while others can. Its own circuit (a refused key, an unreachable host:
+	// what holds for every model) is the result "<name>:host", marked Host.
+	Routes, Serving, Probing int
+	Degraded                 bool
+	Host                     bool
+	// Failing is why the source's calls keep failing for a reason of its configuration (a
+	// model the server does not have, a refused key: resilience.Pipeline.NoteFailing), ""
+	// when they do not. A failing source fails (it serves nothing) without its circuit being
+	// open; FailingCalls is how many calls failed so in a row.
+	Failing      string
+	FailingCalls int
 }
 
-// GroupResult is one group of sources (the deployments of one provider) judged together.
+// serving reports whether the source can take a call now: its circuit closed, not pausing,
+// not failing for its configuration, and for a summary with a route that serves. Half-open is
+// probing, never serving.
+func (r *CheckResult) serving() bool {
+	if r.State != resilience.CircuitClosed || r.Failing != "" && r.Serving == 0 || r.CoolingFor > 0 && r.Serving == 0 {
+		return false
+	}
+	return r.Routes == 0 || r.Serving > 0
+}
+
+// GroupResult is one group of sources (the deployments of one provider, or the routes of one)
+// judged together.
 type GroupResult struct {
 	Name string
-	// Serving is how many of its sources can serve (pass or warn), of Total.
-	Serving, Total int
-	// Status is pass when every source passes, fail when none can serve, warn otherwise.
+	// Serving is how many of its sources can take a call now (closed, not pausing, not failing
+	// for their configuration), of Total; Probing how many are half-open: probing, which is
+	// never serving.
+	Serving, Probing, Total int
+	// Status is pass when every source passes, fail when none can serve nor probes (each open,
+	// isolated or failing for its configuration), warn otherwise.
 	Status Status
 }
 
@@ -315,11 +343,20 @@ func (c *Checker) Report() Report {
 			r.Group = r.Name
 		}
 		r.Routed = true
+		// Its own circuit is one component of what it serves: a refused key, an unreachable
+		// host hold for every model, so no route is better than it.
+		host := CheckResult{Name: r.Name + ":host", Group: r.Group, Host: true, Routed: true, RequestsLeft: -1, TokensLeft: -1}
+		if os, ok := src.(ownCircuitSource); ok {
+			setCircuit(&host, os.OwnCircuit())
+		} else {
+			host.State, host.Status = r.State, r.Status
+		}
+		results = append(results, host)
 		for key, p := range routes {
 			rr := CheckResult{Name: r.Name + ":" + key, Group: r.Group, Route: key}
 			read(&rr, p)
-			if r.Status.rank() > rr.Status.rank() {
-				rr.Status = r.Status
+			if host.Status.rank() > rr.Status.rank() {
+				rr.Status = host.Status
 			}
 			results = append(results, rr)
 		}
@@ -336,18 +373,15 @@ func (c *Checker) Report() Report {
 	return Report{Status: status, Time: c.now(), Checks: results, SharedStates: shared, Groups: groups}
 }
 
-// read fills r with what src says now: its state, the time to its next probe, its pause and
-// its budgets, and the status they make.
+// read fills r with what src says now: its state (for a source that serves through routes,
+// the summary of what it serves), the time to its next probe, its pause and its budgets, and
+// the status they make.
 func read(r *CheckResult, src CircuitSource) {
 	if is, ok := src.(circuitInfoSource); ok {
-		info := is.CircuitInfo()
-		r.State = info.State
-		if info.State == resilience.CircuitOpen {
-			r.NextProbeIn, r.HasNextProbe = max(info.NextProbeIn, 0), true
-		}
-		r.CoolingFor = max(info.CoolingFor, 0)
+		setCircuit(r, is.CircuitInfo())
 	} else {
 		r.State = src.CircuitState()
+		r.Status = StatusOf(r.State)
 	}
 	r.RequestsLeft, r.TokensLeft = -1, -1
 	if hs, ok := src.(headroomSource); ok {
@@ -357,10 +391,34 @@ func read(r *CheckResult, src CircuitSource) {
 	if ls, ok := src.(latencySource); ok {
 		r.Latency = ls.Latency()
 	}
-	r.Status = StatusOf(r.State)
-	if r.CoolingFor > 0 && r.Status == StatusPass {
-		r.Status = StatusWarn // pausing after a rate limit: calls wait or go elsewhere
+}
+
+// setCircuit fills r with a circuit's reading and the status it makes: open or isolated fail,
+// half-open warns (probing); a closed circuit warns while it pauses after a rate limit, or
+// while some of its routes cannot serve (Degraded), and fails when its calls keep failing for a
+// reason of its configuration and nothing of it serves — no outage, yet nothing it can do.
+func setCircuit(r *CheckResult, info resilience.CircuitInfo) {
+	r.State = info.State
+	if info.State == resilience.CircuitOpen {
+		r.NextProbeIn, r.HasNextProbe = max(info.NextProbeIn, 0), true
 	}
+	r.CoolingFor = max(info.CoolingFor, 0)
+	r.Routes, r.Serving, r.Probing, r.Degraded = info.Routes, info.Serving, info.Probing, info.Degraded
+	r.Failing, r.FailingCalls = info.Failing, info.FailingCalls
+	r.Status = StatusOf(r.State)
+	switch {
+	case r.Status != StatusPass:
+	case r.Failing != "" && (r.Routes == 0 || r.Serving == 0):
+		r.Status = StatusFail
+	case r.CoolingFor > 0 || r.Degraded:
+		r.Status = StatusWarn // pausing after a rate limit, or some routes down: calls wait or go elsewhere
+	}
+}
+
+// ownCircuitSource is a source that serves through routes and reads its own circuit apart
+// (*resilience.Pipeline).
+type ownCircuitSource interface {
+	OwnCircuit() resilience.CircuitInfo
 }
 
 // routeSource is a source that keeps its state per model (*resilience.Pipeline, see
@@ -392,21 +450,41 @@ func group(results []CheckResult) ([]GroupResult, []Status) {
 		}
 		g := &groups[i]
 		g.Total++
-		if r.Status != StatusFail {
+		switch {
+		case r.Status != StatusFail && r.serving():
 			g.Serving++
+		case r.Status != StatusFail && r.State == resilience.CircuitHalfOpen:
+			g.Probing++
 		}
 		if r.Status != StatusPass {
 			g.Status = StatusWarn
 		}
 	}
 	for i := range groups {
-		if groups[i].Serving == 0 {
-			groups[i].Status = StatusFail
+		g := &groups[i]
+		if g.Serving == 0 && g.Probing == 0 && !g.onlyPausing(results) {
+			g.Status = StatusFail
 		}
-		units = append(units, groups[i].Status)
+		units = append(units, g.Status)
 	}
 	slices.SortFunc(groups, func(a, b GroupResult) int { return strings.Compare(a.Name, b.Name) })
 	return groups, units
+}
+
+// onlyPausing reports whether every member of g that cannot serve is pausing after a rate
+// limit (and none is open, isolated or failing): a pause is no outage.
+func (g *GroupResult) onlyPausing(results []CheckResult) bool {
+	paused := false
+	for _, r := range results {
+		if r.Group != g.Name || r.Routed {
+			continue
+		}
+		if r.Status == StatusFail {
+			return false
+		}
+		paused = paused || r.CoolingFor > 0
+	}
+	return paused
 }
 
 // Check reports whether the application is ready to serve LLM calls, in the form most Go
@@ -433,7 +511,8 @@ func (c *Checker) Check(ctx context.Context) error {
 		// A deployment down while its provider serves through another does not fail readiness.
 		// A route that fails only because its deployment does is named by the deployment's own
 		// check; a deployment that serves through routes is named only when it fails itself.
-		if cr.Status == StatusFail && (cr.Group == "" || failedGroup[cr.Group]) && StatusOf(cr.State) == StatusFail {
+		if cr.Status == StatusFail && (cr.Group == "" || failedGroup[cr.Group]) && (StatusOf(cr.State) == StatusFail || cr.Failing != "") &&
+			!(cr.Routed && !cr.Host) {
 			e.Failing = append(e.Failing, cr)
 		}
 	}
@@ -461,6 +540,10 @@ func (e *UnhealthyError) Error() string {
 			b.WriteString(": ")
 		} else {
 			b.WriteString(", ")
+		}
+		if r.Failing != "" && StatusOf(r.State) != StatusFail {
+			fmt.Fprintf(&b, "%s failing: %s", r.Name, r.Failing)
+			continue
 		}
 		fmt.Fprintf(&b, "%s circuit %s", r.Name, r.State)
 		if r.HasNextProbe {

@@ -41,6 +41,23 @@ type check struct {
 	LatencySamples int64  `json:"latencySamples,omitempty"`
 	// ConcurrencyLimit is the adaptive concurrency limit, when the source has one.
 	ConcurrencyLimit int `json:"concurrencyLimit,omitempty"`
+	// Serving, of a source that serves through routes: "1 of 2 models serving", with how
+	// many probe; Degraded when some routes cannot serve.
+	Serving  string `json:"serving,omitempty"`
+	Degraded bool   `json:"degraded,omitempty"`
+	// Failing is why the source's calls keep failing for a reason of its configuration, and
+	// FailingCalls how many failed so in a row.
+	Failing      string `json:"failing,omitempty"`
+	FailingCalls int    `json:"failingCalls,omitempty"`
+}
+
+// servingText says how many of total serve, and how many probe: "1 of 2 serving, 1 probing".
+func servingText(serving, probing, total int, what string) string {
+	s := strconv.Itoa(serving) + " of " + strconv.Itoa(total) + what + " serving"
+	if probing > 0 {
+		s += ", " + strconv.Itoa(probing) + " probing"
+	}
+	return s
 }
 
 // MarshalJSON encodes the report as an application/health+json document:
@@ -102,11 +119,15 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		}
 		addLatency(&ck, cr.Latency)
 		ck.ConcurrencyLimit = cr.ConcurrencyLimit
+		if cr.Routes > 0 {
+			ck.Serving, ck.Degraded = servingText(cr.Serving, cr.Probing, cr.Routes, " models"), cr.Degraded
+		}
+		ck.Failing, ck.FailingCalls = cr.Failing, cr.FailingCalls
 		doc.Checks[cr.Name+":circuit"] = []check{ck}
 	}
 	for _, g := range r.Groups {
 		doc.Checks[g.Name+":deployments"] = []check{{ComponentType: ComponentType,
-			ObservedValue: strconv.Itoa(g.Serving) + " of " + strconv.Itoa(g.Total) + " serving", Status: g.Status, Time: stamp}}
+			ObservedValue: servingText(g.Serving, g.Probing, g.Total, ""), Status: g.Status, Time: stamp}}
 	}
 	for _, sr := range r.SharedStates {
 		v := "up"

@@ -1,11 +1,14 @@
 package health
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -27,7 +30,7 @@ func TestChecker_ModelsOfAPipelineAreJudgedTogether(t *testing.T) {
 	p.Route("gpt-4o").OpenFor(60e9)
 	_ = p.Route("gpt-4o-mini")
 	r := c.Report()
-	if r.Status != StatusWarn || len(r.Checks) != 3 || len(r.Groups) != 1 || r.Groups[0].Serving != 1 {
+	if r.Status != StatusWarn || len(r.Checks) != 4 || len(r.Groups) != 1 || r.Groups[0].Serving != 1 {
 		t.Fatalf("one model down: %+v", r)
 	}
 	p.Isolate() // the deployment's own circuit: no model can serve
@@ -83,3 +86,116 @@ func TestChecker_ShowsEachRoutesLatency(t *testing.T) {
 		t.Errorf("%d checks show latency, want the measured route's alone: %s", n, b)
 	}
 }
+
+// What a provider serves is what its routes serve: its only model open reads open and fails
+// readiness beside a host circuit that is closed (its own component, "<name>:host"); a model
+// whose break ended reads as probing — never as serving — and warns; a model whose calls fail
+// for a reason of its configuration fails readiness with its reason, though no circuit is
+// open, and with a fallback that serves is a warning. (The provider's check read "closed,
+// pass" beside its open model, and a probing model counted as "1 of 1 serving".)
+func TestChecker_AProviderReadsWhatItsRoutesServe(t *testing.T) {
+	o := resilience.DefaultOptions()
+	o.CircuitBreakerThreshold, o.CircuitBreakerDurationSeconds = 1, 30
+	clock := &manualClock{now: time.Unix(1_800_000_000, 0)}
+	p, err := resilience.New(o, resilience.WithName("openai"), resilience.WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewChecker()
+	c.Add("openai", p)
+	p.Route("gpt-4o-mini").OpenFor(30 * time.Second)
+	doc := readyz(t, c, http.StatusServiceUnavailable)
+	for _, want := range []string{`"openai:circuit":[{"componentType":"component","observedValue":"open","status":"fail"`,
+		`"serving":"0 of 1 models serving"`, `"openai:host:circuit":[{"componentType":"component","observedValue":"closed","status":"pass"`,
+		`"openai:deployments":[{"componentType":"component","observedValue":"0 of 1 serving","status":"fail"`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the only model open: no %s in\n%s", want, doc)
+		}
+	}
+	clock.advance(31 * time.Second) // the break ends: half-open, probing
+	doc = readyz(t, c, http.StatusOK)
+	for _, want := range []string{`"openai:circuit":[{"componentType":"component","observedValue":"half-open","status":"warn"`,
+		`"observedValue":"0 of 1 serving, 1 probing","status":"warn"`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("the only model probing: no %s in\n%s", want, doc)
+		}
+	}
+
+	q, err := resilience.New(o, resilience.WithName("anthropic"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q.Route("gpt-4o-mini").NoteFailing("not_found (HTTP 404): model: gpt-4o-mini")
+	chain := NewChecker()
+	chain.Add("anthropic", q)
+	doc = readyz(t, chain, http.StatusServiceUnavailable)
+	for _, want := range []string{`"anthropic:gpt-4o-mini:circuit":[{"componentType":"component","observedValue":"closed","status":"fail"`,
+		`"failing":"not_found (HTTP 404): model: gpt-4o-mini","failingCalls":1`} {
+		if !strings.Contains(doc, want) {
+			t.Errorf("a model the provider does not have: no %s in\n%s", want, doc)
+		}
+	}
+	var ue *UnhealthyError
+	if err := chain.Check(context.Background()); !errors.As(err, &ue) || !strings.Contains(err.Error(), "failing: not_found") {
+		t.Fatalf("readiness: %v, want the failing route named with its reason", err)
+	}
+	if q.Route("gpt-4o-mini").OwnCircuitState() != resilience.CircuitClosed {
+		t.Fatal("a configuration that fails opened a circuit")
+	}
+	fb := NewChecker(WithFallback())
+	fb.Add("anthropic", q)
+	fb.Add("openai2", mustPipeline(t, "openai2"))
+	if r := fb.Report(); r.Status != StatusWarn {
+		t.Fatalf("with a fallback that serves: %s, want warn", r.Status)
+	}
+}
+
+// readyz serves c's readiness and returns its document, failing unless the status is code.
+func readyz(t *testing.T, c *Checker, code int) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	c.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+	if rec.Code != code {
+		t.Fatalf("readiness %d, want %d:\n%s", rec.Code, code, rec.Body.String())
+	}
+	var b bytes.Buffer
+	if err := json.Compact(&b, rec.Body.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func mustPipeline(t *testing.T, name string) *resilience.Pipeline {
+	t.Helper()
+	p, err := resilience.New(resilience.DefaultOptions(), resilience.WithName(name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// manualClock is a resilience.Clock the test moves; its timers never fire (the checks read
+// the state on demand).
+type manualClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) AfterFunc(time.Duration, func()) resilience.Timer { return stoppedTimer{} }
+
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+type stoppedTimer struct{}
+
+func (stoppedTimer) Stop() bool               { return false }
+func (stoppedTimer) Reset(time.Duration) bool { return false }

@@ -18,6 +18,12 @@ type Description struct {
 	// Capabilities is what the provider can do; zero means "not declared": everything is
 	// tried.
 	Capabilities Capabilities
+	// VendorHost is true when the provider calls its vendor's own service (api.openai.com,
+	// api.anthropic.com), whose models go by the vendor's names; false for a compatible server,
+	// a proxy or gateway (which may serve any vendor's models) and for Azure (whose models are
+	// deployment names). The client's configuration warnings (client.Client.Warnings) trust a
+	// model's name only on a vendor's own host.
+	VendorHost bool
 }
 
 // Shaper is implemented by providers that write JSON request bodies, to name the top-level

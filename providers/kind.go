@@ -32,9 +32,10 @@ const (
 // kindTraits is what each kind implies. Every kind is in the table, those with none of the
 // traits too: it is the list Kinds returns.
 var kindTraits = map[ErrorKind]struct {
-	temporary bool // the same request may succeed later at the same provider
-	fallsBack bool // the provider's fault, not the request's: the next provider may serve it
-	unwell    bool // a failure inside a 200 stream that counts against the provider's circuit
+	temporary     bool // the same request may succeed later at the same provider
+	fallsBack     bool // the provider's fault, not the request's: the next provider may serve it
+	unwell        bool // a failure inside a 200 stream that counts against the provider's circuit
+	misconfigured bool // the route's configuration fails every call until someone fixes it
 }{
 	// The request's or the caller's: none of the traits.
 	KindBadRequest: {}, KindContextTooLong: {}, KindContentFiltered: {}, KindCanceled: {}, KindUnknown: {},
@@ -47,9 +48,9 @@ var kindTraits = map[ErrorKind]struct {
 	KindCircuitOpen:     {temporary: true, fallsBack: true},
 	KindBulkheadFull:    {temporary: true, fallsBack: true},
 	KindStreamTruncated: {temporary: true, fallsBack: true, unwell: true},
-	KindAuth:            {fallsBack: true},
-	KindNotFound:        {fallsBack: true},
-	KindRedirected:      {fallsBack: true},
+	KindAuth:            {fallsBack: true, misconfigured: true},
+	KindNotFound:        {fallsBack: true, misconfigured: true},
+	KindRedirected:      {fallsBack: true, misconfigured: true},
 	// A refusal is the model's answer, not ill health, and another provider's model would most
 	// likely refuse too: no trait. A caller's policy may still fall back on it (the client
 	// lets one).
@@ -79,3 +80,10 @@ func (k ErrorKind) FallsBack() bool { return kindTraits[k].fallsBack }
 // short. A refusal or a content filter is an answer, never ill health. (Failures that come
 // with an HTTP status are judged by the pipeline itself.)
 func (k ErrorKind) Unwell() bool { return kindTraits[k].unwell }
+
+// Misconfigured reports whether the failure is the configuration's, which fails every call of
+// the route until someone fixes it, without the provider being down: a key refused (auth), a
+// model or deployment name the server does not know (not_found), a base URL that redirects
+// (redirected). Such a failure never opens a circuit for the caller's mistake, yet operators
+// must see it: the client marks the route failing (resilience.Pipeline.NoteFailing).
+func (k ErrorKind) Misconfigured() bool { return kindTraits[k].misconfigured }

@@ -282,6 +282,9 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		b.finish(err)
 		return t.fail(req, err)
 	}
+	if t.p != nil {
+		t.p.answered(resp)
+	}
 	if c, ok := resp.Body.(*call); ok && t.p != nil && c.t == &t.p.timeouts && c.slot == nil {
 		c.slot, c.gen = b, gen // the call's record frees the slot at the body's end
 		return resp, nil

@@ -53,6 +53,9 @@ type Pipeline struct {
 	parent *Pipeline
 	route  string
 	routes routes
+	// fault is why the pipeline's calls keep failing for a reason of its configuration (see
+	// NoteFailing), nil when they do not.
+	fault atomic.Pointer[fault]
 }
 
 // Option configures a Pipeline beyond its Options.
@@ -180,19 +183,46 @@ func (p *Pipeline) wrapOver(base http.RoundTripper) http.RoundTripper {
 	return &bulkheadTransport{b: p.bh, cool: &p.cool, p: p, next: tmo, base: base}
 }
 
-// CircuitState returns the circuit's state now. It is computed on read: an open circuit
-// whose break has elapsed reads as half-open without any call passing through.
+// CircuitState returns the state of what the pipeline can serve now (see CircuitInfo): for a
+// pipeline that keeps its state per route, the summary of its routes with its own circuit; for
+// any other, its own circuit. It is computed on read: an open circuit whose break has elapsed
+// reads as half-open without any call passing through.
 //
 // With shared state, it adopts the fleet's advice first, as a call would: an opening another
 // instance reported shows here without waiting for a call.
 func (p *Pipeline) CircuitState() CircuitState {
+	if m := p.routes.m.Load(); p.parent == nil && m != nil && len(*m) > 0 {
+		return p.CircuitInfo().State
+	}
+	return p.OwnCircuitState()
+}
+
+// OwnCircuitState returns the state of the pipeline's own circuit alone (see OwnCircuit), as
+// cheaply as a call reads it.
+func (p *Pipeline) OwnCircuitState() CircuitState {
 	if p.shared != nil {
 		p.adoptShared(nil)
 	}
 	return p.breaker.state()
 }
 
-// CircuitInfo is a snapshot of a circuit for health checks and dashboards.
+// CircuitInfo is a snapshot of a circuit for health checks and dashboards. For a pipeline that
+// keeps its state per route (a deployment whose calls name their model: see Route), it
+// summarizes what the deployment can serve — its own circuit (a refused key, an unreachable
+// host: what counts for every model, in Host) and its routes in use:
+//
+//   - open (or isolated) when nothing can serve: its own circuit is, or every route in use is
+//     open; NextProbeIn is then the soonest probe;
+//   - half-open (probing) when none serves but some probe: half-open is never serving, on any
+//     view, until a probe succeeds;
+//   - closed otherwise, Degraded when some routes cannot serve now (open, probing, pausing
+//     after a rate limit, failing for a reason of their configuration), or none can but for a
+//     pause or a configuration that fails (no outage of the provider's); CoolingFor is then the
+//     longest pause, and Routes, Serving and Probing count them ("1 of 2 serving").
+//
+// A route nobody has called for routeIdle is not counted (its circuit may sit half-open for
+// want of a probe); one that is open always is. Without routes, the fields past CoolingFor
+// are zero but Failing.
 type CircuitInfo struct {
 	State CircuitState
 	// NextProbeIn is the time until an open circuit lets a probe through; 0 otherwise.
@@ -200,18 +230,49 @@ type CircuitInfo struct {
 	// ConsecutiveFailures counted while closed.
 	ConsecutiveFailures int
 	// CoolingFor is the time left of the pipeline's rate-limit pause (RateLimitCooldown), 0
-	// when it is not pausing.
+	// when it is not pausing; in a summary, the longest pause of the deployment or a route.
 	CoolingFor time.Duration
+	// Host is, in a summary, the state of the pipeline's own circuit, one component of it.
+	Host CircuitState
+	// Routes, in a summary, is how many routes in use it counts; Serving how many of them can
+	// take a call now, Probing how many are half-open. All 0 for a pipeline without routes.
+	Routes, Serving, Probing int
+	// Degraded reports a summary where some routes cannot serve now while others can, or
+	// every one only pauses after a rate limit.
+	Degraded bool
+	// Failing is why the pipeline's calls keep failing for a reason of its configuration —
+	// a model the server does not have, a refused key (see NoteFailing) — "" when they do
+	// not; FailingCalls how many failed so in a row. Its circuit stays as it is: that is no
+	// outage of the provider's. In a summary: its own, or, when no route serves, the failing
+	// route's.
+	Failing      string
+	FailingCalls int
 }
 
-// CircuitInfo returns the circuit's state with the time until the next probe and the time
-// left of a rate-limit pause, after adopting the fleet's advice as CircuitState does.
+// CircuitInfo returns the state of what the pipeline can serve now — for a deployment that
+// serves through routes, the summary of its routes with its own circuit (see CircuitInfo) —
+// with the time until the next probe and the time left of a rate-limit pause, after adopting
+// the fleet's advice as CircuitState does. OwnCircuit reads its own circuit alone.
 func (p *Pipeline) CircuitInfo() CircuitInfo {
+	own := p.OwnCircuit()
+	if p.parent != nil {
+		return own
+	}
+	return p.summary(own)
+}
+
+// OwnCircuit returns the pipeline's own circuit alone, without its routes: for a deployment,
+// what counts for every model (a refused key, an unreachable host). It adopts the fleet's
+// advice first, as CircuitInfo does.
+func (p *Pipeline) OwnCircuit() CircuitInfo {
 	if p.shared != nil {
 		p.adoptShared(nil)
 	}
 	info := p.breaker.info()
 	info.CoolingFor = p.cool.remaining()
+	if f := p.fault.Load(); f != nil {
+		info.Failing, info.FailingCalls = f.reason, int(f.calls.Load())
+	}
 	return info
 }
 

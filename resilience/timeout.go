@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"net/http"
+	"sync/atomic"
 )
 
 // timeoutTransport bounds the whole logical call by TimeoutSeconds, and each read of an
@@ -42,6 +43,10 @@ type timeouts struct {
 	// kernel: the idle timer may ask the kernel how long a connection has been silent (see
 	// wire.go). Its answer is in real time, so only a pipeline on the wall clock asks.
 	kernel bool
+	// used is when the pipeline's latest call under a total timeout began (UnixNano on its
+	// clock, read for the deadline anyway), 0 before any: how a summary tells a route in use
+	// from one nobody has called for a while (see summary.go).
+	used atomic.Int64
 }
 
 func (t *timeouts) init(pol *Policy, ev *emitter) {
@@ -81,7 +86,7 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			rc.rec.Store(c)
 		}
 		if pol.total > 0 {
-			c.now() // the deadline is TimeoutSeconds after the start
+			t.used.Store(c.now().UnixNano()) // the deadline is TimeoutSeconds after the start
 			c.totalOff.Store(false)
 			if pol.total == t.pol.total {
 				t.deadlines.add(c) // deadlines in call order: one timer for all

@@ -101,11 +101,16 @@ func TestBrowser_SeesCircuitAndPauseChangeWithin2s(t *testing.T) {
 		}
 	}
 	check("the open circuit", rowIs(route, "circuit", "open")+` && /^\d+(\.\d)?s$/.test(`+countdownOf(route)+`)`, at("open"))
+	// Its only model open, the provider itself reads open, not its host's closed circuit.
+	check("the provider open", rowIs("openai", "circuit", "open")+` && `+summaryStarts("openai", "0 of 1 serving"), at("open"))
 
 	// The break ends (the clock moves past it): the circuit lets a probe through, with no call
 	// needed to show it; the provider serves again, and the probe closes it.
 	clock.Advance(31 * time.Second)
 	check("the half-open circuit", rowIs(route, "circuit", "half-open"), time.Now())
+	// Probing is never serving: the provider reads probing until the probe succeeds.
+	check("the provider probing", rowIs("openai", "circuit", "half-open")+` && `+summaryStarts("openai", "0 of 1 serving, 1 probing"),
+		time.Now())
 	if err := ask(c); err != nil {
 		t.Fatal(err)
 	}
@@ -152,4 +157,10 @@ func TestBrowser_SeesCircuitAndPauseChangeWithin2s(t *testing.T) {
 		t.Errorf("an injected inline script ran despite the page's policy: %s %v", v, err)
 	}
 	b.until("the violation reported", `window.__violations.length===1`, 30*time.Second)
+}
+
+// summaryStarts is a script expression: provider's heading summary starts with text.
+func summaryStarts(provider, text string) string {
+	return `(function(){var e=document.querySelector('h2[data-provider="` + provider + `"] small');` +
+		`return !!e && e.textContent.indexOf("` + text + `")===0})()`
 }

@@ -450,3 +450,52 @@ func TestPage_StreamOutlivesTheServersWriteTimeout(t *testing.T) {
 	for m := st.next(t); !strings.Contains(m.HTML, `data-circuit="isolated"`); m = st.next(t) {
 	}
 }
+
+// A fallback configured with a model its server does not have fails every call with
+// not_found, which opens no circuit; the page shows the route failing all the same, with the
+// provider's reason and its error share, and the provider serving nothing — in the HTML and in
+// the JSON. (The page showed "1 of 1 serving" and 0 % errors.)
+func TestPage_ShowsARouteFailingForItsConfiguration(t *testing.T) {
+	down := mocks.NewServer(mocks.WithScript(mocks.Status(http.StatusServiceUnavailable).Always()))
+	t.Cleanup(down.Close)
+	wrong := mocks.NewServer(mocks.WithModelScript("gpt-4o-mini",
+		mocks.Error(http.StatusNotFound, "invalid_request_error", "The model `gpt-4o-mini` does not exist").Always()))
+	t.Cleanup(wrong.Close)
+	c := newClient(t, client.WithProvider("openai", policy(), openAIOn("openai", down)),
+		client.WithProvider("backup", policy(), openAIOn("backup", wrong)),
+		client.WithFallback("openai", "backup"))
+	page := newPage(t, c)
+	for range 3 {
+		if err := ask(c); providers.KindOf(err) == "" {
+			t.Fatalf("the call: %v, want it failed", err)
+		}
+	}
+	srv := serve(t, page)
+	_, _, body := get(t, srv.URL+"/debug/steady")
+	for _, want := range []string{
+		`data-name="backup:gpt-4o-mini" data-status="fail" data-circuit="closed" data-pause="off" data-failing="on"`,
+		`data-name="backup" data-status="fail" data-circuit="closed"`, "not serving · 0 of 1 models serving",
+		"failing: not_found (HTTP 404): The model `gpt-4o-mini` does not exist (3 calls in a row)", "0 of 1 serving",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the page lacks %q", want)
+		}
+	}
+	if strings.Contains(body, "<td>0%</td>") {
+		t.Error("the page shows a 0 % error share")
+	}
+	if t.Failed() {
+		t.Log(body)
+	}
+	_, _, body = get(t, srv.URL+"/debug/steady?format=json")
+	var s statuspage.Snapshot
+	if err := json.Unmarshal([]byte(body), &s); err != nil {
+		t.Fatal(err)
+	}
+	backup := s.Providers[1]
+	r := backup.Deployments[0].Routes[0]
+	if backup.Name != "backup" || backup.Serving != 0 || backup.Status != health.StatusFail ||
+		r.Circuit != "closed" || !strings.Contains(r.Failing, "not_found") || r.FailingCalls != 3 || r.Latency.ErrorRate == 0 {
+		t.Fatalf("backup %+v, its route %+v: want failing for not_found, 3 calls, no circuit open, serving nothing", backup, r)
+	}
+}

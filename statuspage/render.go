@@ -99,7 +99,9 @@ type providerView struct {
 type rowView struct {
 	Route                 bool
 	Key, Name, Status     string
-	Circuit, CircuitClass string
+	State                 string // the circuit's state, as the snapshot has it: data-circuit
+	Circuit, CircuitClass string // what the circuit cell shows, and its colour
+	Failing               string // why its calls keep failing for its configuration
 	Probe                 string
 	ProbeAt               int64 // 0: no countdown
 	Pause                 string
@@ -123,6 +125,9 @@ func view(s Snapshot) pageView {
 	for _, pr := range s.Providers {
 		pv := providerView{Name: pr.Name, Status: string(pr.Status),
 			Summary: strconv.Itoa(pr.Serving) + " of " + strconv.Itoa(pr.Total) + " serving"}
+		if pr.Probing > 0 {
+			pv.Summary += ", " + strconv.Itoa(pr.Probing) + " probing"
+		}
 		if pr.Pipeline {
 			pv.Summary += " · a bare pipeline"
 		} else {
@@ -162,7 +167,7 @@ func view(s Snapshot) pageView {
 
 // row formats the state of a deployment or a route; at is the snapshot's time in milliseconds.
 func row(key, name, status string, st State, at int64) rowView {
-	r := rowView{Key: key, Name: name, Status: status, Circuit: st.Circuit, Probe: "—", Pause: "—",
+	r := rowView{Key: key, Name: name, Status: status, State: st.Circuit, Circuit: st.Circuit, Probe: "—", Pause: "—",
 		Requests: share(st.RequestsLeft, st.RequestsPerMinute), Tokens: share(st.TokensLeft, st.TokensPerMinute),
 		Latency: "—", Errors: "—", Spark: sparkline(st.Latency.RecentMs)}
 	switch st.Circuit {
@@ -171,8 +176,14 @@ func row(key, name, status string, st State, at int64) rowView {
 		if st.Failures > 0 {
 			r.Circuit += " (" + strconv.Itoa(st.Failures) + " failed)"
 		}
+		switch {
+		case st.Degraded && st.Routes > 0 && st.Serving == 0:
+			r.Circuit, r.CircuitClass = "not serving", "fail" // paused or failing, every route
+		case st.Degraded:
+			r.Circuit, r.CircuitClass = "degraded", "warn"
+		}
 	case "half-open":
-		r.CircuitClass = "warn"
+		r.Circuit, r.CircuitClass = "probing (half-open)", "warn"
 		r.Probe = "probing"
 	case "isolated":
 		r.CircuitClass = "fail"
@@ -183,6 +194,19 @@ func row(key, name, status string, st State, at int64) rowView {
 	if st.Circuit == "open" {
 		r.ProbeAt = deadline(at, st.NextProbeMs)
 		r.Probe = countdown(st.NextProbeMs)
+	}
+	if st.Routes > 0 {
+		// What a deployment serves: its routes' count, and its own circuit when it says more.
+		r.Circuit += " · " + strconv.Itoa(st.Serving) + " of " + strconv.Itoa(st.Routes) + " models serving"
+		if st.Host != "" && st.Host != "closed" {
+			r.Circuit += " · host " + st.Host
+		}
+	}
+	if st.Failing != "" {
+		r.Failing, r.CircuitClass = st.Failing, "fail"
+		if st.FailingCalls > 1 {
+			r.Failing += " (" + strconv.Itoa(st.FailingCalls) + " calls in a row)"
+		}
 	}
 	if st.PauseMs > 0 {
 		r.PauseAt = deadline(at, st.PauseMs)
@@ -285,8 +309,9 @@ var stateTemplate = template.Must(template.New("state").Parse(`<div class="top">
 {{range .Providers}}<h2 data-provider="{{.Name}}"><span class="badge {{.Status}}">{{.Status}}</span> {{.Name}} <small>{{.Summary}}</small></h2>
 <table><thead><tr><th>deployment · model</th><th>circuit</th><th>next probe</th><th>pause</th><th>requests left</th>` +
 	`<th>tokens left</th><th>p50 · p95</th><th>errors</th><th>recent latency</th><th>in flight</th><th>hedges</th><th>failovers</th></tr></thead><tbody>
-{{range .Rows}}<tr{{if .Route}} class="route"{{end}} data-name="{{.Key}}" data-status="{{.Status}}" data-circuit="{{.Circuit}}"` +
-	` data-pause="{{if .PauseAt}}on{{else}}off{{end}}"><td>{{.Name}}</td><td class="{{.CircuitClass}}">{{.Circuit}}</td>` +
+{{range .Rows}}<tr{{if .Route}} class="route"{{end}} data-name="{{.Key}}" data-status="{{.Status}}" data-circuit="{{.State}}"` +
+	` data-pause="{{if .PauseAt}}on{{else}}off{{end}}"{{if .Failing}} data-failing="on"{{end}}><td>{{.Name}}</td>` +
+	`<td class="{{.CircuitClass}}">{{.Circuit}}{{with .Failing}}<br><span class="fail wrap">failing: {{.}}</span>{{end}}</td>` +
 	`<td>{{if .ProbeAt}}<span data-until="{{.ProbeAt}}">{{.Probe}}</span>{{else}}{{.Probe}}{{end}}</td>` +
 	`<td>{{if .PauseAt}}<span class="warn" data-until="{{.PauseAt}}">{{.Pause}}</span>{{else}}{{.Pause}}{{end}}</td>` +
 	`<td>{{.Requests}}</td><td>{{.Tokens}}</td><td>{{.Latency}}</td><td>{{.Errors}}</td><td>{{.Spark}}</td>` +

@@ -45,8 +45,10 @@ type Provider struct {
 	// (or routes) can serve.
 	Status health.Status `json:"status"`
 	// Serving is how many of its deployments — or, when it keeps its state per model, its
-	// routes — can serve now, of Total.
+	// routes — can serve now, of Total; Probing how many are half-open: probing, which is
+	// never serving.
 	Serving int `json:"serving"`
+	Probing int `json:"probing,omitempty"`
 	Total   int `json:"total"`
 	// Pipeline marks a bare pipeline (WithPipeline): it has no hedges or failovers, which are
 	// the client's.
@@ -94,8 +96,22 @@ type Route struct {
 
 // State is the circuit, pause, budgets and speed of a deployment or a route.
 type State struct {
-	// Circuit is closed, half-open, open or isolated.
-	Circuit string `json:"circuit"`
+	// Circuit is closed, half-open (probing: never serving), open or isolated. For a
+	// deployment that serves through routes it is what the deployment serves, the summary of
+	// its routes with its own circuit (resilience.CircuitInfo): Host is then its own circuit's
+	// state, Routes its routes in use, Serving those that can take a call now, Probing those
+	// half-open, and Degraded says some cannot serve while others can.
+	Circuit  string `json:"circuit"`
+	Host     string `json:"host,omitempty"`
+	Routes   int    `json:"routes,omitempty"`
+	Serving  int    `json:"serving,omitempty"`
+	Probing  int    `json:"probing,omitempty"`
+	Degraded bool   `json:"degraded,omitempty"`
+	// Failing is why its calls keep failing for a reason of its configuration (a model the
+	// server does not have, a refused key), "" when they do not; FailingCalls how many failed
+	// so in a row. No circuit is open for it, yet it serves nothing.
+	Failing      string `json:"failing,omitempty"`
+	FailingCalls int    `json:"failingCalls,omitempty"`
 	// NextProbeMs is, while the circuit is open, the milliseconds until it lets a probe
 	// through.
 	NextProbeMs int64 `json:"nextProbeMs,omitempty"`
@@ -206,7 +222,7 @@ func (p *Page) Snapshot() Snapshot {
 				pr.Failovers += d.Failovers
 				pr.Deployments = append(pr.Deployments, dep)
 			}
-			pr.Status, pr.Serving, pr.Total = standing(name, pr.Deployments, status, groups)
+			pr.Status, pr.Serving, pr.Probing, pr.Total = standing(name, pr.Deployments, status, groups)
 			s.Providers = append(s.Providers, pr)
 		}
 		if st := p.c.SharedState(); st != nil {
@@ -241,7 +257,7 @@ func (p *Page) Snapshot() Snapshot {
 				State: state(r.CircuitInfo(), r.Headroom(), r.Latency(), spark)})
 		}
 		pr := Provider{Name: dep.Name, Pipeline: true, Deployments: []Deployment{dep}}
-		pr.Status, pr.Serving, pr.Total = standing(np.name, pr.Deployments, status, groups)
+		pr.Status, pr.Serving, pr.Probing, pr.Total = standing(np.name, pr.Deployments, status, groups)
 		s.Providers = append(s.Providers, pr)
 	}
 	if p.events != nil {
@@ -284,6 +300,10 @@ func state(ci resilience.CircuitInfo, h resilience.Headroom, l resilience.Latenc
 	case resilience.CircuitClosed:
 		s.Failures = ci.ConsecutiveFailures
 	}
+	if ci.Routes > 0 {
+		s.Host, s.Routes, s.Serving, s.Probing, s.Degraded = ci.Host.String(), ci.Routes, ci.Serving, ci.Probing, ci.Degraded
+	}
+	s.Failing, s.FailingCalls = ci.Failing, ci.FailingCalls
 	if ci.CoolingFor > 0 {
 		s.PauseMs = max(ci.CoolingFor.Milliseconds(), 1) // a pause is never shown as none
 	}
@@ -304,19 +324,31 @@ func ms(d time.Duration) float64 {
 	return float64(d.Round(10*time.Microsecond)) / float64(time.Millisecond)
 }
 
-// standing is a provider's status and how many of its deployments (or routes) can serve, as
-// the readiness check judges them: its group's when it has one, else its one deployment's.
-func standing(name string, deps []Deployment, status map[string]health.Status, groups map[string]health.GroupResult) (health.Status, int, int) {
+// standing is a provider's status and how many of its deployments (or routes) can serve and
+// how many probe, as the readiness check judges them: its group's when it has one, else its
+// one deployment's — which serves only while its circuit is closed, not pausing and not failing
+// for its configuration (half-open is probing, never serving).
+func standing(name string, deps []Deployment, status map[string]health.Status,
+	groups map[string]health.GroupResult) (health.Status, int, int, int) {
 	if g, ok := groups[name]; ok {
-		return g.Status, g.Serving, g.Total
+		return g.Status, g.Serving, g.Probing, g.Total
 	}
 	st := status[name]
 	if st == "" && len(deps) == 1 {
 		st = deps[0].Status
 	}
-	serving := 0
-	if st != health.StatusFail {
-		serving = 1
+	if len(deps) != 1 {
+		serving := 0
+		if st != health.StatusFail {
+			serving = 1
+		}
+		return st, serving, 0, 1
 	}
-	return st, serving, 1
+	switch d := deps[0].State; {
+	case d.Circuit == "half-open":
+		return st, 0, 1, 1
+	case st == health.StatusFail || d.Circuit != "closed" || d.Failing != "" || d.PauseMs > 0:
+		return st, 0, 0, 1
+	}
+	return st, 1, 0, 1
 }

@@ -89,7 +89,8 @@ func (p *Provider) Describe() providers.Description {
 	if caps == 0 {
 		caps = providers.AllCapabilities &^ providers.CapEmbeddings &^ providers.CapStoredResponses
 	}
-	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model, Capabilities: caps}
+	return providers.Description{System: providers.SystemAnthropic, DefaultModel: p.model, Capabilities: caps,
+		VendorHost: wire.HostOf(p.url) == wire.HostOf(DefaultBaseURL)}
 }
 
 // ShapeFields names the body fields the provider sets itself to decide the kind of call, which

@@ -42,3 +42,26 @@ func TestFormerDialectSpellings(t *testing.T) {
 		}
 	}
 }
+
+// VendorHost is OpenAI's own service only: not a proxy, a compatible server or Azure.
+func TestDescribe_VendorHostIsOpenAIsOwn(t *testing.T) {
+	for _, tc := range []struct {
+		dialect openai.Dialect
+		base    string
+		vendor  bool
+	}{
+		{openai.OpenAI, "", true},
+		{openai.OpenAI, "https://API.openai.com/v1/", true},
+		{openai.OpenAI, "https://proxy.example.com/v1", false},
+		{openai.Compatible, "https://api.openai.com/v1", false},
+		{openai.Azure, "https://res.openai.azure.com", false},
+	} {
+		p, err := openai.New(openai.Config{Dialect: tc.dialect, BaseURL: tc.base, APIKey: "sk-test"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Describe().VendorHost; got != tc.vendor {
+			t.Errorf("%s at %q: VendorHost %v, want %v", tc.dialect, tc.base, got, tc.vendor)
+		}
+	}
+}

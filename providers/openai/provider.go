@@ -18,6 +18,7 @@ type Provider struct {
 	scope       string // providers.Scoper
 	name        string
 	dialect     Dialect
+	vendorHost  bool // Description.VendorHost: api.openai.com itself
 	api         API
 	responses   responsesWire // the Responses API's own wire (api == Responses)
 	model       string
@@ -71,6 +72,7 @@ func New(cfg Config) (*Provider, error) {
 		caps:        cfg.Capabilities,
 		name:        cfg.Name,
 		dialect:     cfg.Dialect,
+		vendorHost:  cfg.Dialect == OpenAI && wire.HostOf(cfg.BaseURL) == wire.HostOf(DefaultBaseURL),
 		api:         cfg.API,
 		responses:   newResponsesWire(cfg, scope),
 		model:       cfg.Model,
@@ -105,7 +107,7 @@ func (p *Provider) Describe() providers.Description {
 			caps &^= providers.CapStoredResponses
 		}
 	}
-	return providers.Description{System: system, DefaultModel: p.model, Capabilities: caps}
+	return providers.Description{System: system, DefaultModel: p.model, Capabilities: caps, VendorHost: p.vendorHost}
 }
 
 // ShapeFields names the body fields the provider sets itself to decide the kind of call, which

@@ -223,3 +223,12 @@ func Structured(req *providers.ChatRequest, text string) json.RawMessage {
 	}
 	return json.RawMessage(b)
 }
+
+// HostOf returns the lower-cased host (without port) of the URL raw, "" when it has none.
+func HostOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	return strings.ToLower(u.Hostname())
+}
