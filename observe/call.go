@@ -313,9 +313,14 @@ func (c *callTracker) log(err error, outcome string, at tryRoute) {
 	case at == tryRoute{}:
 		model = c.start.Model // refused before any route was tried: the model it would have asked
 	}
-	what := string(c.start.Operation)
-	if model != "" {
-		what += " " + model
+	// The message names a served call by the model that served it, a failed one as it was
+	// asked (it goes on to list every route tried).
+	what, named := string(c.start.Operation), model
+	if err != nil {
+		named = c.start.Model
+	}
+	if named != "" {
+		what += " " + named
 	}
 	attrs := []slog.Attr{slog.String(LogProvider, provider), slog.String(LogDeployment, deployment),
 		slog.String(LogOperation, string(c.start.Operation)), slog.String(LogModel, model),

@@ -3,6 +3,7 @@ package observe_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,7 +75,8 @@ func TestRoute_AFailureNamesTheRouteWhoseFailureExplainsIt(t *testing.T) {
 	}
 	r := callRecord(t, h, "ERROR")
 	checkRoute(t, "the call's record", r, "secondary", "secondary", "claude-haiku-4-5")
-	if r.str(observe.LogRequestModel) != "gpt-4o-mini" || r.str(observe.LogOutcome) != "bad_request" {
+	if r.str(observe.LogRequestModel) != "gpt-4o-mini" || r.str(observe.LogOutcome) != "bad_request" ||
+		!strings.HasPrefix(r.str("msg"), "chat gpt-4o-mini failed after ") || !strings.HasSuffix(r.str("msg"), ": primary overloaded, secondary bad_request") {
 		t.Errorf("the call's record: %v", r)
 	}
 	var fell []logRecord
