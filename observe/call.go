@@ -181,7 +181,7 @@ func (c *callTracker) outcomeRoute(perr *providers.Error) (tryRoute, bool) {
 // which the call's span links to, so a trace shows each hedge beside the try that served.
 func (c *callTracker) hedgeSpan(r client.TryResult, outcome string) {
 	attrs := []attribute.KeyValue{KeySpanProvider.String(r.Provider), KeySpanDeployment.String(deploymentOf(r)),
-		KeyOutcome.String(outcome), KeySpanAttempts.Int(r.Attempts)}
+		KeyOutcome.String(outcome), KeySpanAttempts.Int(r.Attempts), KeySpanModel.String(r.Model)}
 	c.span.AddEvent(SpanEventHedge, trace.WithAttributes(attrs[:3]...))
 	end := time.Now()
 	_, s := c.t.tracer.Start(c.ctx, SpanEventHedge+" "+deploymentOf(r), trace.WithSpanKind(trace.SpanKindInternal),
