@@ -48,6 +48,11 @@ func WithBudgets(o cost.LedgerOptions, budgets ...cost.Budget) Option {
 // text without control characters, and only dimensions some budget is kept per may be named:
 // anything else is a bad_request, before anything is sent. Keys appear in events, errors and
 // logs: never use a secret as a key.
+//
+// An empty key is a bad_request too, unlike an empty WithTenant. This option is only for
+// budgets: a call that names a dimension without its key is a mistake to see at once, since
+// taken as no key its spend would go, unnoticed, to the key "" that the calls naming no key
+// of the dimension share. Leave the option out for a call that has no key.
 func WithBudgetKey(dimension, key string) CallOption {
 	return func(o *callOptions) { o.keys = append(o.keys, cost.Key{Dimension: dimension, Key: key}) }
 }
@@ -61,7 +66,20 @@ const TenantDimension = "tenant"
 // other dimensions, a tenant may be given to a client that keeps no budget per tenant (or no
 // budget at all): it is then the telemetry's alone. A malformed tenant is a bad_request all
 // the same.
-func WithTenant(tenant string) CallOption { return WithBudgetKey(TenantDimension, tenant) }
+//
+// An empty tenant is no tenant: WithTenant("") is the option left out, so a service may pass
+// a request header through as it comes. The call then names no tenant to the telemetry, and
+// the budgets kept per tenant count it under the key "" that every call naming no tenant
+// shares (see cost.Budget), limited like any other key.
+func WithTenant(tenant string) CallOption {
+	if tenant == "" {
+		return noOption
+	}
+	return WithBudgetKey(TenantDimension, tenant)
+}
+
+// noOption is a call option that asks for nothing.
+func noOption(*callOptions) {}
 
 // tenantOf returns the call's tenant, "" when it names none.
 func (o *callOptions) tenantOf() string {

@@ -144,7 +144,8 @@ func TestBudget_KeysAreCheckedBeforeAnythingIsSent(t *testing.T) {
 		{plain, client.WithTenant("a\x00b"), "control character"},
 		{budgeted, client.WithBudgetKey("team", "x"), `no budget is kept per "team"`},
 		{budgeted, client.WithTenant("a\r\nb"), "control character"},
-		{budgeted, client.WithTenant(""), "must not be empty"},
+		{budgeted, client.WithBudgetKey("tenant", ""), "must not be empty"},
+		{plain, client.WithBudgetKey("tenant", ""), "must not be empty"},
 	} {
 		_, err := tc.c.Chat(context.Background(), hello(), tc.opt)
 		var pe *providers.Error
@@ -158,6 +159,35 @@ func TestBudget_KeysAreCheckedBeforeAnythingIsSent(t *testing.T) {
 	// A tenant is the telemetry's too: a client that keeps no budget per tenant takes it.
 	if _, err := plain.Chat(context.Background(), hello(), client.WithTenant("acme")); err != nil {
 		t.Fatalf("a tenant for the telemetry alone: %v", err)
+	}
+}
+
+// An empty tenant is no tenant, so a service can pass a request header through as it comes: a
+// client without budgets serves the call and reports no tenant, and budgets kept per tenant
+// count it under the key "" shared by the calls that name none. An empty key of
+// WithBudgetKey stays a mistake (TestBudget_KeysAreCheckedBeforeAnythingIsSent).
+func TestBudget_AnEmptyTenantIsNoTenant(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply("ok"))
+	defer s.Close()
+	tel := &fakeTelemetry{}
+	plain := newClient(t, openAIProvider("openai", s, policy()), client.WithTelemetry(tel))
+	if _, err := plain.Chat(context.Background(), hello(), client.WithTenant("")); err != nil {
+		t.Fatalf("a client without budgets: %v", err)
+	}
+	if _, err := plain.Embed(context.Background(), &providers.EmbedRequest{Model: "text-embedding-3-small", Inputs: []string{"x"}}, client.WithTenant("")); err != nil {
+		t.Fatalf("an embedding without budgets: %v", err)
+	}
+	starts, _, _ := tel.snapshot()
+	if len(starts) != 2 || starts[0].Tenant != "" || starts[1].Tenant != "" {
+		t.Fatalf("starts %+v", starts)
+	}
+	budgeted := newClient(t, openAIProvider("openai", s, policy()), client.WithPrices(budgetPrices(t)),
+		client.WithBudgets(cost.LedgerOptions{}, cost.Budget{Name: "t", Per: "tenant", Window: cost.Day, Limit: cost.MaxLimit}))
+	if _, err := budgeted.Chat(context.Background(), hello(), client.WithTenant("")); err != nil {
+		t.Fatalf("a client with budgets per tenant: %v", err)
+	}
+	if sp, ok := budgeted.Ledger().Spend("t", ""); !ok || sp.Spent <= 0 {
+		t.Fatalf("the shared key spent %+v (%v)", sp, ok)
 	}
 }
 

@@ -178,10 +178,10 @@ func (c *Client) begin(ctx context.Context, op *operation) (context.Context, Cal
 		return ctx, nil
 	}
 	if op.kind == OperationEmbeddings {
-		return c.startCall(ctx, o, op.pl, op.kind, false, op.embed.Model, 0, nil, nil)
+		return c.startCall(ctx, o, op.pl, op.kind, false, op.ask(), 0, nil, nil)
 	}
-	r := op.chat
-	return c.startCall(ctx, o, op.pl, op.kind, op.stream, r.Model, r.MaxTokens, r.Temperature, r.TopP)
+	r := op.chat // after a downgrade, the request as sent
+	return c.startCall(ctx, o, op.pl, op.kind, op.stream, op.ask(), r.MaxTokens, r.Temperature, r.TopP)
 }
 
 // errNilContext is the failure of a call made with a nil context: the caller's mistake.

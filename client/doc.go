@@ -49,7 +49,11 @@
 // quota exhausted, overloaded, unavailable, timeout, circuit open, bulkhead full, auth, bad
 // request, context too long, content filtered, stream truncated, budget exhausted. The client falls back to the
 // next provider only when one is unavailable to the request, never for an error the request
-// itself caused.
+// itself caused. A failure with more than one provider's is a *ChainError, which errors.As
+// sees through to the failure that explains it. A service's HTTP handler answers its own
+// caller for any of them with WriteError (or reads the status and the wait from HTTPStatus):
+// a status chosen for each kind, a Retry-After when waiting helps, and words of steady's that
+// repeat nothing of the provider's message.
 //
 // A call that continues from provider state (providers.ChatRequest.Pin) is pinned: a stored
 // answer (Previous, from an earlier ChatResponse.Stored of a provider on OpenAI's Responses

@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -87,7 +89,9 @@ func explain(failures []*providers.Error, stopped bool) *providers.Error {
 // ChainError is returned when more than one provider of a fallback chain failed. It leads with
 // Cause, the failure that explains the outcome, which errors.As finds first: the failure that
 // stopped the chain, or, when every provider failed, the first that may pass (Temporary), else
-// the first. Failures holds every provider's failure in chain order.
+// the first. Failures holds every provider's failure in chain order; Cause is one of them,
+// except when the call's whole-call deadline ran out between two tries (Cause is then the
+// deadline's, and names no provider).
 type ChainError struct {
 	Cause    *providers.Error
 	Failures []*providers.Error
@@ -96,22 +100,48 @@ type ChainError struct {
 	Skipped []string
 }
 
+// Error prints Cause, then where it stands among the failures and each other failure once, in
+// chain order, numbered by its place in the chain's tries:
+//
+//	b: timeout: …; gave up after 1 attempt: deadline (led by failure 2 of 2; also failed: 1. a: overloaded (HTTP 503): …)
+//
+// A Cause that is none of the Failures (the deadline's) is followed by all of them.
 func (e *ChainError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Cause.Error())
-	b.WriteString(" (every provider failed:")
+	lead := slices.Index(e.Failures, e.Cause)
+	var parts []string
+	switch {
+	case lead >= 0:
+		parts = append(parts, fmt.Sprintf("led by failure %d of %d", lead+1, len(e.Failures)))
+	case len(e.Failures) > 0:
+		parts = append(parts, fmt.Sprintf("after %d failures", len(e.Failures)))
+	}
+	var others strings.Builder
 	for i, f := range e.Failures {
-		if i > 0 {
-			b.WriteString(";")
+		if i == lead {
+			continue
 		}
-		b.WriteString(" ")
-		b.WriteString(f.Error())
+		if others.Len() > 0 {
+			others.WriteString("; ")
+		}
+		fmt.Fprintf(&others, "%d. %s", i+1, f.Error())
+	}
+	switch {
+	case others.Len() == 0:
+	case lead >= 0:
+		parts = append(parts, "also failed: "+others.String())
+	default:
+		parts[0] += ": " + others.String()
 	}
 	if len(e.Skipped) > 0 {
-		b.WriteString("; skipped: ")
-		b.WriteString(strings.Join(e.Skipped, ", "))
+		parts = append(parts, "skipped: "+strings.Join(e.Skipped, ", "))
 	}
-	b.WriteString(")")
+	if len(parts) > 0 {
+		b.WriteString(" (")
+		b.WriteString(strings.Join(parts, "; "))
+		b.WriteString(")")
+	}
 	return b.String()
 }
 

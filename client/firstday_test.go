@@ -3,8 +3,10 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -182,8 +184,8 @@ func TestFallback_AuthShowsInHealth(t *testing.T) {
 	}
 }
 
-// The chain's error leads with the failure that explains the outcome and lists all of them in
-// chain order.
+// The chain's error leads with the failure that explains the outcome, says which failure of
+// the chain's that is, and lists each of the others once, in chain order.
 func TestChainError_LeadsWithTheExplanation(t *testing.T) {
 	o := policy()
 	o.RetryCount = 0
@@ -219,6 +221,17 @@ func TestChainError_LeadsWithTheExplanation(t *testing.T) {
 		if !strings.HasPrefix(err.Error(), pe.Error()) {
 			t.Fatalf("the message does not lead with the cause: %v", err)
 		}
+		// Each failure is printed once (the cause led: it is not repeated), and the message
+		// says which of them led.
+		for _, f := range ce.Failures {
+			if n := strings.Count(err.Error(), f.Error()); n != 1 {
+				t.Fatalf("%s's failure is printed %d times: %v", f.Provider, n, err)
+			}
+		}
+		lead := slices.Index(ce.Failures, ce.Cause)
+		if want := fmt.Sprintf("(led by failure %d of %d; also failed: ", lead+1, len(ce.Failures)); !strings.Contains(err.Error(), want) {
+			t.Fatalf("the message does not say %q: %v", want, err)
+		}
 	}
 	// Stopped by the request's fault after an outage: the bad request explains the outcome.
 	check(run(mocks.Status(503), mocks.Error(400, "invalid_request_error", "bad")), "b", providers.KindBadRequest, false, "a", "b")
@@ -226,6 +239,22 @@ func TestChainError_LeadsWithTheExplanation(t *testing.T) {
 	check(run(mocks.Error(401, "authentication_error", "bad key"), mocks.RateLimited(0)), "b", providers.KindRateLimited, true, "a", "b")
 	// Every failure is permanent: the first leads.
 	check(run(mocks.Error(401, "authentication_error", "x"), mocks.QuotaExceeded()), "a", providers.KindAuth, false, "a", "b")
+}
+
+// A chain the whole-call deadline ended between two tries is led by the deadline's failure,
+// which is none of the providers': every provider's failure follows it, once each.
+func TestChainError_ADeadlineBetweenTriesIsFollowedByEveryFailure(t *testing.T) {
+	a := &providers.Error{Provider: "a", Kind: providers.KindOverloaded, StatusCode: 529, Message: "busy"}
+	b := &providers.Error{Provider: "b", Kind: providers.KindRateLimited, StatusCode: 429, Message: "slow down"}
+	lead := &providers.Error{Kind: providers.KindTimeout, Message: "the call's deadline of 1s ran out after 2 tries"}
+	err := &client.ChainError{Cause: lead, Failures: []*providers.Error{a, b}, Skipped: []string{"c (no tools)"}}
+	want := lead.Error() + " (after 2 failures: 1. " + a.Error() + "; 2. " + b.Error() + "; skipped: c (no tools))"
+	if err.Error() != want {
+		t.Fatalf("got  %s\nwant %s", err, want)
+	}
+	if u := err.Unwrap(); len(u) != 3 || u[0] != lead || u[1] != a || u[2] != b {
+		t.Fatalf("Unwrap %v", u)
+	}
 }
 
 var _ = http.StatusOK

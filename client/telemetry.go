@@ -53,9 +53,13 @@ const (
 type CallStart struct {
 	Operation Operation
 	Stream    bool // ChatStream
-	// Provider, System and Model are those of the chain's first provider: its name, its GenAI
-	// system and the model it is asked for ("" when neither the request nor the provider names
-	// one).
+	// Provider, System and Model are those of the first route of the call's chain that may
+	// serve it (after a budget's downgrade, which may change the model and the chain): its
+	// provider's name and GenAI system, and the model it is asked for (the deployment's own
+	// when it has one, the provider's default when the call names none; "" when nobody names
+	// one). A provider that cannot take the call (embeddings asked of one that has none) is
+	// passed over, as the walk passes it over; when no route may serve the call, the chain's
+	// first provider. Each try's own route is in its TryResult.
 	Provider, System, Model string
 	MaxTokens               int      // 0 when unset
 	Temperature, TopP       *float64 // nil when unset
@@ -139,14 +143,20 @@ func (c *Client) pipelineObserver() resilience.Observer {
 	}
 }
 
-// startCall starts the telemetry of a logical call whose first provider is asked for model.
-func (c *Client) startCall(ctx context.Context, o *callOptions, pl plan, op Operation, stream bool, model string,
+// startCall starts the telemetry of the logical call op, which asks a of its routes: named
+// after the first route of its chain that may serve it (see CallStart).
+func (c *Client) startCall(ctx context.Context, o *callOptions, pl plan, op Operation, stream bool, a ask,
 	maxTokens int, temperature, topP *float64) (context.Context, CallTracker) {
-	e := c.entries[pl.chain[0]]
 	cs := CallStart{
-		Operation: op, Stream: stream, Provider: e.name, System: e.system,
-		Model: e.telemetryModel(c.modelFor(e, model, true)), MaxTokens: maxTokens, Temperature: temperature, TopP: topP,
+		Operation: op, Stream: stream, MaxTokens: maxTokens, Temperature: temperature, TopP: topP,
 		Budget: pl.budget, ShadowBudget: pl.shadowBudget,
+	}
+	w := walk{c: c, ask: a, cur: cursor{chain: pl.chain}}
+	if r, ok := w.first(); ok {
+		cs.Provider, cs.System, cs.Model = r.e.name, r.e.system, r.e.telemetryModel(r.model)
+	} else {
+		e := c.entries[pl.chain[0]]
+		cs.Provider, cs.System, cs.Model = e.name, e.system, e.telemetryModel(c.modelFor(e, a.model, true))
 	}
 	if o != nil {
 		cs.Policy, cs.RequestID, cs.Attributes = o.policy, o.requestID, o.attrs

@@ -237,3 +237,29 @@ func TestTelemetry_StreamFailureBeforeContentIsATry(t *testing.T) {
 		t.Errorf("tries %+v, ends %v", tries, ends)
 	}
 }
+
+// A call's start names the first route that may serve it: an embeddings call whose chain
+// starts with a provider without embeddings starts at the next, with that provider's model.
+func TestTelemetry_TheStartNamesTheFirstRouteThatMayServe(t *testing.T) {
+	s := mocks.NewServer()
+	defer s.Close()
+	tel := &fakeTelemetry{}
+	c := newClient(t, anthropicProvider("claude", s, policy()), openAIProvider("openai", s, policy()),
+		client.WithFallback("claude", "openai"), client.WithTelemetry(tel))
+	if _, err := c.Embed(context.Background(), &providers.EmbedRequest{Model: "text-embedding-3-small", Inputs: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Chat(context.Background(), hello()); err != nil {
+		t.Fatal(err)
+	}
+	starts, tries, _ := tel.snapshot()
+	if len(starts) != 2 || len(tries) != 2 {
+		t.Fatalf("%d starts, %d tries", len(starts), len(tries))
+	}
+	if st := starts[0]; st.Provider != "openai" || st.System != providers.SystemOpenAI || st.Model != "text-embedding-3-small" {
+		t.Errorf("the embeddings call starts at %s (%s) %s", st.Provider, st.System, st.Model)
+	}
+	if st := starts[1]; st.Provider != "claude" || st.Model != tries[1].Model || st.Model == "" {
+		t.Errorf("the chat starts at %s %s, its try was %s %s", st.Provider, st.Model, tries[1].Provider, tries[1].Model)
+	}
+}

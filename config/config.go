@@ -181,18 +181,27 @@ func LoadWithEnv(environ []string, paths ...string) (*Config, error) {
 	return l.finish()
 }
 
-// Parse reads the configuration from JSON already in memory, over the defaults. It does not
-// read the environment (use [ParseWithEnv] for that), so its result depends on data alone.
-// Errors are as for [Load]; problems name the source "input". The document must hold the LLM
-// section, as a file must: Parse of {} or of null is an error ("no LLM section found"), while
-// {"LLM": {}} gives the defaults with no provider.
+// Parse reads the configuration from JSON already in memory (an embedded file, a secret
+// store's document) as [Load] reads a file: over the defaults, then the process environment —
+// its LLM__ variables override the document, and every APIKeyEnv, UsernameEnv and PasswordEnv
+// must name a variable it sets. Parse(data) is ParseWithEnv(data, os.Environ()), as Load is
+// LoadWithEnv(os.Environ(), …): the functions without WithEnv read the process's environment,
+// those with it only the one they are given.
+//
+// Errors are as for [Load]; problems of the document name the source "input". The document
+// must hold the LLM section, as a file must: Parse of {} or of null is an error ("no LLM
+// section found") unless an LLM__ variable is set, while {"LLM": {}} gives the defaults with no
+// provider.
 func Parse(data []byte) (*Config, error) {
-	return ParseWithEnv(data, nil)
+	return ParseWithEnv(data, os.Environ())
 }
 
-// ParseWithEnv is [Parse] followed by the environment overrides of [LoadWithEnv]. An LLM__
-// variable is enough of an LLM section: ParseWithEnv of {} with LLM__Resilience__RetryCount=5
-// set loads.
+// ParseWithEnv is [Parse] with the environment given as "NAME=value" strings, as for
+// [LoadWithEnv]: its LLM__ variables override the document, and it is where the variables
+// APIKeyEnv names are looked up, at the load and later by [Provider.APIKey]. A nil environ
+// means no variables, so the result depends on data alone — and a provider that names an
+// APIKeyEnv is an error, since no variable is set. An LLM__ variable is enough of an LLM
+// section: ParseWithEnv of {} with LLM__Resilience__RetryCount=5 set loads.
 func ParseWithEnv(data []byte, environ []string) (*Config, error) {
 	l := newLoader(environ)
 	l.loadJSON("input", data)
@@ -234,6 +243,9 @@ type loader struct {
 
 	sections  []*sectionFinding // one per JSON source decoded, in load order
 	envHasLLM bool              // a variable starts with LLM__
+	// origins maps the JSON path of each setting a variable set to that variable (see
+	// envReader.origins).
+	origins map[string]string
 }
 
 func newLoader(environ []string) *loader {
@@ -269,6 +281,7 @@ func (l *loader) loadJSON(src string, data []byte) {
 
 func (l *loader) loadEnv(environ []string) {
 	r := newEnvReader(&l.ps, &l.names, l.k.Raw())
+	l.origins = r.origins
 	sorted := slices.Clone(environ)
 	slices.Sort(sorted) // so that problems, and the spelling of new names, do not depend on order
 	l.scanEnvPrefixes(sorted)
@@ -289,8 +302,36 @@ func (l *loader) finish() (*Config, error) {
 	l.checkSections()
 	llm, _ := l.k.Raw()[keyLLM].(map[string]any)
 	cfg := build(llm, &l.ps, l.env)
+	l.attribute()
 	if err := l.ps.err(); err != nil {
 		return nil, err
 	}
 	return cfg, nil
+}
+
+// attribute names, as its source, the variable that set the value of each problem the checks
+// of the merged result found: a user who wrote LLM__Resilience__RetryCount=-5 reads
+// "LLM__Resilience__RetryCount: LLM.Resilience.RetryCount = -5: must be between 0 and 20",
+// not a JSON path they never wrote. A problem at an element of a list that a variable set
+// whole (LLM__FallbackOn={"refused": [...]}) names that variable too. A value from a file is
+// found by its path, which is what the file holds.
+func (l *loader) attribute() {
+	if len(l.origins) == 0 {
+		return
+	}
+	for i := range l.ps.list {
+		p := &l.ps.list[i]
+		if p.Source != "" || p.Path == "" {
+			continue
+		}
+		name, ok := l.origins[p.Path]
+		if !ok && strings.HasSuffix(p.Path, "]") {
+			if cut := strings.LastIndexByte(p.Path, '['); cut > 0 {
+				name, ok = l.origins[p.Path[:cut]]
+			}
+		}
+		if ok {
+			p.Source = name
+		}
+	}
 }

@@ -7,20 +7,21 @@ import (
 	"testing"
 )
 
-// FuzzParse checks that Parse never panics and keeps its contract on any input: either a
-// valid Config and no error, or a *Error and no Config, the same answer every time.
+// FuzzParse checks that parsing never panics and keeps its contract on any input: either a
+// valid Config and no error, or a *Error and no Config, the same answer every time. It parses
+// with no environment (ParseWithEnv(data, nil)), so that the answer depends on data alone.
 func FuzzParse(f *testing.F) {
 	if data, err := os.ReadFile(exampleFile); err == nil {
 		f.Add(data)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		cfg, err := Parse(data)
+		cfg, err := ParseWithEnv(data, nil)
 		if err != nil {
 			var ce *Error
 			if cfg != nil || !errors.As(err, &ce) || len(ce.Problems) == 0 {
 				t.Fatalf("Parse = %v, %v (%T)", cfg, err, err)
 			}
-			_, again := Parse(data)
+			_, again := ParseWithEnv(data, nil)
 			if again == nil || again.Error() != err.Error() {
 				t.Fatalf("Parse is not deterministic:\n%v\n%v", err, again)
 			}
@@ -64,7 +65,7 @@ func FuzzParse(f *testing.F) {
 				}
 			}
 		}
-		again, err := Parse(data)
+		again, err := ParseWithEnv(data, nil)
 		if err != nil || !reflect.DeepEqual(cfg, again) {
 			t.Fatalf("Parse is not deterministic: %v", err)
 		}

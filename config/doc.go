@@ -43,8 +43,9 @@
 // wherever it is: its settings would be lost. See [Load].
 //
 // Sources are merged with koanf in this order, each overriding the one before key by key:
-// the defaults, each file in order, the environment. Environment variables follow the .NET
-// convention, "__" between levels and list elements by index:
+// the defaults, each file in order (or the document Parse is given), the environment — the
+// process's for Load and Parse, the one given for LoadWithEnv and ParseWithEnv. Environment
+// variables follow the .NET convention, "__" between levels and list elements by index:
 //
 //	LLM__Resilience__RetryCount=5
 //	LLM__Providers__openai__BaseURL=https://proxy.internal/v1
@@ -77,8 +78,10 @@
 //   - Nothing is silently ignored under LLM: an unknown key or LLM__ variable is an error, with
 //     a suggestion for a near miss ("RetryCont": did you mean RetryCount?).
 //   - All problems are reported at once in an *[Error], each with its source, JSON path, the
-//     value found (at most 64 bytes, control characters escaped) and what is allowed. A failed
-//     load returns a nil *Config, never a partial one.
+//     value found (at most 64 bytes, control characters escaped) and what is allowed. A value
+//     an environment variable set is reported by that variable's name (and its path), also
+//     when only the checks of the merged configuration find it wrong. A failed load returns a
+//     nil *Config, never a partial one.
 //   - Every number is finite: NaN and infinities ("NaN", "Inf", "infinity" in a variable) are
 //     refused, as is a duration past what Go can hold ("9999999999h").
 //   - A Config holds no secret: an API key written into a file or an LLM__ variable is refused,

@@ -27,9 +27,13 @@ type envReader struct {
 	names *names
 	base  map[string]any    // the merged tree before the environment
 	seen  map[string]string // target key → the first variable that set it
-	lists map[string]*envList
-	maps  map[string]*envMap  // map entries set by variables, by koanf key
-	whole map[string][]string // lists set whole by a JSON object (LLM__FallbackOn), by koanf key
+	// origins maps the JSON path of each setting a variable set (as problems show it: see
+	// envTarget.display) to that variable, so that a problem the checks of the merged result
+	// find with the value can name the variable the user wrote (see loader.attribute).
+	origins map[string]string
+	lists   map[string]*envList
+	maps    map[string]*envMap  // map entries set by variables, by koanf key
+	whole   map[string][]string // lists set whole by a JSON object (LLM__FallbackOn), by koanf key
 }
 
 // envTarget is the setting a variable names.
@@ -42,8 +46,8 @@ type envTarget struct {
 }
 
 func newEnvReader(ps *problems, n *names, base map[string]any) *envReader {
-	return &envReader{ps: ps, names: n, base: base, seen: map[string]string{}, lists: map[string]*envList{},
-		maps: map[string]*envMap{}, whole: map[string][]string{}}
+	return &envReader{ps: ps, names: n, base: base, seen: map[string]string{}, origins: map[string]string{},
+		lists: map[string]*envList{}, maps: map[string]*envMap{}, whole: map[string][]string{}}
 }
 
 // transform returns the koanf key and normalized value for one variable, or "" to skip it.
@@ -110,6 +114,7 @@ func (r *envReader) claim(id, name, display string) bool {
 	switch {
 	case !dup:
 		r.seen[id] = name
+		r.origins[display] = name
 		return true
 	case first == name:
 	case strings.EqualFold(first, name):

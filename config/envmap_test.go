@@ -51,7 +51,8 @@ func TestEnv_MapAsAJSONObjectProblems(t *testing.T) {
 			`LLM.Providers.azure.Deployments.gpt-4o`, "must be a string"},
 		{`LLM__Providers__azure__Deployments={"": "x"}`, "LLM__Providers__azure__Deployments",
 			`LLM.Providers.azure.Deployments[""]`, "non-empty"},
-		{`LLM__Providers__azure__Deployments={"gpt-4o": ""}`, "",
+		// Found by the checks of the merged result, and still named by the variable.
+		{`LLM__Providers__azure__Deployments={"gpt-4o": ""}`, "LLM__Providers__azure__Deployments",
 			"LLM.Providers.azure.Deployments.gpt-4o", "not be empty"},
 	} {
 		t.Run(tt.env, func(t *testing.T) {

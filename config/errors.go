@@ -28,8 +28,12 @@ type Error struct {
 
 // Problem is one thing wrong with the configuration.
 type Problem struct {
-	// Source is where the value came from: a file name, "input" for [Parse], the name of an
-	// environment variable, or "" for a check of the merged configuration.
+	// Source is where the value came from: a file name, "input" for [Parse], or the name of
+	// the environment variable that set it — for a problem the checks of the merged
+	// configuration found too (a value out of range, a name no provider has), so a value from
+	// the environment is reported by the variable the user wrote as well as by its JSON path.
+	// It is "" for a check of the merged configuration whose value came from a file (the path
+	// finds it there) or from no source at all (a required key that is missing).
 	Source string
 	// Line and Column (both 1-based) locate invalid JSON in Source; 0 otherwise.
 	Line, Column int

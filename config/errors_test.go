@@ -131,10 +131,10 @@ func TestParse_Problems(t *testing.T) {
 }
 
 func TestParse_ReportsEveryProblemAtOnce(t *testing.T) {
-	cfg, err := Parse([]byte(`{"LLM": {
+	cfg, err := ParseWithEnv([]byte(`{"LLM": {
 		"Resilience": {"RetryCont": 1, "TimeoutSeconds": "x", "BulkheadMaxConcurrency": 0},
 		"Providers": {"p": {"Type": "openai", "APIKey": "sk-live-123"}},
-		"Fallback": ["q"]}}`))
+		"Fallback": ["q"]}}`), nil)
 	ps := problemsOf(t, cfg, err)
 	for _, path := range []string{"LLM.Resilience.RetryCont", "LLM.Resilience.TimeoutSeconds",
 		"LLM.Resilience.BulkheadMaxConcurrency", "LLM.Providers.p.APIKey", "LLM.Providers.p.APIKeyEnv",

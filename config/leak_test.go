@@ -25,7 +25,7 @@ func TestConfig_RefusesWhatWouldLeakWithoutEchoingIt(t *testing.T) {
 		"key in an unknown key":     `{"LLM":{"Resilience":{"` + leakKey + `":1}}}`,
 		"key as a policy reference": provider("Policy", `"`+leakKey+`"`),
 	} {
-		_, err := Parse([]byte(doc))
+		_, err := ParseWithEnv([]byte(doc), nil)
 		if err == nil {
 			t.Fatalf("%s: accepted", name)
 		}
@@ -55,7 +55,7 @@ func TestConfig_MessagesAreBoundedAndOnOneLinePerProblem(t *testing.T) {
 		`{"LLM":{"Fallback":["` + strings.ReplaceAll(forged, "\n", `\n`) + `"]}}`,
 	}
 	for _, doc := range docs {
-		_, err := Parse([]byte(doc))
+		_, err := ParseWithEnv([]byte(doc), nil)
 		if err == nil {
 			t.Fatalf("accepted %.60q", doc)
 		}

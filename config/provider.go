@@ -158,8 +158,9 @@ func (p Provider) EffectiveResilience() resilience.Options {
 }
 
 // APIKey reads the API key from the environment variable named by APIKeyEnv, in the
-// environment the configuration was loaded with (the one given to LoadWithEnv or
-// ParseWithEnv; the process's for Load and for a Provider built by hand). It returns "" and
+// environment the configuration was loaded with: the one given to LoadWithEnv or
+// ParseWithEnv; the process's as it stood at the load for Load and Parse; the process's now
+// for a Provider built by hand. It returns "" and
 // nil when APIKeyEnv is empty (a server that needs no key), and an error matching
 // [ErrNoAPIKey] when the variable is unset or empty — which Load already reports as a problem.
 // The error names the variable, never a value.

@@ -82,7 +82,7 @@ func TestLoad_OverlayFiles(t *testing.T) {
 
 // Parse holds its input to the rule of a file; an LLM__ variable is enough of a section.
 func TestParse_DocumentWithoutLLMSection(t *testing.T) {
-	cfg, err := Parse([]byte(`{}`))
+	cfg, err := ParseWithEnv([]byte(`{}`), nil)
 	if p := problemsOf(t, cfg, err)[0]; p.Source != "input" || !strings.Contains(p.Allowed, "no LLM section found") {
 		t.Errorf("problem %+v", p)
 	}

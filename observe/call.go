@@ -18,11 +18,12 @@ import (
 )
 
 // StartCall starts the span of one logical call of the client: a client span named
-// "{operation} {model}" ("chat gpt-4o-mini"), with the GenAI attributes of the chain's first
-// provider. The returned context carries the span, so the pipeline's events become its span
-// events. The returned tracker records each provider's try (metrics, fallback events) and,
-// at End, the outcome, the provider that served, the attempts and the usage, then ends the
-// span. It makes *Telemetry a client.Telemetry.
+// "{operation} {model}" ("chat gpt-4o-mini"), with the GenAI attributes of the first route
+// that may serve the call (client.CallStart). The returned context carries the span, so the
+// pipeline's events become its span events. The returned tracker records each provider's try
+// (metrics, fallback events) and, at End, the outcome, the route it is about (the one that
+// served, or whose failure explains the error: see KeySpanProvider), the attempts and the
+// usage, then ends the span. It makes *Telemetry a client.Telemetry.
 func (t *Telemetry) StartCall(ctx context.Context, c client.CallStart) (context.Context, client.CallTracker) {
 	name := string(c.Operation)
 	if c.Model != "" {
@@ -91,17 +92,29 @@ type callTracker struct {
 	attempts  int
 	fallbacks int
 	last      client.TryResult
-	// failed lists the tries that failed, each deployment with its own kind, for the log
-	// record of a call that failed (allocated only then).
+	// failed lists the tries that failed, in order, each with its route and its own failure:
+	// for the record of a call that failed, and to find the try a failure is about (allocated
+	// only when a try failed).
 	failed []failedTry
 	// cost is the call's cost, summed over its tries.
 	cost providers.CallCost
 }
 
-// failedTry is one provider's failure within a call.
+// failedTry is one try's failure within a call: the route it was sent to, and how it failed.
 type failedTry struct {
-	deployment string
-	kind       providers.ErrorKind
+	at  tryRoute
+	err *providers.Error
+}
+
+// tryRoute names the route of one try: its provider, deployment, GenAI system and the model it
+// was asked for.
+type tryRoute struct {
+	provider, deployment, system, model string
+}
+
+// routeOf names the route of try r.
+func routeOf(r *client.TryResult) tryRoute {
+	return tryRoute{provider: r.Provider, deployment: deploymentOf(*r), system: r.System, model: r.Model}
 }
 
 // TryDone records how one provider handled the call.
@@ -117,8 +130,8 @@ func (c *callTracker) TryDone(r client.TryResult) {
 		return // cancelled for the try that serves: not the call's last word
 	}
 	c.last = r
-	if r.Err != nil && c.t.logger != nil {
-		c.failed = append(c.failed, failedTry{deployment: deploymentOf(r), kind: r.Err.Kind})
+	if r.Err != nil {
+		c.failed = append(c.failed, failedTry{at: routeOf(&r), err: r.Err})
 	}
 	if r.Err == nil || r.Next == "" {
 		return
@@ -126,15 +139,41 @@ func (c *callTracker) TryDone(r client.TryResult) {
 	c.fallbacks++
 	if c.span.IsRecording() {
 		c.span.AddEvent(SpanEventFallback, trace.WithAttributes(
-			KeySpanProvider.String(r.Provider),
-			KeySpanDeployment.String(deploymentOf(r)), KeySpanDeployment.String(deploymentOf(r)), keyEvFallbackTo.String(r.Next),
-			semconv.ErrorTypeKey.String(errorType(r.Err)), KeySpanAttempts.Int(r.Attempts)))
+			KeySpanProvider.String(r.Provider), KeySpanDeployment.String(deploymentOf(r)), KeySpanModel.String(r.Model),
+			keyEvFallbackTo.String(r.Next), semconv.ErrorTypeKey.String(errorType(r.Err)), KeySpanAttempts.Int(r.Attempts)))
 	}
 	if l := c.t.logger; l != nil && l.Enabled(c.ctx, slog.LevelWarn) {
 		l.LogAttrs(c.ctx, slog.LevelWarn, "falling back from "+deploymentOf(r)+" to "+r.Next+" after "+string(r.Err.Kind),
-			slog.String(LogProvider, r.Provider), slog.String(LogDeployment, deploymentOf(r)), slog.String(LogFallbackTo, r.Next),
-			slog.String(LogErrorKind, string(r.Err.Kind)), slog.Int(LogAttempts, r.Attempts))
+			slog.String(LogProvider, r.Provider), slog.String(LogDeployment, deploymentOf(r)), slog.String(LogModel, r.Model),
+			slog.String(LogFallbackTo, r.Next), slog.String(LogErrorKind, string(r.Err.Kind)), slog.Int(LogAttempts, r.Attempts))
 	}
+}
+
+// outcomeRoute returns the route the call's outcome is about, and false when the call tried
+// none (refused before anything was sent). A call that was served: the route that served. A
+// call that failed with perr: the route of the try whose failure perr is — the one that
+// explains the call's outcome, which a chain's error leads with — or, when perr is no try's
+// (the whole-call deadline passed between two tries), the route tried last.
+func (c *callTracker) outcomeRoute(perr *providers.Error) (tryRoute, bool) {
+	if perr == nil || len(c.failed) == 0 {
+		if c.last.Provider == "" {
+			return tryRoute{}, false
+		}
+		return routeOf(&c.last), true
+	}
+	for _, f := range c.failed {
+		if f.err == perr {
+			return f.at, true
+		}
+	}
+	// Not the same error value (a copy, or a failure a custom client reported): the last
+	// failed try of the provider or deployment it names.
+	for i := len(c.failed) - 1; i >= 0 && perr.Provider != ""; i-- {
+		if f := c.failed[i]; f.at.deployment == perr.Provider || f.at.provider == perr.Provider {
+			return f.at, true
+		}
+	}
+	return c.failed[len(c.failed)-1].at, true
 }
 
 // hedgeSpan records try r of a hedged call, which did outcome: an event on the call's span,
@@ -142,7 +181,7 @@ func (c *callTracker) TryDone(r client.TryResult) {
 // which the call's span links to, so a trace shows each hedge beside the try that served.
 func (c *callTracker) hedgeSpan(r client.TryResult, outcome string) {
 	attrs := []attribute.KeyValue{KeySpanProvider.String(r.Provider), KeySpanDeployment.String(deploymentOf(r)),
-		KeyOutcome.String(outcome), KeySpanAttempts.Int(r.Attempts)}
+		KeyOutcome.String(outcome), KeySpanAttempts.Int(r.Attempts), KeySpanModel.String(r.Model)}
 	c.span.AddEvent(SpanEventHedge, trace.WithAttributes(attrs[:3]...))
 	end := time.Now()
 	_, s := c.t.tracer.Start(c.ctx, SpanEventHedge+" "+deploymentOf(r), trace.WithSpanKind(trace.SpanKindInternal),
@@ -166,7 +205,7 @@ func (c *callTracker) TokensCounted(r client.TokenCount) {
 	c.t.inst.tokenCount(c.ctx, r.Provider, outcome)
 	if l := c.t.logger; r.Err != nil && l != nil && l.Enabled(c.ctx, slog.LevelWarn) {
 		l.LogAttrs(c.ctx, slog.LevelWarn, "token count for "+r.Deployment+" failed ("+string(r.Err.Kind)+"): the estimate stood in",
-			slog.String(LogProvider, r.Provider), slog.String(LogDeployment, r.Deployment),
+			slog.String(LogProvider, r.Provider), slog.String(LogDeployment, r.Deployment), slog.String(LogModel, r.Model),
 			slog.String(LogErrorKind, string(r.Err.Kind)), slog.Int64(LogDurationMs, r.Duration.Milliseconds()))
 	}
 }
@@ -185,12 +224,13 @@ func (c *callTracker) End(err error) {
 	r := &c.last
 	outcome := OutcomeSuccess
 	perr := asProviderError(err)
+	at, tried := c.outcomeRoute(perr)
 	switch {
 	case perr != nil:
 		outcome = string(perr.Kind)
 		var te *resilience.TimeoutError
 		if perr.Kind == providers.KindTimeout && errors.As(perr, &te) && te.Limit == resilience.TimeoutCall {
-			c.t.inst.callDeadline(c.ctx, r.Provider)
+			c.t.inst.callDeadline(c.ctx, at.provider)
 		}
 	case err != nil:
 		outcome = string(providers.KindUnknown)
@@ -198,12 +238,19 @@ func (c *callTracker) End(err error) {
 		outcome = OutcomeClosed
 	}
 	if c.span.IsRecording() {
-		system := providerName(r.System)
-		attrs := make([]attribute.KeyValue, 0, 14)
+		attrs := make([]attribute.KeyValue, 0, 16)
+		if tried {
+			// The route the outcome is about; a call that tried none keeps what its start named.
+			system := providerName(at.system)
+			attrs = append(attrs,
+				semconv.GenAIProviderNameKey.String(system),
+				keyGenAISystem.String(genAISystem(system)),
+				KeySpanProvider.String(at.provider),
+				KeySpanDeployment.String(at.deployment),
+				KeySpanModel.String(at.model),
+			)
+		}
 		attrs = append(attrs,
-			semconv.GenAIProviderNameKey.String(system),
-			keyGenAISystem.String(genAISystem(system)),
-			KeySpanProvider.String(r.Provider),
 			KeySpanAttempts.Int(c.attempts),
 			KeySpanFallbacks.Int(c.fallbacks),
 			KeySpanOutcome.String(outcome),
@@ -236,13 +283,15 @@ func (c *callTracker) End(err error) {
 		c.span.SetAttributes(attrs...)
 	}
 	c.span.End()
-	c.log(err, outcome)
+	c.log(err, outcome, at)
 }
 
 // log writes the call's outcome: Debug for success, naming the deployment and the model that
-// served; Error for a failure, naming each provider or deployment tried with its own kind;
-// Info for a call the caller canceled; Warn for a call a budget refused (budget_exhausted).
-func (c *callTracker) log(err error, outcome string) {
+// served; Error for a failure, naming each provider or deployment tried with its own kind,
+// and in its attributes the route whose failure explains it (at, see outcomeRoute) with the
+// model that route was asked for; Info for a call the caller canceled; Warn for a call a
+// budget refused (budget_exhausted).
+func (c *callTracker) log(err error, outcome string, at tryRoute) {
 	l := c.t.logger
 	level := slog.LevelDebug
 	switch {
@@ -256,26 +305,22 @@ func (c *callTracker) log(err error, outcome string) {
 	if l == nil || !l.Enabled(c.ctx, level) {
 		return
 	}
-	r := &c.last
 	took := ms(time.Since(c.began))
-	model := c.start.Model
-	provider, deployment := r.Provider, deploymentOf(*r)
-	if err == nil {
-		// The model that served: as the server named it, else as it was asked (a fallback
-		// asks its own model).
-		if model = r.ResponseModel; model == "" {
-			model = r.Model
-		}
-	} else if perr := asProviderError(err); perr != nil && perr.Provider != "" {
-		// The failure that explains the outcome is not always the last try's.
-		provider, deployment = perr.Provider, perr.Provider
-		if owner, _, ok := strings.Cut(perr.Provider, "/"); ok {
-			provider = owner // a deployment's failure: "<provider>/<deployment>"
-		}
+	provider, deployment, model := at.provider, at.deployment, at.model
+	switch {
+	case err == nil && c.last.ResponseModel != "":
+		model = c.last.ResponseModel // the model that served, as the server named it
+	case at == tryRoute{}:
+		model = c.start.Model // refused before any route was tried: the model it would have asked
 	}
-	what := string(c.start.Operation)
-	if model != "" {
-		what += " " + model
+	// The message names a served call by the model that served it, a failed one as it was
+	// asked (it goes on to list every route tried).
+	what, named := string(c.start.Operation), model
+	if err != nil {
+		named = c.start.Model
+	}
+	if named != "" {
+		what += " " + named
 	}
 	attrs := []slog.Attr{slog.String(LogProvider, provider), slog.String(LogDeployment, deployment),
 		slog.String(LogOperation, string(c.start.Operation)), slog.String(LogModel, model),
@@ -306,9 +351,9 @@ func (c *callTracker) log(err error, outcome string) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			b.WriteString(f.deployment)
+			b.WriteString(f.at.deployment)
 			b.WriteString(" ")
-			b.WriteString(string(f.kind))
+			b.WriteString(string(f.err.Kind))
 		}
 		msg = b.String()
 	}

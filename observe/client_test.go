@@ -444,6 +444,9 @@ func TestClient_HedgesAreRecorded(t *testing.T) {
 		if hs.Parent().SpanID() != span.SpanContext().SpanID() || !linked[hs.SpanContext().SpanID()] {
 			t.Fatalf("%s is not under the call's span, or not linked from it", name)
 		}
+		if m := attr(t, hs.Attributes(), string(observe.KeySpanModel)).AsString(); m != "gpt-4o-mini" {
+			t.Fatalf("%s names the model %q", name, m)
+		}
 	}
 	for _, p := range h.points(t, observe.MetricCallDuration) {
 		if v, _ := p.attrs.Value(observe.KeyProvider); v.AsString() == "primary" {

@@ -34,8 +34,9 @@
 // Traces: a client span per logical call, named after its operation and model
 // ("chat gpt-4o-mini"), with the GenAI attributes (gen_ai.operation.name,
 // gen_ai.provider.name, gen_ai.request.model, gen_ai.response.model, gen_ai.usage.*…), the
-// provider that served it, the attempts, the fallbacks and the outcome; its status is Error
-// when the call failed. Retries (with their delay and whether it came from the server's
+// route its outcome is about (steady.provider, steady.deployment, steady.model: the one that
+// served it, or whose failure explains its error), the attempts, the fallbacks and the
+// outcome; its status is Error when the call failed. Retries (with their delay and whether it came from the server's
 // hint), give-ups, timeouts, rejections, circuit transitions and fallbacks are span events.
 // Pipeline events go to the span in the request's context, so on a bare pipeline they land
 // on the application's own span (an otelhttp transport's, for instance).

@@ -97,15 +97,26 @@ const (
 	// KeyDirection is the way the adaptive concurrency limit moved: increase, decrease.
 	KeyDirection = attribute.Key("direction")
 
-	KeySpanProvider  = attribute.Key("steady.provider")  // the provider that served (or last failed)
+	// KeySpanProvider is, on a call's span, the provider of the route the outcome is about: the
+	// one that served, or whose failure explains the call's error (the failure a chain's error
+	// leads with; the route tried last when that failure is none's: the whole-call deadline
+	// passed between two tries). At the span's start, and for a call no route was tried for,
+	// the first route's that may serve the call. On span events, the provider the event is about.
+	KeySpanProvider  = attribute.Key("steady.provider")
 	KeySpanAttempts  = attribute.Key("steady.attempts")  // HTTP attempts, over every provider tried
 	KeySpanFallbacks = attribute.Key("steady.fallbacks") // how many times the chain moved on
 	KeySpanOutcome   = attribute.Key("steady.outcome")   // as the outcome of MetricCallDuration
 	KeySpanStream    = attribute.Key("steady.stream")    // the call is a ChatStream
 	KeySpanPolicy    = attribute.Key("steady.policy")    // the named policy of the call (client.WithPolicy)
 	KeySpanPriority  = attribute.Key("steady.priority")  // the call's own class (client.WithPriority)
-	// KeySpanDeployment is the deployment that served (or last failed), "<provider>/<name>".
+	// KeySpanDeployment is the deployment of the route KeySpanProvider names,
+	// "<provider>/<name>" (the provider's name for a provider of one).
 	KeySpanDeployment = attribute.Key("steady.deployment")
+	// KeySpanModel is the model the route KeySpanProvider names was asked for (the request's
+	// model after the client's model mapping, a downgrade or the deployment's own; the
+	// provider's default when the call named none). gen_ai.request.model is the model the call
+	// asked its first route for, gen_ai.response.model the one the server named in its answer.
+	KeySpanModel = attribute.Key("steady.model")
 	// KeySpanRoute is the route (the model) a pipeline event is about, when the pipeline keeps
 	// its state per model.
 	KeySpanRoute = attribute.Key("steady.route")

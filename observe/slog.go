@@ -27,17 +27,29 @@ const (
 	LogLimit       = "limit"        // the bulkhead's concurrency limit
 	LogPrevLimit   = "prev_limit"   // the concurrency limit before a change
 
-	// Keys of the client's records (Telemetry with WithLogger): a fallback, a call's end.
-	LogFallbackTo   = "fallback_to"       // the provider the chain tries next
-	LogErrorKind    = "error_kind"        // the providers.ErrorKind of a failure
-	LogOperation    = "operation"         // chat or embeddings
-	LogModel        = "model"             // the model that served the call (when it failed: the model asked of the chain's first provider)
-	LogRequestModel = "request_model"     // the model asked of the chain's first provider, when another served
+	// Keys of the client's records (Telemetry with WithLogger): a fallback, a call's end. A
+	// record's provider, deployment and model name one route, the one it is about: for a
+	// fallback, the route that failed; for a call's end, the route that served, or whose
+	// failure explains the call's error (the failure a chain's error leads with; the route
+	// tried last when that failure is none's, as when the whole-call deadline passed between
+	// two tries); for a call no route was tried for (a budget's refusal, a bad request), no
+	// provider or deployment, and the model its first route would have been asked.
+	LogFallbackTo = "fallback_to" // the provider the chain tries next
+	LogErrorKind  = "error_kind"  // the providers.ErrorKind of a failure
+	LogOperation  = "operation"   // chat or embeddings
+	// LogModel is the model of the record's route: as the server named it in its answer, for
+	// a call that was served; else as the route was asked (after the client's model mapping,
+	// a budget's downgrade, the deployment's own model; the provider's default when the call
+	// named none). On a pipeline event, the model whose route the event is about.
+	LogModel = "model"
+	// LogRequestModel is the model the call asked its first route for (after a budget's
+	// downgrade), when LogModel names another: a fallback's, or the server's own name for it.
+	LogRequestModel = "request_model"
 	LogOutcome      = "outcome"           // success, closed, or the providers.ErrorKind of the failure
 	LogAttempts     = "attempts"          // HTTP attempts over every provider tried
 	LogFallbacks    = "fallbacks"         // how many times the chain moved on
 	LogPolicy       = "policy"            // the named policy of the call (client.WithPolicy)
-	LogDeployment   = "deployment"        // the deployment that handled a try, "<provider>/<name>"
+	LogDeployment   = "deployment"        // the deployment of the record's route, "<provider>/<name>"
 	LogRequestID    = "client_request_id" // the call's own ID (client.WithRequestID)
 )
 

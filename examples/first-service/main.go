@@ -22,12 +22,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -184,7 +182,10 @@ type answer struct {
 // retries and shorter time limits than the batch jobs of the same service get.
 func chat(c *client.Client) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		opts := []client.CallOption{client.WithPolicy("interactive")}
+		opts := []client.CallOption{
+			client.WithPolicy("interactive"),
+			client.WithTenant(r.Header.Get("X-Tenant")), // for the telemetry; no header, no tenant
+		}
 		if id := r.Header.Get("X-Request-Id"); id != "" {
 			opts = append(opts, client.WithRequestID(id)) // sent on every attempt and fallback
 		}
@@ -193,7 +194,9 @@ func chat(c *client.Client) http.HandlerFunc {
 			MaxTokens: 200,
 		}, opts...)
 		if err != nil {
-			writeError(w, err)
+			// The status for the error's kind, Retry-After when waiting helps, and a small
+			// JSON body that repeats nothing of the provider's message.
+			client.WriteError(w, err)
 			return
 		}
 		writeJSON(w, http.StatusOK, answer{Answer: resp.Message.Content, Provider: resp.Provider, Model: resp.Model})
@@ -201,31 +204,6 @@ func chat(c *client.Client) http.HandlerFunc {
 }
 
 // docs:end chat
-
-// docs:begin errors
-// writeError turns a failed call into an answer for the service's own caller. The error's
-// kind says whose fault it was and whether trying later can help; its text names the
-// provider, the status and the request ID, never the key.
-func writeError(w http.ResponseWriter, err error) {
-	var e *providers.Error
-	switch {
-	case !errors.As(err, &e):
-		writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error"})
-	case e.Kind == providers.KindBadRequest || e.Kind == providers.KindContextTooLong:
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": string(e.Kind)})
-	case e.Kind == providers.KindCanceled:
-		// The caller went away; nobody reads this answer.
-	case e.Temporary():
-		if e.RetryAfter > 0 {
-			w.Header().Set("Retry-After", strconv.Itoa(int(math.Ceil(e.RetryAfter.Seconds()))))
-		}
-		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"error": string(e.Kind)})
-	default:
-		writeJSON(w, http.StatusBadGateway, map[string]string{"error": string(e.Kind)})
-	}
-}
-
-// docs:end errors
 
 func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.Header().Set("Content-Type", "application/json")

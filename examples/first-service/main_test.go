@@ -216,7 +216,7 @@ func TestFirstService_FallsBackWhileOpenAIIsDownAndComesBack(t *testing.T) {
 
 // The guide's deadline step: with every answer a minute away, the interactive policy's
 // CallTimeoutSeconds ends the whole call — OpenAI's try, its fallback to Anthropic — and the
-// service answers 503 {"error":"timeout"}. The deadline is shortened from the guide's 30 s
+// service answers 504 with the kind timeout (client.WriteError). The deadline is shortened from the guide's 30 s
 // (and each try's limit from 20 s) so the test takes seconds; the log names the deadline, not
 // a try's own limit.
 func TestFirstService_TheInteractiveDeadlineBoundsTheWholeCall(t *testing.T) {
@@ -229,7 +229,8 @@ func TestFirstService_TheInteractiveDeadlineBoundsTheWholeCall(t *testing.T) {
 
 	steer(t, fake, http.MethodPut, "latency", `{"profile":{"firstTokenMs":60000}}`)
 	code, body := get(t, base+"/chat?q=hello")
-	if code != http.StatusServiceUnavailable || strings.TrimSpace(body) != `{"error":"timeout"}` {
+	if code != http.StatusGatewayTimeout ||
+		strings.TrimSpace(body) != `{"error":{"kind":"timeout","message":"the language model did not answer in time"}}` {
 		t.Fatalf("/chat with every answer a minute away: %d %s", code, body)
 	}
 	if want := "the call's deadline of 3s ran out"; !strings.Contains(logs.String(), want) {
