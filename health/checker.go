@@ -78,6 +78,8 @@ type Checker struct {
 	// groups maps a source's name to the group it serves in (the provider whose deployment
 	// it is); a source in no group stands alone.
 	groups map[string]string
+	// budgets are the sets of cost budgets shown (AddBudgets).
+	budgets []BudgetSet
 }
 
 // SharedStateSource is a store that shares circuit state between the instances of an
@@ -155,7 +157,8 @@ type CircuitGroups interface {
 
 // AddSet registers every circuit of set, as AddAll does, and, when set shares its state
 // between instances through a store that reports its trouble, the store as AddSharedState
-// does, under the name "shared". The set is read once: circuits that set gains later are not
+// does, under the name "shared"; when set keeps cost budgets (BudgetSet), them as AddBudgets
+// does. The set is read once: circuits that set gains later are not
 // seen until AddSet is called again.
 //
 // When set also implements CircuitGroups (the client does), the deployments of one provider
@@ -186,6 +189,9 @@ func (c *Checker) AddSet(set CircuitSet) {
 		if src, ok := o.SharedState().(SharedStateSource); ok && src != nil {
 			c.AddSharedState("shared", src)
 		}
+	}
+	if b, ok := set.(BudgetSet); ok {
+		c.AddBudgets(b)
 	}
 }
 
@@ -261,6 +267,8 @@ type Report struct {
 	SharedStates []SharedStateResult
 	// Groups holds one result per group of sources (CircuitGroups), sorted by name.
 	Groups []GroupResult
+	// Budgets holds one result per cost budget (AddBudgets), sorted by name.
+	Budgets []BudgetResult
 }
 
 // SharedStateResult is one shared-state store's state at the time of a check.
@@ -289,7 +297,10 @@ func (c *Checker) Report() Report {
 		}
 		shared = append(shared, r)
 	}
+	budgetSets := slices.Clone(c.budgets)
 	c.mu.RUnlock()
+	budgets, spend := readBudgets(budgetSets)
+	shared = append(shared, spend...)
 
 	// Sources are read outside the lock: reading a pipeline may run its event observer.
 	for i, src := range srcs {
@@ -333,7 +344,8 @@ func (c *Checker) Report() Report {
 			status = r.Status // at worst a warning: calls go on with local state
 		}
 	}
-	return Report{Status: status, Time: c.now(), Checks: results, SharedStates: shared, Groups: groups}
+	status = budgetStatus(status, budgets)
+	return Report{Status: status, Time: c.now(), Checks: results, SharedStates: shared, Groups: groups, Budgets: budgets}
 }
 
 // read fills r with what src says now: its state, the time to its next probe, its pause and
