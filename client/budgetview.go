@@ -14,6 +14,7 @@ type (
 	budgetReading = struct {
 		Name, Per, Window                      string
 		WindowEnd                              time.Time
+		EndsIn                                 time.Duration
 		Shadow                                 bool
 		Currency                               string
 		WarnAt, DowngradeAt, RefuseAt          float64
@@ -46,7 +47,7 @@ func (c *Client) BudgetReadings(top int) []budgetReading {
 	s := l.Snapshot(top)
 	out := make([]budgetReading, 0, len(s.Budgets))
 	for _, b := range s.Budgets {
-		r := budgetReading{Name: b.Name, Per: b.Per, Window: b.Window.String(), WindowEnd: b.End, Shadow: b.Shadow,
+		r := budgetReading{Name: b.Name, Per: b.Per, Window: b.Window.String(), WindowEnd: b.End, EndsIn: b.End.Sub(s.Time), Shadow: b.Shadow,
 			Currency: s.Currency, WarnAt: b.WarnAt, DowngradeAt: b.DowngradeAt, RefuseAt: b.RefuseAt,
 			Keys: make([]budgetKeyReading, 0, len(b.Keys)), Counted: b.Counted, AtWarn: b.AtTier[cost.ActionWarn],
 			AtDowngrade: b.AtTier[cost.ActionDowngrade], AtRefuse: b.AtTier[cost.ActionRefuse], Refused: b.Refused,

@@ -26,10 +26,12 @@ type BudgetSet interface {
 // BudgetReading is one budget's state in its current window, as a BudgetSet reads it.
 type BudgetReading = struct {
 	// Name is the budget's name, Per the dimension its keys are of ("" when it keeps one spend
-	// for every call), Window its window (minute, hour, day, month) and WindowEnd when the
-	// current one ends and every key's spend starts again from 0.
+	// for every call), Window its window (minute, hour, day, month), WindowEnd when the
+	// current one ends and every key's spend starts again from 0, and EndsIn the time until
+	// then, on the owner's clock.
 	Name, Per, Window string
 	WindowEnd         time.Time
+	EndsIn            time.Duration
 	// Shadow marks a budget in shadow mode: it decides and applies nothing.
 	Shadow bool
 	// Currency is the currency of the amounts; WarnAt, DowngradeAt and RefuseAt the tiers as
@@ -180,6 +182,7 @@ type budgetFields struct {
 	Per         string         `json:"per,omitempty"`
 	Window      string         `json:"window"`
 	WindowEnd   string         `json:"windowEnd"`
+	EndsIn      string         `json:"endsIn"`
 	Currency    string         `json:"currency"`
 	Keys        []budgetKey    `json:"keys"`
 	MoreKeys    int            `json:"moreKeys"`
@@ -203,7 +206,7 @@ func budgetChecks(checks map[string][]check, budgets []BudgetResult, stamp strin
 	for _, b := range budgets {
 		r := b.Reading
 		f := &budgetFields{Mode: "enforce", Per: shown(r.Per), Window: shown(r.Window),
-			WindowEnd: r.WindowEnd.UTC().Format(time.RFC3339), Currency: shown(r.Currency), Keys: make([]budgetKey, 0, len(r.Keys)),
+			WindowEnd: r.WindowEnd.UTC().Format(time.RFC3339), EndsIn: formatProbe(max(r.EndsIn, 0)), Currency: shown(r.Currency), Keys: make([]budgetKey, 0, len(r.Keys)),
 			MoreKeys: max(r.Counted-len(r.Keys), 0), KeysRefused: max(r.Refused, 0), KeysFull: r.Full, Fleet: r.Fleet}
 		if r.Shadow {
 			f.Mode = "shadow"

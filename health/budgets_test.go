@@ -41,7 +41,7 @@ var midnight = time.Date(2025, 6, 2, 0, 0, 0, 0, time.UTC)
 
 // tenantsDaily is a budget of three tenants: one past the warn tier, one refused a call.
 func tenantsDaily() BudgetReading {
-	return BudgetReading{Name: "tenants-daily", Per: "tenant", Window: "day", WindowEnd: midnight, Currency: "USD",
+	return BudgetReading{Name: "tenants-daily", Per: "tenant", Window: "day", WindowEnd: midnight, EndsIn: 12 * time.Hour, Currency: "USD",
 		WarnAt: 0.5, DowngradeAt: 0.8, RefuseAt: 1,
 		Keys: []BudgetKeyReading{
 			{Key: "acme", Spent: "0.6", Limit: "1", Share: 0.6, Tier: "warn"},
@@ -72,7 +72,7 @@ func TestChecker_BudgetsAreChecksOfTheirOwn(t *testing.T) {
 	}
 	tenants := checkEntry(t, doc, "tenants-daily:budget")
 	for k, want := range map[string]any{"componentType": "budget", "observedValue": "warn", "status": "warn", "mode": "enforce",
-		"per": "tenant", "window": "day", "windowEnd": "2025-06-02T00:00:00Z", "currency": "USD", "moreKeys": 1.0,
+		"per": "tenant", "window": "day", "windowEnd": "2025-06-02T00:00:00Z", "endsIn": "12h0m0s", "currency": "USD", "moreKeys": 1.0,
 		"keysRefused": 1.0, "time": "2025-06-01T12:00:00Z"} {
 		if tenants[k] != want {
 			t.Errorf("tenants-daily %s = %v, want %v", k, tenants[k], want)

@@ -81,7 +81,8 @@ type check struct {
 // check "<provider>:deployments", observed "2 of 3 serving", whose status is the provider's:
 // fail only when none can serve. Each cost budget (AddBudgets) is the check "<budget>:budget"
 // of componentType "budget", observed at its highest tier (allow, warn, downgrade, refuse),
-// with mode (enforce or shadow), per, window, windowEnd (RFC 3339), currency, keys (the
+// with mode (enforce or shadow), per, window, windowEnd (RFC 3339) and endsIn (as
+// nextProbeIn), currency, keys (the
 // BudgetKeys nearest their limit: key, spent, limit, share, tier, and refused when a call of
 // the key was refused in the window), moreKeys, keysAtTier, keysRefused, keysFull and fleet;
 // its status is pass or warn, never fail (see BudgetResult), and a spend store sharing the
