@@ -157,8 +157,7 @@ type CircuitGroups interface {
 
 // AddSet registers every circuit of set, as AddAll does, and, when set shares its state
 // between instances through a store that reports its trouble, the store as AddSharedState
-// does, under the name "shared"; when set keeps cost budgets (BudgetSet), them as AddBudgets
-// does. The set is read once: circuits that set gains later are not
+// does, under the name "shared". The set is read once: circuits that set gains later are not
 // seen until AddSet is called again.
 //
 // When set also implements CircuitGroups (the client does), the deployments of one provider
@@ -174,6 +173,9 @@ type CircuitGroups interface {
 // report, a check per model it has served, "<name>:<model>:circuit", in its provider's group:
 // one model down while another serves is a warning; each route can serve only while its
 // deployment's own circuit (a refused key, an unreachable host) lets calls through.
+//
+// When set keeps cost budgets (BudgetSet, as the client does), AddSet adds them as
+// AddBudgets does.
 func (c *Checker) AddSet(set CircuitSet) {
 	c.AddAll(set.Circuits())
 	if g, ok := set.(CircuitGroups); ok {

@@ -79,14 +79,15 @@ type check struct {
 // "up" (pass) or "down" (warn: never fail, since calls go on with local state); its error is
 // not shown. The deployments of one provider (a set with CircuitGroups, see AddSet) add the
 // check "<provider>:deployments", observed "2 of 3 serving", whose status is the provider's:
-// fail only when none can serve. Each cost budget (AddBudgets) is the check "<budget>:budget"
-// of componentType "budget", observed at its highest tier (allow, warn, downgrade, refuse),
-// with mode (enforce or shadow), per, window, windowEnd (RFC 3339) and endsIn (as
-// nextProbeIn), currency, keys (the
+// fail only when none can serve. "checks" is an empty object when there are no sources.
+//
+// Each cost budget (AddBudgets) is the check "<budget>:budget" of componentType "budget",
+// observed at its highest tier (allow, warn, downgrade, refuse), with mode (enforce or
+// shadow), per, window, windowEnd (RFC 3339) and endsIn (as nextProbeIn), currency, keys (the
 // BudgetKeys nearest their limit: key, spent, limit, share, tier, and refused when a call of
 // the key was refused in the window), moreKeys, keysAtTier, keysRefused, keysFull and fleet;
-// its status is pass or warn, never fail (see BudgetResult), and a spend store sharing the
-// budgets is "spend:shared-state". "checks" is an empty object when there are no sources.
+// its status is pass or warn, never fail (see BudgetResult). A spend store sharing the
+// budgets is the check "spend:shared-state".
 func (r Report) MarshalJSON() ([]byte, error) {
 	doc := document{Status: r.Status, Checks: make(map[string][]check, len(r.Checks))}
 	stamp := r.Time.UTC().Format(time.RFC3339)
