@@ -15,6 +15,9 @@ type budgetState struct {
 	owner    *Ledger
 	mu       sync.Mutex
 	accounts map[string]*account
+	// order holds the same accounts as accounts, for Ledger.Snapshot to read a few at a time:
+	// a map cannot be walked in parts with its lock given back in between.
+	order    []*account
 	fullTold time.Time // the window whose EventKeysFull was reported
 }
 
@@ -26,6 +29,7 @@ type account struct {
 	reserved   providers.Money // the pre-flight estimates of the calls in flight
 	told       uint8           // the tiers reported in this window (1 << Action)
 	lease      *lease          // the instance's share of the fleet's window, nil alone
+	at         int             // its index in the budget's order
 }
 
 // account returns key's account in its current window, opened or rolled over as needed; nil
@@ -39,8 +43,9 @@ func (b *budgetState) account(l *Ledger, key string, now time.Time) (*account, [
 		if len(b.accounts) >= l.maxKeys {
 			return nil, l.keysFullEvent(b, key, now)
 		}
-		a = &account{key: key}
+		a = &account{key: key, at: len(b.order)}
 		b.accounts[key] = a
+		b.order = append(b.order, a)
 	}
 	if a.end.IsZero() || !now.Before(a.end) || now.Before(a.start) {
 		a.start, a.end = b.Window.Bounds(now, l.loc)
@@ -57,6 +62,10 @@ func (b *budgetState) sweep(now time.Time) {
 	for k, a := range b.accounts {
 		if !now.Before(a.end) {
 			delete(b.accounts, k)
+			last := b.order[len(b.order)-1]
+			b.order[a.at], last.at = last, a.at
+			b.order[len(b.order)-1] = nil
+			b.order = b.order[:len(b.order)-1]
 		}
 	}
 }

@@ -47,4 +47,9 @@
 // granted again only what was granted since the rebuilding instance last heard, until a
 // better-informed instance asks (see SpendStore). A store that cannot be reached fails open
 // (calls counted locally and told to it later) or closed (LedgerOptions.FailClosed).
+//
+// Ledger.Snapshot reads every budget at once, for a health check or a status page (the
+// packages health and statuspage show it): the keys that spent the largest share of their
+// limit, the tier each key's next call would meet, how many keys are at each tier, when the
+// window ends, and the spend store's state. It costs calls nothing until it is asked for.
 package cost

@@ -58,3 +58,38 @@ func ExampleLedger_Admit() {
 	// downgrade
 	// budget_exhausted
 }
+
+// What every budget spent, for a health check or a status page: the keys that spent the
+// largest share of their limit, and the tier their next call meets.
+func ExampleLedger_Snapshot() {
+	ledger, err := cost.NewLedger(cost.LedgerOptions{}, cost.Budget{
+		Name: "tenant-daily", Per: "tenant", Window: cost.Day, Limit: providers.Unit, WarnAt: 0.5,
+	})
+	if err != nil {
+		panic(err)
+	}
+	for _, spend := range []struct {
+		tenant string
+		amount providers.Money
+	}{{"acme", 600_000_000}, {"globex", 200_000_000}, {"initech", 100_000_000}} {
+		t, err := ledger.Admit(context.Background(), cost.Call{Keys: []cost.Key{{Dimension: "tenant", Key: spend.tenant}}})
+		if err != nil {
+			panic(err)
+		}
+		t.Settle(spend.amount, spend.amount)
+	}
+	// docs:begin snapshot
+	s := ledger.Snapshot(2) // the 2 keys of each budget nearest their limit
+	for _, b := range s.Budgets {
+		fmt.Printf("%s: %d keys, %d at warn, %d more not listed; the %s ends at %s\n", b.Name, b.Counted,
+			b.AtTier[cost.ActionWarn], b.More(), b.Window, b.End.Format("15:04"))
+		for _, k := range b.Keys {
+			fmt.Printf("  %s: %s of %s %s (%.0f%%), next call: %s\n", k.Key, k.Spent, k.Limit, s.Currency, 100*k.Share(), k.Tier)
+		}
+	}
+	// docs:end snapshot
+	// Output:
+	// tenant-daily: 3 keys, 1 at warn, 1 more not listed; the day ends at 00:00
+	//   acme: 0.6 of 1 USD (60%), next call: warn
+	//   globex: 0.2 of 1 USD (20%), next call: allow
+}

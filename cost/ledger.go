@@ -53,6 +53,9 @@ type Ledger struct {
 	now      func() time.Time
 	observer Observer
 	fleet    *fleet // nil: this instance alone
+	// betweenChunks, when set by a test, runs each time Snapshot gives a budget's lock back
+	// between two chunks of its accounts.
+	betweenChunks func()
 }
 
 // NewLedger checks the budgets (Validate, names unique, at most MaxBudgets) and options, and

@@ -78,6 +78,8 @@ type Checker struct {
 	// groups maps a source's name to the group it serves in (the provider whose deployment
 	// it is); a source in no group stands alone.
 	groups map[string]string
+	// budgets are the sets of cost budgets shown (AddBudgets).
+	budgets []BudgetSet
 }
 
 // SharedStateSource is a store that shares circuit state between the instances of an
@@ -171,6 +173,9 @@ type CircuitGroups interface {
 // report, a check per model it has served, "<name>:<model>:circuit", in its provider's group:
 // one model down while another serves is a warning; each route can serve only while its
 // deployment's own circuit (a refused key, an unreachable host) lets calls through.
+//
+// When set keeps cost budgets (BudgetSet, as the client does), AddSet adds them as
+// AddBudgets does.
 func (c *Checker) AddSet(set CircuitSet) {
 	c.AddAll(set.Circuits())
 	if g, ok := set.(CircuitGroups); ok {
@@ -186,6 +191,9 @@ func (c *Checker) AddSet(set CircuitSet) {
 		if src, ok := o.SharedState().(SharedStateSource); ok && src != nil {
 			c.AddSharedState("shared", src)
 		}
+	}
+	if b, ok := set.(BudgetSet); ok {
+		c.AddBudgets(b)
 	}
 }
 
@@ -289,6 +297,8 @@ type Report struct {
 	SharedStates []SharedStateResult
 	// Groups holds one result per group of sources (CircuitGroups), sorted by name.
 	Groups []GroupResult
+	// Budgets holds one result per cost budget (AddBudgets), sorted by name.
+	Budgets []BudgetResult
 }
 
 // SharedStateResult is one shared-state store's state at the time of a check.
@@ -317,7 +327,10 @@ func (c *Checker) Report() Report {
 		}
 		shared = append(shared, r)
 	}
+	budgetSets := slices.Clone(c.budgets)
 	c.mu.RUnlock()
+	budgets, spend := readBudgets(budgetSets)
+	shared = append(shared, spend...)
 
 	// Sources are read outside the lock: reading a pipeline may run its event observer.
 	for i, src := range srcs {
@@ -370,7 +383,8 @@ func (c *Checker) Report() Report {
 			status = r.Status // at worst a warning: calls go on with local state
 		}
 	}
-	return Report{Status: status, Time: c.now(), Checks: results, SharedStates: shared, Groups: groups}
+	status = budgetStatus(status, budgets)
+	return Report{Status: status, Time: c.now(), Checks: results, SharedStates: shared, Groups: groups, Budgets: budgets}
 }
 
 // read fills r with what src says now: its state (for a source that serves through routes,

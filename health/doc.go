@@ -31,14 +31,26 @@
 // To use an existing health library instead of the handler, register [Checker.Check],
 // which has the usual func(context.Context) error shape.
 //
+// # Budgets
+//
+// A client that keeps cost budgets (a [BudgetSet]) shows each as the check "<budget>:budget":
+// pass below the warn tier, warn once a key passed it or had a call refused, with the
+// [BudgetKeys] keys nearest their limit. A budget never fails readiness — a tenant over its
+// budget is the application's policy working, not an outage — and a key's tier does not
+// change the overall status; a budget with no room for new keys, or a spend store that is
+// down, makes it a warning.
+//
 // # Guarantees
 //
 //   - States are read when asked, never cached: an open circuit shows as half-open as soon
 //     as its break has elapsed, without any call going through it.
 //   - Checking does no I/O and starts no goroutine; it is cheap enough for every probe.
 //     (Reading a *resilience.Pipeline may hand its pending state-change events to the
-//     pipeline's OnEvent observer, on the goroutine serving the health request.)
-//   - The output holds the names given to Add and circuit states, nothing else: no URLs,
-//     headers, keys or error text from providers.
+//     pipeline's OnEvent observer, on the goroutine serving the health request.) Reading
+//     a client's budgets takes time in proportion to the keys they count in their windows —
+//     about 9 ms for 100 000 keys — and holds each budget's lock for 128 keys at a time.
+//   - The output holds the names given to Add, circuit states and measures, and the cost
+//     budgets' names, amounts and keys (the application's own: a tenant, a team), escaped and
+//     bounded: no URLs, headers, API keys or error text from providers.
 //   - Everything is safe for concurrent use.
 package health

@@ -49,6 +49,8 @@ type check struct {
 	// FailingCalls how many failed so in a row.
 	Failing      string `json:"failing,omitempty"`
 	FailingCalls int    `json:"failingCalls,omitempty"`
+	// What a budget's check adds (budgets.go); nil for every other check.
+	*budgetFields
 }
 
 // servingText says how many of total serve, and how many probe: "1 of 2 serving, 1 probing".
@@ -95,6 +97,14 @@ func servingText(serving, probing, total int, what string) string {
 // not shown. The deployments of one provider (a set with CircuitGroups, see AddSet) add the
 // check "<provider>:deployments", observed "2 of 3 serving", whose status is the provider's:
 // fail only when none can serve. "checks" is an empty object when there are no sources.
+//
+// Each cost budget (AddBudgets) is the check "<budget>:budget" of componentType "budget",
+// observed at its highest tier (allow, warn, downgrade, refuse), with mode (enforce or
+// shadow), per, window, windowEnd (RFC 3339) and endsIn (as nextProbeIn), currency, keys (the
+// BudgetKeys nearest their limit: key, spent, limit, share, tier, and refused when a call of
+// the key was refused in the window), moreKeys, keysAtTier, keysRefused, keysFull and fleet;
+// its status is pass or warn, never fail (see BudgetResult). A spend store sharing the
+// budgets is the check "spend:shared-state".
 func (r Report) MarshalJSON() ([]byte, error) {
 	doc := document{Status: r.Status, Checks: make(map[string][]check, len(r.Checks))}
 	stamp := r.Time.UTC().Format(time.RFC3339)
@@ -136,6 +146,7 @@ func (r Report) MarshalJSON() ([]byte, error) {
 		}
 		doc.Checks[sr.Name+":shared-state"] = []check{{ComponentType: "datastore", ObservedValue: v, Status: sr.Status, Time: stamp}}
 	}
+	budgetChecks(doc.Checks, r.Budgets, stamp)
 	return json.Marshal(doc)
 }
 

@@ -10,8 +10,10 @@ import (
 	"time"
 
 	"github.com/steadyllm/steady/client"
+	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/internal/testkit/backend"
 	"github.com/steadyllm/steady/mocks"
+	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
 )
 
@@ -163,4 +165,63 @@ func TestBrowser_SeesCircuitAndPauseChangeWithin2s(t *testing.T) {
 func summaryStarts(provider, text string) string {
 	return `(function(){var e=document.querySelector('h2[data-provider="` + provider + `"] small');` +
 		`return !!e && e.textContent.indexOf("` + text + `")===0})()`
+}
+
+// A real browser shows the client's budgets and follows them within 2 s: a tenant's first
+// spend, its crossing of the warn tier (its budget's status turning warn), a refusal, a budget
+// in shadow mode that would warn and refuse, and the end of the hour, when every key starts
+// again; the windows' ends are counted down, in days for a month. The client runs on a manual
+// clock, so the hour ends exactly when the test moves it.
+func TestBrowser_SeesBudgetsChangeWithin2s(t *testing.T) {
+	path := findChromium(t)
+	clock := backend.NewManualClock() // 08:00 UTC on January 15th
+	fake := mocks.NewServer(mocks.WithReply("ok"))
+	defer fake.Close()
+	monthly := cost.Budget{Name: "monthly", Window: cost.Month, Limit: providers.Unit}
+	c := newClient(t, client.WithProvider("openai", policy(), openAIOn("openai", fake)), client.WithPrices(tokenPrices(t)),
+		client.WithBudgets(cost.LedgerOptions{}, append(budgets(), monthly)...), client.WithClock(clock))
+	srv := serve(t, newPage(t, c))
+
+	b := launch(t, path)
+	b.call(b.session, "Page.addScriptToEvaluateOnNewDocument", map[string]any{"source": `window.__violations=[];` +
+		`document.addEventListener("securitypolicyviolation",function(e){window.__violations.push(e.violatedDirective)});`}, nil)
+	b.navigate(srv.URL + "/debug/steady")
+	b.until("the live page with its budgets", `document.getElementById("live").textContent==="live" && `+
+		`/No key has spent/.test(`+budgetText("tenants")+`) && /shadow/.test(`+budgetText("trial")+`)`, 60*time.Second)
+	// The hour ends in an hour, the month in 16 days and 16 hours: counted down by the script.
+	b.until("the windows' ends counted down", `/^(59m\d\ds|1\.0h)$/.test(`+budgetEnds("tenants")+`) && `+
+		budgetEnds("monthly")+`==="16.7d"`, 30*time.Second)
+
+	check := func(what, expr string, since time.Time) {
+		t.Helper()
+		seen := b.until(what, expr, 30*time.Second)
+		took := seen.Sub(since)
+		t.Logf("%s seen in the DOM %s after it happened", what, took.Round(time.Millisecond))
+		if took > seenWithin {
+			t.Errorf("%s took %s to show, more than %s", what, took, seenWithin)
+		}
+	}
+	call := func(wantRefused bool) time.Time {
+		t.Helper()
+		err := spend(c, "acme")
+		if (err != nil) != wantRefused {
+			t.Fatalf("acme's call: %v", err)
+		}
+		return time.Now()
+	}
+	check("acme's first spend", budgetRowIs("tenants", "acme", "tier", "allow")+` && `+
+		budgetRowIs("trial", "acme", "tier", "warn")+` && /would warn/.test(`+budgetText("trial")+`)`, call(false))
+	check("acme past the warn tier", budgetRowIs("tenants", "acme", "tier", "warn")+` && `+
+		`document.querySelector('h3[data-budget="tenants"]').getAttribute("data-status")==="warn" && `+
+		budgetRowIs("trial", "acme", "refused", "yes"), call(false))
+	check("acme refused", budgetRowIs("tenants", "acme", "refused", "yes")+` && /refused a call/.test(`+budgetText("tenants")+`)`,
+		call(true))
+
+	// The hour ends: the hourly budgets start again; the month goes on.
+	clock.Advance(time.Hour)
+	check("the next hour", `/No key has spent/.test(`+budgetText("tenants")+`) && /No key has spent/.test(`+budgetText("trial")+
+		`) && `+budgetRowIs("monthly", "", "tier", "allow"), time.Now())
+	if v, err := b.eval(`JSON.stringify(window.__violations)`); err != nil || v != `"[]"` {
+		t.Errorf("the page violated its Content-Security-Policy: %s %v", v, err)
+	}
 }

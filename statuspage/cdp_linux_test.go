@@ -294,3 +294,24 @@ func countdownOf(key string) string {
 	return `(function(){var r=document.querySelector('tr[data-name=` + jsString(key) + `]');` +
 		`var u=r&&r.querySelector("[data-until]");return u?u.textContent:"";})()`
 }
+
+// budgetRowIs is an expression that is true when the row of key in the page's budget has attr
+// set to value.
+func budgetRowIs(budget, key, attr, value string) string {
+	return `(function(){var r=document.querySelector('table[data-budget=` + jsString(budget) + `] tr[data-key=` +
+		jsString(key) + `]');return !!r && r.getAttribute(` + jsString("data-"+attr) + `)===` + jsString(value) + `;})()`
+}
+
+// budgetText is an expression for the text of the page's budget: its heading and what follows
+// it up to the next heading.
+func budgetText(budget string) string {
+	return `(function(){var h=document.querySelector('h3[data-budget=` + jsString(budget) + `]');if(!h)return "";` +
+		`var s=h.textContent;for(var e=h.nextElementSibling;e&&!/^H[23]$/.test(e.tagName);e=e.nextElementSibling)s+=" "+e.textContent;` +
+		`return s;})()`
+}
+
+// budgetEnds is an expression for the countdown of the page's budget to its window's end.
+func budgetEnds(budget string) string {
+	return `(function(){var u=document.querySelector('h3[data-budget=` + jsString(budget) + `] [data-until]');` +
+		`return u?u.textContent:"";})()`
+}

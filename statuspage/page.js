@@ -7,7 +7,8 @@
     if (s < 10) return s.toFixed(1) + "s";
     if (s < 60) return Math.floor(s) + "s";
     if (s < 3600) return Math.floor(s / 60) + "m" + ("0" + Math.floor(s % 60)).slice(-2) + "s";
-    return (s / 3600).toFixed(1) + "h";
+    if (s < 172800) return (s / 3600).toFixed(1) + "h";
+    return (s / 86400).toFixed(1) + "d";
   }
   function tick() {
     var now = Date.now() + skew, els = main.querySelectorAll("[data-until]");

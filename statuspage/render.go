@@ -89,6 +89,7 @@ type pageView struct {
 	Providers  []providerView
 	Events     []eventView
 	Kept, Seen int
+	Budgets    budgetsView
 }
 
 type providerView struct {
@@ -154,6 +155,7 @@ func view(s Snapshot) pageView {
 		}
 		v.Providers = append(v.Providers, pv)
 	}
+	v.Budgets = viewBudgets(s)
 	for _, e := range s.Events {
 		where := e.Deployment
 		if e.Model != "" {
@@ -230,7 +232,7 @@ func deadline(at, left int64) int64 {
 	return (at + left + 50) / 100 * 100
 }
 
-// countdown renders a wait as the page's script does ("8.2s", "42s", "3m05s", "1.5h").
+// countdown renders a wait as the page's script does ("8.2s", "42s", "3m05s", "1.5h", "12.4d").
 func countdown(ms int64) string {
 	if ms <= 0 {
 		return "now"
@@ -248,8 +250,10 @@ func countdown(ms int64) string {
 			pad = "0"
 		}
 		return strconv.Itoa(int(s)/60) + "m" + pad + strconv.Itoa(sec) + "s"
+	case s < 48*3600:
+		return strconv.FormatFloat(s/3600, 'f', 1, 64) + "h"
 	}
-	return strconv.FormatFloat(s/3600, 'f', 1, 64) + "h"
+	return strconv.FormatFloat(s/86400, 'f', 1, 64) + "d"
 }
 
 // share renders the share left of a per-minute limit ("40% of 500"), "—" when unknown.
@@ -317,7 +321,7 @@ var stateTemplate = template.Must(template.New("state").Parse(`<div class="top">
 	`<td>{{.Requests}}</td><td>{{.Tokens}}</td><td>{{.Latency}}</td><td>{{.Errors}}</td><td>{{.Spark}}</td>` +
 	`<td>{{.InFlight}}</td><td>{{.Hedges}}</td><td>{{.Failovers}}</td></tr>
 {{end}}</tbody></table>
-{{end}}<h2>Recent events <small>{{.Kept}} kept of {{.Seen}} seen</small></h2>
+{{end}}{{template "budgets" .Budgets}}<h2>Recent events <small>{{.Kept}} kept of {{.Seen}} seen</small></h2>
 {{if .Events}}<table id="events"><thead><tr><th>time (UTC, pipeline clock)</th><th>where</th><th>what</th><th>detail</th></tr></thead><tbody>
 {{range .Events}}<tr><td>{{.Time}}</td><td>{{.Where}}</td><td>{{.Type}}</td><td class="wrap">{{.Detail}}</td></tr>
 {{end}}</tbody></table>{{else}}<p class="mute" id="events">None yet: failed attempts, retries, give-ups, timeouts, circuit changes, pauses and probes show here.</p>{{end}}`))

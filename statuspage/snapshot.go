@@ -29,6 +29,10 @@ type Snapshot struct {
 	Providers []Provider `json:"providers"`
 	// SharedState is the store the client shares its state through, nil when it has none.
 	SharedState *SharedState `json:"sharedState,omitempty"`
+	// Budgets are the client's cost budgets (client.WithBudgets), by name, and SpendStore the
+	// store they are shared through (nil when they are this instance's own): see budgets.go.
+	Budgets    []Budget    `json:"budgets,omitempty"`
+	SpendStore *SpendStore `json:"spendStore,omitempty"`
 	// Events are the latest notable events, newest first: at most WithEvents of them.
 	Events []Event `json:"events"`
 	// EventsSeen counts the notable events since the page was mounted, including those no
@@ -260,6 +264,7 @@ func (p *Page) Snapshot() Snapshot {
 		pr.Status, pr.Serving, pr.Probing, pr.Total = standing(np.name, pr.Deployments, status, groups)
 		s.Providers = append(s.Providers, pr)
 	}
+	s.Budgets, s.SpendStore = p.budgets(rep)
 	if p.events != nil {
 		s.Events = p.events.latest(p.scrub)
 		s.EventsSeen = p.events.seen()
