@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs the whole test suite: every go vet analyzer and go test -race for the SDK module and for each side
-# module (interop/, bench/, queue/asynq/, queue/river/, state/redis/) that has its own go.mod.
+# module (interop/, bench/, queue/asynq/, queue/river/, state/redis/, tokens/tiktoken/) that has its own go.mod.
 # The queue/asynq and state/redis tests start a redis-server of their own (apt-get install -y
 # redis-server), the queue/river tests a PostgreSQL server (apt-get install -y postgresql);
 # without them they are skipped, except under CI=true. The status page's browser test (statuspage)
@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 
 start=$(date +%s)
 modules=(.)
-for mod in interop bench queue/asynq queue/river state/redis; do
+for mod in interop bench queue/asynq queue/river state/redis tokens/tiktoken; do
   [ -f "$mod/go.mod" ] && modules+=("$mod")
 done
 

@@ -1,0 +1,13 @@
+module github.com/steadyllm/steady/tokens/tiktoken
+
+go 1.26.0
+
+replace github.com/steadyllm/steady => ../..
+
+require (
+	github.com/steadyllm/steady v0.0.0-00010101000000-000000000000
+	github.com/tiktoken-go/tokenizer v0.10.0
+	go.uber.org/goleak v1.3.0
+)
+
+require github.com/dlclark/regexp2/v2 v2.5.1 // indirect
