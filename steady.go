@@ -16,7 +16,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -81,6 +83,9 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 				continue
 			}
 			all = append(all, opt)
+			for _, m := range members {
+				all = appendEncodings(all, name, cfg.Providers[m])
+			}
 			if p, err := groupWindows(cfg, name, members); err != nil {
 				errs = append(errs, err)
 			} else {
@@ -117,6 +122,7 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 		}
 		all = append(all, client.WithProvider(name, o, factory))
 		all = appendWindow(all, name, p)
+		all = appendEncodings(all, name, p)
 		if all, err = appendProbe(all, name, p); err != nil {
 			errs = append(errs, err)
 		}
@@ -308,6 +314,17 @@ func deploymentsOf(cfg *config.Config, name string, members []string) (client.Op
 		strategy = client.Strategy(s)
 	}
 	return client.WithDeployments(name, resilience.DefaultOptions(), strategy, deps...), nil
+}
+
+// appendEncodings appends client.WithTokenEncoding for provider name as p chooses encodings.
+func appendEncodings(opts []client.Option, name string, p config.Provider) []client.Option {
+	if p.TokenEncoding != "" {
+		opts = append(opts, client.WithTokenEncoding(name, p.TokenEncoding))
+	}
+	for _, m := range slices.Sorted(maps.Keys(p.TokenEncodings)) {
+		opts = append(opts, client.WithTokenEncoding(name, p.TokenEncodings[m], m))
+	}
+	return opts
 }
 
 // appendWindow appends client.WithContextWindow for provider name when p declares a context

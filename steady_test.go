@@ -437,8 +437,8 @@ func TestFromConfig_CountTokensReachesTheProvider(t *testing.T) {
 	if len(reqs) != 2 || reqs[0].Path != "/v1/messages/count_tokens" || reqs[1].Path != "/v1/messages" {
 		t.Fatalf("%d requests: %v", len(reqs), reqs)
 	}
-	if n, err := c.CountTokens(context.Background(), hello()); err != nil || n != mocks.Tokens("hello there") {
-		t.Fatalf("%d %v", n, err)
+	if n, err := c.CountTokens(context.Background(), hello()); err != nil || n.Input != mocks.Tokens("hello there") {
+		t.Fatalf("%+v %v", n, err)
 	}
 }
 

@@ -58,7 +58,7 @@ func (w *walk) lost(a *attempt, resp any, info *resilience.CallInfo, err error) 
 	if perr.Kind.Misconfigured() && w.ctx.Err() == nil {
 		noteFailing(a.route, perr)
 	}
-	return perr, took, w.chargeFailure(a.e, a.key, perr)
+	return perr, took, w.chargeFailure(a.route, perr)
 }
 
 // noteFailing marks route r failing (resilience.Pipeline.NoteFailing) after perr, a failure of

@@ -172,11 +172,13 @@ func (c *Client) admit(ctx context.Context, op *operation) error {
 	// it to the heap on every call, budgeted or not.
 	a, planned := op.ask(), op.pl.chain
 	if op.kind == OperationEmbeddings {
-		input := op.tokens
+		embed := op.embed
 		t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(*cost.Downgrade) providers.Money {
 			// Never downgraded: a budget's downgrade names a chat model, providers and
 			// policy, and an embeddings call goes as it was asked.
-			return c.estimate(a, planned, nil, func(p cost.Price) providers.Money { return p.Tokens(input, 0, 0) })
+			return c.estimate(a, planned, nil, func(p cost.Price, r route) providers.Money {
+				return p.Tokens(c.estimateEmbed(r, embed).n, 0, 0)
+			})
 		}})
 		op.pl = decided(op.pl, t, err)
 		op.ticket = t
@@ -187,9 +189,15 @@ func (c *Client) admit(ctx context.Context, op *operation) error {
 	if op.prior != nil && op.prior.report.Err == nil {
 		op.bill.input = op.prior.n
 	}
-	input, images, answer := op.bill.input, op.bill.images, answerTokens(req)
+	counted, images, answer := op.bill.input, imagesOf(req), answerTokens(req)
 	t, err := l.Admit(ctx, cost.Call{Keys: keys, Estimate: func(d *cost.Downgrade) providers.Money {
-		return c.estimate(a, planned, d, func(p cost.Price) providers.Money { return p.Tokens(input, answer, images) })
+		return c.estimate(a, planned, d, func(p cost.Price, r route) providers.Money {
+			input := counted
+			if input == 0 { // no count, or one that failed: the route's own estimate
+				input = c.estimatePrompt(r, req).n
+			}
+			return p.Tokens(input, answer, images)
+		})
 	}})
 	op.pl = decided(op.pl, t, err)
 	if err != nil {
@@ -213,7 +221,7 @@ func (c *Client) admit(ctx context.Context, op *operation) error {
 // estimate is a call's pre-flight cost at the price of the first route of chain
 // that may serve what a asks, as sent (d nil) or changed by the downgrade d, by priced; 0 when that route's
 // model has no price (the call is then reported unpriced, and costs nothing) or none may serve.
-func (c *Client) estimate(a ask, chain []string, d *cost.Downgrade, priced func(cost.Price) providers.Money) providers.Money {
+func (c *Client) estimate(a ask, chain []string, d *cost.Downgrade, priced func(cost.Price, route) providers.Money) providers.Money {
 	if d != nil && len(d.Providers) > 0 {
 		chain = d.Providers
 	}
@@ -229,7 +237,7 @@ func (c *Client) estimate(a ask, chain []string, d *cost.Downgrade, priced func(
 	if !ok {
 		return 0
 	}
-	return priced(p)
+	return priced(p, r)
 }
 
 // budgetsOf returns the client's budgets and the keys a call with options o gives them: a nil
@@ -330,7 +338,7 @@ func (c *Client) wouldBe(t *cost.Ticket, cc providers.CallCost, provider, model 
 	if !ok {
 		return total
 	}
-	return max(total-cc.Serving, 0).Add(p.Of(u, b.images))
+	return max(total-cc.Serving, 0).Add(p.Of(u, b.images()))
 }
 
 // settle ends the stream's ticket, if it holds one, with what the call cost so far: at its

@@ -432,10 +432,11 @@ func TestBudget_PreflightPricesTheProvidersExactCount(t *testing.T) {
 	defer s.Close()
 	ctx := context.Background()
 	req := bigRequest()
-	n, err := newClient(t, countingClaude("claude", s, policy(), nil)).CountTokens(ctx, req)
+	counted, err := newClient(t, countingClaude("claude", s, policy(), nil)).CountTokens(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
+	n := counted.Input
 	est := client.EstimateInputTokens(req)
 	if est <= n+100 {
 		t.Fatalf("count %d, estimate %d: the test needs an estimate far from the count", n, est)

@@ -28,10 +28,6 @@ type operation struct {
 	embed  *providers.EmbedRequest // Embed
 	o      *callOptions            // nil for none
 	pl     plan
-	// tokens is the call's estimate of what it uses (see EstimateTokens, embedTokens), which
-	// each try debits from its route's per-minute limits (a provider's exact count may replace
-	// its prompt's part: preflight).
-	tokens int
 	// bill is what prices the tries whose usage no server reported (see abandonedCost);
 	// ticket is what the call holds in the client's budgets, nil when none; prior the count of
 	// the prompt made for them, nil when none was made (countForBudgets).
@@ -55,11 +51,9 @@ func (c *Client) call(ctx context.Context, op *operation) (any, error) {
 	if err := op.validate(); err != nil {
 		return nil, err
 	}
-	if op.kind == OperationEmbeddings {
-		op.tokens = embedTokens(op.embed)
-		op.bill = bill{input: op.tokens}
-	} else {
-		op.tokens, op.bill = EstimateTokens(op.chat), c.billOf(op.chat)
+	// Nothing is counted here: each try estimates what its route needs (estimate.go).
+	op.bill = bill{chat: op.chat, embed: op.embed}
+	if op.kind != OperationEmbeddings {
 		op.hedgeable = !op.chat.Background // a hedge would start the background work twice
 	}
 	pl, err := c.planFor(op.o)
@@ -100,7 +94,7 @@ func (op *operation) ask() ask {
 	if op.kind == OperationEmbeddings {
 		return ask{model: op.embed.Model, need: providers.CapEmbeddings}
 	}
-	return askOf(op.chat, op.stream, op.tokens)
+	return askOf(op.chat, op.stream)
 }
 
 // try makes the try t of the call on its route, with ctx: the answer (a *providers.ChatResponse,

@@ -30,12 +30,14 @@ func (c *Client) Chat(ctx context.Context, req *providers.ChatRequest, opts ...C
 // count, or by the count made for the budgets).
 func (op *operation) chatTry(ctx context.Context, t try) (*providers.ChatResponse, *resilience.CallInfo, error) {
 	r := withModel(op.chat, t.model)
-	tokens := t.d.preflight(ctx, t.key, r, op.tokens, op.prior, op.tr)
+	tokens, est := op.c.preflight(ctx, t, r, op.prior, op.tr)
 	call := new(resilience.Call)
 	t.setUp(call, ctx, false, op.pl.policyFor(t.d, op.o), op.o, tokens)
 	resp, err := t.d.provider.Chat(call, r)
 	if err == nil && resp != nil {
-		t.d.pipeline.Route(t.key).SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
+		pipe := t.d.pipeline.Route(t.key)
+		pipe.SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
+		learn(pipe, est, resp.Usage.InputTokens)
 	}
 	return resp, &call.Info, err
 }
@@ -56,7 +58,7 @@ func (op *operation) serveChat(resp *providers.ChatResponse, at *attempt, res *T
 	}
 	var sc providers.CallCost
 	if c.priced() {
-		sc = c.servedCost(at.d.owner, at.key, served, resp.Usage, op.bill, len(resp.Message.Content))
+		sc = c.servedCost(at.route, served, resp.Usage, op.bill, len(resp.Message.Content))
 		resp.Cost = acct.Cost.Add(sc)
 	}
 	if res != nil {

@@ -93,8 +93,8 @@ func (op *operation) serveStream(w *walk, s *Stream, at *attempt, res *TryResult
 func (op *operation) streamTry(ctx context.Context, t try) (*Stream, *resilience.CallInfo, error) {
 	d, req, o := t.d, op.chat, op.o
 	r := withModel(req, t.model)
-	tokens := d.preflight(ctx, t.key, r, op.tokens, op.prior, op.tr)
-	s := &Stream{ctx: ctx, provider: d.name, served: d.owner, route: t.route}
+	tokens, est := op.c.preflight(ctx, t, r, op.prior, op.tr)
+	s := &Stream{ctx: ctx, provider: d.name, served: d.owner, route: t.route, est: est}
 	pol := op.pl.policyFor(d, o)
 	t.setUp(&s.call, ctx, true, pol, o, tokens) // the stream reports in-stream failures to the breaker
 	s.pipe = d.pipeline.Route(t.key)

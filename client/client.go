@@ -38,6 +38,11 @@ type Client struct {
 	// chains of the kinds that have one (WithFallbackOn).
 	windows    map[string]contextWindow
 	fallbackOn map[providers.ErrorKind][]string
+	// encodings are the encodings WithTokenEncoding chose, by provider; estimating is set for
+	// a client whose every try estimates its prompt (budgets or context windows need
+	// estimates the routes have learnt: see estimate.go).
+	encodings  map[string]encodingChoice
+	estimating bool
 	// dice is where the routing strategies draw at random (WithRandomSource); nil: the
 	// runtime's generator.
 	dice *dice
@@ -346,6 +351,7 @@ func New(opts ...Option) (*Client, error) {
 		}
 	}
 	errs = append(errs, c.checkFallbackOn()...)
+	errs = append(errs, c.checkEncodings()...)
 	c.warnModels()
 	if len(errs) == 0 {
 		errs = append(errs, c.startLedger())
@@ -359,6 +365,7 @@ func New(opts ...Option) (*Client, error) {
 		}
 		return nil, err
 	}
+	c.estimating = len(c.windows) > 0 || c.Ledger() != nil
 	return c, nil
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/steadyllm/steady/cost"
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/tokens"
 )
 
 // WithPrices prices every call at t: ChatResponse.Cost and Stream.Cost say what each call
@@ -139,28 +140,53 @@ func (c *Client) currency() string {
 // priced reports whether the client prices calls.
 func (c *Client) priced() bool { return c.cost != nil && c.cost.prices != nil }
 
-// bill is what the client knows of a call's prompt to price what servers did not count: its
-// token estimate and its images.
+// bill is what the client knows of a call's prompt to price what servers did not count: the
+// request, estimated only when a price needs it (the servers' usage prices every answer that
+// reports one), or the provider's count of its prompt (input, 0 when none was made).
 type bill struct {
-	input, images int
+	chat  *providers.ChatRequest  // a chat call's request
+	embed *providers.EmbedRequest // an embeddings call's
+	input int
+}
+
+// inputTokens is the prompt's tokens on route r: the provider's count, or the route's
+// estimate (estimatePrompt), the one pacing and budgets use.
+func (c *Client) inputTokens(b bill, r route) int {
+	switch {
+	case b.input > 0:
+		return b.input
+	case b.chat != nil:
+		return c.estimatePrompt(r, b.chat).n
+	case b.embed != nil:
+		return c.estimateEmbed(r, b.embed).n
+	}
+	return 0
+}
+
+// images is the number of images of the prompt.
+func (b bill) images() int {
+	if b.chat == nil {
+		return 0
+	}
+	return imagesOf(b.chat)
 }
 
 // servedCost is the cost of the try that served: asked of provider as model asked, served by
 // the model the server named, with usage u; for an answer whose usage is unknown (a server that
 // reports none, a stream closed before its end), estimated from b and the text delivered.
-func (c *Client) servedCost(provider, asked, served string, u providers.Usage, b bill, text int) providers.CallCost {
+func (c *Client) servedCost(r route, served string, u providers.Usage, b bill, text int) providers.CallCost {
 	if !c.priced() {
 		return providers.CallCost{}
 	}
 	out := providers.CallCost{Currency: c.currency()}
-	p, ok := c.price(provider, asked, served)
+	p, ok := c.price(r.d.owner, r.key, served)
 	switch {
 	case !ok:
 		out.Unpriced = 1
 	case u.Total() > 0:
-		out.Serving = p.Of(u, b.images)
+		out.Serving = p.Of(u, b.images())
 	default:
-		out.Estimated = p.Tokens(b.input, textTokens(text), b.images)
+		out.Estimated = p.Tokens(c.inputTokens(b, r), textTokens(text), b.images())
 	}
 	return out
 }
@@ -171,42 +197,34 @@ func (c *Client) servedCost(provider, asked, served string, u providers.Usage, b
 // reported nothing costs nothing: an error status is not billed, and the usage of an attempt
 // cut before any content (a hedge that lost, a timeout) is unknown — the servers may bill it,
 // but nobody can say what.
-func (c *Client) abandonedCost(provider, model string, perr *providers.Error, b bill) providers.CallCost {
+func (c *Client) abandonedCost(r route, perr *providers.Error, b bill) providers.CallCost {
 	if !c.priced() || perr == nil || (perr.Usage == nil && perr.Partial == "") {
 		return providers.CallCost{}
 	}
 	out := providers.CallCost{Currency: c.currency()}
-	p, ok := c.price(provider, model, "")
+	p, ok := c.price(r.d.owner, r.key, "")
 	if !ok {
 		out.Unpriced = 1
 		return out
 	}
-	delivered := textTokens(len(perr.Partial))
+	delivered := tokens.Heuristic.Count(perr.Partial)
 	if u := perr.Usage; u != nil && u.Total() > 0 {
-		out.Abandoned = p.Of(*u, b.images)
+		out.Abandoned = p.Of(*u, b.images())
 		if extra := delivered - u.OutputTokens; extra > 0 {
 			out.Estimated = p.Tokens(0, extra, 0)
 		}
 		return out
 	}
-	out.Estimated = p.Tokens(b.input, delivered, b.images)
+	out.Estimated = p.Tokens(c.inputTokens(b, r), delivered, b.images())
 	return out
 }
 
 // chargeFailure adds the cost of the failed try of provider e on route (perr) to the walk's
 // accounting and returns it.
-func (w *walk) chargeFailure(e *entry, route string, perr *providers.Error) providers.CallCost {
-	cc := w.c.abandonedCost(e.name, route, perr, w.op.bill)
+func (w *walk) chargeFailure(r route, perr *providers.Error) providers.CallCost {
+	cc := w.c.abandonedCost(r, perr, w.op.bill)
 	w.acct.Cost = w.acct.Cost.Add(cc)
 	return cc
-}
-
-// billOf returns the bill of a chat request: nothing for a client that prices nothing.
-func (c *Client) billOf(req *providers.ChatRequest) bill {
-	if !c.priced() {
-		return bill{}
-	}
-	return bill{input: EstimateInputTokens(req), images: imagesOf(req)}
 }
 
 // startCosting completes the cost accounting as New builds the client: the telemetry that
@@ -236,12 +254,12 @@ func (s *Stream) charge(u *providers.Usage, perr *providers.Error) providers.Cal
 	var cc providers.CallCost
 	switch delivered := int(s.delivered.Load()); {
 	case perr != nil:
-		cc = s.c.abandonedCost(s.served, s.model, perr, s.bill)
+		cc = s.c.abandonedCost(s.route, perr, s.bill)
 	case u != nil:
-		cc = s.c.servedCost(s.served, s.model, s.servedModel, *u, s.bill, delivered)
+		cc = s.c.servedCost(s.route, s.servedModel, *u, s.bill, delivered)
 		s.usage = *u
 	default:
-		cc = s.c.servedCost(s.served, s.model, s.servedModel, providers.Usage{}, s.bill, delivered)
+		cc = s.c.servedCost(s.route, s.servedModel, providers.Usage{}, s.bill, delivered)
 	}
 	s.billed, s.tryCost = true, cc
 	s.cost = s.acct.Cost.Add(cc)

@@ -31,17 +31,19 @@ func TestCost_TheCallPathAllocatesNothingWithoutBudgets(t *testing.T) {
 			t.Fatal(err)
 		}
 		ctx := context.Background()
+		e := c.entries["idle"]
+		rt := routeOf(e, e.deps[0], "m")
 		u := providers.Usage{InputTokens: 3, OutputTokens: 4}
 		var sink providers.Money
 		n := testing.AllocsPerRun(100, func() {
-			op := operation{c: c, kind: OperationChat, chat: req, pl: pl, bill: c.billOf(req)}
+			op := operation{c: c, kind: OperationChat, chat: req, pl: pl, bill: bill{chat: req}}
 			err := c.admit(ctx, &op)
 			b, ticket, r, prior := op.bill, op.ticket, op.chat, op.prior
 			if err != nil || ticket != nil || r != req || len(op.pl.chain) != 1 || prior != nil {
 				t.Fatal("admit changed a call the client keeps no budgets for")
 			}
-			cc := c.servedCost("idle", "m", "", u, b, 10)
-			cc = cc.Add(c.abandonedCost("idle", "m", &providers.Error{Usage: &u, Partial: "text"}, b))
+			cc := c.servedCost(rt, "", u, b, 10)
+			cc = cc.Add(c.abandonedCost(rt, &providers.Error{Usage: &u, Partial: "text"}, b))
 			c.settle(ticket, cc, "idle", "m", u, b)
 			sink += cc.Total()
 		})

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/resilience"
 )
 
 // Exact token counts. A provider that counts a request's prompt itself (providers.TokenCounter:
@@ -100,48 +101,49 @@ func (cn *counting) count(ctx context.Context, req *providers.ChatRequest) (int,
 	return cn.tc.CountTokens(ctx, req)
 }
 
-// answerTokens is the answer's share of a call's estimate: MaxTokens, or DefaultAnswerTokens.
-func answerTokens(req *providers.ChatRequest) int {
-	if req.MaxTokens > 0 {
-		return req.MaxTokens
+// preflight returns what try t on its route debits from the route's per-minute limits for req
+// (asked of the try's model), and the estimate of its prompt the route learns from when the
+// answer reports its usage: nothing (0, and no estimate) when the route has no
+// tokens-per-minute limit and the client needs no estimates (counts); else the route's own
+// estimate (estimatePrompt) plus the answer's share — or, when d's provider counts before
+// each call and the route has a tokens-per-minute limit to feed, the provider's count of the
+// prompt plus the answer's share, the route learning at once what its estimate was worth. A
+// count that fails leaves the estimate. prior, when not nil, is the count made for the call's
+// budgets: a try of its provider and model uses it instead of counting again. tr hears of
+// every count it made when it is a CountTracker (on the goroutine of the try: a hedge's own).
+func (c *Client) preflight(ctx context.Context, t try, req *providers.ChatRequest, prior *priorCount, tr CallTracker) (int, estimate) {
+	if !c.counts(t.route) {
+		return 0, estimate{}
 	}
-	return DefaultAnswerTokens
-}
-
-// preflight returns the tokens a try of deployment d on route, for req (asked of the try's
-// model), debits from the route's budget: est, the call's estimate; or, when d's provider
-// counts before each call and the route has a tokens-per-minute limit to feed, the provider's count of the
-// prompt plus the answer's share of est. A count that fails leaves est. prior, when not nil, is
-// the count made for the call's budgets: a try of its provider and model uses it instead of
-// counting again. tr hears of every count it made when it is a CountTracker (on the goroutine
-// of the try: a hedge's own).
-func (d *deployment) preflight(ctx context.Context, route string, req *providers.ChatRequest, est int,
-	prior *priorCount, tr CallTracker) int {
+	d, pipe := t.d, t.d.pipeline.Route(t.key)
+	e := c.estimatePrompt(t.route, req)
+	answer := answerTokens(req)
 	cn := d.count
-	if cn == nil || !cn.preflight || !d.pipeline.Route(route).PacesTokens() {
-		return est
+	if cn == nil || !cn.preflight || !pipe.PacesTokens() {
+		return e.n + answer, e
 	}
-	answer := min(answerTokens(req), est)
 	if prior.of(d.owner, req.Model) {
 		if prior.report.Err != nil {
-			return est
+			return e.n + answer, e
 		}
-		return prior.n + answer
+		learn(pipe, e, prior.n)
+		return prior.n + answer, estimate{}
 	}
 	start := time.Now()
 	n, err := cn.count(ctx, req)
 	if err != nil && ctx.Err() != nil {
 		// The try ended while it counted — its hedge lost, the caller gave up, the call's
 		// deadline passed: the count did not fail, and nothing will use it.
-		return est
+		return e.n + answer, e
 	}
 	if ct, ok := tr.(CountTracker); ok {
-		ct.TokensCounted(d.countReport(ctx, route, est-answer, n, err, time.Since(start)))
+		ct.TokensCounted(d.countReport(ctx, t.key, e.n, n, err, time.Since(start)))
 	}
 	if err != nil {
-		return est
+		return e.n + answer, e
 	}
-	return n + answer
+	learn(pipe, e, n)
+	return n + answer, estimate{} // learnt from the count: the answer's usage teaches nothing more
 }
 
 // countReport is the telemetry of a count by d for route that took took: n tokens, or err;
@@ -197,7 +199,7 @@ func (c *Client) countForBudgets(ctx context.Context, a ask, chain []string, req
 			return nil // the call ended while it counted: nothing failed, nothing will use it
 		}
 		return &priorCount{entry: e.name, model: sent.Model, n: n,
-			report: d.countReport(ctx, r.key, EstimateInputTokens(req), n, err, time.Since(start))}
+			report: d.countReport(ctx, r.key, c.estimatePrompt(r, sent).n, n, err, time.Since(start))}
 	}
 	return nil
 }
@@ -225,8 +227,8 @@ type TokenCount struct {
 	// Counted is the prompt's input tokens as the provider counted them, 0 when the count
 	// failed.
 	Counted int
-	// Estimate is the client's estimate of the same prompt (EstimateTokens less the answer's
-	// share), which the count replaced or, when it failed, which stood in for it.
+	// Estimate is the route's estimate of the same prompt (Client.EstimateTokens' Input),
+	// which the count replaced or, when it failed, which stood in for it.
 	Estimate int
 	// Err is why the count failed, nil when it did not: the estimate was debited instead.
 	Err *providers.Error
@@ -234,33 +236,36 @@ type TokenCount struct {
 	Duration time.Duration
 }
 
-// CountTokens returns the input tokens of req — system prompt, messages and tools — as counted
-// by the provider it would be sent to: the first provider of the call's chain (WithProviders,
-// WithPolicy… as for Chat) that can serve it and counts tokens itself (providers.TokenCounter:
-// Anthropic), its first deployment, for the model it would be asked for. Nothing is estimated:
-// a chain without such a provider is KindBadRequest (see EstimateTokens for an estimate).
+// CountTokens returns an exact count of the input tokens of req — system prompt, messages and
+// tools — on the first route of the call's chain (WithProviders, WithPolicy… as for Chat) that
+// can serve it and count it exactly, for the model it would be asked for: by the provider
+// itself where it counts tokens (providers.TokenCounter: Anthropic; Method EstimateProvider),
+// or by the route's own encoding (Method EstimateTokenizer: see estimate.go). Routes that can
+// do neither are passed over; a chain with no route that can is KindBadRequest (see
+// EstimateTokens for an estimate). A provider's count teaches its route what its estimates
+// are worth, as an answer's usage does.
 //
-// The count is one request outside the provider's resilience pipeline, as pre-flight counts
-// are (see above): not retried, never counted against the circuit, bounded by the provider's
-// count timeout (anthropic.Config.CountTimeout) and by ctx. Its failure is returned as a
-// *providers.Error.
-func (c *Client) CountTokens(ctx context.Context, req *providers.ChatRequest, opts ...CallOption) (int, error) {
+// A provider's count is one request outside the provider's resilience pipeline, as pre-flight
+// counts are (see above): not retried, never counted against the circuit, bounded by the
+// provider's count timeout (anthropic.Config.CountTimeout) and by ctx. Its failure is returned
+// as a *providers.Error.
+func (c *Client) CountTokens(ctx context.Context, req *providers.ChatRequest, opts ...CallOption) (TokenEstimate, error) {
 	if ctx == nil {
-		return 0, errNilContext()
+		return TokenEstimate{}, errNilContext()
 	}
 	if err := req.Validate(); err != nil {
-		return 0, err
+		return TokenEstimate{}, err
 	}
 	o := collect(opts)
 	pl, err := c.planFor(o)
 	if err != nil {
-		return 0, err
+		return TokenEstimate{}, err
 	}
 	if o.sendsExtras() {
 		ctx = &callExtras{Context: ctx, o: o}
 	}
 	// The routes the call may be sent to, in the chain's order, as the walk would pick them.
-	w := walk{c: c, ask: askOf(req, false, 0), cur: cursor{chain: pl.chain}}
+	w := walk{c: c, ask: askOf(req, false), cur: cursor{chain: pl.chain}}
 	var skipped []string
 	entered := false
 	for _, name := range pl.chain {
@@ -270,28 +275,40 @@ func (c *Client) CountTokens(ctx context.Context, req *providers.ChatRequest, op
 		}
 		m := c.modelFor(e, req.Model, !entered)
 		entered = true
-		counted := false
+		serving := false
 		for _, d := range e.deps {
 			r := routeOf(e, d, m)
-			if d.count == nil || w.mayServe(r) != serves {
+			if w.mayServe(r) != serves {
 				continue
 			}
-			n, err := d.count.count(ctx, withModel(req, r.model))
-			if err != nil {
-				return 0, classify(ctx, d.name, err, nil)
+			serving = true
+			out := TokenEstimate{Answer: answerTokens(req), Learnt: resilience.TokenModel{Text: 1, Frame: 1}, Provider: e.name, Deployment: d.name, Model: r.modelName()}
+			if d.count != nil {
+				sent := withModel(req, r.model)
+				n, err := d.count.count(ctx, sent)
+				if err != nil {
+					return TokenEstimate{}, classify(ctx, d.name, err, nil)
+				}
+				pipe := d.pipeline.Route(r.key)
+				learn(pipe, c.estimatePrompt(r, sent), n)
+				out.Input, out.Method = n, EstimateProvider
+				out.Learnt = pipe.TokenModel()
+				return out, nil
 			}
-			counted = true
-			return n, nil
+			if enc := c.encodingOf(r); enc != nil {
+				out.Input, out.Method, out.Encoding = promptTokens(enc, r.modelName(), req), EstimateTokenizer, enc.Name()
+				return out, nil
+			}
 		}
-		if !counted {
+		if serving {
 			skipped = append(skipped, name)
 		}
 	}
-	msg := "no provider of the chain counts tokens"
+	msg := "no route of the chain can count the request's tokens exactly"
 	if len(skipped) > 0 {
-		msg += " (" + strings.Join(skipped, ", ") + " can serve the request but do not)"
+		msg += " (" + strings.Join(skipped, ", ") + " can serve it, but neither counts tokens nor has a tokenizer linked)"
 	}
-	return 0, &providers.Error{Kind: providers.KindBadRequest, Message: msg + ": use EstimateTokens for an estimate"}
+	return TokenEstimate{}, &providers.Error{Kind: providers.KindBadRequest, Message: msg + ": use EstimateTokens for an estimate"}
 }
 
 // rawSystem is the GenAI system whose providers alone can serve req: that of its raw tools

@@ -113,10 +113,11 @@ func TestPreflightCount_PacingDebitsTheCountedPrompt(t *testing.T) {
 	c := newClient(t, client.WithClock(backend.NewManualClock()), client.WithTelemetry(tel),
 		countingClaude("claude", s, pacedPolicy(), nil))
 	req := bigRequest()
-	want, err := c.CountTokens(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
+	counted, err := c.CountTokens(context.Background(), req)
+	if err != nil || counted.Method != client.EstimateProvider {
+		t.Fatal(counted, err)
 	}
+	want := counted.Input
 	resp, err := c.Chat(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -248,8 +249,12 @@ func TestCountTokens_AsksTheFirstProviderThatCounts(t *testing.T) {
 		countingClaude("claude", claude, policy(), func(c *anthropic.Config) { c.CountTokens = false }),
 		client.WithFallback("openai", "claude"))
 	n, err := c.CountTokens(context.Background(), hello())
-	if err != nil || n != mocks.Tokens("hello there") || gpt.Journal().Len() != 0 {
-		t.Fatalf("%d, %v; openai asked %d times", n, err, gpt.Journal().Len())
+	if err != nil || n.Input != mocks.Tokens("hello there") || gpt.Journal().Len() != 0 {
+		t.Fatalf("%+v, %v; openai asked %d times", n, err, gpt.Journal().Len())
+	}
+	if n.Method != client.EstimateProvider || n.Provider != "claude" || n.Deployment != "claude" || n.Model != "claude-haiku-4-5" ||
+		n.Answer != client.DefaultAnswerTokens || n.Learnt.Samples != 1 {
+		t.Fatalf("count %+v: want the provider's, on claude's route, which learnt from it", n)
 	}
 	only := newClient(t, openAIProvider("openai", gpt, policy()))
 	_, err = only.CountTokens(context.Background(), hello())

@@ -328,6 +328,30 @@ type RouteInfo struct {
 	// per output token, their p50 and p95, error rate and samples — which StrategyLatency routes
 	// by.
 	Latency resilience.LatencyInfo
+	// Tokens is how the route estimates prompts (see Client.EstimateTokens).
+	Tokens TokenInfo
+}
+
+// TokenInfo is how a route estimates its prompts' tokens.
+type TokenInfo struct {
+	// Method is EstimateTokenizer for a route whose encoding is linked (Encoding names it),
+	// else EstimateLearnt once it has learnt from an answer's usage, EstimateHeuristic before.
+	Method   EstimateMethod
+	Encoding string
+	// Learnt is what the route learnt from its answers' usage (and provider counts) of the
+	// weights of tokens.Heuristic's count of a prompt's text and frame
+	// (resilience.Pipeline.TokenModel); 1, 1 and 0 before any. A route with a tokenizer does
+	// not learn.
+	Learnt resilience.TokenModel
+}
+
+// tokenInfo is how route r estimates its prompts.
+func (c *Client) tokenInfo(r route) TokenInfo {
+	if enc := c.encodingOf(r); enc != nil {
+		return TokenInfo{Method: EstimateTokenizer, Encoding: enc.Name(), Learnt: resilience.TokenModel{Text: 1, Frame: 1}}
+	}
+	e := learnt(r.d.pipeline.Route(r.key), 0, 0)
+	return TokenInfo{Method: e.method, Encoding: e.enc, Learnt: e.learnt()}
 }
 
 // Deployments returns the state of the deployments of provider name, in their configured
@@ -345,7 +369,7 @@ func (c *Client) Deployments(name string) []DeploymentInfo {
 			Failovers: d.failovers.Load()}
 		for model, r := range d.pipeline.Routes() {
 			out[i].Routes = append(out[i].Routes, RouteInfo{Model: model, Circuit: r.CircuitInfo(), Headroom: r.Headroom(),
-				Latency: r.Latency()})
+				Latency: r.Latency(), Tokens: c.tokenInfo(route{e: e, d: d, model: model, key: model})})
 		}
 		slices.SortFunc(out[i].Routes, func(a, b RouteInfo) int { return cmp.Compare(a.Model, b.Model) })
 	}

@@ -21,7 +21,11 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ..
 // embedTry makes the try t of the embeddings call op.
 func (op *operation) embedTry(ctx context.Context, t try) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 	call := new(resilience.Call)
-	t.setUp(call, ctx, false, op.pl.policyFor(t.d, op.o), op.o, op.tokens)
+	var est estimate
+	if op.c.counts(t.route) {
+		est = op.c.estimateEmbed(t.route, op.embed)
+	}
+	t.setUp(call, ctx, false, op.pl.policyFor(t.d, op.o), op.o, est.n)
 	r := op.embed
 	if t.model != r.Model {
 		cp := *r
@@ -30,7 +34,9 @@ func (op *operation) embedTry(ctx context.Context, t try) (*providers.EmbedRespo
 	}
 	resp, err := t.d.provider.Embed(call, r)
 	if err == nil && resp != nil {
-		t.d.pipeline.Route(t.key).SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
+		pipe := t.d.pipeline.Route(t.key)
+		pipe.SettleTokens(call.Info.TokensDebited, resp.Usage.Total())
+		learn(pipe, est, resp.Usage.InputTokens)
 	}
 	return resp, &call.Info, err
 }
@@ -50,7 +56,7 @@ func (op *operation) serveEmbed(resp *providers.EmbedResponse, at *attempt, res 
 	}
 	var sc providers.CallCost
 	if c.priced() {
-		sc = c.servedCost(at.d.owner, at.key, served, resp.Usage, op.bill, 0)
+		sc = c.servedCost(at.route, served, resp.Usage, op.bill, 0)
 		resp.Cost = acct.Cost.Add(sc)
 	}
 	if res != nil {

@@ -139,7 +139,7 @@ func ExampleClient_CountTokens() {
 	}
 	req := &providers.ChatRequest{MaxTokens: 100, Messages: []providers.Message{{Role: providers.RoleUser, Content: "How long is this prompt?"}}}
 	n, err := c.CountTokens(context.Background(), req) // a count on demand, as the chain would send it
-	fmt.Println("counted:", n, err, "estimated:", client.EstimateTokens(req)-req.MaxTokens)
+	fmt.Println("counted:", n.Input, n.Method, err)
 	if _, err := c.Chat(context.Background(), req); err != nil { // counted first, then debited n + 100
 		fmt.Println(err)
 		return
@@ -150,10 +150,49 @@ func ExampleClient_CountTokens() {
 	}
 
 	// Output:
-	// counted: 6 <nil> estimated: 6
+	// counted: 6 provider <nil>
 	// /v1/messages/count_tokens
 	// /v1/messages/count_tokens
 	// /v1/messages
+}
+
+// A route's token estimate, and how it learns: here the fake counts four bytes a token and
+// nothing for the chat format, which the heuristic's first estimate does not know; after a few
+// answers the route estimates what the fake bills. (A budget, a context window or a
+// tokens-per-minute limit makes the client estimate, and so learn; this client's limit is
+// one a budget-minded service would set.)
+func ExampleClient_EstimateTokens() {
+	s := mocks.NewServer()
+	defer s.Close()
+	policy := resilience.DefaultOptions()
+	policy.PaceTokensPerMinute = 1_000_000
+	c, err := client.New(client.WithProvider("claude", policy, func(hc *http.Client) (providers.Provider, error) {
+		return anthropic.New(anthropic.Config{Name: "claude", BaseURL: s.AnthropicBaseURL(), APIKey: "sk-ant-example", HTTPClient: hc,
+			Model: "claude-haiku-4-5"})
+	}))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	// docs:begin estimate-tokens
+	req := &providers.ChatRequest{MaxTokens: 100, Messages: []providers.Message{{Role: providers.RoleUser, Content: "How long is this prompt?"}}}
+	e, err := c.EstimateTokens(req) // nothing is sent
+	fmt.Println(e.Input, e.Answer, e.Method, e.Provider, e.Model, err)
+	for range 5 { // each answer's usage teaches the route
+		if _, err := c.Chat(context.Background(), req); err != nil {
+			fmt.Println(err)
+			return
+		}
+	}
+	e, _ = c.EstimateTokens(req)
+	fmt.Println(e.Input, e.Method, e.Learnt.Samples)
+	// docs:end estimate-tokens
+	fmt.Println("billed:", mocks.Tokens(req.Messages[0].Content))
+
+	// Output:
+	// 13 100 heuristic claude claude-haiku-4-5 <nil>
+	// 6 learnt 5
+	// billed: 6
 }
 
 // A whole-call deadline: the provider asks to be retried in 30 s, which the policy would wait

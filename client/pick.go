@@ -42,17 +42,18 @@ type ask struct {
 	// system is the GenAI system whose providers alone take the call's raw tools
 	// (providers.Tool.Raw), "" for any.
 	system string
-	// tokens is the call's estimate (its prompt and the most it may answer), against the
-	// context windows the routes declare.
-	tokens int
+	// req is the chat request, whose estimate on a route (its prompt and the most it may
+	// answer) a context window the route declares must hold; nil for embeddings, which no
+	// window bounds.
+	req *providers.ChatRequest
 	// pin is the provider state the call continues from (ChatRequest.Pin), when pinned.
 	pin    providers.Pin
 	pinned bool
 }
 
-// askOf is what a chat request asks, a stream or not, estimated at tokens.
-func askOf(req *providers.ChatRequest, stream bool, tokens int) ask {
-	a := ask{model: req.Model, need: req.Needs(stream), system: rawSystem(req), tokens: tokens}
+// askOf is what a chat request asks, a stream or not.
+func askOf(req *providers.ChatRequest, stream bool) ask {
+	a := ask{model: req.Model, need: req.Needs(stream), system: rawSystem(req), req: req}
 	a.pin, a.pinned = req.Pin()
 	return a
 }
@@ -92,7 +93,7 @@ func (w *walk) mayServe(r route) verdict {
 		return tried
 	case !w.holds(r.d):
 		return notHolder
-	case !w.fits(w.c.windowOf(r.e.name, r.key)):
+	case !w.fits(r):
 		return tooSmall
 	}
 	return serves
@@ -108,7 +109,7 @@ func (w *walk) skip(r route, v verdict) {
 		w.skipped = append(w.skipped, r.d.name+" (does not hold "+w.pin.What+")")
 		w.pinSkips++
 	case tooSmall:
-		w.skipped = append(w.skipped, r.d.name+" ("+windowReason(w.c.windowOf(r.e.name, r.key), w.tokens, w.minWindow)+")")
+		w.skipped = append(w.skipped, r.d.name+" ("+windowReason(w.c.windowOf(r.e.name, r.key), w.needs(r), w.minWindow)+")")
 	}
 }
 
@@ -132,11 +133,43 @@ func (w *walk) holds(d *deployment) bool {
 	return ok && s.SharingScope() == w.pin.Origin
 }
 
-// fits reports whether a route that declares window (0: none) can hold the call: the call's
-// estimate is within it, and, once a route answered that the prompt exceeds its window
-// (minWindow), it declares a larger one.
-func (w *walk) fits(window int) bool {
-	return (window == 0 || w.tokens <= window) && (w.minWindow == 0 || window > w.minWindow)
+// fits reports whether route r, which may declare a context window, can hold the call: the
+// call's estimate on r is within the window, and, once a route answered that the prompt
+// exceeds its window (minWindow), r declares a larger one. A route that declares none is not
+// estimated.
+func (w *walk) fits(r route) bool {
+	window := w.c.windowOf(r.e.name, r.key)
+	if window == 0 {
+		return w.minWindow == 0
+	}
+	return window > w.minWindow && w.needs(r) <= window
+}
+
+// needs returns the call's estimate on route r — its prompt as r estimates it and the most it
+// may answer — for the context windows: counted once per route and kept for the walk (on its
+// own goroutine), 0 for embeddings.
+func (w *walk) needs(r route) int {
+	if w.req == nil {
+		return 0
+	}
+	for i := range w.counted[:w.ncounted] {
+		if k := &w.counted[i]; k.d == r.d && k.key == r.key {
+			return k.n
+		}
+	}
+	n := w.c.estimatePrompt(r, w.req).n + answerTokens(w.req)
+	if w.ncounted < len(w.counted) {
+		w.counted[w.ncounted] = routeCount{d: r.d, key: r.key, n: n}
+		w.ncounted++
+	}
+	return n
+}
+
+// routeCount is a call's estimate on one route (walk.needs).
+type routeCount struct {
+	d   *deployment
+	key string
+	n   int
 }
 
 // windowReason says why a route was skipped for its context window.
@@ -349,7 +382,7 @@ func (w *walk) first() (route, bool) {
 // route that may serve it declares a context window for its model, and the call's estimate
 // exceeds them all.
 func (w *walk) preflight() *providers.Error {
-	largest, entered := 0, false
+	largest, requested, entered := 0, 0, false
 	for _, name := range w.cur.chain {
 		e := w.c.entries[name]
 		if !w.takes(e) {
@@ -366,14 +399,20 @@ func (w *walk) preflight() *providers.Error {
 			if window == 0 {
 				return nil // a route whose window nobody declared may hold it
 			}
-			largest = max(largest, window)
+			n := w.needs(r)
+			if n <= window {
+				return nil
+			}
+			if window > largest {
+				largest, requested = window, n
+			}
 		}
 	}
-	if largest == 0 || w.tokens <= largest {
+	if largest == 0 {
 		return nil
 	}
 	return &providers.Error{Kind: providers.KindContextTooLong,
-		Overflow: &providers.ContextOverflow{Window: largest, Requested: w.tokens},
+		Overflow: &providers.ContextOverflow{Window: largest, Requested: requested},
 		Message: fmt.Sprintf("the call needs about %d tokens (prompt and max_tokens), more than the largest context window of the chain (%d): not sent",
-			w.tokens, largest)}
+			requested, largest)}
 }

@@ -23,6 +23,7 @@ type Stream struct {
 	provider string          // the deployment's name, in errors
 	served   string          // the provider's name
 	route    route           // the route it was sent to, for a rescue's decision
+	est      estimate        // its route's estimate of the prompt, learnt from once its usage is known
 	model    string          // the model the provider was asked for
 	inner    providers.Stream
 	pending  []providers.Delta  // received while waiting for the first content
@@ -234,6 +235,7 @@ func (s *Stream) accept(d providers.Delta) {
 		}
 		d.Model = s.modelNamed() // for telemetry: the model that served, as Chat reports it
 		s.pipe.SettleTokens(s.call.Info.TokensDebited, d.Usage.Total())
+		learn(s.pipe, s.est, d.Usage.InputTokens)
 		s.tel.end(nil, d, false, s.charge(&d.Usage, nil))
 		s.settle()
 	}

@@ -43,6 +43,10 @@ type walk struct {
 	// pinSkips counts the routes skipped because they do not hold the state the call is
 	// pinned to (see holds).
 	pinSkips int
+	// counted are the call's estimates on the routes whose context windows it was checked
+	// against (needs), the first ncounted of them.
+	counted  [4]routeCount
+	ncounted int
 
 	failures []*providers.Error
 	skipped  []string

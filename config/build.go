@@ -11,6 +11,7 @@ import (
 	"github.com/steadyllm/steady/internal/redact"
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/resilience"
+	"github.com/steadyllm/steady/tokens"
 )
 
 // build decodes the merged, normalized LLM tree into a Config and checks what only the merged
@@ -150,6 +151,8 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 		ThinkingModes:       smap(keyThinkingModes),
 		CountTokens:         countTokens,
 		CountTimeoutSeconds: countTimeout,
+		TokenEncoding:       strings.TrimSpace(str(keyTokenEncoding)),
+		TokenEncodings:      smap(keyTokenEncodings),
 	}
 	for m, mode := range p.ThinkingModes {
 		p.ThinkingModes[m] = strings.ToLower(strings.TrimSpace(mode))
@@ -255,6 +258,17 @@ func checkProviderValues(add func(key string, value any, allowed string), p Prov
 	for _, m := range sortedKeys(p.ContextWindows) {
 		if n := p.ContextWindows[m]; n < 0 || n > maxContextWindow {
 			add(joinPath(keyContextWindows, m), n, fmt.Sprintf("must be between 0 (none declared) and %d tokens", maxContextWindow))
+		}
+	}
+	if msg := checkEncoding(p.TokenEncoding); msg != "" {
+		add(keyTokenEncoding, p.TokenEncoding, msg)
+	}
+	for _, m := range sortedKeys(p.TokenEncodings) {
+		if msg := checkEncoding(p.TokenEncodings[m]); msg != "" || strings.TrimSpace(p.TokenEncodings[m]) == "" {
+			if msg == "" {
+				msg = "must name an encoding"
+			}
+			add(joinPath(keyTokenEncodings, m), p.TokenEncodings[m], msg)
 		}
 	}
 	for i, c := range p.Capabilities {
@@ -388,4 +402,22 @@ func oneOf(list []string) string {
 		quoted[i] = fmt.Sprintf("%q", s)
 	}
 	return "must be one of " + strings.Join(quoted, ", ")
+}
+
+// EncodingNone, as a provider's TokenEncoding (or one model's in TokenEncodings), has its
+// prompts estimated and learnt from usage even where the model's name says which encoding it
+// uses (client.TokenEncodingNone).
+const EncodingNone = "none"
+
+// checkEncoding says what is wrong with a TokenEncoding value, "" when nothing is: empty (the
+// model table's), "none", or an encoding registered with package tokens.
+func checkEncoding(name string) string {
+	if name == "" || name == EncodingNone {
+		return ""
+	}
+	if _, ok := tokens.Lookup(name); ok {
+		return ""
+	}
+	return fmt.Sprintf("must be %q (estimate, learning from usage) or a registered encoding (%s and %s are registered by "+
+		"importing github.com/steadyllm/steady/tokens/tiktoken into the program)", EncodingNone, tokens.O200kBase, tokens.Cl100kBase)
 }

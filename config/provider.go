@@ -122,6 +122,15 @@ type Provider struct {
 	// Allowed: 0..100000000 each. The deployments of one provider (DeploymentOf) share its
 	// windows: each must declare the same ContextWindow and ContextWindows, or none.
 	ContextWindows map[string]int
+	// TokenEncoding names the encoding that counts the prompts of the provider's models
+	// exactly (client.WithTokenEncoding): tokens.O200kBase or tokens.Cl100kBase (linked by
+	// importing github.com/steadyllm/steady/tokens/tiktoken), another encoding the program
+	// registered, or "none" to estimate them and learn from their usage even where the model's
+	// name says its encoding. "" (the default) follows the model table
+	// (tokens.EncodingForModel). TokenEncodings does the same for the models named, by the
+	// model name the provider is asked for.
+	TokenEncoding  string
+	TokenEncodings map[string]string
 	// API is which of OpenAI's chat APIs the provider calls (openai, azure, openai-compatible):
 	// APIChatCompletions (POST /chat/completions; "" means it) or APIResponses (POST
 	// /responses: typed items, reasoning items kept across turns, stored answers; see

@@ -54,6 +54,8 @@ const (
 	keyThinkingModes    = "ThinkingModes"
 	keyCountTokens      = "CountTokens"
 	keyCountTimeout     = "CountTimeoutSeconds"
+	keyTokenEncoding    = "TokenEncoding"
+	keyTokenEncodings   = "TokenEncodings"
 
 	keyMaxResponseBytes  = "MaxResponseBytes"
 	keyMaxEventBytes     = "MaxEventBytes"
@@ -65,7 +67,7 @@ var (
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
 		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe, keyAPI, keyThinkingModes,
-		keyCountTokens, keyCountTimeout}
+		keyCountTokens, keyCountTimeout, keyTokenEncoding, keyTokenEncodings}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -103,6 +105,8 @@ var providerFields = map[string]providerField{
 	keyThinkingModes:    {kind: kindStringMap, types: []string{DialectAnthropic}},
 	keyCountTokens:      {kind: kindBool, types: []string{DialectAnthropic}},
 	keyCountTimeout:     {kind: kindSeconds, types: []string{DialectAnthropic}},
+	keyTokenEncoding:    {kind: kindString},
+	keyTokenEncodings:   {kind: kindStringMap},
 }
 
 // sharedStateFields describes every field of LLM.SharedState.

@@ -226,6 +226,10 @@ type CheckResult struct {
 	// Latency() resilience.LatencyInfo, as *resilience.Pipeline has): their speed and error
 	// rate. It never changes Status.
 	Latency resilience.LatencyInfo
+	// Tokens is what a route learnt of its prompts' tokens from their bills (for a source with
+	// a method TokenModel() resilience.TokenModel, as *resilience.Pipeline has; see
+	// client.TokenInfo); zero for a source that learnt nothing. It never changes Status.
+	Tokens resilience.TokenModel
 	// Route is the model of a route's result ("<source>:<model>", see resilience.Pipeline.Route),
 	// "" for a source's own. Routed marks a source's own result when it serves through routes:
 	// it is shown, and its failures count through its routes' statuses.
@@ -282,6 +286,11 @@ type headroomSource interface {
 // (*resilience.Pipeline).
 type latencySource interface {
 	Latency() resilience.LatencyInfo
+}
+
+// tokenSource is a source that learns what its prompts' tokens are worth (a pipeline).
+type tokenSource interface {
+	TokenModel() resilience.TokenModel
 }
 
 // Report is the outcome of one check of every source. Its JSON form is the
@@ -404,6 +413,11 @@ func read(r *CheckResult, src CircuitSource) {
 	}
 	if ls, ok := src.(latencySource); ok {
 		r.Latency = ls.Latency()
+	}
+	if ts, ok := src.(tokenSource); ok {
+		if m := ts.TokenModel(); m.Samples > 0 {
+			r.Tokens = m
+		}
 	}
 }
 

@@ -39,6 +39,12 @@ type check struct {
 	LatencyP95     string `json:"latencyP95,omitempty"`
 	ErrorRate      string `json:"errorRate,omitempty"`
 	LatencySamples int64  `json:"latencySamples,omitempty"`
+	// TokenText and TokenFrame are the weights a route learnt of the client's estimates of a
+	// prompt's text and chat-format frame ("1.18"), from TokenSamples answers; absent before
+	// any (resilience.TokenModel).
+	TokenText    string `json:"tokenText,omitempty"`
+	TokenFrame   string `json:"tokenFrame,omitempty"`
+	TokenSamples int    `json:"tokenSamples,omitempty"`
 	// ConcurrencyLimit is the adaptive concurrency limit, when the source has one.
 	ConcurrencyLimit int `json:"concurrencyLimit,omitempty"`
 	// Serving, of a source that serves through routes: "1 of 2 models serving", with how
@@ -128,6 +134,10 @@ func (r Report) MarshalJSON() ([]byte, error) {
 			ck.TokensLeft = strconv.FormatFloat(cr.TokensLeft, 'f', 2, 64)
 		}
 		addLatency(&ck, cr.Latency)
+		if m := cr.Tokens; m.Samples > 0 {
+			ck.TokenText, ck.TokenFrame = strconv.FormatFloat(m.Text, 'f', 2, 64), strconv.FormatFloat(m.Frame, 'f', 2, 64)
+			ck.TokenSamples = m.Samples
+		}
 		ck.ConcurrencyLimit = cr.ConcurrencyLimit
 		if cr.Routes > 0 {
 			ck.Serving, ck.Degraded = servingText(cr.Serving, cr.Probing, cr.Routes, " models"), cr.Degraded

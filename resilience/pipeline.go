@@ -44,6 +44,8 @@ type Pipeline struct {
 	hroom headroomCache
 	// lat is what the client measured of the pipeline's calls' speed (latency.go).
 	lat latency
+	// tok is what the pipeline learnt of its prompts' tokens from their bills (tokens.go).
+	tok tokenModel
 
 	// watchers are the observers added by Watch; a route's emitter uses its deployment's.
 	watchers watchers

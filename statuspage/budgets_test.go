@@ -20,11 +20,13 @@ import (
 	"github.com/steadyllm/steady/statuspage"
 )
 
-// A token costs $0.001 at these prices: a call of "hello there" answered "ok" costs $0.004
-// (3 tokens in, 1 out), and, asking for at most 1 token, is estimated at as much.
+// A token costs $0.00004 at these prices: a call of spendPrompt answered "ok" costs $0.004 (99
+// tokens in, 1 out, as the fake counts), and, asking for at most 1 token, is estimated at as
+// much once the route has learnt from one answer how the fake counts (its first estimate, in
+// the chat format, is a few tokens more, within every budget's first call).
 func tokenPrices(t testing.TB) *cost.Prices {
 	t.Helper()
-	p, err := cost.NewPrices("USD", []cost.Entry{{Provider: "openai", Model: "gpt-4o-mini*", Price: cost.PerMillion(1000, 1000)}})
+	p, err := cost.NewPrices("USD", []cost.Entry{{Provider: "openai", Model: "gpt-4o-mini*", Price: cost.PerMillion(40, 40)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +49,13 @@ func budgetedClient(t testing.TB, s *mocks.Server, clock *backend.ManualClock, o
 		client.WithPrices(tokenPrices(t)), client.WithBudgets(o, budgets()...), client.WithClock(clock)}, opts...)...)
 }
 
+// spendPrompt is 396 bytes: 99 tokens to the fake.
+var spendPrompt = strings.Repeat("spend ", 66)
+
 // spend makes one call of tenant's, costing $0.004.
 func spend(c *client.Client, tenant string) error {
 	_, err := c.Chat(context.Background(), &providers.ChatRequest{MaxTokens: 1,
-		Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello there"}}}, client.WithTenant(tenant))
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: spendPrompt}}}, client.WithTenant(tenant))
 	return err
 }
 

@@ -112,6 +112,7 @@ type rowView struct {
 	Spark                 template.HTML
 	InFlight              string
 	Hedges, Failovers     string
+	Estimate              string // how a route estimates its prompts' tokens
 }
 
 type eventView struct {
@@ -150,6 +151,7 @@ func view(s Snapshot) pageView {
 			for _, rt := range d.Routes {
 				rr := row(d.Name+":"+rt.Model, rt.Model, string(rt.Status), rt.State, at)
 				rr.Route = true
+				rr.Estimate = estimateText(rt.Tokens)
 				pv.Rows = append(pv.Rows, rr)
 			}
 		}
@@ -167,11 +169,28 @@ func view(s Snapshot) pageView {
 	return v
 }
 
+// estimateText says how a route estimates its prompts: "o200k_base", "learnt: text ×1.18,
+// frame ×0.90 (42 answers)", "heuristic"; "—" when unknown.
+func estimateText(t *Tokens) string {
+	switch {
+	case t == nil:
+		return "—"
+	case t.Method == "tokenizer":
+		return t.Encoding
+	case t.Samples > 0:
+		return "learnt: text ×" + strconv.FormatFloat(t.Text, 'f', 2, 64) + ", frame ×" + strconv.FormatFloat(t.Frame, 'f', 2, 64) +
+			" (" + strconv.Itoa(t.Samples) + " answers)"
+	case t.Method != "":
+		return t.Method
+	}
+	return "—"
+}
+
 // row formats the state of a deployment or a route; at is the snapshot's time in milliseconds.
 func row(key, name, status string, st State, at int64) rowView {
 	r := rowView{Key: key, Name: name, Status: status, State: st.Circuit, Circuit: st.Circuit, Probe: "—", Pause: "—",
 		Requests: share(st.RequestsLeft, st.RequestsPerMinute), Tokens: share(st.TokensLeft, st.TokensPerMinute),
-		Latency: "—", Errors: "—", Spark: sparkline(st.Latency.RecentMs)}
+		Latency: "—", Errors: "—", Estimate: "—", Spark: sparkline(st.Latency.RecentMs)}
 	switch st.Circuit {
 	case "closed":
 		r.CircuitClass = "pass"
@@ -312,14 +331,14 @@ var stateTemplate = template.Must(template.New("state").Parse(`<div class="top">
 	`{{with .Error}} <span class="mute">{{.}}</span>{{end}}{{end}}{{else}}<span class="mute">none</span>{{end}}</span></div>
 {{range .Providers}}<h2 data-provider="{{.Name}}"><span class="badge {{.Status}}">{{.Status}}</span> {{.Name}} <small>{{.Summary}}</small></h2>
 <table><thead><tr><th>deployment · model</th><th>circuit</th><th>next probe</th><th>pause</th><th>requests left</th>` +
-	`<th>tokens left</th><th>p50 · p95</th><th>errors</th><th>recent latency</th><th>in flight</th><th>hedges</th><th>failovers</th></tr></thead><tbody>
+	`<th>tokens left</th><th>p50 · p95</th><th>errors</th><th>recent latency</th><th>in flight</th><th>hedges</th><th>failovers</th><th>token estimate</th></tr></thead><tbody>
 {{range .Rows}}<tr{{if .Route}} class="route"{{end}} data-name="{{.Key}}" data-status="{{.Status}}" data-circuit="{{.State}}"` +
 	` data-pause="{{if .PauseAt}}on{{else}}off{{end}}"{{if .Failing}} data-failing="on"{{end}}><td>{{.Name}}</td>` +
 	`<td class="{{.CircuitClass}}">{{.Circuit}}{{with .Failing}}<br><span class="fail wrap">failing: {{.}}</span>{{end}}</td>` +
 	`<td>{{if .ProbeAt}}<span data-until="{{.ProbeAt}}">{{.Probe}}</span>{{else}}{{.Probe}}{{end}}</td>` +
 	`<td>{{if .PauseAt}}<span class="warn" data-until="{{.PauseAt}}">{{.Pause}}</span>{{else}}{{.Pause}}{{end}}</td>` +
 	`<td>{{.Requests}}</td><td>{{.Tokens}}</td><td>{{.Latency}}</td><td>{{.Errors}}</td><td>{{.Spark}}</td>` +
-	`<td>{{.InFlight}}</td><td>{{.Hedges}}</td><td>{{.Failovers}}</td></tr>
+	`<td>{{.InFlight}}</td><td>{{.Hedges}}</td><td>{{.Failovers}}</td><td>{{.Estimate}}</td></tr>
 {{end}}</tbody></table>
 {{end}}{{template "budgets" .Budgets}}<h2>Recent events <small>{{.Kept}} kept of {{.Seen}} seen</small></h2>
 {{if .Events}}<table id="events"><thead><tr><th>time (UTC, pipeline clock)</th><th>where</th><th>what</th><th>detail</th></tr></thead><tbody>

@@ -96,6 +96,21 @@ type Route struct {
 	// never better than its deployment's.
 	Status health.Status `json:"status"`
 	State
+	// Tokens is how the route estimates its prompts' tokens (client.TokenInfo). Absent for a
+	// bare pipeline's route that learnt nothing.
+	Tokens *Tokens `json:"tokens,omitempty"`
+}
+
+// Tokens is how a route estimates its prompts' tokens: Method "tokenizer" (Encoding names it),
+// "learnt" or "heuristic"; Text and Frame the weights it learnt of the heuristic's count of a
+// prompt's text and chat-format frame from its answers' usage, from Samples answers
+// (resilience.TokenModel).
+type Tokens struct {
+	Method   string  `json:"method,omitempty"`
+	Encoding string  `json:"encoding,omitempty"`
+	Text     float64 `json:"text"`
+	Frame    float64 `json:"frame"`
+	Samples  int     `json:"samples"`
 }
 
 // State is the circuit, pause, budgets and speed of a deployment or a route.
@@ -219,7 +234,9 @@ func (p *Page) Snapshot() Snapshot {
 				for _, r := range d.Routes {
 					spark = recent(routes[r.Model], spark)
 					dep.Routes = append(dep.Routes, Route{Model: p.scrub.Text(r.Model, maxName), Status: status[d.Name+":"+r.Model],
-						State: state(r.Circuit, r.Headroom, r.Latency, spark)})
+						State: state(r.Circuit, r.Headroom, r.Latency, spark), Tokens: &Tokens{Method: string(r.Tokens.Method),
+							Encoding: p.scrub.Text(r.Tokens.Encoding, maxName), Text: r.Tokens.Learnt.Text, Frame: r.Tokens.Learnt.Frame,
+							Samples: r.Tokens.Learnt.Samples}})
 				}
 				pr.Hedges += d.Hedges
 				pr.HedgesWon += d.HedgesWon
@@ -257,8 +274,12 @@ func (p *Page) Snapshot() Snapshot {
 		for _, m := range models {
 			r := routes[m]
 			spark = recent(r, spark)
-			dep.Routes = append(dep.Routes, Route{Model: p.scrub.Text(m, maxName), Status: status[np.name+":"+m],
-				State: state(r.CircuitInfo(), r.Headroom(), r.Latency(), spark)})
+			rt := Route{Model: p.scrub.Text(m, maxName), Status: status[np.name+":"+m],
+				State: state(r.CircuitInfo(), r.Headroom(), r.Latency(), spark)}
+			if m := r.TokenModel(); m.Samples > 0 {
+				rt.Tokens = &Tokens{Method: "learnt", Text: m.Text, Frame: m.Frame, Samples: m.Samples}
+			}
+			dep.Routes = append(dep.Routes, rt)
 		}
 		pr := Provider{Name: dep.Name, Pipeline: true, Deployments: []Deployment{dep}}
 		pr.Status, pr.Serving, pr.Probing, pr.Total = standing(np.name, pr.Deployments, status, groups)
