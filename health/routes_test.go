@@ -87,6 +87,31 @@ func TestChecker_ShowsEachRoutesLatency(t *testing.T) {
 	}
 }
 
+// A route that learnt what its prompts' tokens are worth shows the weights and their samples;
+// one that learnt nothing shows none, and neither changes a status.
+func TestChecker_ShowsWhatEachRouteLearntOfItsTokens(t *testing.T) {
+	p, err := resilience.New(resilience.DefaultOptions(), resilience.WithName("claude"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		p.Route("claude-haiku-4-5").LearnTokens(100, 20, 150)
+	}
+	_ = p.Route("claude-opus-4-7")
+	c := NewChecker()
+	c.Add("claude", p)
+	rep := c.Report()
+	b, _ := rep.MarshalJSON()
+	for _, want := range []string{`"tokenText":"1.25"`, `"tokenFrame":"1.25"`, `"tokenSamples":3`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("no %s in %s", want, b)
+		}
+	}
+	if n := strings.Count(string(b), `"tokenSamples"`); n != 1 || rep.Status != StatusPass {
+		t.Errorf("%d checks show tokens (want the route that learnt alone), status %s: %s", n, rep.Status, b)
+	}
+}
+
 // What a provider serves is what its routes serve: its only model open reads open and fails
 // readiness beside a host circuit that is closed (its own component, "<name>:host"); a model
 // whose break ended reads as probing — never as serving — and warns; a model whose calls fail

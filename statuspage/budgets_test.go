@@ -88,6 +88,15 @@ func TestPage_ShowsBudgets(t *testing.T) {
 	if snap.Status != health.StatusPass || snap.SpendStore != nil || len(snap.Budgets) != 2 {
 		t.Fatalf("snapshot: status %s, store %+v, %d budgets", snap.Status, snap.SpendStore, len(snap.Budgets))
 	}
+	// A budgeted client's routes learn from each answer how the server counts tokens, which
+	// the page shows by the route.
+	if rt := snap.Providers[0].Deployments[0].Routes; len(rt) != 1 || rt[0].Tokens == nil || rt[0].Tokens.Method != "learnt" ||
+		rt[0].Tokens.Samples != 3 || rt[0].Tokens.Text <= 0 {
+		t.Fatalf("routes %+v", rt)
+	}
+	if _, _, html := get(t, srv.URL+"/debug/steady"); !strings.Contains(html, "<td>learnt: text ×") || !strings.Contains(html, "(3 answers)</td>") {
+		t.Fatalf("the page does not show what the route learnt:\n%s", html)
+	}
 	tenants, trial := snap.Budgets[0], snap.Budgets[1]
 	if tenants.Name != "tenants" || tenants.Status != health.StatusWarn || tenants.Tier != "warn" || tenants.Shadow ||
 		tenants.Per != "tenant" || tenants.Window != "hour" || tenants.EndsInMs != time.Hour.Milliseconds() ||
