@@ -86,7 +86,7 @@ func FuzzHeuristic(f *testing.F) {
 // BenchmarkHeuristic counts a long system prompt (about 1,000 o200k_base tokens of English
 // prose, rules and JSON) and reports the time per 1,000 estimated tokens.
 func BenchmarkHeuristic(b *testing.B) {
-	s := systemPrompt
+	s := readSystemPrompt(b)
 	per := float64(tokens.Heuristic.Count(s)) / 1000
 	b.SetBytes(int64(len(s)))
 	b.ReportAllocs()
