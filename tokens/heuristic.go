@@ -14,10 +14,13 @@ const HeuristicName = "heuristic"
 // fitted to o200k_base on the corpus in testdata (the fit is in heuristic_fit_test.go; how
 // to redo it, and the accuracy it reaches per kind of text, are in the package doc).
 //
-// It is an estimate: about 5 % off o200k_base on a typical prompt, up to 20–30 % on text
-// unlike the corpus, and further from cl100k_base on non-Latin scripts, which that encoding
-// splits into more tokens. A non-empty text counts at least 1. Invalid UTF-8 counts as the
-// U+FFFD each bad byte becomes. It allocates nothing, is safe for concurrent use, and is
+// It is an estimate. On the corpus's English, code, JSON, chat and tool prompts its median
+// error against o200k_base is within 3 % and its worst within 10 %, on prompts left out of
+// the fit too (15 % on its edge cases: runs of blanks, special-token markers as text); a
+// script the corpus lacks can be off by a factor of two or three; and cl100k_base, which
+// splits non-Latin scripts into more tokens, is underestimated there by about 30 % (the
+// table is in the package doc). A non-empty text counts at least 1. Invalid UTF-8 counts as
+// the U+FFFD each bad byte becomes. It allocates nothing, is safe for concurrent use, and is
 // registered under HeuristicName, so Lookup(HeuristicName) finds it.
 var Heuristic Encoding = heuristic{}
 
