@@ -75,7 +75,8 @@ const (
 
 // heuristicWeights are the tokens, in thousandths, each feature adds: the weighted
 // least-squares fit of o200k_base's counts of the corpus's texts (TestHeuristicFit prints
-// them; see the package doc).
+// them; see the package doc). A feature the fit gives no weight (hOtherWord, hJoiner: the
+// letters and emoji around them carry it) is still counted, for a refit on other data.
 var heuristicWeights = [hFeatures]int32{
 	hWord:      970,
 	hLetter:    18,
