@@ -148,3 +148,14 @@ func TestWithTokenizer_BoundsAndDefault(t *testing.T) {
 		}
 	}
 }
+
+// TestWithTokenizer_ContextWindowsUseItsCount: a prompt too long by the tokenizer's count is
+// the provider's 400, with that count in the message.
+func TestWithTokenizer_ContextWindowsUseItsCount(t *testing.T) {
+	s := newServer(t, mocks.WithTokenizer(func(string) int { return 9 }),
+		mocks.WithContextWindows(map[string]int{"claude-tiny": 8}))
+	res, b := mustDo(t, s, http.MethodPost, "/v1/messages", anthropicHeaders(), messagesFor("claude-tiny", "1"))
+	if msg := path(decode(t, b), "error", "message"); res.StatusCode != 400 || msg != "prompt is too long: 9 tokens > 8 maximum" {
+		t.Errorf("%d %v", res.StatusCode, msg)
+	}
+}
