@@ -84,8 +84,7 @@
 // estimate is 30 % low there at the median. Once, on files of this repository the fit never
 // saw, against o200k_base: Go source 3 % low, the Markdown guides 8–10 % low, a JSON file of
 // numbers (testdata/expected.json) 1 % high, go.sum (base64 hashes) 18 % low. Heuristic
-// counts about 1,000 tokens in 10–17 µs
-// and allocates nothing.
+// counts about 1,000 tokens in 10–17 µs and allocates nothing.
 //
 // # Repeated texts
 //
