@@ -217,7 +217,7 @@ func (c *call) parseMessages(body []byte, count bool) error {
 	if req.MaxTokens != nil {
 		c.maxTokens = *req.MaxTokens
 	}
-	c.lastUser, c.promptTokens = prompt(req.System, req.Messages)
+	c.lastUser, c.promptTokens = prompt(c.s.countPrompt, req.System, req.Messages)
 	c.lastRole = req.Messages[len(req.Messages)-1].Role
 	return nil
 }

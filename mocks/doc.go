@@ -56,8 +56,9 @@
 //
 // A missing key is the provider's 401, a bad body its 400, before any fault is chosen. Replies
 // are deterministic: the scripted text, the server's [WithReply] text, or an echo of the last
-// user message; token counts follow [Tokens] (about 4 bytes per token). Every reply carries a
-// request id (x-request-id or request-id) and the provider's rate-limit headers.
+// user message; token counts follow [Tokens] (about 4 bytes per token), or for the prompt a
+// tokenizer of the test's own ([WithTokenizer]). Every reply carries a request id
+// (x-request-id or request-id) and the provider's rate-limit headers.
 //
 // # Choosing faults
 //

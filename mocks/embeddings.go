@@ -54,7 +54,7 @@ func (c *call) parseEmbeddings(body []byte) error {
 		return invalidParam("dimensions", fmt.Sprintf("Invalid 'dimensions': %d inputs of %d dimensions are %d values; this fake server answers at most %d per request.", len(c.inputs), c.dims, n, MaxEmbeddingValues))
 	}
 	for _, in := range c.inputs {
-		c.promptTokens += Tokens(in)
+		c.promptTokens += c.s.countPrompt(in)
 	}
 	return nil
 }

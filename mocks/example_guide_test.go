@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	goopenai "github.com/sashabaranov/go-openai"
@@ -98,4 +99,28 @@ func ExampleWithRouteScript_storedResponses() {
 	// read: overloaded
 	// read: in_progress come back in 5s
 	// read: true
+}
+
+// A fake that counts prompts with a tokenizer of its own — here 1.3 tokens a word — for a
+// test of a client that estimates prompt tokens and learns from the usage it is billed.
+func ExampleWithTokenizer() {
+	// docs:begin tokenizer
+	words := func(text string) int { return (len(strings.Fields(text))*13 + 9) / 10 }
+	s := mocks.NewServer(mocks.WithTokenizer(words)) // must be safe for concurrent use
+	defer s.Close()
+	cfg := goopenai.DefaultConfig("sk-test")
+	cfg.BaseURL, cfg.HTTPClient = s.OpenAIBaseURL(), s.Client()
+	oc := goopenai.NewClientWithConfig(cfg)
+	prompt := "Count these five words please"
+	resp, err := oc.CreateChatCompletion(context.Background(), goopenai.ChatCompletionRequest{Model: "gpt-4o",
+		Messages: []goopenai.ChatCompletionMessage{{Role: goopenai.ChatMessageRoleUser, Content: prompt}}})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(resp.Usage.PromptTokens, "by the tokenizer;", mocks.Tokens(prompt), "by default")
+	// docs:end tokenizer
+
+	// Output:
+	// 7 by the tokenizer; 8 by default
 }

@@ -195,7 +195,7 @@ func (c *call) parseChat(body []byte) error {
 	case req.MaxTokens != nil:
 		c.maxTokens = *req.MaxTokens
 	}
-	c.lastUser, c.promptTokens = prompt(nil, req.Messages)
+	c.lastUser, c.promptTokens = prompt(c.s.countPrompt, nil, req.Messages)
 	c.lastRole = req.Messages[len(req.Messages)-1].Role
 	return nil
 }

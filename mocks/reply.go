@@ -67,12 +67,13 @@ func (s *scanner) appendText(b *strings.Builder) {
 	}
 }
 
-// prompt sums the prompt tokens of msgs plus system and returns the last user message's text.
-func prompt(system json.RawMessage, msgs []message) (lastUser string, tokens int) {
-	tokens = Tokens(contentText(system))
+// prompt sums the prompt tokens of msgs plus system, each text counted by count, and returns
+// the last user message's text.
+func prompt(count func(string) int, system json.RawMessage, msgs []message) (lastUser string, tokens int) {
+	tokens = count(contentText(system))
 	for _, m := range msgs {
 		text := contentText(m.Content)
-		tokens += Tokens(text)
+		tokens += count(text)
 		if m.Role == "user" {
 			lastUser = text
 		}

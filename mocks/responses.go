@@ -172,7 +172,7 @@ func (c *call) parseResponses(body []byte) error {
 	if req.MaxOutputTokens != nil {
 		c.maxTokens = *req.MaxOutputTokens
 	}
-	c.lastUser, c.promptTokens = prompt(req.Instructions, msgs)
+	c.lastUser, c.promptTokens = prompt(c.s.countPrompt, req.Instructions, msgs)
 	if len(msgs) > 0 {
 		c.lastRole = msgs[len(msgs)-1].Role
 	}

@@ -34,7 +34,9 @@ type Server struct {
 	started time.Time      // the clock's reading at NewServer, from which outages count
 	maxBody int64          // the largest body read (see WithMaxBodyBytes)
 	windows map[string]int // context windows by model (see WithContextWindows); read-only
-	prefill ModelSet       // the models that reject a prefill (see WithRejectPrefill)
+	// tokenizer counts prompt texts (see WithTokenizer); nil counts with Tokens.
+	tokenizer func(string) int
+	prefill   ModelSet // the models that reject a prefill (see WithRejectPrefill)
 
 	responses     storedResponses     // the Responses answers stored, for previous_response_id
 	background    backgroundResponses // the Responses answers run in background mode
@@ -85,6 +87,7 @@ type options struct {
 	routeLatency map[string]LatencyProfile
 	concurrency  *ConcurrencyLimit
 	noAdmin      bool
+	tokenizer    func(string) int
 }
 
 // WithScript sets the default sequence of steps: each call that names no scenario takes the next
@@ -244,6 +247,7 @@ func NewServer(opts ...Option) *Server {
 	}
 	s.started = s.now()
 	s.windows, s.prefill = o.windows, o.prefill
+	s.tokenizer = o.tokenizer
 	s.script.load(&o, s.outageWindows(o.outages))
 	s.setLatencies(&o)
 	l := o.listener

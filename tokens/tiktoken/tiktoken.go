@@ -12,7 +12,10 @@
 // kilobytes of heap; each vocabulary is built on the first Count that needs it — about 7 MB of
 // heap and 20 ms for o200k_base, 3.5 MB and 7 ms for cl100k_base — and kept for the life of
 // the program. Counting takes about 0.3 ms per 1,000 tokens on one core of the machine the
-// figures in the README come from. Text is counted as the API receives it: invalid UTF-8 as
+// figures in the README come from. Each encoding is registered behind tokens.Cached, with
+// CacheEntries entries: a text of tokens.CachedMinBytes or more that was counted before (the
+// system prompt, the tool definitions, the earlier turns of a conversation) is looked up by
+// its hash instead, in well under a microsecond. Text is counted as the API receives it: invalid UTF-8 as
 // U+FFFD (encoding/json sends it so), special-token markers as ordinary text.
 package tiktoken
 
@@ -24,9 +27,20 @@ import (
 	"github.com/tiktoken-go/tokenizer/codec"
 )
 
+// CacheEntries is how many counts of long texts each registered encoding keeps
+// (tokens.Cached): 4,096 entries, 64 KiB per encoding, allocated on its first count of a
+// text of tokens.CachedMinBytes or more.
+const CacheEntries = 4096
+
+// The encodings, uncached; init registers them behind tokens.Cached.
+var (
+	o200k  = &lazy{name: tokens.O200kBase, build: codec.NewO200kBase}
+	cl100k = &lazy{name: tokens.Cl100kBase, build: codec.NewCl100kBase}
+)
+
 func init() {
-	tokens.Register(&lazy{name: tokens.O200kBase, build: codec.NewO200kBase})
-	tokens.Register(&lazy{name: tokens.Cl100kBase, build: codec.NewCl100kBase})
+	tokens.Register(tokens.Cached(o200k, CacheEntries))
+	tokens.Register(tokens.Cached(cl100k, CacheEntries))
 }
 
 // lazy is an encoding whose vocabulary is built on its first Count: a program that imports

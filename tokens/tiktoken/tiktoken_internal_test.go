@@ -21,8 +21,7 @@ func TestImport_BuildsNoVocabulary(t *testing.T) {
 		return
 	}
 	o, _ := tokens.Lookup(tokens.O200kBase)
-	c, _ := tokens.Lookup(tokens.Cl100kBase)
-	lo, lc := o.(*lazy), c.(*lazy)
+	lo, lc := o200k, cl100k
 	if lo.codec != nil || lc.codec != nil {
 		t.Fatal("a vocabulary was built at import")
 	}

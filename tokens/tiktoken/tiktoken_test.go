@@ -102,3 +102,24 @@ func TestCount_Concurrent(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestRegistered_AreCached: the registered encodings count a long text they have seen
+// without the tokenizer (which allocates thousands of times per prompt), and give the
+// tokenizer's count.
+func TestRegistered_AreCached(t *testing.T) {
+	prompt := readSystemPrompt(t)
+	for _, name := range []string{tokens.O200kBase, tokens.Cl100kBase} {
+		enc := lookup(t, name)
+		if enc.Name() != name {
+			t.Errorf("%s registered as %q", name, enc.Name())
+		}
+		first := enc.Count(prompt)
+		if n := testing.AllocsPerRun(10, func() {
+			if enc.Count(prompt) != first {
+				t.Errorf("%s: a second count differs", name)
+			}
+		}); n != 0 {
+			t.Errorf("%s: %v allocations counting a text a second time: not cached", name, n)
+		}
+	}
+}
