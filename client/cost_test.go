@@ -16,6 +16,7 @@ import (
 	"github.com/steadyllm/steady/providers"
 	"github.com/steadyllm/steady/providers/anthropic"
 	"github.com/steadyllm/steady/resilience"
+	"github.com/steadyllm/steady/tokens"
 )
 
 // nano returns the Money of a decimal amount.
@@ -153,7 +154,7 @@ func TestCost_AStreamCutAfterItsUsageIsAbandonedKnownAndTheRescueServes(t *testi
 	}
 	// Known: what claude's events counted; estimated: the text delivered beyond that count.
 	known := providers.Money(u.InputTokens*1000 + u.OutputTokens*5000)
-	delivered := (len(strings.TrimSuffix(r.all, "rescued answer")) + 3) / 4
+	delivered := tokens.Heuristic.Count(strings.TrimSuffix(r.all, "rescued answer")) // the partial answer's text
 	extra := providers.Money((delivered - u.OutputTokens) * 5000)
 	serving := providers.Money(3*150 + 4*600) // "rescued answer": 4 tokens
 	want := providers.CallCost{Currency: "USD", Serving: serving, Abandoned: known, Estimated: extra}
@@ -185,8 +186,8 @@ func TestCost_AStreamCutBeforeAnyUsageIsEstimatedFromItsPromptAndText(t *testing
 		t.Fatalf("read %+v", r)
 	}
 	cut := strings.TrimSuffix(r.all, "ok")
-	// The prompt as tokens.Heuristic estimates it in the chat format; the text by its bytes.
-	est := providers.Money(client.EstimateInputTokens(hello())*150 + (len(cut)+3)/4*600)
+	// The prompt as tokens.Heuristic estimates it in the chat format, and the partial text.
+	est := providers.Money(client.EstimateInputTokens(hello())*150 + tokens.Heuristic.Count(cut)*600)
 	want := providers.CallCost{Currency: "USD", Serving: providers.Money(3*150 + 1*600), Estimated: est}
 	if got := st.Cost(); got != want {
 		t.Fatalf("cost %+v, want %+v (cut after %q)", got, want, cut)

@@ -61,5 +61,5 @@ func Example_cost() {
 
 	// Output:
 	// 8 in + 9 out on gpt-4o-mini: 0.0000066 USD
-	// read "Calendar", then closed: known 0, estimated 0.00000345
+	// read "Calendar", then closed: known 0, estimated 0.00000315
 }
