@@ -83,7 +83,9 @@ func TestTokens_LearnsConcurrently(t *testing.T) {
 	p, _ := New(testOptions())
 	var wg sync.WaitGroup
 	for g := range 4 {
-		wg.Go(func() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
 			for i := range 500 {
 				text := 50 + (g*500+i)%900
 				p.LearnTokens(text, 10, 2*(text+10))
@@ -91,7 +93,7 @@ func TestTokens_LearnsConcurrently(t *testing.T) {
 					t.Errorf("weights %+v", m)
 				}
 			}
-		})
+		}()
 	}
 	wg.Wait()
 	if m := p.TokenModel(); m.Samples != 2000 || math.Abs(m.Text-2) > 1e-3 || math.Abs(m.Frame-2) > 1e-2 {

@@ -175,7 +175,10 @@ func TestAsynq_ABudgetRefusalWaitsForItsWindowWithoutUsingARetry(t *testing.T) {
 		_, err := c.Chat(ctx, &providers.ChatRequest{MaxTokens: 99, Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello there"}}}, opts...)
 		return err
 	}
-	if err := ask(context.Background()); err != nil { // spends the minute's first few tokens
+	// Spends the minute's first few tokens, and teaches the route how the fake counts them
+	// (its first estimate, in the chat format, is a few tokens above the fake's 3).
+	if _, err := c.Chat(context.Background(), &providers.ChatRequest{MaxTokens: 1,
+		Messages: []providers.Message{{Role: providers.RoleUser, Content: "hello there"}}}); err != nil {
 		t.Fatal(err)
 	}
 
