@@ -74,6 +74,9 @@ func (op *operation) handOver(resp any, err error, acct *Accounting) (any, error
 // reports its own end, when it has telemetry).
 func (op *operation) serveStream(w *walk, s *Stream, at *attempt, res *TryResult) bool {
 	s.model, s.acct, s.c, s.bill, s.ticket = at.key, w.acct, op.c, op.bill, op.ticket
+	if s.continues && !w.continuable() {
+		s.restarts = false // no route could continue it: a failure after content is the answer
+	}
 	if s.restarts {
 		// The walk as it stands (the routes tried) and the call's operation, for the rest of
 		// the chain: a copy, so that a call without rescue keeps them where they were made.
@@ -92,6 +95,9 @@ func (op *operation) serveStream(w *walk, s *Stream, at *attempt, res *TryResult
 // in buffer mode, the whole answer).
 func (op *operation) streamTry(ctx context.Context, t try) (*Stream, *resilience.CallInfo, error) {
 	d, req, o := t.d, op.chat, op.o
+	if k := op.cont; k != nil && k.prefill != "" {
+		req = k.request(req, op.c.continuesBy(t.route, req))
+	}
 	r := withModel(req, t.model)
 	tokens := d.preflight(ctx, t.key, r, op.tokens, op.prior, op.tr)
 	s := &Stream{ctx: ctx, provider: d.name, served: d.owner, route: t.route}
@@ -113,10 +119,7 @@ func (op *operation) streamTry(ctx context.Context, t try) (*Stream, *resilience
 		s.call.AwaitFirstToken()
 		limit = 0 // the pipeline bounds it, from the moment the call is sent
 	}
-	mode := pol.Rescue()
-	if o != nil && o.rescue != "" {
-		mode = o.rescue
-	}
+	mode := op.rescueMode(d)
 	inner, err := d.provider.ChatStream(&s.call, r)
 	if err != nil {
 		return nil, &s.call.Info, err
@@ -126,10 +129,16 @@ func (op *operation) streamTry(ctx context.Context, t try) (*Stream, *resilience
 		s.text = new(strings.Builder) // a third-party stream: keep the text here
 	}
 	s.pending = s.first[:0]
-	if perr := s.awaitContent(op.c.clock, limit, mode == resilience.RescueBuffer); perr != nil {
+	whole := mode == resilience.RescueBuffer || mode == resilience.RescueContinueOrBuffer && t.noContinue
+	if perr := s.awaitContent(op.c.clock, limit, whole); perr != nil {
 		return nil, &s.call.Info, perr
 	}
-	s.restarts = mode == resilience.RescueRestart
+	switch {
+	case mode == resilience.RescueRestart:
+		s.restarts = true
+	case (mode == resilience.RescueContinue || mode == resilience.RescueContinueOrBuffer) && !whole:
+		s.restarts, s.continues = true, true
+	}
 	if !s.restarts && o != nil && o.restartGone {
 		s.restarts, s.goneOnly = true, true // a rescue for a gone answer alone (WithRestartIfGone)
 	}
@@ -226,7 +235,7 @@ const (
 
 // pieceOf returns what delta d is a piece of, the piece itself, and the tool call's index.
 func pieceOf(d *providers.Delta) (piece, string, int) {
-	if d.Restart || d.Done || d.FinishReason != "" || d.RateLimit != nil || d.Model != "" || d.Usage != (providers.Usage{}) ||
+	if d.Restart || d.Continued || d.Done || d.FinishReason != "" || d.RateLimit != nil || d.Model != "" || d.Usage != (providers.Usage{}) ||
 		d.Thinking != nil || d.ProviderBlocks != nil || d.Stored != nil || d.Compaction != nil || d.Conversation != nil {
 		return noPiece, "", 0
 	}

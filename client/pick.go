@@ -15,7 +15,8 @@ import (
 // pre-flight context-window check, the route a failure's telemetry names as next, and a
 // per-kind fallback. A route may serve a call when its provider has every capability the call
 // needs and, for raw tools, is of their system (takes); it holds the provider state the call
-// continues from (holds); its declared context window can hold the call (fits); and the walk
+// continues from (holds); its declared context window can hold the call (fits); a call that
+// continues a cut answer goes only to a route that can continue one (continuesBy); and the walk
 // has not tried it yet. "Can it take the call now?" is a separate question, ready: its circuits
 // let calls through, it is not pausing after a rate limit, and its known per-minute limits have
 // room. A new picking rule goes in mayServe (or ready), and nowhere else.
@@ -81,6 +82,7 @@ const (
 	lacks                    // its provider cannot take the call (ask.takes)
 	notHolder                // it does not hold the state the call is pinned to (holds)
 	tooSmall                 // its context window cannot hold the call (fits)
+	noCarry                  // the call continues an answer, which the route cannot (continuesBy)
 )
 
 // mayServe says whether route r may serve the walk's call, and if not, why.
@@ -94,6 +96,8 @@ func (w *walk) mayServe(r route) verdict {
 		return notHolder
 	case !w.fits(w.c.windowOf(r.e.name, r.key)):
 		return tooSmall
+	case w.op.cont != nil && w.op.cont.prefill != "" && w.c.continuesBy(r, w.op.chat) == ContinueNone:
+		return noCarry
 	}
 	return serves
 }
@@ -109,6 +113,8 @@ func (w *walk) skip(r route, v verdict) {
 		w.pinSkips++
 	case tooSmall:
 		w.skipped = append(w.skipped, r.d.name+" ("+windowReason(w.c.windowOf(r.e.name, r.key), w.tokens, w.minWindow)+")")
+	case noCarry:
+		w.skipped = append(w.skipped, r.d.name+" (cannot continue an answer: not sent it)")
 	}
 }
 

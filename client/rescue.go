@@ -4,10 +4,12 @@ import (
 	"github.com/steadyllm/steady/providers"
 )
 
-// The rescue: a stream that fails after content, when its StreamRescue is "restart" (or the
-// call may start over because its stored answer is gone), goes on along what is left of its
-// chain, from where its walk stood when the stream served, after the same decision a failure
-// before content meets (decide.go). The stream that takes over serves the caller from then on.
+// The rescue: a stream that fails after content, when its StreamRescue is "restart" or
+// "continue" (or the call may start over because its stored answer is gone), goes on along
+// what is left of its chain, from where its walk stood when the stream served, after the same
+// decision a failure before content meets (decide.go). The stream that takes over serves the
+// caller from then on: with the whole answer again after a restart, with the rest of it after
+// a continuation (continue.go).
 
 // rescuer restarts a stream that failed after content on the rest of its chain: the walk as
 // it stood when the stream served (the call's operation with it).
@@ -34,8 +36,19 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 		s.settle()
 		return nil
 	}
+	var k *continuation
+	if s.continues && !providers.Gone(perr) {
+		// An answer that is gone is asked for again whole (WithRestartIfGone); any other is
+		// continued, or ends here when it cannot be.
+		if k = s.continuation(); k == nil {
+			s.tel.end(perr, providers.Delta{}, false, s.charged())
+			s.settle()
+			return nil
+		}
+	}
 	s.rescue = nil
 	w := &r.w
+	w.op.cont = k
 	w.failures = append(w.failures, perr)
 	// The walk was copied before the route served: its retries of that route are in s.acct.
 	w.acct = s.acct
@@ -61,6 +74,12 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 		return nil
 	}
 	n := resp.(*Stream)
+	if k != nil {
+		n.join = newJoiner(k)
+		if k.tool >= 0 {
+			n.tools, n.toolIndex = 1, k.tool // the call that replaces the cut one is that one
+		}
+	}
 	s.mu.Lock()
 	s.next = n
 	closed := s.closed.Load()

@@ -99,6 +99,9 @@ func (w *walk) run() (any, error) {
 		w.leaving = nil
 		wait := w.waitFor()
 		t := try{route: r, maxWait: wait, elsewhere: wait != 0}
+		if op.stream && op.rescueMode(r.d) == resilience.RescueContinueOrBuffer {
+			t.noContinue = !w.continuable()
+		}
 		// at is the attempt whose try ended: this one, or with hedging the one that served
 		// (or failed last).
 		at := attempt{route: r, start: w.c.now()}
