@@ -36,10 +36,10 @@ type Client struct {
 	closeOnce        sync.Once // Close
 	// windows are the context windows providers declare (WithContextWindow); fallbackOn the
 	// chains of the kinds that have one (WithFallbackOn).
-	windows    map[string]contextWindow
+	windows map[string]contextWindow
 	// continuations are how providers' routes continue an answer (WithContinuation).
 	continuations map[string]continuations
-	fallbackOn map[providers.ErrorKind][]string
+	fallbackOn    map[providers.ErrorKind][]string
 	// dice is where the routing strategies draw at random (WithRandomSource); nil: the
 	// runtime's generator.
 	dice *dice

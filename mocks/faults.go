@@ -30,7 +30,7 @@ type call struct {
 	lastRole     string // the role of the last message: "assistant" for a prefill
 	// prefill is the beginning of the answer the request asks to continue (see continued),
 	// "" for none.
-	prefill string
+	prefill      string
 	promptTokens int
 	feat         features
 	resp         respCall     // a Responses request's own
