@@ -75,13 +75,16 @@ func (op *operation) handOver(resp any, err error, acct *Accounting) (any, error
 func (op *operation) serveStream(w *walk, s *Stream, at *attempt, res *TryResult) bool {
 	s.model, s.acct, s.c, s.bill, s.ticket = at.key, w.acct, op.c, op.bill, op.ticket
 	if s.continues && !w.continuable() {
-		s.restarts = false // no route could continue it: a failure after content is the answer
+		// No route could continue it: a failure after content is the answer — unless it is an
+		// answer that is gone and the call starts over then (WithRestartIfGone).
+		s.continues = false
+		s.restarts, s.goneOnly = op.o != nil && op.o.restartGone, true
 	}
 	if s.restarts {
 		// The walk as it stands (the routes tried) and the call's operation, for the rest of
 		// the chain: a copy, so that a call without rescue keeps them where they were made.
 		// Taken here, on the walk's goroutine: a hedged try runs on its own.
-		s.rescue = &rescuer{w: *w}
+		s.ready(w)
 	}
 	if res == nil {
 		return false

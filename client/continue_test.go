@@ -375,3 +375,74 @@ func TestChatStream_ContinueRestartsAToolCallCutMidJSON(t *testing.T) {
 		t.Fatalf("the cut call had %q: the test needs arguments cut mid-JSON", before)
 	}
 }
+
+// A route declared to continue by prompt (WithContinuation ContinuePrompt) gets the answer so
+// far as the assistant's message and the continuation prompt after it, and what it answers is
+// delivered as the rest; a route declared ContinueNone is never sent the partial answer, even
+// where its provider takes a prefill.
+func TestChatStream_WithContinuationDeclaresTheWay(t *testing.T) {
+	answer := words("p", 60)
+	primary := mocks.NewServer(mocks.WithScript(cutAt(answer, 40).Always()))
+	defer primary.Close()
+	never := mocks.NewServer(mocks.WithReply(answer))
+	defer never.Close()
+	// The fake does not read the prompt: it answers the rest because it is told to.
+	prompted := mocks.NewServer(mocks.WithReply(" " + strings.TrimPrefix(answer, words("p", 40)+" ")))
+	defer prompted.Close()
+	c := newClient(t, openAIProvider("primary", primary, policy()), anthropicProvider("never", never, policy()),
+		openAIProvider("prompted", prompted, policy()), client.WithFallback("primary", "never", "prompted"),
+		client.WithContinuation("never", client.ContinueNone, nil),
+		client.WithContinuation("prompted", client.ContinueNone, map[string]client.Continuation{"gpt-4o-mini": client.ContinuePrompt}))
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueContinue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if r := readContinued(st); r.err != nil || r.text != answer || r.continues != 1 || st.Provider() != "prompted" {
+		t.Fatalf("err %v, by %s, text %q", r.err, st.Provider(), r.text)
+	}
+	if n := never.Journal().Len(); n != 0 {
+		t.Fatalf("the route declared ContinueNone was sent %d requests", n)
+	}
+	role, text, body := lastMessage(t, prompted)
+	msgs := body["messages"].([]any)
+	prev := msgs[len(msgs)-2].(map[string]any)
+	if role != "user" || text != client.ContinuationPrompt || prev["role"] != "assistant" || prev["content"] != words("p", 40) {
+		t.Fatalf("sent %v", msgs)
+	}
+	if _, err := client.New(openAIProvider("a", primary, policy()), client.WithContinuation("a", "splice", nil)); err == nil {
+		t.Fatal("an unknown way was accepted")
+	}
+}
+
+// "continue" is the default: a stream cut after content on a chain that can continue it is
+// continued with no rescue configured; on a chain that cannot, it ends as without rescue.
+func TestChatStream_ContinueIsTheDefault(t *testing.T) {
+	if got := resilience.DefaultOptions().StreamRescue; got != resilience.RescueContinue {
+		t.Fatalf("the default StreamRescue is %q", got)
+	}
+	answer := words("p", 60)
+	primary := mocks.NewServer(mocks.WithScript(cutAt(answer, 40).Always()))
+	defer primary.Close()
+	claude := mocks.NewServer(mocks.WithReply(answer))
+	defer claude.Close()
+	c := newClient(t, openAIProvider("primary", primary, policy()), anthropicProvider("claude", claude, policy()),
+		client.WithFallback("primary", "claude"))
+	st, err := c.ChatStream(context.Background(), hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if r := readContinued(st); r.err != nil || r.text != answer || r.continues != 1 {
+		t.Fatalf("err %v, continued %d, text %q", r.err, r.continues, r.text)
+	}
+	alone := newClient(t, openAIProvider("primary", primary, policy()))
+	st, err = alone.ChatStream(context.Background(), hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if r := readContinued(st); partialOf(r.err) != words("p", 40) || r.continues != 0 {
+		t.Fatalf("err %v, continued %d", r.err, r.continues)
+	}
+}

@@ -1,6 +1,8 @@
 package client
 
 import (
+	"sync"
+
 	"github.com/steadyllm/steady/providers"
 )
 
@@ -15,6 +17,30 @@ import (
 // it stood when the stream served (the call's operation with it).
 type rescuer struct {
 	w walk
+}
+
+// rescuers keeps the rescuers of streams that ended without needing one, so that a stream
+// kept ready for a rescue (the default "continue", on a chain that can continue it) costs no
+// allocation: a walk is 800 bytes. A rescuer goes back only from the goroutine that reads
+// the stream, at its Done delta (see spare); one that served a rescue, or whose stream was
+// closed early, is left to the collector.
+var rescuers = sync.Pool{New: func() any { return new(rescuer) }}
+
+// ready makes s ready for a rescue along the rest of the walk w.
+func (s *Stream) ready(w *walk) {
+	r := rescuers.Get().(*rescuer)
+	r.w = *w
+	s.rescue = r
+}
+
+// spare gives back the rescuer of a stream that completed without one: emptied, so that
+// the pool holds nothing of the call.
+func (s *Stream) spare() {
+	if r := s.rescue; r != nil {
+		s.rescue = nil
+		r.w = walk{}
+		rescuers.Put(r)
+	}
 }
 
 // taken returns the stream that took over after a rescue, nil when none did.

@@ -262,6 +262,7 @@ func (s *Stream) accept(d providers.Delta) {
 	}
 	if d.Done {
 		s.done = true
+		s.spare()
 		if d.Model != "" {
 			s.servedModel = d.Model
 		}

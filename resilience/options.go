@@ -275,7 +275,7 @@ func DefaultOptions() Options {
 		AttemptTimeoutSeconds:             0,
 		StreamIdleTimeoutSeconds:          20,
 		FirstTokenTimeoutSeconds:          10,
-		StreamRescue:                      RescueOff,
+		StreamRescue:                      RescueContinue,
 		BulkheadMaxConcurrency:            10,
 		BulkheadMaxQueue:                  100,
 		BulkheadQueueTimeoutSeconds:       30,
