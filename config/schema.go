@@ -54,6 +54,9 @@ const (
 	keyThinkingModes    = "ThinkingModes"
 	keyCountTokens      = "CountTokens"
 	keyCountTimeout     = "CountTimeoutSeconds"
+	keyPrefill          = "Prefill"
+	keyContinuation     = "Continuation"
+	keyContinuations    = "Continuations"
 
 	keyMaxResponseBytes  = "MaxResponseBytes"
 	keyMaxEventBytes     = "MaxEventBytes"
@@ -65,7 +68,7 @@ var (
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
 		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe, keyAPI, keyThinkingModes,
-		keyCountTokens, keyCountTimeout}
+		keyCountTokens, keyCountTimeout, keyPrefill, keyContinuation, keyContinuations}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -103,6 +106,9 @@ var providerFields = map[string]providerField{
 	keyThinkingModes:    {kind: kindStringMap, types: []string{DialectAnthropic}},
 	keyCountTokens:      {kind: kindBool, types: []string{DialectAnthropic}},
 	keyCountTimeout:     {kind: kindSeconds, types: []string{DialectAnthropic}},
+	keyPrefill:          {kind: kindString, types: []string{DialectOpenAICompatible}},
+	keyContinuation:     {kind: kindString},
+	keyContinuations:    {kind: kindStringMap},
 }
 
 // sharedStateFields describes every field of LLM.SharedState.
