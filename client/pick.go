@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/steadyllm/steady/providers"
@@ -113,6 +114,7 @@ func (w *walk) skip(r route, v verdict) {
 		w.pinSkips++
 	case tooSmall:
 		w.skipped = append(w.skipped, r.d.name+" ("+windowReason(w.c.windowOf(r.e.name, r.key), w.tokens, w.minWindow)+")")
+		w.windowSkips++
 	case noCarry:
 		w.skipped = append(w.skipped, r.d.name+" (cannot continue an answer: not sent it)")
 	}
@@ -143,6 +145,31 @@ func (w *walk) holds(d *deployment) bool {
 // (minWindow), it declares a larger one.
 func (w *walk) fits(window int) bool {
 	return (window == 0 || w.tokens <= window) && (w.minWindow == 0 || window > w.minWindow)
+}
+
+// widen sends a call whose chain ran out after skipping routes whose context window was too
+// small to the providers of its context-window fallback (FallbackOn context_too_long) not tried
+// yet, as a prompt too long answered by a route would have: reports whether there are any. It
+// does so once.
+func (w *walk) widen() bool {
+	to, ok := w.c.fallbackOn[providers.KindContextTooLong]
+	if !ok || w.windowSkips == 0 || w.widened {
+		return false
+	}
+	w.widened = true
+	cur := &w.cur
+	n := len(cur.chain)
+	for _, name := range to {
+		if !w.triedProvider(name) && !slices.Contains(cur.chain[min(cur.i, n):], name) {
+			cur.chain = append(slices.Clip(cur.chain), name)
+		}
+	}
+	if len(cur.chain) == n {
+		return false
+	}
+	// The cursor stands past the end of the chain: the next pick enters the first added.
+	cur.i, cur.e, cur.deps, cur.inOrder, cur.k = n, nil, nil, 0, 0
+	return true
 }
 
 // windowReason says why a route was skipped for its context window.
@@ -352,11 +379,16 @@ func (w *walk) first() (route, bool) {
 }
 
 // preflight refuses, before anything is sent, a call that no route of the chain can hold: every
-// route that may serve it declares a context window for its model, and the call's estimate
-// exceeds them all.
+// route that may serve it — those of the chain, and those of its context-window fallback
+// (FallbackOn context_too_long) — declares a context window for its model, and the call's
+// estimate exceeds them all.
 func (w *walk) preflight() *providers.Error {
 	largest, entered := 0, false
-	for _, name := range w.cur.chain {
+	chain := w.cur.chain
+	if wider := w.c.fallbackOn[providers.KindContextTooLong]; len(wider) > 0 {
+		chain = append(slices.Clip(chain), wider...) // a copy: the walk's chain is not changed
+	}
+	for _, name := range chain {
 		e := w.c.entries[name]
 		if !w.takes(e) {
 			continue

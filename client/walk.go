@@ -41,8 +41,11 @@ type walk struct {
 	// window: only routes that declare a larger one are tried after it.
 	minWindow int
 	// pinSkips counts the routes skipped because they do not hold the state the call is
-	// pinned to (see holds).
-	pinSkips int
+	// pinned to (see holds); windowSkips those skipped because their context window was too
+	// small (fits), after which the chain may widen once (see widen).
+	pinSkips    int
+	windowSkips int
+	widened     bool
 
 	failures []*providers.Error
 	skipped  []string
@@ -84,6 +87,9 @@ func (w *walk) run() (any, error) {
 	}
 	for {
 		r, ok := w.pick()
+		if !ok && w.widen() {
+			r, ok = w.pick()
+		}
 		if !ok {
 			return nil, endCall(op.tr, w.exhausted())
 		}
