@@ -21,8 +21,18 @@ import (
 // did not come in time is not tried again when another route can serve.
 //
 // What a failure after content does is the call's StreamRescue (its policy's, or WithRescue):
-//   - "off" (the default): the failure is a *providers.Error that carries the text received so
-//     far in Partial;
+//   - "continue" (the default): the next route that can continue an answer — an assistant
+//     prefill, or a continuation prompt where WithContinuation declares one — is sent the
+//     question and the answer so far and asked for the rest, which the stream delivers after
+//     a delta marked Continued: nothing repeated, nothing taken back. A route that cannot is
+//     skipped, never sent the partial answer; where none can (or the answer is past the
+//     carry-over bound, or streamed reasoning), the failure is the error, as with "off". A tool
+//     call cut mid-arguments is asked for again and delivered whole, its first fragment marked
+//     ToolCallDelta.Restart (see Continuation);
+//   - "continue-or-buffer": "continue", but a stream that no route after its own could continue
+//     is buffered, as with "buffer";
+//   - "off": the failure is a *providers.Error that carries the text received so far in
+//     Partial;
 //   - "restart": the next route (another deployment, else the next provider, as for a failure
 //     before content) is asked for the whole answer, which the stream then delivers after a
 //     delta marked Restart — discard what you have; a failure of the rescue too ends the stream
@@ -30,8 +40,8 @@ import (
 //   - "buffer": ChatStream returns only once the whole answer has arrived, and delivers it from
 //     memory: a failure at any point moves to the next route unseen (all-or-nothing, for JSON).
 //
-// No route continues another's partial answer (by assistant prefill or otherwise): a rescue
-// always asks for the whole answer again.
+// A rescue that fails (a refused prefill included) ends the stream with the failure that cut
+// it, not the rescue's.
 //
 // An overload or a break inside a stream is reported to that provider's circuit breaker as
 // a failure, although the stream began with 200. Always Close the stream.

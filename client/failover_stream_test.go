@@ -30,6 +30,7 @@ func words(prefix string, n int) string {
 type read struct {
 	all, after string
 	restarts   int
+	continues  int // deltas marked Continued
 	last       providers.Delta
 	err        error
 }
@@ -61,6 +62,9 @@ func readAll(st *client.Stream) read {
 		if d.Restart {
 			r.restarts++
 			after.Reset()
+		}
+		if d.Continued {
+			r.continues++
 		}
 		all.WriteString(d.Text)
 		after.WriteString(d.Text)
