@@ -446,3 +446,84 @@ func TestChatStream_ContinueIsTheDefault(t *testing.T) {
 		t.Fatalf("err %v, continued %d", r.err, r.continues)
 	}
 }
+
+// A continuation that is cut in its turn is continued again, by the next route that can: the
+// third route is sent the whole answer so far — the first route's part and the second's — and
+// the caller reads the answer once, after two deltas marked Continued.
+func TestChatStream_AContinuationCutInItsTurnIsContinuedAgain(t *testing.T) {
+	answer := words("p", 60)
+	primary := mocks.NewServer(mocks.WithScript(cutAt(answer, 20).Always()))
+	defer primary.Close()
+	second := mocks.NewServer(mocks.WithReply(answer), mocks.WithScript(cutAt(answer, 20).Always())) // 20 more words, then cut
+	defer second.Close()
+	third := mocks.NewServer(mocks.WithReply(answer))
+	defer third.Close()
+	c := newClient(t, openAIProvider("primary", primary, policy()), anthropicProvider("second", second, policy()),
+		anthropicProvider("third", third, policy()), client.WithFallback("primary", "second", "third"))
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueContinue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if r := readContinued(st); r.err != nil || r.text != answer || r.continues != 2 || st.Provider() != "third" {
+		t.Fatalf("err %v, continued %d, by %s, text %q", r.err, r.continues, st.Provider(), r.text)
+	}
+	if _, text, _ := lastMessage(t, third); text != words("p", 40) {
+		t.Fatalf("the third route was sent %q, want the 40 words delivered", text)
+	}
+	if acct := st.Accounting(); acct.FailedAttempts != 2 {
+		t.Fatalf("accounting %+v, want both cut attempts", acct)
+	}
+}
+
+// An answer that streamed reasoning is not continued: a prefill cannot carry the reasoning,
+// and a new answer would reason again in front of the caller. The stream ends with the cut and
+// its Partial, and the route that could take a prefill is not asked.
+func TestChatStream_AnAnswerThatReasonedIsNotContinued(t *testing.T) {
+	answer := words("p", 60)
+	primary := mocks.NewServer(mocks.WithScript(cutAt(answer, 10).Always()))
+	defer primary.Close()
+	deep := mocks.NewServer(mocks.WithReply(answer))
+	defer deep.Close()
+	c := newClient(t, anthropicProvider("claude", primary, policy()),
+		compatibleProvider("deep", deep, policy(), openai.PrefillPrefix), client.WithFallback("claude", "deep"))
+	req := hello()
+	req.Reasoning = &providers.Reasoning{Effort: "low"}
+	st, err := c.ChatStream(context.Background(), req, client.WithRescue(resilience.RescueContinue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	reasoned := false
+	var err2 error
+	for d, err := range st.Deltas() {
+		if err != nil {
+			err2 = err
+			break
+		}
+		reasoned = reasoned || d.Reasoning != ""
+	}
+	if !reasoned || err2 == nil || deep.Journal().Len() != 0 {
+		t.Fatalf("reasoning streamed %v, err %v, the prefill route asked %d times", reasoned, err2, deep.Journal().Len())
+	}
+}
+
+// The continuation's prompt holds the answer so far, and a route whose declared context window
+// cannot hold it is skipped, though it could hold the question alone.
+func TestChatStream_AContinuationCountsTheAnswerItCarries(t *testing.T) {
+	answer := words("p", 60)
+	primary := mocks.NewServer(mocks.WithScript(cutAt(answer, 40).Always()))
+	defer primary.Close()
+	claude := mocks.NewServer(mocks.WithReply(answer))
+	defer claude.Close()
+	c := newClient(t, openAIProvider("primary", primary, policy()), anthropicProvider("claude", claude, policy()),
+		client.WithContextWindow("claude", client.EstimateTokens(hello())+5, nil), client.WithFallback("primary", "claude"))
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueContinue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if r := readContinued(st); partialOf(r.err) != words("p", 40) || claude.Journal().Len() != 0 {
+		t.Fatalf("err %v, claude asked %d times", r.err, claude.Journal().Len())
+	}
+}

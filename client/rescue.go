@@ -74,7 +74,13 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 	}
 	s.rescue = nil
 	w := &r.w
-	w.op.cont = k
+	if k != nil {
+		// The continuation's prompt holds the answer so far: its routes' pacing and context
+		// windows count it.
+		w.op.cont = k
+		w.op.tokens += textTokens(len(k.prefill))
+		w.tokens += textTokens(len(k.prefill))
+	}
 	w.failures = append(w.failures, perr)
 	// The walk was copied before the route served: its retries of that route are in s.acct.
 	w.acct = s.acct
