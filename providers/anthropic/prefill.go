@@ -9,7 +9,9 @@ import (
 
 // Prefills reports whether model continues a final assistant message of req
 // (providers.Prefiller): the Messages API continues one from where it ends, but not with
-// extended thinking (req.Reasoning: a budget or an effort, which turns thinking on), and the
+// extended thinking (req.Reasoning: a budget or an effort, which turns thinking on) nor with a
+// forced tool call (a ToolChoice "required" or "tool", or a Schema sent as one,
+// Config.SchemaByTool: the API prefills the answer itself to force it), and the
 // Claude models of version 4.6 and later refuse any with a 400 ("This model does not support
 // assistant message prefill"). A name this rule cannot read (a proxy's alias) is taken to
 // accept it, as the models before 4.6 do: a refusal is then the bad_request
@@ -19,11 +21,19 @@ func (p *Provider) Prefills(model string, req *providers.ChatRequest) bool {
 	if model == "" {
 		model = p.model
 	}
-	if req != nil && req.Reasoning != nil {
+	if req != nil && (req.Reasoning != nil || forcesTool(req) || req.Schema != nil && p.schemaByTool) {
 		return false
 	}
 	major, minor, ok := claudeVersion(model)
 	return !ok || major < 4 || major == 4 && minor < 6
+}
+
+// forcesTool reports whether req makes the model call a tool (tool_choice "any" or "tool"),
+// which the API does by prefilling the answer itself: a prefill of the caller's cannot go
+// with it.
+func forcesTool(req *providers.ChatRequest) bool {
+	m := req.ToolChoice.Mode
+	return len(req.Tools) > 0 && (m == providers.ToolChoiceRequired || m == providers.ToolChoiceTool)
 }
 
 // checkPrefill refuses, before sending, a prefilled request (ChatRequest.Prefill) that the API
@@ -37,7 +47,7 @@ func (p *Provider) checkPrefill(model string, req *providers.ChatRequest) error 
 	case strings.TrimRightFunc(last.Content, unicode.IsSpace) != last.Content:
 		return p.badRequest("Prefill: the assistant's text to continue ends in whitespace, which the Messages API refuses")
 	case !p.Prefills(model, req):
-		e := p.badRequest("Prefill: " + model + " does not continue an assistant prefill (Claude 4.6 and later, or extended thinking)")
+		e := p.badRequest("Prefill: " + model + " does not continue an assistant prefill here (Claude 4.6 and later, extended thinking, or a forced tool call)")
 		e.Code = providers.CodePrefillUnsupported
 		return e
 	}

@@ -20,6 +20,9 @@ func TestPrefills_TheModelsBefore46WithoutThinking(t *testing.T) {
 	plain := userRequest("Hi")
 	thinking := userRequest("Hi")
 	thinking.Reasoning = &providers.Reasoning{Effort: "low"}
+	forced := userRequest("Hi")
+	forced.Tools = []providers.Tool{{Name: "lookup"}}
+	forced.ToolChoice = providers.ToolChoice{Mode: providers.ToolChoiceRequired}
 	for _, c := range []struct {
 		model string
 		req   *providers.ChatRequest
@@ -35,9 +38,11 @@ func TestPrefills_TheModelsBefore46WithoutThinking(t *testing.T) {
 		{"claude-sonnet-5", plain, false},
 		{"my-proxy-alias", plain, true},
 		{"claude-haiku-4-5", thinking, false},
+		{"claude-haiku-4-5", forced, false},
 	} {
 		if got := p.Prefills(c.model, c.req); got != c.want {
-			t.Errorf("Prefills(%q, reasoning %v) = %v, want %v", c.model, c.req.Reasoning != nil, got, c.want)
+			t.Errorf("Prefills(%q, reasoning %v, tool choice %q) = %v, want %v", c.model, c.req.Reasoning != nil,
+				c.req.ToolChoice.Mode, got, c.want)
 		}
 	}
 }
