@@ -137,9 +137,10 @@ type Options struct {
 	// Allowed: 0..86400.
 	FirstTokenTimeoutSeconds float64 `json:"FirstTokenTimeoutSeconds"`
 	// StreamRescue says what a stream that fails after content has reached the caller does:
-	// "off" ends it with an error carrying the partial text; "continue" asks the next route
-	// that can continue an answer for the rest of it (see RescueContinue), and ends like "off"
-	// where none can; "continue-or-buffer" buffers instead when none can; "restart" asks the
+	// "continue" (the default) asks the next route that can continue an answer for the rest
+	// of it (see RescueContinue), and ends like "off" where none can — right for every
+	// caller, a relay included, as it never takes back what was delivered nor holds back the
+	// first token; "off" ends it with an error carrying the partial text; "continue-or-buffer" buffers instead when none can; "restart" asks the
 	// next route for the whole answer again and delivers it after a delta marked Restart
 	// (discard what you have); "buffer" delivers nothing until the answer is complete
 	// (all-or-nothing, for JSON), so a failure at any point can move to the next route
