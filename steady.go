@@ -91,6 +91,11 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 			} else {
 				all = appendWindow(all, name, p)
 			}
+			if p, err := groupContinuations(cfg, name, members); err != nil {
+				errs = append(errs, err)
+			} else {
+				all = appendContinuation(all, name, p)
+			}
 			p, err := groupProbe(cfg, name, members)
 			if err == nil {
 				all, err = appendProbe(all, name, p)
@@ -123,6 +128,7 @@ func FromConfig(cfg *config.Config, opts ...client.Option) (*client.Client, erro
 		all = append(all, client.WithProvider(name, o, factory))
 		all = appendWindow(all, name, p)
 		all = appendEncodings(all, name, p)
+		all = appendContinuation(all, name, p)
 		if all, err = appendProbe(all, name, p); err != nil {
 			errs = append(errs, err)
 		}
@@ -269,7 +275,7 @@ func openAIFactory(d openai.Dialect) func(name string, p config.Provider, key st
 			return openai.New(openai.Config{Name: name, Dialect: d, API: openai.API(p.API), BaseURL: p.BaseURL, APIKey: key,
 				APIVersion: p.APIVersion, Organization: p.Organization, HTTPClient: hc, Model: p.Model,
 				AzureDeployments: p.Deployments, OmitStreamUsage: p.OmitStreamUsage, Limits: p.Limits,
-				Capabilities: caps})
+				Capabilities: caps, Prefill: openai.PrefillFlavor(p.Prefill)})
 		}
 	}
 }
@@ -334,6 +340,34 @@ func appendWindow(opts []client.Option, name string, p config.Provider) []client
 		return opts
 	}
 	return append(opts, client.WithContextWindow(name, p.ContextWindow, p.ContextWindows))
+}
+
+// appendContinuation appends client.WithContinuation for provider name when p declares how
+// its routes continue an answer.
+func appendContinuation(opts []client.Option, name string, p config.Provider) []client.Option {
+	if p.Continuation == "" && len(p.Continuations) == 0 {
+		return opts
+	}
+	byModel := make(map[string]client.Continuation, len(p.Continuations))
+	for m, w := range p.Continuations {
+		byModel[m] = client.Continuation(w)
+	}
+	return append(opts, client.WithContinuation(name, client.Continuation(p.Continuation), byModel))
+}
+
+// groupContinuations returns the deployment whose continuations provider name, made of the
+// entries members, is given: the first, once every other is found to declare the same
+// (client.WithContinuation keeps one set per provider).
+func groupContinuations(cfg *config.Config, name string, members []string) (config.Provider, error) {
+	first := cfg.Providers[members[0]]
+	for _, m := range members[1:] {
+		p := cfg.Providers[m]
+		if p.Continuation != first.Continuation || !maps.Equal(p.Continuations, first.Continuations) {
+			return config.Provider{}, fmt.Errorf("steady: provider %q: its deployments %q and %q declare different "+
+				"continuations, and a provider has one set (declare the same Continuation and Continuations on each)", name, members[0], m)
+		}
+	}
+	return first, nil
 }
 
 // groupWindows returns the deployment whose context windows provider name, made of the

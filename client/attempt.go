@@ -25,6 +25,9 @@ type try struct {
 	// elsewhere: another route can serve the call at once (resilience.Call.Elsewhere), so a
 	// silent attempt is not retried on this one.
 	elsewhere bool
+	// noContinue: no route after this one could continue a stream's answer, so a stream in
+	// "continue-or-buffer" is buffered.
+	noContinue bool
 }
 
 // setUp makes call the resilience.Call of try t of a call with options o, made with ctx, under

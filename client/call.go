@@ -39,6 +39,9 @@ type operation struct {
 	// hedgeable: a chat call that starts no work its provider keeps (ChatRequest.Background),
 	// which may be hedged (see hedgeOf).
 	hedgeable bool
+	// cont, in a stream's rescue that continues its answer, is what the continuation carries
+	// (continue.go): each try sends the request continued in its route's way.
+	cont *continuation
 }
 
 // call makes the call op: the prologue, the walk, and the settlement of its budgets. A

@@ -21,8 +21,18 @@ import (
 // did not come in time is not tried again when another route can serve.
 //
 // What a failure after content does is the call's StreamRescue (its policy's, or WithRescue):
-//   - "off" (the default): the failure is a *providers.Error that carries the text received so
-//     far in Partial;
+//   - "continue" (the default): the next route that can continue an answer — an assistant
+//     prefill, or a continuation prompt where WithContinuation declares one — is sent the
+//     question and the answer so far and asked for the rest, which the stream delivers after
+//     a delta marked Continued: nothing repeated, nothing taken back. A route that cannot is
+//     skipped, never sent the partial answer; where none can (or the answer is past the
+//     carry-over bound, or streamed reasoning), the failure is the error, as with "off". A tool
+//     call cut mid-arguments is asked for again and delivered whole, its first fragment marked
+//     ToolCallDelta.Restart (see Continuation);
+//   - "continue-or-buffer": "continue", but a stream that no route after its own could continue
+//     is buffered, as with "buffer";
+//   - "off": the failure is a *providers.Error that carries the text received so far in
+//     Partial;
 //   - "restart": the next route (another deployment, else the next provider, as for a failure
 //     before content) is asked for the whole answer, which the stream then delivers after a
 //     delta marked Restart — discard what you have; a failure of the rescue too ends the stream
@@ -30,8 +40,8 @@ import (
 //   - "buffer": ChatStream returns only once the whole answer has arrived, and delivers it from
 //     memory: a failure at any point moves to the next route unseen (all-or-nothing, for JSON).
 //
-// No route continues another's partial answer (by assistant prefill or otherwise): a rescue
-// always asks for the whole answer again.
+// A rescue that fails (a refused prefill included) ends the stream with the failure that cut
+// it, not the rescue's.
 //
 // An overload or a break inside a stream is reported to that provider's circuit breaker as
 // a failure, although the stream began with 200. Always Close the stream.
@@ -74,11 +84,17 @@ func (op *operation) handOver(resp any, err error, acct *Accounting) (any, error
 // reports its own end, when it has telemetry).
 func (op *operation) serveStream(w *walk, s *Stream, at *attempt, res *TryResult) bool {
 	s.model, s.acct, s.c, s.bill, s.ticket = at.key, w.acct, op.c, op.bill, op.ticket
+	if s.continues && !w.continuable() {
+		// No route could continue it: a failure after content is the answer — unless it is an
+		// answer that is gone and the call starts over then (WithRestartIfGone).
+		s.continues = false
+		s.restarts, s.goneOnly = op.o != nil && op.o.restartGone, true
+	}
 	if s.restarts {
 		// The walk as it stands (the routes tried) and the call's operation, for the rest of
 		// the chain: a copy, so that a call without rescue keeps them where they were made.
 		// Taken here, on the walk's goroutine: a hedged try runs on its own.
-		s.rescue = &rescuer{w: *w}
+		s.ready(w)
 	}
 	if res == nil {
 		return false
@@ -92,6 +108,9 @@ func (op *operation) serveStream(w *walk, s *Stream, at *attempt, res *TryResult
 // in buffer mode, the whole answer).
 func (op *operation) streamTry(ctx context.Context, t try) (*Stream, *resilience.CallInfo, error) {
 	d, req, o := t.d, op.chat, op.o
+	if k := op.cont; k != nil && k.prefill != "" {
+		req = k.request(req, op.c.continuesBy(t.route, req))
+	}
 	r := withModel(req, t.model)
 	tokens, est := op.c.preflight(ctx, t, r, op.prior, op.tr)
 	s := &Stream{ctx: ctx, provider: d.name, served: d.owner, route: t.route, est: est}
@@ -113,10 +132,7 @@ func (op *operation) streamTry(ctx context.Context, t try) (*Stream, *resilience
 		s.call.AwaitFirstToken()
 		limit = 0 // the pipeline bounds it, from the moment the call is sent
 	}
-	mode := pol.Rescue()
-	if o != nil && o.rescue != "" {
-		mode = o.rescue
-	}
+	mode := op.rescueMode(d)
 	inner, err := d.provider.ChatStream(&s.call, r)
 	if err != nil {
 		return nil, &s.call.Info, err
@@ -126,10 +142,16 @@ func (op *operation) streamTry(ctx context.Context, t try) (*Stream, *resilience
 		s.text = new(strings.Builder) // a third-party stream: keep the text here
 	}
 	s.pending = s.first[:0]
-	if perr := s.awaitContent(op.c.clock, limit, mode == resilience.RescueBuffer); perr != nil {
+	whole := mode == resilience.RescueBuffer || mode == resilience.RescueContinueOrBuffer && t.noContinue
+	if perr := s.awaitContent(op.c.clock, limit, whole); perr != nil {
 		return nil, &s.call.Info, perr
 	}
-	s.restarts = mode == resilience.RescueRestart
+	switch {
+	case mode == resilience.RescueRestart:
+		s.restarts = true
+	case (mode == resilience.RescueContinue || mode == resilience.RescueContinueOrBuffer) && !whole:
+		s.restarts, s.continues = true, true
+	}
 	if !s.restarts && o != nil && o.restartGone {
 		s.restarts, s.goneOnly = true, true // a rescue for a gone answer alone (WithRestartIfGone)
 	}
@@ -226,7 +248,7 @@ const (
 
 // pieceOf returns what delta d is a piece of, the piece itself, and the tool call's index.
 func pieceOf(d *providers.Delta) (piece, string, int) {
-	if d.Restart || d.Done || d.FinishReason != "" || d.RateLimit != nil || d.Model != "" || d.Usage != (providers.Usage{}) ||
+	if d.Restart || d.Continued || d.Done || d.FinishReason != "" || d.RateLimit != nil || d.Model != "" || d.Usage != (providers.Usage{}) ||
 		d.Thinking != nil || d.ProviderBlocks != nil || d.Stored != nil || d.Compaction != nil || d.Conversation != nil {
 		return noPiece, "", 0
 	}

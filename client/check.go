@@ -46,9 +46,9 @@ func (c *Client) checkOptions(o *callOptions) error {
 		}
 	}
 	switch o.rescue {
-	case "", resilience.RescueOff, resilience.RescueRestart, resilience.RescueBuffer:
+	case "", resilience.RescueOff, resilience.RescueContinue, resilience.RescueContinueOrBuffer, resilience.RescueRestart, resilience.RescueBuffer:
 	default:
-		return badCall("WithRescue(\"%s\"): must be \"off\", \"restart\" or \"buffer\"", redact.Safe(o.rescue, 64))
+		return badCall("WithRescue(\"%s\"): must be \"off\", \"continue\", \"continue-or-buffer\", \"restart\" or \"buffer\"", redact.Safe(o.rescue, 64))
 	}
 	if err := checkPriority(o); err != nil {
 		return err

@@ -38,6 +38,8 @@ type Client struct {
 	// chains of the kinds that have one (WithFallbackOn).
 	windows    map[string]contextWindow
 	fallbackOn map[providers.ErrorKind][]string
+	// continuations are how providers' routes continue an answer (WithContinuation).
+	continuations map[string]continuations
 	// encodings are the encodings WithTokenEncoding chose, by provider; estimating is set for
 	// a client whose every try estimates its prompt (budgets or context windows need
 	// estimates the routes have learnt: see estimate.go).

@@ -36,7 +36,8 @@
 //  4. Decide (decide.go). After a failure: stop, go on to the next route, redirect to the
 //     failure kind's own chain (WithFallbackOn), or ask the same route again (a stored answer
 //     that is gone, a first-token limit when nothing else can serve). A stream that fails after
-//     content meets the same decision in its rescue (rescue.go).
+//     content meets the same decision in its rescue (rescue.go), which asks the route that
+//     takes over for the rest of the answer (continue.go) or the whole of it.
 //  5. Settle (call.go; stream.go for a stream). The answer is completed — who served it, what
 //     the call cost — the budgets are settled and the telemetry ends; a stream's, when it ends.
 //

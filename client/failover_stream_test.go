@@ -30,6 +30,7 @@ func words(prefix string, n int) string {
 type read struct {
 	all, after string
 	restarts   int
+	continues  int // deltas marked Continued
 	last       providers.Delta
 	err        error
 }
@@ -61,6 +62,9 @@ func readAll(st *client.Stream) read {
 		if d.Restart {
 			r.restarts++
 			after.Reset()
+		}
+		if d.Continued {
+			r.continues++
 		}
 		all.WriteString(d.Text)
 		after.WriteString(d.Text)
@@ -163,7 +167,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // A stream cut after 40 of its 60 tokens: without rescue, a clean error carrying the 40 tokens;
 // with rescue "restart", a delta marked Restart and the fallback's whole answer; with "buffer",
 // only the fallback's whole answer, the primary's part never seen. The fallback rejects
-// assistant prefill, which the rescue never uses.
+// assistant prefill, which those rescues never use; the default ("continue") asks it to continue,
+// and its refusal ends the stream with the cut and its 40 tokens, as without rescue.
 func TestChatStream_ACutAfterContentIsRescuedOnRequest(t *testing.T) {
 	answer := words("p", 60)
 	cut := mocks.Reply(answer)
@@ -183,9 +188,18 @@ func TestChatStream_ACutAfterContentIsRescuedOnRequest(t *testing.T) {
 		return readAll(st), st, secondary
 	}
 	t.Run("off", func(t *testing.T) {
-		r, _, secondary := start(t)
+		r, _, secondary := start(t, client.WithRescue(resilience.RescueOff))
 		var pe *providers.Error
 		if !errors.As(r.err, &pe) || pe.Partial != words("p", 40) || r.restarts != 0 || secondary.Journal().Len() != 0 {
+			t.Fatalf("err %v (partial %q), restarts %d, fallback asked %d times", r.err, partialOf(r.err), r.restarts,
+				secondary.Journal().Len())
+		}
+	})
+	t.Run("default", func(t *testing.T) {
+		r, _, secondary := start(t)
+		var pe *providers.Error
+		if !errors.As(r.err, &pe) || pe.Kind != providers.KindUnavailable || pe.Partial != words("p", 40) || r.restarts != 0 ||
+			secondary.Journal().Len() != 1 {
 			t.Fatalf("err %v (partial %q), restarts %d, fallback asked %d times", r.err, partialOf(r.err), r.restarts,
 				secondary.Journal().Len())
 		}

@@ -36,12 +36,18 @@ func BenchmarkStreamFailures(b *testing.B) {
 		rescue  string
 		req     *providers.ChatRequest
 		opts    []client.Option
+		// continues: the fallback takes a prefill and would give the primary's answer, which
+		// it continues (StreamRescue "continue", the default).
+		continues bool
 	}{
 		{name: "silent", primary: []mocks.Option{mocks.WithScript(mocks.Stall().Always())}},
 		{name: "first-token-after-20s", primary: []mocks.Option{mocks.WithScript(mocks.SlowFirstToken(20 * time.Second).Always())}},
 		{name: "cut-after-40-of-60", primary: []mocks.Option{mocks.WithScript(cut.Always())}, rescue: resilience.RescueRestart},
 		{name: "stall-30s-after-content", primary: []mocks.Option{mocks.WithScript(stall.Always())}, rescue: resilience.RescueRestart},
 		{name: "malformed-10th-event", primary: []mocks.Option{mocks.WithScript(malformed.Always())}, rescue: resilience.RescueRestart},
+		{name: "cut-after-40-of-60/continue", primary: []mocks.Option{mocks.WithScript(cut.Always())}, continues: true},
+		{name: "stall-30s-after-content/continue", primary: []mocks.Option{mocks.WithScript(stall.Always())}, continues: true},
+		{name: "malformed-10th-event/continue", primary: []mocks.Option{mocks.WithScript(malformed.Always())}, continues: true},
 		{name: "no-done", primary: []mocks.Option{mocks.WithReply(answer), mocks.WithScript(mocks.OmitTerminal().Always())}},
 		{name: "context-too-long", primary: []mocks.Option{mocks.WithContextWindows(map[string]int{"gpt-4o-mini": 100})},
 			req: long, opts: []client.Option{client.WithContextWindow("secondary", 200_000, nil)}},
@@ -51,6 +57,10 @@ func BenchmarkStreamFailures(b *testing.B) {
 			for range b.N {
 				primary := mocks.NewServer(tc.primary...)
 				secondary := mocks.NewServer(mocks.WithReply(answer), mocks.WithRejectPrefill())
+				if tc.continues {
+					secondary.Close()
+					secondary = mocks.NewServer(mocks.WithReply(words("p", 60)))
+				}
 				o := resilience.DefaultOptions()
 				c, err := client.New(append([]client.Option{openAIProvider("primary", primary, o),
 					anthropicProvider("secondary", secondary, o), client.WithFallback("primary", "secondary")}, tc.opts...)...)
@@ -73,12 +83,13 @@ func BenchmarkStreamFailures(b *testing.B) {
 				r := readAll(st)
 				took := time.Since(start)
 				_ = st.Close()
-				if r.err != nil || !r.last.Done {
-					b.Fatalf("%v (last %+v)", r.err, r.last)
+				if r.err != nil || !r.last.Done || tc.continues && (r.all != words("p", 60) || r.continues != 1) {
+					b.Fatalf("%v (last %+v, text %q)", r.err, r.last, r.all)
 				}
 				b.ReportMetric(took.Seconds(), "s")
 				b.ReportMetric(float64(primary.Journal().Len()), "primary-attempts")
 				b.ReportMetric(float64(r.restarts), "restarts")
+				b.ReportMetric(float64(r.continues), "continued")
 				c.CloseIdleConnections()
 				primary.Close()
 				secondary.Close()

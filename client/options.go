@@ -57,7 +57,8 @@ func WithFirstTokenTimeout(d time.Duration) CallOption {
 }
 
 // WithRescue sets what a stream that fails after content does (the policy's StreamRescue):
-// "off", "restart" or "buffer" (see ChatStream). Another value is a bad_request.
+// "continue" (the default), "continue-or-buffer", "off", "restart" or "buffer" (see
+// ChatStream). Another value is a bad_request.
 func WithRescue(mode string) CallOption {
 	return func(o *callOptions) { o.rescue = mode }
 }

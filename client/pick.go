@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/steadyllm/steady/providers"
@@ -15,7 +16,8 @@ import (
 // pre-flight context-window check, the route a failure's telemetry names as next, and a
 // per-kind fallback. A route may serve a call when its provider has every capability the call
 // needs and, for raw tools, is of their system (takes); it holds the provider state the call
-// continues from (holds); its declared context window can hold the call (fits); and the walk
+// continues from (holds); its declared context window can hold the call (fits); a call that
+// continues a cut answer goes only to a route that can continue one (continuesBy); and the walk
 // has not tried it yet. "Can it take the call now?" is a separate question, ready: its circuits
 // let calls through, it is not pausing after a rate limit, and its known per-minute limits have
 // room. A new picking rule goes in mayServe (or ready), and nowhere else.
@@ -82,6 +84,7 @@ const (
 	lacks                    // its provider cannot take the call (ask.takes)
 	notHolder                // it does not hold the state the call is pinned to (holds)
 	tooSmall                 // its context window cannot hold the call (fits)
+	noCarry                  // the call continues an answer, which the route cannot (continuesBy)
 )
 
 // mayServe says whether route r may serve the walk's call, and if not, why.
@@ -95,6 +98,8 @@ func (w *walk) mayServe(r route) verdict {
 		return notHolder
 	case !w.fits(r):
 		return tooSmall
+	case w.op.cont != nil && w.op.cont.prefill != "" && w.c.continuesBy(r, w.op.chat) == ContinueNone:
+		return noCarry
 	}
 	return serves
 }
@@ -110,6 +115,9 @@ func (w *walk) skip(r route, v verdict) {
 		w.pinSkips++
 	case tooSmall:
 		w.skipped = append(w.skipped, r.d.name+" ("+windowReason(w.c.windowOf(r.e.name, r.key), w.needs(r), w.minWindow)+")")
+		w.windowSkips++
+	case noCarry:
+		w.skipped = append(w.skipped, r.d.name+" (cannot continue an answer: not sent it)")
 	}
 }
 
@@ -157,7 +165,7 @@ func (w *walk) needs(r route) int {
 			return k.n
 		}
 	}
-	n := w.c.estimatePrompt(r, w.req).n + answerTokens(w.req)
+	n := w.c.estimatePrompt(r, w.req).n + answerTokens(w.req) + w.carried
 	if w.ncounted < len(w.counted) {
 		w.counted[w.ncounted] = routeCount{d: r.d, key: r.key, n: n}
 		w.ncounted++
@@ -170,6 +178,31 @@ type routeCount struct {
 	d   *deployment
 	key string
 	n   int
+}
+
+// widen sends a call whose chain ran out after skipping routes whose context window was too
+// small to the providers of its context-window fallback (FallbackOn context_too_long) not tried
+// yet, as a prompt too long answered by a route would have: reports whether there are any. It
+// does so once.
+func (w *walk) widen() bool {
+	to, ok := w.c.fallbackOn[providers.KindContextTooLong]
+	if !ok || w.windowSkips == 0 || w.widened {
+		return false
+	}
+	w.widened = true
+	cur := &w.cur
+	n := len(cur.chain)
+	for _, name := range to {
+		if !w.triedProvider(name) && !slices.Contains(cur.chain[min(cur.i, n):], name) {
+			cur.chain = append(slices.Clip(cur.chain), name)
+		}
+	}
+	if len(cur.chain) == n {
+		return false
+	}
+	// The cursor stands past the end of the chain: the next pick enters the first added.
+	cur.i, cur.e, cur.deps, cur.inOrder, cur.k = n, nil, nil, 0, 0
+	return true
 }
 
 // windowReason says why a route was skipped for its context window.
@@ -379,11 +412,16 @@ func (w *walk) first() (route, bool) {
 }
 
 // preflight refuses, before anything is sent, a call that no route of the chain can hold: every
-// route that may serve it declares a context window for its model, and the call's estimate
-// exceeds them all.
+// route that may serve it — those of the chain, and those of its context-window fallback
+// (FallbackOn context_too_long) — declares a context window for its model, and the call's
+// estimate exceeds them all.
 func (w *walk) preflight() *providers.Error {
 	largest, requested, entered := 0, 0, false
-	for _, name := range w.cur.chain {
+	chain := w.cur.chain
+	if wider := w.c.fallbackOn[providers.KindContextTooLong]; len(wider) > 0 {
+		chain = append(slices.Clip(chain), wider...) // a copy: the walk's chain is not changed
+	}
+	for _, name := range chain {
 		e := w.c.entries[name]
 		if !w.takes(e) {
 			continue

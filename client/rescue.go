@@ -1,18 +1,47 @@
 package client
 
 import (
+	"sync"
+
 	"github.com/steadyllm/steady/providers"
+	"github.com/steadyllm/steady/tokens"
 )
 
-// The rescue: a stream that fails after content, when its StreamRescue is "restart" (or the
-// call may start over because its stored answer is gone), goes on along what is left of its
-// chain, from where its walk stood when the stream served, after the same decision a failure
-// before content meets (decide.go). The stream that takes over serves the caller from then on.
+// The rescue: a stream that fails after content, when its StreamRescue is "restart" or
+// "continue" (or the call may start over because its stored answer is gone), goes on along
+// what is left of its chain, from where its walk stood when the stream served, after the same
+// decision a failure before content meets (decide.go). The stream that takes over serves the
+// caller from then on: with the whole answer again after a restart, with the rest of it after
+// a continuation (continue.go).
 
 // rescuer restarts a stream that failed after content on the rest of its chain: the walk as
 // it stood when the stream served (the call's operation with it).
 type rescuer struct {
 	w walk
+}
+
+// rescuers keeps the rescuers of streams that ended without needing one, so that a stream
+// kept ready for a rescue (the default "continue", on a chain that can continue it) costs no
+// allocation: a walk is 800 bytes. A rescuer goes back only from the goroutine that reads
+// the stream, at its Done delta (see spare); one that served a rescue, or whose stream was
+// closed early, is left to the collector.
+var rescuers = sync.Pool{New: func() any { return new(rescuer) }}
+
+// ready makes s ready for a rescue along the rest of the walk w.
+func (s *Stream) ready(w *walk) {
+	r := rescuers.Get().(*rescuer)
+	r.w = *w
+	s.rescue = r
+}
+
+// spare gives back the rescuer of a stream that completed without one: emptied, so that
+// the pool holds nothing of the call.
+func (s *Stream) spare() {
+	if r := s.rescue; r != nil {
+		s.rescue = nil
+		r.w = walk{}
+		rescuers.Put(r)
+	}
 }
 
 // taken returns the stream that took over after a rescue, nil when none did.
@@ -34,8 +63,24 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 		s.settle()
 		return nil
 	}
+	var k *continuation
+	if s.continues && !providers.Gone(perr) {
+		// An answer that is gone is asked for again whole (WithRestartIfGone); any other is
+		// continued, or ends here when it cannot be.
+		if k = s.continuation(); k == nil {
+			s.tel.end(perr, providers.Delta{}, false, s.charged())
+			s.settle()
+			return nil
+		}
+	}
 	s.rescue = nil
 	w := &r.w
+	if k != nil {
+		// The continuation's prompt holds the answer so far: its routes' pacing counts it (each
+		// try estimates the request it sends), and so do their context windows.
+		w.op.cont = k
+		w.carried, w.ncounted = tokens.Heuristic.Count(k.prefill), 0
+	}
 	w.failures = append(w.failures, perr)
 	// The walk was copied before the route served: its retries of that route are in s.acct.
 	w.acct = s.acct
@@ -61,6 +106,12 @@ func (s *Stream) restart(perr *providers.Error) *Stream {
 		return nil
 	}
 	n := resp.(*Stream)
+	if k != nil {
+		n.join = newJoiner(k)
+		if k.tool >= 0 {
+			n.tools, n.toolIndex = 1, k.tool // the call that replaces the cut one is that one
+		}
+	}
 	s.mu.Lock()
 	s.next = n
 	closed := s.closed.Load()

@@ -70,6 +70,15 @@ type Stream struct {
 	restarts bool
 	goneOnly bool // the rescue is for a gone answer only (WithRestartIfGone without "restart")
 	rescue   *rescuer
+	// continues: the rescue continues the answer (StreamRescue "continue"), for which the
+	// stream notes what it delivered besides text: reasoning, and the tool calls (how many
+	// began, the index of the last). join, on a stream that continues another's answer,
+	// joins its deltas to what came before (see continue.go).
+	continues bool
+	reasoned  bool
+	tools     int
+	toolIndex int
+	join      *joiner
 	// release, for the try of a hedged call that won, ends the context the stream reads
 	// under (see hold); deadline, for the stream ChatStream returned, is the whole-call
 	// deadline whose context it reads under, released at Close.
@@ -154,15 +163,27 @@ func (s *Stream) modelNamed() string {
 	return s.model
 }
 
-// Text returns the text received so far (after a restart, of the answer that replaced the
-// first).
+// Text returns the text received so far: of the whole answer after a continuation, of the
+// answer that replaced the first after a restart.
 func (s *Stream) Text() string {
 	s = s.current()
+	if s.join != nil {
+		return s.join.carried + s.ownText()
+	}
+	return s.ownText()
+}
+
+// ownText is the text s received itself, as delivered.
+func (s *Stream) ownText() string {
 	if s.text != nil {
-		return s.text.String()
+		return s.text.String() // what accept kept: as delivered
 	}
 	if k, ok := s.inner.(providers.TextKeeper); ok {
-		return k.Text()
+		t := k.Text()
+		if s.join != nil {
+			t = t[min(s.join.skipped, len(t)):] // the whitespace that was not delivered again
+		}
+		return t
 	}
 	return ""
 }
@@ -170,8 +191,9 @@ func (s *Stream) Text() string {
 // Recv returns the next delta. After the delta with Done set it returns io.EOF. Any failure
 // is a *providers.Error (KindStreamTruncated when the stream ended without its terminal
 // event) with Partial holding the text received before it; the error repeats on later calls.
-// With StreamRescue "restart", a failure after content is followed, when another route
-// answers, by a delta marked Restart and the whole new answer instead.
+// With StreamRescue "continue", a failure after content is followed, when another route can
+// continue the answer, by the rest of it, its first delta marked Continued; with "restart",
+// when another route answers, by a delta marked Restart and the whole new answer instead.
 func (s *Stream) Recv() (providers.Delta, error) {
 	if n := s.taken(); n != nil {
 		return n.Recv()
@@ -182,6 +204,9 @@ func (s *Stream) Recv() (providers.Delta, error) {
 	if len(s.pending) > 0 {
 		d := s.pending[0]
 		s.pending = s.pending[1:]
+		if s.join != nil {
+			s.join.fix(&d)
+		}
 		s.accept(d)
 		return d, nil
 	}
@@ -200,12 +225,17 @@ func (s *Stream) Recv() (providers.Delta, error) {
 		perr := s.fail(err)
 		if n := s.restart(perr); n != nil {
 			d, err := n.Recv()
-			if err == nil {
+			if err == nil && n.join != nil {
+				d.Continued = true
+			} else if err == nil {
 				d.Restart = true
 			}
 			return d, err
 		}
 		return providers.Delta{}, perr
+	}
+	if s.join != nil {
+		s.join.fix(&d)
 	}
 	s.accept(d)
 	return d, nil
@@ -228,8 +258,12 @@ func (s *Stream) accept(d providers.Delta) {
 	if d.Text != "" {
 		s.delivered.Add(int64(len(d.Text)))
 	}
+	if s.continues {
+		s.note(&d)
+	}
 	if d.Done {
 		s.done = true
+		s.spare()
 		if d.Model != "" {
 			s.servedModel = d.Model
 		}

@@ -41,12 +41,18 @@ type walk struct {
 	// window: only routes that declare a larger one are tried after it.
 	minWindow int
 	// pinSkips counts the routes skipped because they do not hold the state the call is
-	// pinned to (see holds).
-	pinSkips int
+	// pinned to (see holds); windowSkips those skipped because their context window was too
+	// small (fits), after which the chain may widen once (see widen).
+	pinSkips    int
+	windowSkips int
+	widened     bool
 	// counted are the call's estimates on the routes whose context windows it was checked
 	// against (needs), the first ncounted of them.
 	counted  [4]routeCount
 	ncounted int
+	// carried is what a continuation carries of the answer so far, in tokens, which the
+	// context windows must hold too (see rescue).
+	carried int
 
 	failures []*providers.Error
 	skipped  []string
@@ -88,6 +94,9 @@ func (w *walk) run() (any, error) {
 	}
 	for {
 		r, ok := w.pick()
+		if !ok && w.widen() {
+			r, ok = w.pick()
+		}
 		if !ok {
 			return nil, endCall(op.tr, w.exhausted())
 		}
@@ -103,6 +112,9 @@ func (w *walk) run() (any, error) {
 		w.leaving = nil
 		wait := w.waitFor()
 		t := try{route: r, maxWait: wait, elsewhere: wait != 0}
+		if op.stream && op.rescueMode(r.d) == resilience.RescueContinueOrBuffer {
+			t.noContinue = !w.continuable()
+		}
 		// at is the attempt whose try ended: this one, or with hedging the one that served
 		// (or failed last).
 		at := attempt{route: r, start: w.c.now()}

@@ -21,8 +21,9 @@ const maxContextWindow = 100_000_000
 // serves several). The chain uses it to fail over on a prompt too long: after a route answers
 // context_too_long, only routes that declare a larger window are tried (routes that declare
 // none are skipped); routes whose window is below the call's estimate (client.EstimateTokens:
-// the prompt and the most it may answer) are skipped; and a call that no route of the chain can
-// hold — every one declares a window, and the estimate exceeds them all — is refused with
+// the prompt and the most it may answer) are skipped; and a call that no route of the chain or
+// of its context-window fallback (WithFallbackOn(providers.KindContextTooLong, …)) can hold —
+// every one declares a window, and the estimate exceeds them all — is refused with
 // context_too_long before anything is sent. Values must be 0..100000000.
 func WithContextWindow(name string, window int, byModel map[string]int) Option {
 	return func(b *builder) error {
@@ -63,8 +64,12 @@ func (c *Client) windowOf(name, model string) int {
 // has not tried yet), instead of what is left of its chain — as LiteLLM's context-window and
 // content-policy fallbacks do: a refusal (providers.KindRefused) or a content filter, which
 // stop the chain by default, can go to another provider; a prompt too long to a provider with
-// a larger context window. An empty list stops the chain on that kind. The providers must be
-// providers of the client. The caller's own cancellation always stops the call.
+// a larger context window. WithFallbackOn(providers.KindContextTooLong, "large") is a
+// gateway's context-window fallback in one line: a prompt too long for the chain goes to
+// "large" whether a route answered context_too_long or was skipped because its declared window
+// is too small, and "large" need declare no window. An empty list stops the chain on that
+// kind. The providers must be providers of the client. The caller's own cancellation always
+// stops the call.
 func WithFallbackOn(kind providers.ErrorKind, names ...string) Option {
 	return func(b *builder) error {
 		if kind == providers.KindCanceled || kind == "" {

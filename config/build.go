@@ -153,9 +153,15 @@ func buildProvider(ps *problems, cfg *Config, name string, tree map[string]any, 
 		CountTimeoutSeconds: countTimeout,
 		TokenEncoding:       strings.TrimSpace(str(keyTokenEncoding)),
 		TokenEncodings:      smap(keyTokenEncodings),
+		Prefill:             strings.ToLower(strings.TrimSpace(str(keyPrefill))),
+		Continuation:        strings.ToLower(strings.TrimSpace(str(keyContinuation))),
+		Continuations:       smap(keyContinuations),
 	}
 	for m, mode := range p.ThinkingModes {
 		p.ThinkingModes[m] = strings.ToLower(strings.TrimSpace(mode))
+	}
+	for m, way := range p.Continuations {
+		p.Continuations[m] = strings.ToLower(strings.TrimSpace(way))
 	}
 	if p.ActiveProbe == ProbeNone {
 		p.ActiveProbe = ""
@@ -288,6 +294,18 @@ func checkProviderValues(add func(key string, value any, allowed string), p Prov
 		{keyMaxErrorBodyBytes, p.Limits.MaxErrorBodyBytes}} {
 		if l.v < 0 || l.v > maxLimit {
 			add(keyLimits+"."+l.key, l.v, fmt.Sprintf("must be between 0 (the default) and %d bytes", int64(maxLimit)))
+		}
+	}
+	if p.Prefill != "" && p.Prefill != PrefillPrefix && p.Prefill != PrefillContinueFinal {
+		add(keyPrefill, p.Prefill, fmt.Sprintf("must be %q or %q, or empty for none", PrefillPrefix, PrefillContinueFinal))
+	}
+	continuation := fmt.Sprintf("must be %q, %q, %q, or empty for the provider's own", ContinuePrefill, ContinuePrompt, ContinueNone)
+	if w := p.Continuation; w != "" && w != ContinuePrefill && w != ContinuePrompt && w != ContinueNone {
+		add(keyContinuation, w, continuation)
+	}
+	for _, m := range sortedKeys(p.Continuations) {
+		if w := p.Continuations[m]; w != "" && w != ContinuePrefill && w != ContinuePrompt && w != ContinueNone {
+			add(joinPath(keyContinuations, m), w, continuation)
 		}
 	}
 	for _, m := range sortedKeys(p.ThinkingModes) {

@@ -22,10 +22,12 @@
 //     the key), Model, Policy (a policy name), Resilience (overrides over the policy, or over
 //     LLM.Resilience) and the settings of its dialect: API, "chat_completions" (the default)
 //     or "responses" (openai, azure, openai-compatible), APIVersion and Deployments (azure),
-//     Organization (openai, openai-compatible), Version, Beta and DefaultMaxTokens (anthropic);
-//     for every dialect, ContextWindow (tokens, 0..100000000; 0 declares none) and
-//     ContextWindows (model → tokens, for the models that differ), the same on every
-//     deployment of a provider; see [Provider] for all of them.
+//     Organization (openai, openai-compatible), Prefill (openai-compatible: "prefix" or
+//     "continue_final_message"), Version, Beta and DefaultMaxTokens (anthropic); for every
+//     dialect, ContextWindow (tokens, 0..100000000; 0 declares none) and ContextWindows
+//     (model → tokens, for the models that differ), Continuation and Continuations ("prefill",
+//     "prompt" or "none", for every model and by model), the same on every deployment of a
+//     provider; see [Provider] for all of them.
 //   - LLM.Fallback: provider names, in the order to try them.
 //   - LLM.FallbackOn: by error kind (those of providers.Kinds but canceled, in any case:
 //     "context_too_long", "refused", "rate_limited"…), the provider names a call that fails

@@ -27,6 +27,21 @@ const (
 	ThinkingAdaptive = "adaptive" // adaptive thinking, guided by the effort
 )
 
+// The values of LLM.Providers.<name>.Prefill: how an openai-compatible server takes an
+// assistant prefill.
+const (
+	PrefillPrefix        = "prefix"                 // "prefix": true on the last message
+	PrefillContinueFinal = "continue_final_message" // vLLM's continue_final_message
+)
+
+// The values of LLM.Providers.<name>.Continuation and Continuations: how a provider's routes
+// continue an answer another route began.
+const (
+	ContinuePrefill = "prefill" // an assistant prefill
+	ContinuePrompt  = "prompt"  // the answer so far, then a user message asking to continue
+	ContinueNone    = "none"    // never
+)
+
 // The values of LLM.Providers.<name>.API: which of OpenAI's chat APIs an OpenAI-dialect
 // provider calls.
 const (
@@ -142,6 +157,23 @@ type Provider struct {
 	// or "none" leaves the test to that call. Allowed: "", "none", "chat" (any case). The
 	// deployments of one provider (DeploymentOf) share it: each must set the same.
 	ActiveProbe string
+	// Prefill is how an openai-compatible server continues an answer from its beginning (an
+	// assistant prefill, openai.Config.Prefill): PrefillPrefix ("prefix": true on the last
+	// message: DeepSeek, Mistral) or PrefillContinueFinal (continue_final_message: vLLM);
+	// "" (the default) declares none. It lets a stream cut after content continue there
+	// (StreamRescue "continue"). Matched case-insensitively, stored in lower case.
+	Prefill string
+	// Continuation is how the provider's routes continue an answer another route began
+	// (client.WithContinuation): ContinuePrefill, ContinuePrompt (the answer so far, then a
+	// user message asking to continue: client.ContinuationPrompt), ContinueNone (never sent a
+	// partial answer), or "" (the default): what the provider declares — Anthropic's models
+	// before 4.6 without thinking, and an openai-compatible server with Prefill, take a
+	// prefill; OpenAI and Azure none. Matched case-insensitively, stored in lower case.
+	Continuation string
+	// Continuations is Continuation for the models that differ, by the model name the provider
+	// is asked for. The deployments of one provider (DeploymentOf) share them: each must declare
+	// the same Continuation and Continuations, or none.
+	Continuations map[string]string
 
 	// lookup reads the environment the configuration was loaded with (nil: the process's).
 	lookup func(name string) (string, bool)

@@ -56,6 +56,9 @@ const (
 	keyCountTimeout     = "CountTimeoutSeconds"
 	keyTokenEncoding    = "TokenEncoding"
 	keyTokenEncodings   = "TokenEncodings"
+	keyPrefill          = "Prefill"
+	keyContinuation     = "Continuation"
+	keyContinuations    = "Continuations"
 
 	keyMaxResponseBytes  = "MaxResponseBytes"
 	keyMaxEventBytes     = "MaxEventBytes"
@@ -67,7 +70,8 @@ var (
 	providerKeys = []string{keyDialect, keyBaseURL, keyAPIKeyEnv, keyModel, keyAPIVersion, keyPolicy, keyResilience,
 		keyOrganization, keyDeployments, keyOmitStreamUsage, keyVersion, keyDefaultMaxTokens, keyBeta, keyLimits, keyModelMap, keyCapabilities,
 		keyDeploymentOf, keyWeight, keyRPM, keyTPM, keyContextWindow, keyContextWindows, keyActiveProbe, keyAPI, keyThinkingModes,
-		keyCountTokens, keyCountTimeout, keyTokenEncoding, keyTokenEncodings}
+		keyCountTokens, keyCountTimeout, keyTokenEncoding, keyTokenEncodings,
+		keyPrefill, keyContinuation, keyContinuations}
 	limitKeys = []string{keyMaxResponseBytes, keyMaxEventBytes, keyMaxErrorBodyBytes}
 )
 
@@ -107,6 +111,9 @@ var providerFields = map[string]providerField{
 	keyCountTimeout:     {kind: kindSeconds, types: []string{DialectAnthropic}},
 	keyTokenEncoding:    {kind: kindString},
 	keyTokenEncodings:   {kind: kindStringMap},
+	keyPrefill:          {kind: kindString, types: []string{DialectOpenAICompatible}},
+	keyContinuation:     {kind: kindString},
+	keyContinuations:    {kind: kindStringMap},
 }
 
 // sharedStateFields describes every field of LLM.SharedState.

@@ -219,12 +219,15 @@ func (c *call) parseMessages(body []byte, count bool) error {
 	}
 	c.lastUser, c.promptTokens = prompt(c.s.countPrompt, req.System, req.Messages)
 	c.lastRole = req.Messages[len(req.Messages)-1].Role
+	if !count && c.lastRole == "assistant" {
+		return c.anthropicPrefill(req.Messages[len(req.Messages)-1], f.thinking)
+	}
 	return nil
 }
 
 // anthropicMessage sends a message, as JSON or as the full event stream.
 func (c *call) anthropicMessage(st Step) {
-	text, cut := limitTokens(replyText(st, c.s.reply, c.lastUser), c.maxTokens)
+	text, cut := limitTokens(c.continued(replyText(st, c.s.reply, c.lastUser)), c.maxTokens)
 	f := c.feat
 	if f.schema != nil && st.Text == "" {
 		text, cut = instanceJSON(f.schema), false

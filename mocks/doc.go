@@ -82,6 +82,13 @@
 // ([WithRejectPrefill]), with a concurrency limit a request that finds the server full (529
 // or 503), and, with rate limits, a request over its key's budget (429).
 //
+// A prefill is continued as the APIs continue it: the Messages API continues a final assistant
+// message (refusing one that ends in whitespace or comes with extended thinking); the Chat
+// Completions side one marked "prefix": true (DeepSeek, Mistral) or sent with
+// continue_final_message and add_generation_prompt false (vLLM), and answers an unmarked one
+// as a finished turn, as OpenAI does. The answer is what follows the prefill in the reply text
+// (the reply whole when it does not begin with it), never the prefill again.
+//
 // Steps cover error statuses in the provider's envelope, 429 with retry-after-ms, Retry-After
 // and rate-limit headers, quota exhaustion, Anthropic's 529, x-should-retry, the silent
 // provider (headers late with Delay, never with Stall), connection resets, cut or truncated

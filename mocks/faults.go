@@ -28,6 +28,9 @@ type call struct {
 	maxTokens    int
 	lastUser     string
 	lastRole     string // the role of the last message: "assistant" for a prefill
+	// prefill is the beginning of the answer the request asks to continue (see continued),
+	// "" for none.
+	prefill      string
 	promptTokens int
 	feat         features
 	resp         respCall     // a Responses request's own

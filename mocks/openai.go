@@ -120,9 +120,15 @@ func (c *call) parseChat(body []byte) error {
 			} `json:"function"`
 		} `json:"tools"`
 		ToolChoice json.RawMessage `json:"tool_choice"`
+		// vLLM's continuation of the final assistant message.
+		ContinueFinal       bool  `json:"continue_final_message"`
+		AddGenerationPrompt *bool `json:"add_generation_prompt"`
 	}
 	if err := json.Unmarshal(body, &req); err != nil {
 		return fmt.Errorf("We could not parse the JSON body of your request: %v", err)
+	}
+	if err := c.openAIPrefill(req.Messages, req.ContinueFinal, req.AddGenerationPrompt); err != nil {
+		return err
 	}
 	var f features
 	if rf := req.ResponseFormat; rf != nil && rf.Type == "json_schema" {
@@ -231,7 +237,7 @@ func checkOpenAIChat(msgs []message, temperature, topP *float64, maxTokens, maxC
 
 // openAIChat sends a chat completion, as JSON or as a stream of chunks.
 func (c *call) openAIChat(st Step) {
-	text, cut := limitTokens(replyText(st, c.s.reply, c.lastUser), c.maxTokens)
+	text, cut := limitTokens(c.continued(replyText(st, c.s.reply, c.lastUser)), c.maxTokens)
 	f := c.feat
 	if f.schema != nil && st.Text == "" {
 		text, cut = instanceJSON(f.schema), false

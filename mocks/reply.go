@@ -25,6 +25,9 @@ type message struct {
 	Role       string          `json:"role"`
 	Content    json.RawMessage `json:"content"`
 	ToolCallID string          `json:"tool_call_id"`
+	// Prefix marks the last assistant message as the beginning of the answer to continue
+	// (DeepSeek's chat prefix completion, Mistral).
+	Prefix bool `json:"prefix"`
 }
 
 // contentText returns the text of a content field: a string, or an array of blocks whose "text"

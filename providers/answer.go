@@ -135,7 +135,11 @@ type Delta struct {
 	// delivered before it: the client rescued a stream that failed after content on another
 	// route (StreamRescue "restart"). Discard what you have received and start again.
 	Restart bool
-	Text    string
+	// Continued is set on the first delta of the rest of an answer that another route
+	// continues: the client continued a stream that failed after content (StreamRescue
+	// "continue"). Keep what you have: what follows goes on from it, nothing repeated.
+	Continued bool
+	Text      string
 	// Reasoning is a fragment of the model's reasoning text (Anthropic's thinking deltas,
 	// the reasoning_content of OpenAI-compatible servers).
 	Reasoning string
@@ -181,6 +185,11 @@ type ToolCallDelta struct {
 	ID        string
 	Name      string
 	Arguments string
+	// Restart is set on the first fragment of a tool call that replaces the call of the same
+	// Index whose arguments were cut (StreamRescue "continue"): discard the arguments received
+	// for that Index; the call starts again with this fragment's ID and Name. Arguments are
+	// never spliced from two answers.
+	Restart bool
 }
 
 // Stream reads a streamed answer. Recv returns deltas in order; after the delta with Done set

@@ -277,4 +277,14 @@ type ChatRequest struct {
 	// (Message.Compaction) standing for the conversation before it. 0 asks nothing; wires
 	// without server-side compaction ignore it.
 	CompactThreshold int
+	// Prefill says that the last message, an assistant message, is the beginning of the answer,
+	// which the provider continues rather than answers anew (an assistant prefill): the answer
+	// then holds only what follows it. Anthropic's Messages API continues any final assistant
+	// message (not with extended thinking, not on the 4.6 models and later, and never one
+	// ending in whitespace); an OpenAI-compatible server only in the flavour it declares
+	// (openai.Config.Prefill); OpenAI and Azure have none. A provider that cannot continue the
+	// request refuses it before sending: KindBadRequest with Code CodePrefillUnsupported. See
+	// Prefiller. The client sets it when it continues a stream cut after content
+	// (StreamRescue "continue").
+	Prefill bool
 }

@@ -12,6 +12,14 @@ const (
 	RescueOff     = "off"     // a stream that fails after content ends in an error with its partial text
 	RescueRestart = "restart" // the next route answers again, after a delta marked Restart
 	RescueBuffer  = "buffer"  // nothing is delivered until the answer is complete
+	// RescueContinue: the next route that can continue an answer (an assistant prefill, or a
+	// declared continuation prompt) is asked for the rest of it, delivered after what came
+	// before, nothing repeated or retracted; where no route can, an error with the partial
+	// text, as "off".
+	RescueContinue = "continue"
+	// RescueContinueOrBuffer is "continue" when a route after the first can continue the
+	// answer, else "buffer" (decided as each try starts).
+	RescueContinueOrBuffer = "continue-or-buffer"
 )
 
 // Backoff names accepted in [Options.RetryBackoff].
@@ -129,7 +137,10 @@ type Options struct {
 	// Allowed: 0..86400.
 	FirstTokenTimeoutSeconds float64 `json:"FirstTokenTimeoutSeconds"`
 	// StreamRescue says what a stream that fails after content has reached the caller does:
-	// "off" (the default) ends it with an error carrying the partial text; "restart" asks the
+	// "continue" (the default) asks the next route that can continue an answer for the rest
+	// of it (see RescueContinue), and ends like "off" where none can — right for every
+	// caller, a relay included, as it never takes back what was delivered nor holds back the
+	// first token; "off" ends it with an error carrying the partial text; "continue-or-buffer" buffers instead when none can; "restart" asks the
 	// next route for the whole answer again and delivers it after a delta marked Restart
 	// (discard what you have); "buffer" delivers nothing until the answer is complete
 	// (all-or-nothing, for JSON), so a failure at any point can move to the next route
@@ -265,7 +276,7 @@ func DefaultOptions() Options {
 		AttemptTimeoutSeconds:             0,
 		StreamIdleTimeoutSeconds:          20,
 		FirstTokenTimeoutSeconds:          10,
-		StreamRescue:                      RescueOff,
+		StreamRescue:                      RescueContinue,
 		BulkheadMaxConcurrency:            10,
 		BulkheadMaxQueue:                  100,
 		BulkheadQueueTimeoutSeconds:       30,
@@ -376,9 +387,9 @@ func (o Options) Validate() error {
 	v.secRange("StreamIdleTimeoutSeconds", o.StreamIdleTimeoutSeconds, 0, 86400)
 	v.secRange("FirstTokenTimeoutSeconds", o.FirstTokenTimeoutSeconds, 0, 86400)
 	switch o.StreamRescue {
-	case RescueOff, RescueRestart, RescueBuffer:
+	case RescueOff, RescueContinue, RescueContinueOrBuffer, RescueRestart, RescueBuffer:
 	default:
-		v.add("StreamRescue", fmt.Sprintf("%q", o.StreamRescue), `must be "off", "restart" or "buffer"`)
+		v.add("StreamRescue", fmt.Sprintf("%q", o.StreamRescue), `must be "off", "continue", "continue-or-buffer", "restart" or "buffer"`)
 	}
 
 	v.intRange("BulkheadMaxConcurrency", o.BulkheadMaxConcurrency, 1, 100000)

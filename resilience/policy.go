@@ -147,7 +147,8 @@ func (p *Policy) WithFirstTokenTimeout(d time.Duration) *Policy {
 	return &cp
 }
 
-// Rescue returns the policy's StreamRescue mode: "" (or "off"), "restart" or "buffer".
+// Rescue returns the policy's StreamRescue mode: "" (for "off"), "continue",
+// "continue-or-buffer", "restart" or "buffer".
 func (p *Policy) Rescue() string {
 	if p.rescue == RescueOff {
 		return ""

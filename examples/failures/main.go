@@ -1,7 +1,7 @@
 // Command failures plays, against the embedded fake LLM server, the failures
 // docs/failures.md explains — and what steady does with each:
 //
-//   - a stream cut after its fifth word, rescued by another provider (rescue "restart");
+//   - a stream cut after its fifth word, continued by another provider (rescue "continue");
 //   - a prompt too long for one model, answered by a provider that declares a larger window;
 //   - a refusal, sent to another provider because LLM.FallbackOn says so;
 //   - a chain where every provider fails, and the error that explains it.
@@ -69,15 +69,16 @@ func ask(text string) *providers.ChatRequest {
 	return &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: text}}, MaxTokens: 100}
 }
 
-// rescue: OpenAI's stream is cut after five words; with rescue "restart" Claude answers the
-// whole question again, after a delta marked Restart.
+// rescue: OpenAI's stream is cut after five words; Claude, which takes a prefill, is sent
+// them and continues the answer (rescue "continue", the default), after a delta marked
+// Continued.
 func rescue(ctx context.Context, out io.Writer) error {
-	cut := mocks.NewServer(mocks.WithReply("one two three four five six seven eight"),
-		mocks.WithScript(mocks.CutStream(5).CountingContent()))
+	const story = "one two three four five six seven eight"
+	cut := mocks.NewServer(mocks.WithReply(story), mocks.WithScript(mocks.CutStream(5).CountingContent()))
 	defer cut.Close()
-	whole := mocks.NewServer(mocks.WithReply("the whole answer, from the start"))
-	defer whole.Close()
-	c, err := client.New(openAIAt("openai", cut, "gpt-4o-mini"), claudeAt("claude", whole),
+	rest := mocks.NewServer(mocks.WithReply(story))
+	defer rest.Close()
+	c, err := client.New(openAIAt("openai", cut, "gpt-4o-mini"), claudeAt("claude", rest),
 		client.WithFallback("openai", "claude"))
 	if err != nil {
 		return err
@@ -85,7 +86,7 @@ func rescue(ctx context.Context, out io.Writer) error {
 	defer c.Close()
 
 	// docs:begin stream
-	stream, err := c.ChatStream(ctx, ask("Tell me a story."), client.WithRescue("restart"))
+	stream, err := c.ChatStream(ctx, ask("Tell me a story.")) // StreamRescue "continue", the default
 	if err != nil {
 		return err // nothing streamed yet: every route failed before its first content
 	}
@@ -95,9 +96,8 @@ func rescue(ctx context.Context, out io.Writer) error {
 		if err != nil {
 			return err // a *providers.Error whose Partial holds what was delivered
 		}
-		if delta.Restart { // another route answers from the start: drop what came before
-			fmt.Fprintf(out, "[restart after %q]\n", text.String())
-			text.Reset()
+		if delta.Continued { // another route goes on from where the answer stopped: keep it all
+			fmt.Fprintf(out, "[continued after %q]\n", text.String())
 		}
 		text.WriteString(delta.Text)
 	}
@@ -131,6 +131,26 @@ func contextWindow(ctx context.Context, out io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(out, "%q from %s; small saw %d request(s)\n", resp.Message.Content, resp.Provider, small.Journal().Len())
+
+	// A gateway's context-window fallback: a prompt too long for the chain goes to "large",
+	// which declares nothing; "other", next in the chain, is not asked.
+	other := mocks.NewServer()
+	defer other.Close()
+	opts := []client.Option{openAIAt("small", small, "small-model"), openAIAt("other", other, "gpt-4o-mini"),
+		claudeAt("large", large), client.WithFallback("small", "other")}
+	// docs:begin context-window-fallback
+	opts = append(opts, client.WithFallbackOn(providers.KindContextTooLong, "large"))
+	// docs:end context-window-fallback
+	wide, err := client.New(opts...)
+	if err != nil {
+		return err
+	}
+	defer wide.Close()
+	if resp, err = wide.Chat(ctx, ask(strings.Repeat("a long document ", 400))); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "FallbackOn context_too_long: %q from %s; other saw %d request(s)\n", resp.Message.Content, resp.Provider,
+		other.Journal().Len())
 	return nil
 }
 

@@ -13,9 +13,10 @@ func TestFailures_EachFailureEndsAsTheGuideSays(t *testing.T) {
 	if err := run(context.Background(), &out); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
-	want := `[restart after "one two three four five"]
-"the whole answer, from the start" from claude; 1 failed attempt(s) before it
+	want := `[continued after "one two three four five"]
+"one two three four five six seven eight" from claude; 1 failed attempt(s) before it
 "read it all" from large; small saw 1 request(s)
+FallbackOn context_too_long: "read it all" from large; other saw 0 request(s)
 FallbackOn false: refused by strict: "I can't help with that."
 FallbackOn true: "Here is how." from other
 claude failed: overloaded (HTTP 529, 4 attempts, gave up: exhausted); try later: true

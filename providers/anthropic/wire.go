@@ -188,6 +188,11 @@ func (p *Provider) toWire(req *providers.ChatRequest, stream bool) (*wireRequest
 	if len(w.Messages) == 0 {
 		return nil, p.badRequest("the request has no user or assistant messages")
 	}
+	if req.Prefill {
+		if err := p.checkPrefill(w.Model, req); err != nil {
+			return nil, err
+		}
+	}
 	switch {
 	case req.Schema != nil && p.schemaByTool:
 		// Forced tool use: the model "calls" a tool whose input is the answer (fromResponse

@@ -108,7 +108,27 @@ type Config struct {
 	// Limits bounds what is read from the server: answers, stream events, error bodies. The
 	// zero value means the defaults of providers.Limits.
 	Limits providers.Limits
+	// Prefill is how the server continues an answer from its beginning (an assistant prefill,
+	// providers.ChatRequest.Prefill), over the chat completions API: PrefillPrefix or
+	// PrefillContinueFinal. Empty means it cannot (OpenAI and Azure have no prefill), and a
+	// prefilled request is refused before sending.
+	Prefill PrefillFlavor
 }
+
+// PrefillFlavor is how an OpenAI-compatible server takes an assistant prefill: the last
+// message is the assistant's beginning of the answer, and the server answers with what
+// follows it.
+type PrefillFlavor string
+
+// The prefill flavours.
+const (
+	// PrefillPrefix marks the last assistant message "prefix": true: DeepSeek's chat prefix
+	// completion (its beta base URL) and Mistral.
+	PrefillPrefix PrefillFlavor = "prefix"
+	// PrefillContinueFinal sends "continue_final_message": true and
+	// "add_generation_prompt": false: vLLM's chat completions.
+	PrefillContinueFinal PrefillFlavor = "continue_final_message"
+)
 
 // withDefaults returns c with its defaults applied, or an error naming what is missing.
 func (c Config) withDefaults() (Config, error) {
@@ -120,6 +140,11 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.API == "" {
 		c.API = ChatCompletions
+	}
+	switch c.Prefill {
+	case "", PrefillPrefix, PrefillContinueFinal:
+	default:
+		return c, fmt.Errorf("openai: Prefill %q: must be %q, %q or empty", c.Prefill, PrefillPrefix, PrefillContinueFinal)
 	}
 	if c.Name == "" {
 		c.Name = string(c.Dialect)

@@ -23,6 +23,7 @@ type Provider struct {
 	responses   responsesWire // the Responses API's own wire (api == Responses)
 	model       string
 	streamUsage bool
+	prefill     PrefillFlavor
 	caps        providers.Capabilities // Config.Capabilities
 	limits      providers.Limits
 	errs        wire.Errors // knows the API key, to scrub it from errors
@@ -77,6 +78,7 @@ func New(cfg Config) (*Provider, error) {
 		responses:   newResponsesWire(cfg, scope),
 		model:       cfg.Model,
 		streamUsage: !cfg.OmitStreamUsage,
+		prefill:     cfg.Prefill,
 		limits:      cfg.Limits,
 		errs:        errs,
 		client:      goopenai.NewClientWithConfig(cc),
@@ -141,6 +143,9 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 	if ctx == nil {
 		return nil, p.badRequest(providers.NilContext)
 	}
+	if err := p.checkPrefill(req); err != nil {
+		return nil, err
+	}
 	if p.api == Responses {
 		return p.responsesChat(ctx, req)
 	}
@@ -153,6 +158,7 @@ func (p *Provider) Chat(ctx context.Context, req *providers.ChatRequest) (*provi
 	call := newChatCall(ctx)
 	defer call.done()
 	x := &call.exchange
+	x.prefill = p.prefillOf(req)
 	resp, err := p.client.CreateChatCompletion(x, creq)
 	if err != nil {
 		return nil, p.toError(x, x, err)

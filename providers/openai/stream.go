@@ -28,6 +28,9 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 	if ctx == nil {
 		return nil, p.badRequest(providers.NilContext)
 	}
+	if err := p.checkPrefill(req); err != nil {
+		return nil, err
+	}
 	if p.api == Responses {
 		return p.responsesStream(ctx, req)
 	}
@@ -42,6 +45,7 @@ func (p *Provider) ChatStream(ctx context.Context, req *providers.ChatRequest) (
 	}
 	s := &stream{p: p}
 	s.Context, s.streaming, s.guardRoom = ctx, true, &s.sse
+	s.prefill = p.prefillOf(req)
 	st, err := p.client.CreateChatCompletionStream(&s.exchange, creq)
 	if err != nil {
 		return nil, p.toError(&s.exchange, &s.exchange, err)

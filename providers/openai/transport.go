@@ -33,6 +33,9 @@ type exchange struct {
 	bodyRoom  *wire.Limited        // where to keep body; nil: allocate it
 	head      *[wire.HeadSize]byte // where body keeps its first bytes; nil: nowhere
 	guardRoom *wire.SSEGuard       // where to keep guard; nil: allocate it
+	// prefill is the flavour in which the request's last message is marked for the server
+	// to continue (ChatRequest.Prefill), "" for none: go-openai has no field for it.
+	prefill PrefillFlavor
 }
 
 // readErr returns the error the body of a 2xx failed with, as the body returned it (see
@@ -84,7 +87,7 @@ func (c *chatCall) done() {
 
 // doer is the go-openai HTTPDoer in front of the configured *http.Client. It applies to every
 // call of the go-openai client, including those made through Provider.Client, and never
-// modifies the request. It
+// modifies the request (a prefilled chat is sent as a copy, its body marked: markPrefill). It
 //
 //   - refuses redirects (the client it sends through never follows them): a 3xx with a
 //     Location becomes a KindRedirected *providers.Error;
@@ -107,6 +110,13 @@ func (d doer) Do(req *http.Request) (*http.Response, error) {
 	x, _ := req.Context().Value(exchangeKey{}).(*exchange)
 	if x != nil {
 		x.sent = true
+		if x.prefill != "" {
+			r, err := markPrefill(req, x.prefill)
+			if err != nil {
+				return nil, d.errs.New(providers.KindBadRequest, "Prefill: "+err.Error())
+			}
+			req = r
+		}
 	}
 	resp, err := d.client.Do(req)
 	if err != nil {
