@@ -195,10 +195,13 @@ func holdCall(t *testing.T, c *http.Client, h *heldServer) <-chan error {
 }
 
 // The retry after a concurrency 429 gives its slot back and waits for one under the lowered
-// limit, ahead of its class: it is not sent while the only slot left is taken.
+// limit, ahead of its class: it is not sent while the only slot left is taken. It waits even
+// where new calls may not (a queue of 0 places): it is no new load.
 func TestAdaptive_AConcurrency429IsRetriedThroughTheLoweredLimit(t *testing.T) {
 	h := newHeldServer(t, 429)
-	c, p := client(t, concurrencyOptions(2))
+	o := concurrencyOptions(2)
+	o.BulkheadMaxQueue = 0
+	c, p := client(t, o)
 	held := holdCall(t, c, h)
 	done := make(chan int, 1)
 	go func() { code, _ := doCallCtx(context.Background(), c, h.url()); done <- code }()
