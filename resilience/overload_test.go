@@ -103,6 +103,33 @@ func TestAdaptive_AConcurrency429ShrinksTheLimitWithoutAPause(t *testing.T) {
 	}
 }
 
+// While the limit falls towards the provider's, the calls at the front of the queue may meet
+// 429 after 429: retries through the limit do not count against RetryCount, which still bounds
+// the other failures — and a call allowed no retry gets none.
+func TestAdaptive_RetriesThroughTheLimitDoNotSpendRetryCount(t *testing.T) {
+	bare := status(429, `{}`)
+	s := newScript(t, bare, bare, bare, bare, bare, status(503, `{}`), status(503, `{}`), ok())
+	o := concurrencyOptions(100)
+	o.RetryCount, o.RetryBaseDelaySeconds = 1, 0.001
+	c, p := client(t, o)
+	call := &Call{}
+	call.Init(context.Background(), false)
+	if code, err := doCallCtx(call, c, s.url()); code != 503 || err != nil {
+		t.Fatalf("status %d, %v", code, err)
+	}
+	// Five 429s retried through the limit, one 503 retried, the second 503 ends it.
+	if call.Info.Attempts != 7 || call.Info.GaveUp != GaveUpExhausted || p.Concurrency().Limit >= 100 {
+		t.Fatalf("%+v, limit %d", call.Info, p.Concurrency().Limit)
+	}
+
+	s = newScript(t, bare, ok())
+	o.RetryCount = 0
+	c, _ = client(t, o)
+	if code, _ := doCallCtx(context.Background(), c, s.url()); code != 429 || s.hits.Load() != 1 {
+		t.Fatalf("status %d after %d attempts with RetryCount 0", code, s.hits.Load())
+	}
+}
+
 // A 429 that says a budget ran out pauses the pipeline as before, adaptive limit or not, and
 // leaves the limit alone: fewer calls at once would not refill it.
 func TestAdaptive_ABudget429PausesAndLeavesTheLimit(t *testing.T) {

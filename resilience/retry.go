@@ -96,10 +96,12 @@ type callState struct {
 	refused time.Duration
 	dl      time.Time
 	// through is set when the last attempt met a 429 for too many at once that the adaptive
-	// limit absorbed: its retry goes through the limit (see requeue).
-	through bool
-	getBody func() (io.ReadCloser, error)
-	req     retryablehttp.Request
+	// limit absorbed: its retry goes through the limit (see requeue). throughs counts the
+	// retries made so that RetryCount does not count.
+	through  bool
+	throughs int
+	getBody  func() (io.ReadCloser, error)
+	req      retryablehttp.Request
 }
 
 type callStateKey struct{}
@@ -354,8 +356,12 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		return false, nil
 	}
 	now := r.ev.clock.Now()
-	delay, fromServer := pol.delay(s.attempt, resp, now)
+	delay, fromServer := pol.delay(s.attempt-s.throughs, resp, now)
 	through := s.through && resp != nil && resp.StatusCode == http.StatusTooManyRequests
+	// A retry through the limit is the limit catching up with the provider, not the call
+	// failing: it does not count against RetryCount (but a call allowed no retry gets none,
+	// and no call makes more than maxRetryCount attempts).
+	free := through && pol.count > 0
 	if through {
 		// Too many at once: the lowered limit is the backoff. Only the server's own (short)
 		// hint is waited for, without the slot.
@@ -366,7 +372,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	} else if resp != nil && resp.StatusCode == http.StatusTooManyRequests && r.cool != nil {
 		r.cool.extend(s.Context, r.ev.now(), delay, fromServer) // nobody sends before the hint
 	}
-	if s.attempt > pol.count {
+	if s.attempt > maxRetryCount || (!free && s.attempt-s.throughs > pol.count) {
 		return giveUp(GaveUpExhausted, 0)
 	}
 	if isProbe(s.Context, r.ev) {
@@ -401,6 +407,9 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	}
 	r.ev.emit(e)
 	if through {
+		if free {
+			s.throughs++
+		}
 		return s.requeue(resp, delay, giveUp)
 	}
 	if err := sleep(s, r.ev.clock, delay); err != nil {
