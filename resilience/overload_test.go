@@ -122,6 +122,14 @@ func TestAdaptive_RetriesThroughTheLimitDoNotSpendRetryCount(t *testing.T) {
 		t.Fatalf("%+v, limit %d", call.Info, p.Concurrency().Limit)
 	}
 
+	// Nor do they spend the retry budget: they never add to the calls in flight.
+	s = newScript(t, bare, bare, bare, bare, ok())
+	o.RetryBudgetPercent, o.RetryBudgetFloor = 1, 0
+	c, _ = client(t, o)
+	if code, _ := doCallCtx(context.Background(), c, s.url()); code != 200 || s.hits.Load() != 5 {
+		t.Fatalf("status %d after %d attempts with a retry budget of none", code, s.hits.Load())
+	}
+
 	s = newScript(t, bare, ok())
 	o.RetryCount = 0
 	c, _ = client(t, o)

@@ -360,7 +360,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	through := s.through && resp != nil && resp.StatusCode == http.StatusTooManyRequests
 	// A retry through the limit is the limit catching up with the provider, not the call
 	// failing: it does not count against RetryCount (but a call allowed no retry gets none,
-	// and no call makes more than maxRetryCount attempts).
+	// and no call makes more than maxRetryCount attempts; see requeue).
 	free := through && pol.count > 0
 	if through {
 		// Too many at once: the lowered limit is the backoff. Only the server's own (short)
@@ -394,7 +394,10 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	if r.circuit.blocked(s.Context) {
 		return giveUp(GaveUpCircuitOpen, 0)
 	}
-	if r.budget != nil && !r.budget.tryRetry() {
+	// Nor does it spend the retry budget, which keeps retries from multiplying the load on a
+	// failing provider: a retry through the limit is sent only into a free slot of a limit
+	// just lowered, so it never adds to the calls in flight.
+	if r.budget != nil && !through && !r.budget.tryRetry() {
 		return giveUp(GaveUpBudget, 0)
 	}
 	if resp != nil {
