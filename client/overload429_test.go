@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +35,11 @@ import (
 // overload429Phase is the length of each phase of BenchmarkAdaptive429 (8 s): a longer run is
 // -overload429.phase 60s.
 var overload429Phase = flag.Duration("overload429.phase", 8*time.Second, "length of each phase of BenchmarkAdaptive429")
+
+// overload429Slow stretches BenchmarkAdaptive429's time (the service time, the arrivals, the
+// short delays): 2 is a 100 ms answer at 200 calls a second, so the client's own work between
+// two calls — a millisecond or a few on a busy machine — weighs half as much against it.
+var overload429Slow = flag.Int("overload429.slow", 1, "time stretch of BenchmarkAdaptive429")
 
 // overload429Phase holds what one phase of the load got.
 type phase429 struct {
@@ -72,8 +78,14 @@ func (r *result429) String() string {
 // service time, the arrivals, the short delays) as runPriorityLoadScaled does, and the retry
 // delays at their defaults or short.
 func run429(tb testing.TB, d time.Duration, slow int, defaultDelays bool) *result429 {
+	return runOverStatus(tb, http.StatusTooManyRequests, d, slow, defaultDelays)
+}
+
+// runOverStatus is run429 against a fake that answers status (429, 529 or 503) above its
+// limit: 529 is the control, the overload signal the adaptive limit always knew.
+func runOverStatus(tb testing.TB, status int, d time.Duration, slow int, defaultDelays bool) *result429 {
 	service := time.Duration(slow) * 50 * time.Millisecond
-	s := mocks.NewServer(mocks.WithConcurrencyLimit(mocks.ConcurrencyLimit{Max: 10, OpenAIStatus: http.StatusTooManyRequests}),
+	s := mocks.NewServer(mocks.WithConcurrencyLimit(mocks.ConcurrencyLimit{Max: 10, OpenAIStatus: status}),
 		mocks.WithScript(mocks.OK().WithDelay(service).Always()), mocks.WithReply("ok"))
 	defer s.Close()
 	o := resilience.DefaultOptions() // docs/capacity.md's example: these values, and the adaptive limit
@@ -90,7 +102,7 @@ func run429(tb testing.TB, d time.Duration, slow int, defaultDelays bool) *resul
 			atomic.AddInt64(&r.pauses, 1)
 		case e.Type == resilience.EventConcurrencyLimitChanged:
 			atomic.AddInt64(&r.limitChanges, 1)
-		case e.Type == resilience.EventRetryScheduled && e.Status == http.StatusTooManyRequests && e.Delay == 0:
+		case e.Type == resilience.EventRetryScheduled && e.Status == http.StatusTooManyRequests && strings.Contains(e.Reason, "too many at once"):
 			atomic.AddInt64(&r.retriesThrough, 1)
 		case e.Type == resilience.EventGaveUp && e.GaveUp == resilience.GaveUpBulkhead:
 			atomic.AddInt64(&r.gaveUpBH, 1)
@@ -244,11 +256,14 @@ func TestAdaptive_A429AboveTheConcurrencyNeverPausesTheRoute(t *testing.T) {
 // goodput against a provider that answers 429 above its concurrency, in each phase (before and
 // after the fake's limit halves), with the retry delays short and at their defaults.
 func BenchmarkAdaptive429(b *testing.B) {
-	for _, delays := range []string{"short", "default"} {
-		b.Run(delays+"-delays", func(b *testing.B) {
+	for _, tc := range []struct {
+		name   string
+		status int
+	}{{"429/short-delays", 429}, {"429/default-delays", 429}, {"529/default-delays", 529}} {
+		b.Run(tc.name, func(b *testing.B) {
 			var r *result429
 			for range b.N {
-				r = run429(b, *overload429Phase, 1, delays == "default")
+				r = runOverStatus(b, tc.status, *overload429Phase, max(*overload429Slow, 1), strings.HasSuffix(tc.name, "default-delays"))
 			}
 			for p, ph := range r.phases {
 				b.ReportMetric(float64(ph.interactive.p(0.99))/1e6, fmt.Sprintf("p%d-interactive-p99-wait-ms", p+1))
@@ -256,7 +271,7 @@ func BenchmarkAdaptive429(b *testing.B) {
 				b.ReportMetric(float64(ph.interactive.sent-ph.interactive.served), fmt.Sprintf("p%d-interactive-failed", p+1))
 			}
 			b.ReportMetric(float64(r.pauses), "pauses")
-			b.Logf("%s delays:\n%v", delays, r)
+			b.Logf("%s:\n%v", tc.name, r)
 		})
 	}
 }
