@@ -70,7 +70,7 @@ var adminEndpoints = []adminEndpoint{
 	{http.MethodPut, "/_fake/script", `{"route"|"model": name, "steps": [step, ...]}: a script (neither name: the default script; [] removes one)`},
 	{http.MethodPut, "/_fake/latency", `{"route"|"model"|"key": name, "profile": {...}}: a latency profile (neither name: every request's; null or {} removes one)`},
 	{http.MethodPut, "/_fake/limits/rate", `{"route"|"key": name, "limits": {"requestsPerMinute": n, "tokensPerMinute": n, "minuteMs": n}}: rate limits (neither name: every key's; null removes them, {} exempts a route or key)`},
-	{http.MethodPut, "/_fake/limits/concurrency", `{"route": name, "max": n} or {"max": n, "openAIStatus": 503|529}: a concurrency limit (0 removes it)`},
+	{http.MethodPut, "/_fake/limits/concurrency", `{"route": name, "max": n} or {"max": n, "openAIStatus": 503|529|429}: a concurrency limit (0 removes it)`},
 	{http.MethodPost, "/_fake/reset", `{} puts everything back as the server started; {"route": name} one route`},
 }
 

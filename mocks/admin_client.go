@@ -184,7 +184,7 @@ type concurrencyBody struct {
 
 // SetConcurrencyLimit changes the number of calls the server serves at once, as
 // [Server.SetConcurrencyLimit]; 0 removes the limit. (The status of an OpenAI call over the
-// limit, 503 or 529, is set with {"max": n, "openAIStatus": 529} in the JSON API.)
+// limit, 503, 529 or 429, is set with {"max": n, "openAIStatus": 529} in the JSON API.)
 func (a *AdminClient) SetConcurrencyLimit(ctx context.Context, n int) error {
 	return a.do(ctx, http.MethodPut, "limits/concurrency", concurrencyBody{Max: n}, nil)
 }

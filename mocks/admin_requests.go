@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -291,10 +290,7 @@ func (s *Server) adminConcurrency(body []byte) []Problem {
 	s.conc.change(func(cl *concLimits) {
 		cl.max = int64(l.Max)
 		if req.OpenAIStatus != nil {
-			cl.openAIStatus = http.StatusServiceUnavailable
-			if l.OpenAIStatus == 529 {
-				cl.openAIStatus = 529
-			}
+			cl.openAIStatus = overloadStatus(l.OpenAIStatus)
 		}
 	})
 	return nil

@@ -339,7 +339,7 @@ func TestAdmin_BadInputIsA400NamingTheFieldTheValueAndTheRange(t *testing.T) {
 		{"limits/rate", `{"model":"x","limits":{}}`, "model", nil, "cannot be set here"},
 		{"limits/rate", `{"limits":{"rpm":5}}`, "limits.rpm", nil, "is not a key"},
 		{"limits/concurrency", `{"max":-2}`, "max", -2.0, "out of range [0, 1000000]"},
-		{"limits/concurrency", `{"max":1,"openAIStatus":500}`, "openAIStatus", 500.0, "is neither 503 nor 529"},
+		{"limits/concurrency", `{"max":1,"openAIStatus":500}`, "openAIStatus", 500.0, "is none of 503, 529 and 429"},
 		{"limits/concurrency", `{"route":"/v1/messages","max":1,"openAIStatus":529}`, "openAIStatus", 529.0, "not a route's"},
 		{"limits/concurrency", `{}`, "max", nil, "is missing"},
 		{"reset", `{"route":"/v1/nope"}`, "route", "/v1/nope", "is none of"},

@@ -15,7 +15,11 @@ import (
 //
 //   - Anthropic: 529 with {"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}};
 //   - OpenAI and Azure: 503 with an error of type server_error, "The server is overloaded or
-//     not ready yet." (OpenAI's answer to an overloaded engine), or 529 with OpenAIStatus.
+//     not ready yet." (OpenAI's answer to an overloaded engine), or 529 with OpenAIStatus;
+//   - or, with OpenAIStatus 429, the answer of an OpenAI-compatible server or gateway that
+//     limits the calls at once: 429 "Too many concurrent requests", with no retry hint and the
+//     usual rate-limit headers showing room in every budget (it is no rate limit: a call
+//     succeeds as soon as one in flight ends).
 //
 // Routes limits the calls to one route (one of [Routes]) as well: a call is refused when its
 // route is full even if the server is not, so that one deployment can be made to saturate
@@ -28,8 +32,8 @@ import (
 type ConcurrencyLimit struct {
 	// Max is the number of calls served at once; 0 or less: no limit.
 	Max int `json:"max,omitempty"`
-	// OpenAIStatus is the status of an OpenAI or Azure call over the limit: 503 (the default)
-	// or 529.
+	// OpenAIStatus is the status of an OpenAI or Azure call over the limit: 503 (the default),
+	// 529 or 429.
 	OpenAIStatus int `json:"openAIStatus,omitempty"`
 	// Routes is the number of calls each route serves at once, by route; 0 or less: no limit
 	// of its own.
@@ -50,8 +54,8 @@ func (l ConcurrencyLimit) problems(prefix string) []*Problem {
 	if l.Max < 0 || l.Max > MaxConcurrencyLimit {
 		out = append(out, &Problem{Field: prefix + "max", Value: l.Max, Allowed: fmt.Sprintf("out of range [0, %d] (0: no limit)", MaxConcurrencyLimit)})
 	}
-	if l.OpenAIStatus != 0 && l.OpenAIStatus != http.StatusServiceUnavailable && l.OpenAIStatus != 529 {
-		out = append(out, &Problem{Field: prefix + "openAIStatus", Value: l.OpenAIStatus, Allowed: "is neither 503 nor 529 (0: 503)"})
+	if l.OpenAIStatus != 0 && overloadStatus(l.OpenAIStatus) != l.OpenAIStatus {
+		out = append(out, &Problem{Field: prefix + "openAIStatus", Value: l.OpenAIStatus, Allowed: "is none of 503, 529 and 429 (0: 503)"})
 	}
 	for route, n := range l.Routes {
 		if !validRoute(route) {
@@ -63,6 +67,16 @@ func (l ConcurrencyLimit) problems(prefix string) []*Problem {
 		}
 	}
 	return out
+}
+
+// overloadStatus is the OpenAI status over a concurrency limit that n asks for: n when it is
+// 503, 529 or 429, else 503.
+func overloadStatus(n int) int {
+	switch n {
+	case 529, http.StatusTooManyRequests:
+		return n
+	}
+	return http.StatusServiceUnavailable
 }
 
 // WithConcurrencyLimit enforces l (see ConcurrencyLimit). NewServer panics for a limit out of
@@ -81,7 +95,7 @@ type ConcurrencyStats struct {
 	Max      int `json:"max"`
 	InFlight int `json:"inFlight"`
 	Peak     int `json:"peak"`
-	// Served counts the calls let through, Refused those answered 529 or 503 for a limit.
+	// Served counts the calls let through, Refused those answered 529, 503 or 429 for a limit.
 	Served  int64 `json:"served"`
 	Refused int64 `json:"refused"`
 	// Routes holds, for each route that has a limit of its own or a call in flight, its limit
@@ -134,9 +148,7 @@ func toConcLimits(l *ConcurrencyLimit) *concLimits {
 		return cl
 	}
 	cl.max = int64(max(l.Max, 0))
-	if l.OpenAIStatus == 529 {
-		cl.openAIStatus = 529
-	}
+	cl.openAIStatus = overloadStatus(l.OpenAIStatus)
 	for route, n := range l.Routes {
 		if i := routeIndex(route); i >= 0 {
 			cl.routes[i] = int64(max(n, 0))
@@ -234,6 +246,10 @@ func (cc *concurrency) admit(c *call, entry *Request) bool {
 		st := Step{Status: 529}
 		if c.api != anthropic {
 			st.Status = cl.openAIStatus
+		}
+		if st.Status == http.StatusTooManyRequests {
+			st.Message = "Too many concurrent requests. Please retry when a request in flight has finished."
+			c.overCapacity = true // no rate limit: the headers show room (see call.headers)
 		}
 		c.s.journal.setStep(entry, "", st.String()+" (concurrency limit)")
 		c.serve(st)

@@ -55,6 +55,7 @@ func TestConcurrencyLimit_RefusesCallsAboveItAsEachAPISaysOverloaded(t *testing.
 		{"anthropic", "/v1/messages", anthropicHeaders(), messagesBody, mocks.ConcurrencyLimit{Max: 1}, 529, "overloaded_error"},
 		{"openai", "/v1/chat/completions", openAIHeaders(), chatBody, mocks.ConcurrencyLimit{Max: 1}, 503, "server_error"},
 		{"openai 529", "/v1/chat/completions", openAIHeaders(), chatBody, mocks.ConcurrencyLimit{Max: 1, OpenAIStatus: 529}, 529, ""},
+		{"openai 429", "/v1/chat/completions", openAIHeaders(), chatBody, mocks.ConcurrencyLimit{Max: 1, OpenAIStatus: 429}, 429, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newServer(t, mocks.WithConcurrencyLimit(tc.limit), mocks.WithScript(mocks.Stall()))
@@ -68,6 +69,14 @@ func TestConcurrencyLimit_RefusesCallsAboveItAsEachAPISaysOverloaded(t *testing.
 			}
 			if tc.name == "openai" && !strings.Contains(string(b), "overloaded") {
 				t.Fatalf("body %s", b)
+			}
+			if tc.status == http.StatusTooManyRequests {
+				// Too many at once, not a rate limit: no hint, and every budget shows room.
+				if h := res.Header; h.Get("Retry-After") != "" || h.Get("Retry-After-Ms") != "" ||
+					h.Get("X-Ratelimit-Remaining-Requests") == "0" || h.Get("X-Ratelimit-Remaining-Tokens") == "0" ||
+					!strings.Contains(string(b), "concurrent") {
+					t.Fatalf("429 over the concurrency limit: headers %v, body %s", h, b)
+				}
 			}
 			release()
 			// The refused call took no step of the script: the next is served.

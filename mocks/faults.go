@@ -20,6 +20,9 @@ type call struct {
 	deployment string
 	route      string // the route name (see Routes), "" for the others
 	concRoute  int    // the index of the route whose concurrency count holds the call, -1 for none
+	// overCapacity marks a 429 for the concurrency limit: no rate limit, so its rate-limit
+	// headers show room.
+	overCapacity bool
 
 	// From the request body.
 	model        string
@@ -106,7 +109,7 @@ func (c *call) reset() {
 // and the step's own headers.
 func (c *call) headers(st Step) {
 	h := c.w.Header()
-	limited := st.Status == http.StatusTooManyRequests && !st.Quota
+	limited := st.Status == http.StatusTooManyRequests && !st.Quota && !c.overCapacity
 	reset := 20 * time.Millisecond
 	if limited && st.RetryAfter > 0 {
 		reset = st.RetryAfter

@@ -18,9 +18,10 @@ import (
 //     capacity. A clean round (no overload signal) adds one slot; before the first overload
 //     signal ever met (slow start) it adds half the limit, so a guess far too low is left
 //     within a few rounds.
-//   - An overload signal — a 529, a 503, a 429 that is not a spent quota, an overloaded error
-//     in a stream (Call.ReportOverload), a moving average of the time to first token three
-//     times its floor — takes a tenth off (one slot at least). Only a signal from an attempt
+//   - An overload signal — a 529, a 503, a 429 that signals too many calls at once (not a spent
+//     quota nor a spent rate budget: see overload.go), an overloaded error in a stream
+//     (Call.ReportOverload), a moving average of the time to first token three times its
+//     floor — takes a tenth off (one slot at least). Only a signal from an attempt
 //     sent after the last decrease counts: the attempts in flight when the limit fell were sent
 //     under the old limit, and their 529s say nothing new. So a limit halved on the provider's
 //     side is followed in a few round trips, one decrease per round trip, without collapsing
@@ -95,11 +96,15 @@ func (l *limiter) current() int64 {
 	return l.limit
 }
 
-// observe takes the answer of an attempt sent when the generation was gen: an overload signal,
-// or one more answer towards a clean round. An attempt that got no answer tells nothing.
-func (l *limiter) observe(resp *http.Response, err error, gen uint64) {
+// observe takes the answer of an attempt sent when the generation was gen, whose 429 (if it is
+// one) signals rl: an overload signal, or one more answer towards a clean round. An attempt
+// that got no answer tells nothing, nor does a 429 for a spent quota or a spent rate budget:
+// fewer calls at once would not refill it. It reports whether the answer was a 429 for too
+// many at once met above the limit's floor: one the limit absorbs, whose retry goes through
+// it (see callState.requeue); at the floor there is nothing left to give back.
+func (l *limiter) observe(resp *http.Response, err error, gen uint64, rl rateLimit) bool {
 	if err != nil || resp == nil {
-		return
+		return false
 	}
 	switch resp.StatusCode {
 	case 529:
@@ -107,12 +112,13 @@ func (l *limiter) observe(resp *http.Response, err error, gen uint64) {
 	case http.StatusServiceUnavailable:
 		l.overload(gen, reasonStatus503)
 	case http.StatusTooManyRequests:
-		if !quotaExhausted(resp) {
-			l.overload(gen, reasonStatus429)
+		if rl == limitConcurrency {
+			return l.overload(gen, reasonStatus429)
 		}
 	default:
 		l.answered()
 	}
+	return false
 }
 
 // answered counts an answer that was no overload signal, and moves the limit up after a clean
@@ -156,14 +162,15 @@ func (l *limiter) answered() {
 }
 
 // overload lowers the limit by a tenth after an overload signal from an attempt (or a call)
-// sent at generation gen, unless the limit was lowered since it was sent.
-func (l *limiter) overload(gen uint64, why string) {
+// sent at generation gen, unless the limit was lowered since it was sent. It reports whether
+// the limit was above its floor when the signal came.
+func (l *limiter) overload(gen uint64, why string) bool {
 	l.mu.Lock()
+	prev := l.limit
 	if gen != l.gen.Load() {
 		l.mu.Unlock()
-		return
+		return prev > l.lo
 	}
-	prev := l.limit
 	next := max(int64(math.Ceil(float64(prev)*adaptiveBackoff)), l.lo)
 	if next == prev && prev > l.lo {
 		next = prev - 1
@@ -177,6 +184,7 @@ func (l *limiter) overload(gen uint64, why string) {
 		l.decreases.Add(1)
 		l.report(prev, next, why)
 	}
+	return prev > l.lo
 }
 
 // latency takes a stream's time to first token d: a moving average three times its floor is

@@ -128,6 +128,10 @@ func verdictOf(ctx context.Context, err error) verdict {
 		return verdictExcluded
 	}
 	if err != nil {
+		var be *BulkheadRejectedError
+		if errors.As(err, &be) {
+			return verdictExcluded // a retry the bulkhead turned away (callState.requeue): not the provider's doing
+		}
 		return verdictFailure
 	}
 	return verdictSuccess

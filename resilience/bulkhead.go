@@ -95,10 +95,26 @@ func (b *bulkhead) take(below int64) bool {
 	}
 }
 
+// release gives back the slot of a call that goes on: a retry through the adaptive limit
+// (callState.requeue), which takes one again with reacquire, or hold when it cannot.
+func (b *bulkhead) release() { b.finish(nil) }
+
+// hold takes a slot back whatever the limit, for a call that released its own and could not
+// get one again: the bulkhead layer frees a slot when that call ends, at once.
+func (b *bulkhead) hold() { b.inflight.Add(1) }
+
+// reacquire is acquire for a call that held a slot and gave it back to retry (release): it
+// waits first among the calls of its class, for it was admitted before them, and a full queue
+// does not refuse it — it is no new load, and there are never more of them than slots.
+func (b *bulkhead) reacquire(ctx context.Context) error { return b.acquireAs(ctx, true) }
+
 // acquire takes a slot, waiting in the queue if there is room. It returns a
 // *BulkheadRejectedError when the queue is full, the queue timeout passes or the call is shed
 // for one of a higher class, and the context's error when the caller gives up first.
-func (b *bulkhead) acquire(ctx context.Context) error {
+func (b *bulkhead) acquire(ctx context.Context) error { return b.acquireAs(ctx, false) }
+
+// acquireAs is acquire, or reacquire when again is set.
+func (b *bulkhead) acquireAs(ctx context.Context, again bool) error {
 	cls := classUnknown
 	if b.waiting.Load() == 0 {
 		if b.take(b.open.Load()) {
@@ -120,12 +136,12 @@ func (b *bulkhead) acquire(ctx context.Context) error {
 	if cls == classUnknown {
 		cls = classOf(ctx, b.pol)
 	}
-	return b.queue(ctx, cls)
+	return b.queue(ctx, cls, again)
 }
 
 // queue is acquire's slow path, for a call of class cls that found no free slot, or found
-// calls waiting already.
-func (b *bulkhead) queue(ctx context.Context, cls class) error {
+// calls waiting already; again for reacquire's.
+func (b *bulkhead) queue(ctx context.Context, cls class, again bool) error {
 	b.mu.Lock()
 	b.dispatch() // the calls that wait come first, as far as their class allows
 	if b.take(b.capFor(cls, false)) {
@@ -140,7 +156,7 @@ func (b *bulkhead) queue(ctx context.Context, cls class) error {
 		b.mu.Unlock()
 		return b.reject(ctx, cls, RejectedFull, 0, retry) // a call that never waits does not queue either
 	}
-	if b.waiting.Load() >= b.maxQueue && !b.shedFor(cls) {
+	if !again && b.waiting.Load() >= b.maxQueue && !b.shedFor(cls) {
 		retry := b.estimate(cls)
 		b.mu.Unlock()
 		return b.reject(ctx, cls, RejectedFull, 0, retry)
@@ -150,7 +166,11 @@ func (b *bulkhead) queue(ctx context.Context, cls class) error {
 		return err
 	}
 	w := &waiter{class: cls, ready: make(chan struct{}), since: b.ev.now().UnixNano()}
-	b.queues[cls].push(w)
+	if again {
+		b.queues[cls].pushAgain(w)
+	} else {
+		b.queues[cls].push(w)
+	}
 	b.waiting.Add(1)
 	b.dispatch() // a slot freed since the look above, by a finish that saw no waiter yet
 	granted := w.granted

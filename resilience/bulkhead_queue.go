@@ -16,6 +16,7 @@ type waiter struct {
 	shed       bool
 	retry      time.Duration // the RetryAfter of a shed waiter
 	since      int64         // when it joined the queue (emitter time, UnixNano)
+	again      bool          // it held a slot and gave it back to retry (bulkhead.reacquire)
 	prev, next *waiter
 }
 
@@ -33,6 +34,29 @@ func (l *waitList) push(w *waiter) {
 		l.head = w
 	}
 	l.tail = w
+	l.n++
+}
+
+// pushAgain puts w, a call that held a slot already (reacquire), ahead of every waiter that
+// never did, behind those that did before it.
+func (l *waitList) pushAgain(w *waiter) {
+	w.again = true
+	var after *waiter
+	for x := l.head; x != nil && x.again; x = x.next {
+		after = x
+	}
+	if after == nil {
+		w.next = l.head
+		l.head = w
+	} else {
+		w.prev, w.next = after, after.next
+		after.next = w
+	}
+	if w.next != nil {
+		w.next.prev = w
+	} else {
+		l.tail = w
+	}
 	l.n++
 }
 

@@ -11,7 +11,9 @@ import (
 // cooldown pauses a pipeline after a rate limit: a 429 from the server (not an exhausted
 // quota) means every call sent before the server's hint runs out would be refused too, so the
 // pipeline stops sending until then instead of spending attempts and the provider's patience.
-// It is not an outage: the circuit breaker does not count it.
+// It is not an outage: the circuit breaker does not count it. Under an adaptive limit, a 429
+// that signals too many calls at once rather than a spent budget starts no pause: the limit
+// shrinks instead (overload.go).
 //
 // The pause is kept as the end of the pause on the pipeline's time line (emitter.now), 0 when
 // none, so a call that finds no pause pays one atomic load and no clock read.

@@ -10,8 +10,10 @@
 //	httpClient := &http.Client{Transport: p.Wrap(http.DefaultTransport)}
 //
 // In front of them, a call meets the pipeline's rate-limit state: a pause after a 429
-// (RateLimitCooldown) and per-minute limits of requests and tokens (PaceRequestsPerMinute,
-// PaceTokensPerMinute, learnt from the answers' headers with PaceFromHeaders); it waits when
+// (RateLimitCooldown; under an adaptive limit only for a spent budget, as a 429 for too many
+// calls at once shrinks the limit instead) and per-minute limits of requests and tokens
+// (PaceRequestsPerMinute, PaceTokensPerMinute, learnt from the answers' headers with
+// PaceFromHeaders); it waits when
 // that fits its deadline and RetryMaxDelaySeconds (and Call.MaxWait), else ErrCoolingDown. A
 // call may bring its own retries and time limits (WithPolicy, Call.Policy).
 //

@@ -117,6 +117,11 @@ const (
 	// reset before any response, a dial timeout) and the caller can send the call to another
 	// route at once (Call.Elsewhere), which it should do rather than wait on this one again.
 	GaveUpSilent GaveUp = "silent"
+	// GaveUpBulkhead: the call met a 429 that signals too many calls at once, gave its slot
+	// back to retry through the lowered adaptive limit, and the bulkhead turned it away before
+	// it got one again (shed for a higher class, the queue timeout, a call that never waits).
+	// The call fails with that *BulkheadRejectedError.
+	GaveUpBulkhead GaveUp = "bulkhead"
 )
 
 // BulkheadRejection says why the bulkhead turned a call away: a stable code, fit for a metric
@@ -158,6 +163,8 @@ func (g GaveUp) Description() string {
 		return "a half-open probe makes one attempt"
 	case GaveUpSilent:
 		return "the route was silent and another can serve the call"
+	case GaveUpBulkhead:
+		return "no slot again under the lowered concurrency limit"
 	}
 	return string(g)
 }

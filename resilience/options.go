@@ -162,7 +162,9 @@ type Options struct {
 	// hint, for the first backoff delay: a new call waits for the pause when the wait fits its
 	// deadline and RetryMaxDelaySeconds (and Call.MaxWait), and is refused with a
 	// *CooldownError (kind rate_limited, nothing sent) otherwise. A 429 never counts against
-	// the circuit.
+	// the circuit. Under an adaptive limit above its floor, a 429 that signals too many calls
+	// at once rather than a spent budget (no budget at 0 in its rate-limit headers, no hint
+	// over a second) pauses nothing: it shrinks the limit instead (see AdaptiveConcurrency).
 	RateLimitCooldown bool `json:"RateLimitCooldown"`
 	// RateLimitMaxPauseSeconds is the longest one rate-limit pause lasts, whatever the server
 	// asks for: a 429 with "Retry-After: 86400" pauses the pipeline this long, then one call
@@ -237,12 +239,17 @@ type Options struct {
 	// starts at BulkheadMaxConcurrency (kept between the two bounds below), grows by one slot
 	// after each round of calls that met no overload while the slots were in use (faster,
 	// half again per round, until the first overload), and shrinks by a tenth when the
-	// provider says it is overloaded: a 529, a 503, a 429 that is not a spent quota, an
+	// provider says it is overloaded: a 529, a 503, a 429 that says too many calls at once (no
+	// spent quota, no budget at 0 in its rate-limit headers, no hint over a second), an
 	// overloaded error inside a 200 stream (Call.ReportOverload), or a time to first token
-	// that has tripled. Once it has met an overload at some limit, it stays below that limit
-	// for a while before it tries it again, so it settles just under the provider's real
-	// capacity instead of probing it every round. The limit is per deployment (its routes
-	// share it), visible in Pipeline.Concurrency, health and metrics. Off by default.
+	// that has tripled. The retry of a call that met such a 429 gives its slot back and waits
+	// for one under the lowered limit, without a pause of the pipeline, a backoff, or spending
+	// RetryCount or the retry budget; a 429 that says a budget ran out pauses the pipeline
+	// (RateLimitCooldown) and leaves the limit alone. Once it has met an overload at some
+	// limit, it stays below that limit for a while before it tries it again, so it settles
+	// just under the provider's real capacity instead of probing it every round. The limit is
+	// per deployment (its routes share it), visible in Pipeline.Concurrency, health and
+	// metrics. Off by default.
 	AdaptiveConcurrency bool `json:"AdaptiveConcurrency"`
 	// AdaptiveMinConcurrency and AdaptiveMaxConcurrency bound the adaptive limit. Allowed:
 	// 1..100000, the minimum not above the maximum (checked when AdaptiveConcurrency is on).

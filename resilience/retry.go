@@ -95,8 +95,13 @@ type callState struct {
 	// (GaveUpDeadline): what CallInfo reports.
 	refused time.Duration
 	dl      time.Time
-	getBody func() (io.ReadCloser, error)
-	req     retryablehttp.Request
+	// through is set when the last attempt met a 429 for too many at once that the adaptive
+	// limit absorbed: its retry goes through the limit (see requeue). throughs counts the
+	// retries made so that RetryCount does not count.
+	through  bool
+	throughs int
+	getBody  func() (io.ReadCloser, error)
+	req      retryablehttp.Request
 }
 
 type callStateKey struct{}
@@ -146,13 +151,13 @@ func (t *retryTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			req.Body, _ = getBody()
 		}
 	}
-	resp, err := t.attempt.send(req, 1, pol)
+	resp, through, err := t.attempt.send(req, 1, pol)
 	retry, reason := pol.classify(resp, err)
 	if !retry || req.Context().Err() != nil {
 		r.setOutcome(req.Context(), 1, notRetried(req.Context(), resp, err), 0, time.Time{})
 		return resp, err
 	}
-	s := &callState{Context: req.Context(), r: r, pol: pol, attempt: 1, getBody: getBody}
+	s := &callState{Context: req.Context(), r: r, pol: pol, attempt: 1, getBody: getBody, through: through}
 	again, cerr := s.decide(resp, err, reason)
 	if !again {
 		r.setOutcome(req.Context(), s.attempt, s.gaveUp, s.refused, s.dl)
@@ -230,19 +235,20 @@ func (t *attemptTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 		}
 		req.Body = body
 	}
-	return t.send(req, s.attempt, s.pol)
+	resp, through, err := t.send(req, s.attempt, s.pol)
+	s.through = through
+	return resp, err
 }
 
-// send makes attempt number n under policy pol.
-func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Response, error) {
+// send makes attempt number n under policy pol. through reports an answer whose retry goes
+// through the adaptive limit (see limiter.observe).
+func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (resp *http.Response, through bool, err error) {
 	r := t.r
 	var start time.Time
 	if r.ev.on(EventAttemptStarted) {
 		start = r.ev.clock.Now()
 		r.ev.emit(Event{Type: EventAttemptStarted, Attempt: n, Time: start, Context: req.Context()})
 	}
-	var resp *http.Response
-	var err error
 	var gen uint64
 	if r.adaptive != nil {
 		gen = r.adaptive.gen.Load()
@@ -256,7 +262,11 @@ func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Re
 		r.pace.observe(resp.Header)
 	}
 	if r.adaptive != nil {
-		r.adaptive.observe(resp, err, gen)
+		rl := limitNone
+		if resp != nil && resp.StatusCode == http.StatusTooManyRequests {
+			rl = rateLimitOf(req.Context(), resp, r.ev.clock.Now())
+		}
+		through = r.adaptive.observe(resp, err, gen, rl)
 	}
 	if r.cool != nil && r.cool.capped.Load() {
 		r.cool.answered(resp, err)
@@ -272,7 +282,7 @@ func (t *attemptTransport) send(req *http.Request, n int, pol *Policy) (*http.Re
 		}
 		r.ev.emit(e)
 	}
-	return resp, err
+	return resp, through, err
 }
 
 // timedAttempt bounds one attempt until its response headers arrive. The attempt's context
@@ -306,7 +316,8 @@ func (c cancelFinisher) finish(error) { c(nil) }
 
 // checkRetry is the engine's CheckRetry: it classifies the attempt and lets the call state
 // decide. It answers (false, nil) to hand the response or error back as it is, (true, nil)
-// after sleeping to retry, and (false, err) only when the call's context ended during the wait.
+// after sleeping to retry, and (false, err) only when the call's context ended during the wait
+// or, for a retry through the adaptive limit, the bulkhead turned it away (see requeue).
 func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	s := stateOf(ctx)
 	if s == nil || ctx.Err() != nil {
@@ -345,11 +356,23 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		return false, nil
 	}
 	now := r.ev.clock.Now()
-	delay, fromServer := pol.delay(s.attempt, resp, now)
-	if resp != nil && resp.StatusCode == http.StatusTooManyRequests && r.cool != nil {
+	delay, fromServer := pol.delay(s.attempt-s.throughs, resp, now)
+	through := s.through && resp != nil && resp.StatusCode == http.StatusTooManyRequests
+	// A retry through the limit is the limit catching up with the provider, not the call
+	// failing: it does not count against RetryCount (but a call allowed no retry gets none,
+	// and no call makes more than maxRetryCount attempts; see requeue).
+	free := through && pol.count > 0
+	if through {
+		// Too many at once: the lowered limit is the backoff. Only the server's own (short)
+		// hint is waited for, without the slot.
+		reason += ", too many at once: retried through the lowered limit"
+		if !fromServer {
+			delay = 0
+		}
+	} else if resp != nil && resp.StatusCode == http.StatusTooManyRequests && r.cool != nil {
 		r.cool.extend(s.Context, r.ev.now(), delay, fromServer) // nobody sends before the hint
 	}
-	if s.attempt > pol.count {
+	if s.attempt > maxRetryCount || (!free && s.attempt-s.throughs > pol.count) {
 		return giveUp(GaveUpExhausted, 0)
 	}
 	if isProbe(s.Context, r.ev) {
@@ -371,7 +394,10 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	if r.circuit.blocked(s.Context) {
 		return giveUp(GaveUpCircuitOpen, 0)
 	}
-	if r.budget != nil && !r.budget.tryRetry() {
+	// Nor does it spend the retry budget, which keeps retries from multiplying the load on a
+	// failing provider: a retry through the limit is sent only into a free slot of a limit
+	// just lowered, so it never adds to the calls in flight.
+	if r.budget != nil && !through && !r.budget.tryRetry() {
 		return giveUp(GaveUpBudget, 0)
 	}
 	if resp != nil {
@@ -383,6 +409,12 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		e.Status = resp.StatusCode
 	}
 	r.ev.emit(e)
+	if through {
+		if free {
+			s.throughs++
+		}
+		return s.requeue(resp, delay, giveUp)
+	}
 	if err := sleep(s, r.ev.clock, delay); err != nil {
 		if resp != nil {
 			_ = resp.Body.Close()
@@ -403,6 +435,56 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 			}
 			return false, err
 		}
+	}
+	return true, nil
+}
+
+// requeue is the end of decide for a retry through the adaptive limit: the call gives its
+// bulkhead slot back, waits for the server's hint (delay, 0 for none), for the pipeline's
+// budgets, then for a slot again — first within its class, for it was admitted before the
+// calls that wait — and retries. A call the bulkhead turns away now (shed for a higher class,
+// the queue timeout, a call that never waits) fails with that *BulkheadRejectedError, with
+// GaveUpBulkhead; one whose context ends, with its error. Either way it holds a slot again
+// when it returns, for the bulkhead layer above frees one when the call ends.
+func (s *callState) requeue(resp *http.Response, delay time.Duration, giveUp func(GaveUp, time.Duration) (bool, error)) (bool, error) {
+	r := s.r
+	b := r.adaptive.b
+	b.release()
+	fail := func(err error) (bool, error) {
+		b.hold()
+		if resp != nil {
+			_ = resp.Body.Close()
+		}
+		return false, err
+	}
+	if err := sleep(s, r.ev.clock, delay); err != nil {
+		return fail(err)
+	}
+	if r.circuit.blocked(s.Context) {
+		b.hold()
+		return giveUp(GaveUpCircuitOpen, 0)
+	}
+	if r.cool != nil {
+		if err := r.cool.budget(s.Context); err != nil {
+			if errors.Is(err, ErrCoolingDown) {
+				b.hold()
+				return giveUp(GaveUpWaitTooLong, 0)
+			}
+			return fail(err)
+		}
+	}
+	if err := b.reacquire(s); err != nil {
+		var be *BulkheadRejectedError
+		if errors.As(err, &be) {
+			s.gaveUp = GaveUpBulkhead
+			ev := Event{Type: EventGaveUp, Attempt: s.attempt, GaveUp: GaveUpBulkhead, Reason: GaveUpBulkhead.Description(),
+				Err: err, Context: s.Context}
+			if resp != nil {
+				ev.Status = resp.StatusCode
+			}
+			r.ev.emit(ev)
+		}
+		return fail(err)
 	}
 	return true, nil
 }

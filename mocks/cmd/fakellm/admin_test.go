@@ -217,7 +217,7 @@ func TestRun_RejectsBadSettingsFlagsNamingThem(t *testing.T) {
 		{[]string{"-rpm", "-5"}, "-rpm -5 out of range [0, 1000000000]"},
 		{[]string{"-limit-minute", "48h"}, "-limit-minute 48h0m0s out of range [0s, 24h0m0s]"},
 		{[]string{"-concurrency", "-1"}, "-concurrency -1 out of range [0, 1000000]"},
-		{[]string{"-overload-status", "500"}, "-overload-status 500 is neither 503 nor 529"},
+		{[]string{"-overload-status", "500"}, "-overload-status 500 is none of 503, 529 and 429"},
 		{[]string{"-route-concurrency", "/v1/messages=x"}, "want route=N"},
 		{[]string{"-route-concurrency", "/v9=1"}, `"/v9" is none of`},
 	} {

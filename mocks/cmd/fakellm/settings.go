@@ -68,7 +68,7 @@ func (st *settings) flags(fs *flag.FlagSet) {
 	fs.IntVar(&st.tpm, "tpm", 0, fmt.Sprintf("tokens per minute of every API key, `0..%d` (0: no limit)", mocks.MaxRatePerMinute))
 	fs.DurationVar(&st.minute, "limit-minute", 0, fmt.Sprintf("the rate limits' `minute`, 0..%s (0: a real minute; shorter for fast tests)", mocks.MaxLimitMinute))
 	fs.IntVar(&st.concurrency, "concurrency", 0, fmt.Sprintf("calls served at once, `0..%d` (0: no limit); the others are answered 529 (Anthropic) or 503 (OpenAI)", mocks.MaxConcurrencyLimit))
-	fs.IntVar(&st.overloadStatus, "overload-status", 503, "`status` of an OpenAI or Azure call over a concurrency limit: 503 or 529")
+	fs.IntVar(&st.overloadStatus, "overload-status", 503, "`status` of an OpenAI or Azure call over a concurrency limit: 503, 529 or 429")
 	fs.Func("route-concurrency", "calls a route serves at once, as `route=N` (repeatable)", func(v string) error {
 		route, n, ok := strings.Cut(v, "=")
 		limit, err := strconv.Atoi(n)
@@ -129,8 +129,8 @@ func (st *settings) options(set map[string]bool, file *mocks.Config) ([]mocks.Op
 	if st.concurrency < 0 || st.concurrency > mocks.MaxConcurrencyLimit {
 		return nil, fmt.Errorf("-concurrency %d out of range [0, %d]", st.concurrency, mocks.MaxConcurrencyLimit)
 	}
-	if st.overloadStatus != 503 && st.overloadStatus != 529 {
-		return nil, fmt.Errorf("-overload-status %d is neither 503 nor 529", st.overloadStatus)
+	if st.overloadStatus != 503 && st.overloadStatus != 529 && st.overloadStatus != 429 {
+		return nil, fmt.Errorf("-overload-status %d is none of 503, 529 and 429", st.overloadStatus)
 	}
 	for route, n := range st.routeConcurrency {
 		if !valid(route) {
