@@ -120,6 +120,11 @@ func (w *walk) hedged(h resilience.Hedge, first attempt, t try) (any, *resilienc
 func (r *race) launch(a attempt, t try) {
 	ctx, cancel := context.WithCancelCause(r.ctx)
 	a.cancel, a.start = cancel, r.c.now()
+	for i := range r.routes {
+		if p := &r.routes[i]; !p.done && p.raced == 0 {
+			p.raced = max(a.start.Sub(p.start), 1) // raced from now on
+		}
+	}
 	n := len(r.routes)
 	r.routes = append(r.routes, a)
 	r.pending++
@@ -211,7 +216,8 @@ func cancelLosers(w *walk, routes []attempt, won, pending int, results <-chan ra
 		}
 		r.cancel(errHedgeLost)
 		waited := now.Sub(r.start)
-		r.d.pipeline.Route(r.key).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.op.stream, Censored: true})
+		r.d.pipeline.Route(r.key).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.op.stream, Censored: true,
+			Raced: r.raced})
 		if tr := w.op.tr; tr != nil {
 			res := tryResult(r.e, r.d, r.model, waited, nil, nil)
 			res.Hedge, res.Lost = r.hedge, true

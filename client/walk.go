@@ -133,7 +133,7 @@ func (w *walk) run() (any, error) {
 // try and, unless the answer is a stream, the call to the telemetry.
 func (w *walk) served(resp any, at *attempt, info *resilience.CallInfo) any {
 	op := &w.op
-	took := w.observe(at.d, at.key, at.start, resp, nil)
+	took := w.observe(at, resp, nil)
 	if at.d.outs.Load() != 0 {
 		at.d.outs.Store(0) // back in service: the next take-out starts from the first break
 	}
