@@ -60,11 +60,17 @@ type Accounting struct {
 	FailedAttempts int
 	AbandonedUsage providers.Usage
 	// Hedges is the number of hedges the call sent (resilience.Options.HedgeAfterSeconds,
-	// WithHedge): tries beyond the first, sent because none had first content after the
-	// hedge delay. HedgeWon reports that a hedge served the answer; HedgesRefused counts the
-	// hedges the retry budget did not allow. A cancelled try may still be billed by its
-	// provider for the prompt it had read; the servers do not say, so AbandonedUsage cannot.
+	// WithHedge) that reached the wire: tries beyond the first, sent because none had first
+	// content after the hedge delay, whose request went out (net/http wrote its headers) or
+	// that came back with an answer or a server's failure. HedgesUnsent counts the hedges the
+	// call started but cancelled before their request went out — typically because another
+	// try delivered as the hedge started — and those a route turned away unsent (its
+	// bulkhead full); no server saw them. HedgeWon reports that a hedge served the answer;
+	// HedgesRefused counts the hedges the retry budget did not allow. A cancelled try may
+	// still be billed by its provider for the prompt it had read; the servers do not say, so
+	// AbandonedUsage cannot.
 	Hedges        int
+	HedgesUnsent  int
 	HedgeWon      bool
 	HedgesRefused int
 	// Cost is the cost of the attempts abandoned (CallCost.Abandoned, Estimated and Unpriced;
