@@ -23,11 +23,11 @@ func serverClock(clk *armClock) (mocks.Option, chan time.Duration) {
 	}), armed
 }
 
-// A primary still waiting when its hedge goes out, that then answers before the hedge: within
-// twice the hedge delay its time counts in full on its route; later (a straggler whose hedge
-// straggled too), it counts as cut off at twice the delay, so that it cannot lift the learnt
-// delay (resilience.LatencySample.Raced).
-func TestHedge_ARacedTryCountsInFullOnlyWithinTwiceTheDelay(t *testing.T) {
+// A primary still waiting when its hedge goes out, that then answers before the hedge: soon
+// after the hedge's send its time counts in full on its route; later (a straggler whose hedge
+// straggled too), it counts as cut off — on a route with fewer than 10 samples, at twice the
+// delay — so that it cannot lift the learnt delay (resilience.LatencySample.Raced).
+func TestHedge_ARacedTryCountsInFullOnlySoonAfterItsHedge(t *testing.T) {
 	for _, tc := range []struct {
 		primary, want time.Duration
 	}{{30 * time.Millisecond, 30 * time.Millisecond}, {100 * time.Millisecond, 40 * time.Millisecond}} {

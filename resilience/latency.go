@@ -36,6 +36,8 @@ type latency struct {
 	n    int64                // samples recorded in all
 	// lower and hedge cache the last quantile of each kind asked for: a hedge asks for one per call.
 	lower, hedge quantileCache
+	// median caches the window's product-limit median, the horizon of a raced try (raceHorizon).
+	median quantileCache
 
 	ttft     atomic.Uint64 // float64 bits: moving average of the time to first content, ns
 	perToken atomic.Uint64 // float64 bits: moving average of a whole answer's time per output token, ns
@@ -80,8 +82,9 @@ type LatencySample struct {
 	// when its call sent another try (a hedge). From then on, whether the try's own time is
 	// seen depends on the other's: a straggler shows its full time only when its hedge
 	// straggles too. So the window keeps a raced try in full only if its first content came
-	// within 2×Raced (one more delay, by when a hedge usually has its own), and else as cut
-	// off at 2×Raced, whether it went on to win or not: a horizon fixed when the hedge went
+	// within the route's median time to first content after Raced (by when a hedge usually
+	// has its own; twice Raced while the window has fewer than MinLatencySamples), and else as
+	// cut off there, whether it went on to win or not: a horizon fixed when the hedge went
 	// out, not by the try's own time, which the product-limit estimate (HedgeQuantile)
 	// handles without bias. The moving averages still take FirstContent as it is.
 	Raced time.Duration
@@ -101,10 +104,12 @@ func (p *Pipeline) ObserveLatency(s LatencySample) {
 	}
 	ns, us := int64(s.FirstContent), ringTime(s.FirstContent)
 	cut := s.Censored
-	if s.Raced > 0 && s.FirstContent > 2*s.Raced {
-		cut, us = true, ringTime(2*s.Raced)
-	}
 	l.mu.Lock()
+	if s.Raced > 0 && s.FirstContent > s.Raced {
+		if h := s.Raced + l.medianLocked(s.Raced); s.FirstContent > h {
+			cut, us = true, ringTime(h)
+		}
+	}
 	if cut {
 		l.ring[l.n%LatencyWindow] = -us // see LatencyQuantile
 	} else {
@@ -122,6 +127,20 @@ func (p *Pipeline) ObserveLatency(s LatencySample) {
 	if !s.Stream && !s.Censored && s.OutputTokens > 0 {
 		ewma(&l.perToken, float64(ns)/float64(s.OutputTokens))
 	}
+}
+
+// medianLocked returns the product-limit median of the window (see HedgeQuantile), or def
+// while the window holds fewer than MinLatencySamples; recomputed at most once every eight
+// samples. l.mu is held.
+func (l *latency) medianLocked(def time.Duration) time.Duration {
+	if l.n < MinLatencySamples {
+		return def
+	}
+	c := &l.median
+	if l.n-c.at >= 8 || c.v <= 0 {
+		c.v, c.at = int64(productLimit(l.ring[:min(l.n, LatencyWindow)], 0.5))*int64(time.Microsecond), l.n
+	}
+	return time.Duration(c.v)
 }
 
 // ewma moves the average in v towards x (the first sample sets it).
@@ -167,7 +186,7 @@ func (p *Pipeline) LatencyQuantile(q float64) (time.Duration, bool) {
 //
 // The window holds right-censored data: a try cut off — cancelled because another try of its
 // call won, stopped by a first-token limit, or raced by a hedge and without first content
-// within twice the time at which the hedge went out (LatencySample.Raced) — is known only to
+// within a median time after the hedge went out (LatencySample.Raced) — is known only to
 // take longer than where it was cut. The quantile is the product-limit (Kaplan–Meier)
 // estimate: walking the times from the shortest, each complete time removes 1/(at risk) of
 // the remaining share and each cut-off leaves the risk set without removing any, so its share
@@ -179,12 +198,14 @@ func (p *Pipeline) LatencyQuantile(q float64) (time.Duration, bool) {
 // Why so: a straggler raced by a hedge ends either cut off, when its hedge wins, or, when its
 // hedge straggles too, complete at its full time, long after the delay; counted so, 5 %
 // stragglers put about one such time in a window of 128, and the 0.95 quantile on it, which
-// sent the delay to its ceiling. Cut off at twice the hedge's send, a straggler never enters
-// at its full time, so stragglers, however many, cannot lift the delay above the complete
-// times; yet a raced try that answers soon after the send still counts in full, so the
-// estimate also learns times beyond the delay and does not drift down. A route slowed down as
-// a whole lifts it: its raced tries complete within twice the delay, or, once its cut-offs
-// are all the window holds, the shortest cut-off (twice the delay) is the estimate.
+// sent the delay to its ceiling. Cut off a median time after the hedge's send, a straggler
+// (many median times long) never enters at its full time, so stragglers, however many, cannot
+// lift the delay above the complete times — not even from the ceiling, where twice the delay
+// could exceed a straggler's time; yet a raced try that answers soon after the send still
+// counts in full, so the estimate also learns times beyond the delay and does not drift down.
+// A route slowed down as a whole lifts it: its raced tries complete within the horizon, or,
+// once its cut-offs are all the window holds, the shortest cut-off is the estimate and the
+// horizon grows with it.
 func (p *Pipeline) HedgeQuantile(q float64) (time.Duration, bool) {
 	return p.lat.quantile(q, true)
 }

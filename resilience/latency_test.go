@@ -234,14 +234,30 @@ func TestHeadroom_AReadingFollowsEveryChange(t *testing.T) {
 // seeded source; after calls, slow (if not 0) becomes every try's first-token time for as
 // many calls again. raced says whether a try still waiting when its hedge went out is
 // reported as raced (LatencySample.Raced), as the client does, or at its full time, as it did
-// before. It returns the share of the first calls whose delay sat at its ceiling, the share
+// before. It returns the share of the first calls (after their first fifth, which may find
+// the delay where the first samples put it) whose delay sat at its ceiling, the share
 // hedged, their p95 and p99 first-token times, and the delay at the end.
 func hedgeSim(seed uint64, calls int, raced bool, slow time.Duration) (atCeiling, hedged float64, p95, p99, last time.Duration) {
-	p, _ := New(testOptions())
+	return hedgeSimAfter(seed, 0, calls, raced, slow)
+}
+
+// hedgeSimAfter is hedgeSim after a prelude of calls whose every try waits 150 ms (a route
+// overloaded for a while), which lifts the delay to its ceiling; the figures are of the calls
+// after it.
+func hedgeSimAfter(seed uint64, prelude, calls int, raced bool, slow time.Duration) (atCeiling, hedged float64, p95, p99, last time.Duration) {
 	h := Hedge{After: 100 * time.Millisecond, Quantile: 0.95, MinDelay: 2 * time.Millisecond, Max: 1}
+	return hedgeSimWith(h, seed, prelude, calls, raced, slow)
+}
+
+// hedgeSimWith is hedgeSimAfter under hedging h; atCeiling is then the share of calls whose
+// delay was above h.MinDelay + 10 ms when h.MinDelay is above 10 ms.
+func hedgeSimWith(h Hedge, seed uint64, prelude, calls int, raced bool, slow time.Duration) (atCeiling, hedged float64, p95, p99, last time.Duration) {
+	p, _ := New(testOptions())
 	rng := rand.New(rand.NewPCG(seed, 36))
 	draw := func(i int) time.Duration {
 		switch {
+		case i < 0:
+			return 150 * time.Millisecond
 		case i >= calls:
 			return slow
 		case rng.Float64() < 0.05:
@@ -255,15 +271,16 @@ func hedgeSim(seed uint64, calls int, raced bool, slow time.Duration) (atCeiling
 	if slow > 0 {
 		total *= 2
 	}
-	for i := range total {
+	for i := -prelude; i < total; i++ {
 		d := h.Delay(p)
-		if d == h.After && i >= 2*LatencyWindow && i < calls {
+		high := d == h.After || h.MinDelay > 10*time.Millisecond && d > h.MinDelay+10*time.Millisecond
+		if high && i >= calls/5 && i < calls {
 			ceiling++
 		}
 		first, took := draw(i), time.Duration(0)
 		s := LatencySample{FirstContent: first, Stream: true}
 		if first > d {
-			if i < calls {
+			if i >= 0 && i < calls {
 				hedges++
 			}
 			if raced {
@@ -275,13 +292,13 @@ func hedgeSim(seed uint64, calls int, raced bool, slow time.Duration) (atCeiling
 		}
 		took = s.FirstContent
 		p.ObserveLatency(s)
-		if i < calls {
+		if i >= 0 && i < calls {
 			ttft = append(ttft, took)
 		}
 	}
 	slices.Sort(ttft)
 	n := len(ttft)
-	return float64(ceiling) / float64(calls-2*LatencyWindow), float64(hedges) / float64(calls),
+	return float64(ceiling) / float64(calls-calls/5), float64(hedges) / float64(calls),
 		ttft[int(math.Ceil(0.95*float64(n)))-1], ttft[int(math.Ceil(0.99*float64(n)))-1], h.Delay(p)
 }
 
@@ -306,6 +323,31 @@ func TestLatency_HedgeQuantileWithRandomStragglers(t *testing.T) {
 	}
 	if worst < 0.05 {
 		t.Errorf("at full times, the delay sat at its ceiling for at most %.1f%% of calls: the test no longer shows the flaw", 100*worst)
+	}
+}
+
+// After a spell of overload that lifted the delay to its ceiling (100 ms, where twice the
+// delay would reach a straggler's 200 ms), the delay comes down and stays off the ceiling: a
+// raced straggler is cut off a median time after the hedge's send, not at twice the delay.
+func TestLatency_HedgeQuantileLeavesTheCeiling(t *testing.T) {
+	for seed := range uint64(3) {
+		if atCeiling, hedged, _, _, _ := hedgeSimAfter(seed, 300, 5000, true, 0); atCeiling > 0.01 || hedged > 0.07 {
+			t.Errorf("seed %d: after an overload, the delay sat at its ceiling for %.1f%% of calls, %.1f%% hedged",
+				seed, 100*atCeiling, 100*hedged)
+		}
+	}
+}
+
+// With a floor on the delay at half a straggler's time (MinDelay 100 ms, stragglers at
+// 200 ms), a straggler whose hedge straggles too would complete within twice the delay; cut
+// off a median time after the hedge's send instead, it never enters at its full time, and the
+// delay stays at its floor instead of climbing to where stragglers are no longer hedged.
+func TestLatency_HedgeQuantileWithAHighFloor(t *testing.T) {
+	h := Hedge{After: 300 * time.Millisecond, Quantile: 0.95, MinDelay: 100 * time.Millisecond, Max: 1}
+	for seed := range uint64(3) {
+		if above, _, _, _, _ := hedgeSimWith(h, seed, 0, 5000, true, 0); above != 0 {
+			t.Errorf("seed %d: the delay was above its floor for %.1f%% of calls", seed, 100*above)
+		}
 	}
 }
 
