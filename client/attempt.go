@@ -47,7 +47,7 @@ type attempt struct {
 	// raced, above 0, is how long after its start the try still had no first content when its
 	// call sent another try (a hedge): resilience.LatencySample.Raced.
 	raced time.Duration
-	// wrote, for a hedge, is set once its request went out (its headers written): a hedge
+	// wrote, for a hedge, is set once its request went out (net/http wrote it): a hedge
 	// cancelled before then never reached the wire (Accounting.HedgesUnsent).
 	wrote *atomic.Bool
 	// done and cancel are a hedge race's: the try has ended, and what cancels it.

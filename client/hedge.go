@@ -182,7 +182,7 @@ func (r *race) hedge(w *walk) {
 // tally counts, once the race is over (every try ended or cancelled), the hedges it sent:
 // those whose request went out (Accounting.Hedges, DeploymentInfo.Hedges) apart from those
 // cancelled before it did (HedgesUnsent): a hedge launched as the race ended often never
-// reaches its server. A hedge counts as sent once net/http wrote its request's headers
+// reaches its server. A hedge counts as sent once net/http wrote its request
 // (httptrace), or when it ended with an answer or after an attempt the pipeline made (over a
 // transport that reports no trace, a hedge cancelled while out counts as unsent).
 func (r *race) tally(w *walk) {

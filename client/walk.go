@@ -61,14 +61,15 @@ type Accounting struct {
 	AbandonedUsage providers.Usage
 	// Hedges is the number of hedges the call sent (resilience.Options.HedgeAfterSeconds,
 	// WithHedge) that reached the wire: tries beyond the first, sent because none had first
-	// content after the hedge delay, whose request went out (net/http wrote its headers) or
-	// that came back with an answer or a server's failure. HedgesUnsent counts the hedges the
-	// call started but cancelled before their request went out — typically because another
-	// try delivered as the hedge started — and those a route turned away unsent (its
-	// bulkhead full); no server saw them. HedgeWon reports that a hedge served the answer;
-	// HedgesRefused counts the hedges the retry budget did not allow. A cancelled try may
-	// still be billed by its provider for the prompt it had read; the servers do not say, so
-	// AbandonedUsage cannot.
+	// content after the hedge delay, whose request went out (net/http wrote it), or that
+	// ended on their own after the pipeline sent an attempt (so too over a transport that
+	// reports no trace, whose hedges cancelled while out count as unsent). HedgesUnsent counts
+	// the hedges the call started but cancelled before their request went out — typically
+	// because another try delivered as the hedge started — and those a route turned away
+	// unsent (its bulkhead full); no server saw them. HedgeWon reports that a hedge served the
+	// answer; HedgesRefused counts the hedges the retry budget did not allow. A cancelled try
+	// may still be billed by its provider for the prompt it had read; the servers do not say,
+	// so AbandonedUsage cannot.
 	Hedges        int
 	HedgesUnsent  int
 	HedgeWon      bool
