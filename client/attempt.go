@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/steadyllm/steady/providers"
@@ -46,6 +47,12 @@ type attempt struct {
 	route
 	start time.Time
 	hedge bool // a hedge, not the walk's own try on this step
+	// raced, above 0, is how long after its start the try still had no first content when its
+	// call sent another try (a hedge): resilience.LatencySample.Raced.
+	raced time.Duration
+	// wrote, for a hedge, is set once its request went out (net/http wrote it): a hedge
+	// cancelled before then never reached the wire (Accounting.HedgesUnsent).
+	wrote *atomic.Bool
 	// done and cancel are a hedge race's: the try has ended, and what cancels it.
 	done   bool
 	cancel context.CancelCauseFunc
@@ -56,7 +63,7 @@ type attempt struct {
 // deployment out for a refused key or a spent quota) and what it cost (chargeFailure). It
 // returns the failure, how long the try took, and its cost.
 func (w *walk) lost(a *attempt, resp any, info *resilience.CallInfo, err error) (*providers.Error, time.Duration, providers.CallCost) {
-	took := w.observe(a.d, a.key, a.start, resp, err)
+	took := w.observe(a, resp, err)
 	perr := w.failed(a.e, a.d, err, info)
 	if perr.Kind.Misconfigured() && w.ctx.Err() == nil {
 		noteFailing(a.route, perr)

@@ -96,10 +96,11 @@ type deployment struct {
 	outs     atomic.Int64
 	outMu    sync.Mutex
 	outUntil time.Time
-	// hedges counts the hedges sent to the deployment and hedgesWon those that served;
-	// failovers the calls that failed on it and went on to another route. They change only
-	// on those paths, never on a call that the deployment serves at its first try.
-	hedges, hedgesWon, failovers atomic.Int64
+	// hedges counts the hedges sent to the deployment that reached the wire, hedgesUnsent
+	// those cancelled before, and hedgesWon those that served; failovers the calls that failed
+	// on it and went on to another route. They change only on those paths, never on a call
+	// that the deployment serves at its first try.
+	hedges, hedgesUnsent, hedgesWon, failovers atomic.Int64
 }
 
 // available reports whether d can take a call for model now: its circuit and the model's
@@ -308,9 +309,11 @@ type DeploymentInfo struct {
 	// by model (see resilience.Pipeline.Route): its own circuit, pause, budgets and speed.
 	Routes []RouteInfo
 	// Hedges is how many hedges were sent to the deployment since the client was built
-	// (resilience.Options.HedgeAfterSeconds, WithHedge), and HedgesWon how many of them
-	// served their call.
-	Hedges, HedgesWon int64
+	// (resilience.Options.HedgeAfterSeconds, WithHedge) and reached the wire, and HedgesWon
+	// how many of them served their call. HedgesUnsent is how many more hedges for it were
+	// started but cancelled (or turned away) before their request went out (see
+	// Accounting.HedgesUnsent): the deployment never saw them.
+	Hedges, HedgesWon, HedgesUnsent int64
 	// Failovers is how many calls failed on the deployment and were then sent to another
 	// route (another deployment, or a later provider of the chain) since the client was built.
 	Failovers int64
@@ -365,7 +368,7 @@ func (c *Client) Deployments(name string) []DeploymentInfo {
 	for i, d := range e.deps {
 		out[i] = DeploymentInfo{Name: d.name, Circuit: d.pipeline.CircuitInfo(), Own: d.pipeline.OwnCircuit(), Headroom: d.pipeline.Headroom(),
 			InFlight: d.pipeline.InFlight(), Latency: d.pipeline.Latency(),
-			Concurrency: d.pipeline.Concurrency(), Hedges: d.hedges.Load(), HedgesWon: d.hedgesWon.Load(),
+			Concurrency: d.pipeline.Concurrency(), Hedges: d.hedges.Load(), HedgesWon: d.hedgesWon.Load(), HedgesUnsent: d.hedgesUnsent.Load(),
 			Failovers: d.failovers.Load()}
 		for model, r := range d.pipeline.Routes() {
 			out[i].Routes = append(out[i].Routes, RouteInfo{Model: model, Circuit: r.CircuitInfo(), Headroom: r.Headroom(),

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http/httptrace"
+	"sync/atomic"
 	"time"
 
 	"github.com/steadyllm/steady/resilience"
@@ -103,7 +105,10 @@ func (w *walk) hedged(h resilience.Hedge, first attempt, t try) (any, *resilienc
 		results: make(chan raced, h.Max+1), fire: make(chan struct{}, 1), routes: make([]attempt, 0, h.Max+1)}
 	r.launch(first, t)
 	r.arm()
-	defer func() { r.timer.Stop() }()
+	defer func() {
+		r.timer.Stop()
+		r.tally(w)
+	}()
 	for {
 		select {
 		case <-r.fire:
@@ -119,7 +124,21 @@ func (w *walk) hedged(h resilience.Hedge, first attempt, t try) (any, *resilienc
 // launch sends try t on route a, on a goroutine of its own under a context the race cancels.
 func (r *race) launch(a attempt, t try) {
 	ctx, cancel := context.WithCancelCause(r.ctx)
+	if a.hedge {
+		wrote := new(atomic.Bool)
+		a.wrote = wrote
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
+			if i.Err == nil {
+				wrote.Store(true)
+			}
+		}})
+	}
 	a.cancel, a.start = cancel, r.c.now()
+	for i := range r.routes {
+		if p := &r.routes[i]; !p.done && p.raced == 0 {
+			p.raced = max(a.start.Sub(p.start), 1) // raced from now on
+		}
+	}
 	n := len(r.routes)
 	r.routes = append(r.routes, a)
 	r.pending++
@@ -154,11 +173,31 @@ func (r *race) hedge(w *walk) {
 		return
 	}
 	w.markTried(next.d)
-	next.d.hedges.Add(1)
 	r.launch(attempt{route: next, hedge: true}, try{route: next, maxWait: -1, elsewhere: true})
-	w.acct.Hedges++
 	if len(r.routes) <= r.h.Max {
 		r.arm()
+	}
+}
+
+// tally counts, once the race is over (every try ended or cancelled), the hedges it sent:
+// those whose request went out (Accounting.Hedges, DeploymentInfo.Hedges) apart from those
+// cancelled before it did (HedgesUnsent): a hedge launched as the race ended often never
+// reaches its server. A hedge counts as sent once net/http wrote its request
+// (httptrace), or when it ended with an answer or after an attempt the pipeline made (over a
+// transport that reports no trace, a hedge cancelled while out counts as unsent).
+func (r *race) tally(w *walk) {
+	for i := range r.routes {
+		a := &r.routes[i]
+		if !a.hedge {
+			continue
+		}
+		if a.wrote.Load() {
+			w.acct.Hedges++
+			a.d.hedges.Add(1)
+		} else {
+			w.acct.HedgesUnsent++
+			a.d.hedgesUnsent.Add(1)
+		}
 	}
 }
 
@@ -169,6 +208,9 @@ func (r *race) hedge(w *walk) {
 func (r *race) ended(w *walk, res raced) (attempt, bool) {
 	r.pending--
 	r.routes[res.n].done = true
+	if w := r.routes[res.n].wrote; w != nil && (res.err == nil || res.info != nil && res.info.Attempts > 0) {
+		w.Store(true)
+	}
 	a := r.routes[res.n]
 	if res.err == nil {
 		w.acct.HedgeWon = a.hedge
@@ -200,18 +242,24 @@ func (r *race) ended(w *walk, res raced) (attempt, bool) {
 
 // cancelLosers cancels every try of routes still out but the one that won (-1: none won),
 // reports each as lost, records on its route the time it had waited (a lower bound of its time
-// to first content: a hedge that wins often still teaches the route its tail), and leaves the
-// pending ends to a goroutine, which closes a try that succeeded meanwhile.
+// to first content: a hedge that wins often still teaches the route its tail), and takes in
+// the pending ends, closing a try that succeeded meanwhile: on a goroutine, unless a hedge
+// among them had not yet sent its request — then here, once the cancellation has ended it, so
+// that race.tally knows whether it reached the wire (a try ends soon after its context is
+// cancelled).
 func cancelLosers(w *walk, routes []attempt, won, pending int, results <-chan raced) {
 	now := w.c.now()
+	wait := false
 	for i := range routes {
 		r := &routes[i]
 		if i == won || r.done {
 			continue
 		}
 		r.cancel(errHedgeLost)
+		wait = wait || r.wrote != nil && !r.wrote.Load()
 		waited := now.Sub(r.start)
-		r.d.pipeline.Route(r.key).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.op.stream, Censored: true})
+		r.d.pipeline.Route(r.key).ObserveLatency(resilience.LatencySample{FirstContent: waited, Stream: w.op.stream, Censored: true,
+			Raced: r.raced})
 		if tr := w.op.tr; tr != nil {
 			res := tryResult(r.e, r.d, r.model, waited, nil, nil)
 			res.Hedge, res.Lost = r.hedge, true
@@ -221,7 +269,7 @@ func cancelLosers(w *walk, routes []attempt, won, pending int, results <-chan ra
 	if pending == 0 {
 		return
 	}
-	go func() {
+	drain := func() {
 		for range pending {
 			if res := <-results; res.err == nil {
 				if c, ok := res.resp.(io.Closer); ok {
@@ -229,7 +277,12 @@ func cancelLosers(w *walk, routes []attempt, won, pending int, results <-chan ra
 				}
 			}
 		}
-	}()
+	}
+	if wait {
+		drain()
+	} else {
+		go drain()
+	}
 }
 
 // afterFunc runs f after d on the client's clock (WithClock), the wall clock by default.

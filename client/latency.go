@@ -8,8 +8,8 @@ import (
 	"github.com/steadyllm/steady/resilience"
 )
 
-// observe records, on the route of deployment d for route (the model), what the try that
-// began at start taught about the route's speed (resilience.Pipeline.ObserveLatency), for
+// observe records, on the route of attempt a (its deployment, its model), what its try
+// taught about the route's speed (resilience.Pipeline.ObserveLatency), for
 // StrategyLatency and for what Deployments and health show; it returns how long the try took on
 // the client's clock (WithClock), read once here for the sample and for telemetry. resp and
 // err are what the try returned. It allocates nothing for a success.
@@ -24,11 +24,14 @@ import (
 //     call of the route fail until someone fixes it. A stream that timed out before any content
 //     (its first-token limit, or the total timeout before it) counts its wait too, as a
 //     censored time (the real one was longer): the tail of the route's times shows it.
+//   - A try of a hedged call still without first content when its call sent another try says
+//     so (resilience.LatencySample.Raced): its time counts for the hedge delay only while it
+//     could not have depended on the other try's.
 //   - Anything else says nothing of the route's speed and is not recorded: the request's own
 //     fault, the caller's cancellation or deadline, a rate limit (the route's pause and budgets
 //     answer it), a call turned away unsent (an open circuit, a full bulkhead).
-func (w *walk) observe(d *deployment, route string, start time.Time, resp any, err error) time.Duration {
-	took := w.c.now().Sub(start)
+func (w *walk) observe(a *attempt, resp any, err error) time.Duration {
+	took := w.c.now().Sub(a.start)
 	var s resilience.LatencySample
 	switch {
 	case err == nil:
@@ -45,7 +48,8 @@ func (w *walk) observe(d *deployment, route string, start time.Time, resp any, e
 			s.FirstContent, s.Stream, s.Censored = took, true, true
 		}
 	}
-	d.pipeline.Route(route).ObserveLatency(s)
+	s.Raced = a.raced
+	a.d.pipeline.Route(a.key).ObserveLatency(s)
 	return took
 }
 

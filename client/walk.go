@@ -70,11 +70,18 @@ type Accounting struct {
 	FailedAttempts int
 	AbandonedUsage providers.Usage
 	// Hedges is the number of hedges the call sent (resilience.Options.HedgeAfterSeconds,
-	// WithHedge): tries beyond the first, sent because none had first content after the
-	// hedge delay. HedgeWon reports that a hedge served the answer; HedgesRefused counts the
-	// hedges the retry budget did not allow. A cancelled try may still be billed by its
-	// provider for the prompt it had read; the servers do not say, so AbandonedUsage cannot.
+	// WithHedge) that reached the wire: tries beyond the first, sent because none had first
+	// content after the hedge delay, whose request went out (net/http wrote it), or that
+	// ended on their own after the pipeline sent an attempt (so too over a transport that
+	// reports no trace, whose hedges cancelled while out count as unsent). HedgesUnsent counts
+	// the hedges the call started but cancelled before their request went out — typically
+	// because another try delivered as the hedge started — and those a route turned away
+	// unsent (its bulkhead full); no server saw them. HedgeWon reports that a hedge served the
+	// answer; HedgesRefused counts the hedges the retry budget did not allow. A cancelled try
+	// may still be billed by its provider for the prompt it had read; the servers do not say,
+	// so AbandonedUsage cannot.
 	Hedges        int
+	HedgesUnsent  int
 	HedgeWon      bool
 	HedgesRefused int
 	// Cost is the cost of the attempts abandoned (CallCost.Abandoned, Estimated and Unpriced;
@@ -149,7 +156,7 @@ func (w *walk) run() (any, error) {
 // try and, unless the answer is a stream, the call to the telemetry.
 func (w *walk) served(resp any, at *attempt, info *resilience.CallInfo) any {
 	op := &w.op
-	took := w.observe(at.d, at.key, at.start, resp, nil)
+	took := w.observe(at, resp, nil)
 	if at.d.outs.Load() != 0 {
 		at.d.outs.Store(0) // back in service: the next take-out starts from the first break
 	}

@@ -121,7 +121,7 @@
 //
 //	s := mocks.NewServer(
 //		mocks.WithKeyLatency("sk-east", mocks.LatencyProfile{FirstToken: 80 * time.Millisecond,
-//			Straggler: 2 * time.Second, StragglerEvery: 10, HeadersFirst: true}),
+//			Straggler: 2 * time.Second, StragglerRate: 0.1, Seed: 1, HeadersFirst: true}),
 //		mocks.WithKeyLatency("sk-west", mocks.LatencyProfile{FirstToken: 120 * time.Millisecond}))
 //
 // A request takes its API key's profile ([WithKeyLatency]: one key per deployment), else its
@@ -129,10 +129,13 @@
 // ([WithRouteLatency]), else every request's ([WithLatency]). [Server.Latency],
 // [Server.ModelLatency], [Server.RouteLatency] and [Server.KeyLatency] change them for the
 // requests that arrive next; a [Config] sets them with "latency", "modelLatency",
-// "routeLatency" and "keyLatency". A seed makes the draws repeatable and StragglerEvery makes the count of
-// stragglers exact; the [Journal] records each request's delay and whether it straggled. The
-// delays run on the server's timers ([WithAfterFunc]: a manual clock makes them cost nothing)
-// and end at once when the client goes away, so a cancelled hedge frees its handler.
+// "routeLatency" and "keyLatency". Stragglers fall at random (StragglerRate), as a real
+// provider's do; a seed makes the draws repeatable, and StragglerEvery makes the count of
+// stragglers exact where a test needs that (a benchmark of hedging should not: a straggler
+// every n-th request almost never meets a hedge that straggles too). The [Journal] records
+// each request's delay and whether it straggled. The delays run on the server's timers
+// ([WithAfterFunc]: a manual clock makes them cost nothing) and end at once when the client
+// goes away, so a cancelled hedge frees its handler.
 //
 // # Concurrency limit
 //

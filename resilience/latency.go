@@ -36,6 +36,8 @@ type latency struct {
 	n    int64                // samples recorded in all
 	// lower and hedge cache the last quantile of each kind asked for: a hedge asks for one per call.
 	lower, hedge quantileCache
+	// median caches the window's product-limit median, the horizon of a raced try (raceHorizon).
+	median quantileCache
 
 	ttft     atomic.Uint64 // float64 bits: moving average of the time to first content, ns
 	perToken atomic.Uint64 // float64 bits: moving average of a whole answer's time per output token, ns
@@ -68,13 +70,24 @@ type quantileCache struct{ v, at, of int64 }
 // off (a first-token limit, a hedge that lost) reports the time it had waited as FirstContent
 // and sets Censored: the real time was longer. A cut that is the route's failure (its
 // first-token limit ran out) sets both: the wait counts among the times, so the tail shows it,
-// and the call among the failures; a hedge that lost sets Censored alone.
+// and the call among the failures; a hedge that lost sets Censored alone. A try raced by a
+// hedge sets Raced (see there).
 type LatencySample struct {
 	FirstContent time.Duration
 	OutputTokens int  // of a whole answer; 0 for a stream
 	Stream       bool // FirstContent is a stream's first token
 	Censored     bool
 	Failed       bool
+	// Raced, when above 0, is how long after it was sent the try still had no first content
+	// when its call sent another try (a hedge). From then on, whether the try's own time is
+	// seen depends on the other's: a straggler shows its full time only when its hedge
+	// straggles too. So the window keeps a raced try in full only if its first content came
+	// within the route's median time to first content after Raced (by when a hedge usually
+	// has its own; twice Raced while the window has fewer than MinLatencySamples), and else as
+	// cut off there, whether it went on to win or not: a horizon fixed when the hedge went
+	// out, not by the try's own time, which the product-limit estimate (HedgeQuantile)
+	// handles without bias. The moving averages still take FirstContent as it is.
+	Raced time.Duration
 }
 
 // ObserveLatency records s for the pipeline (a route: Pipeline.Route), for LatencyQuantile and
@@ -90,8 +103,14 @@ func (p *Pipeline) ObserveLatency(s LatencySample) {
 		return
 	}
 	ns, us := int64(s.FirstContent), ringTime(s.FirstContent)
+	cut := s.Censored
 	l.mu.Lock()
-	if s.Censored {
+	if s.Raced > 0 && s.FirstContent > s.Raced {
+		if h := s.Raced + l.medianLocked(s.Raced); s.FirstContent > h {
+			cut, us = true, ringTime(h)
+		}
+	}
+	if cut {
 		l.ring[l.n%LatencyWindow] = -us // see LatencyQuantile
 	} else {
 		l.ring[l.n%LatencyWindow] = us
@@ -108,6 +127,20 @@ func (p *Pipeline) ObserveLatency(s LatencySample) {
 	if !s.Stream && !s.Censored && s.OutputTokens > 0 {
 		ewma(&l.perToken, float64(ns)/float64(s.OutputTokens))
 	}
+}
+
+// medianLocked returns the product-limit median of the window (see HedgeQuantile), or def
+// while the window holds fewer than MinLatencySamples; recomputed at most once every eight
+// samples. l.mu is held.
+func (l *latency) medianLocked(def time.Duration) time.Duration {
+	if l.n < MinLatencySamples {
+		return def
+	}
+	c := &l.median
+	if l.n-c.at >= 8 || c.v <= 0 {
+		c.v, c.at = int64(productLimit(l.ring[:min(l.n, LatencyWindow)], 0.5))*int64(time.Microsecond), l.n
+	}
+	return time.Duration(c.v)
 }
 
 // ewma moves the average in v towards x (the first sample sets it).
@@ -140,20 +173,39 @@ func share(v *atomic.Uint64, x float64) {
 
 // LatencyQuantile returns the q quantile (0 < q < 1) of the pipeline's last LatencyWindow
 // times to first content, and false when it has fewer than MinLatencySamples. A call cut off
-// (LatencySample.Censored) counts at the time it had waited, so the quantile is a lower bound
-// of the true one: what a dashboard shows. A quantile is recomputed at most once every eight
-// samples, so asking on every call is cheap.
+// (LatencySample.Censored, or raced: LatencySample.Raced) counts at the time it had waited, so
+// the quantile is a lower bound of the true one: what a dashboard shows. A quantile is
+// recomputed at most once every eight samples, so asking on every call is cheap.
 func (p *Pipeline) LatencyQuantile(q float64) (time.Duration, bool) {
 	return p.lat.quantile(q, false)
 }
 
 // HedgeQuantile returns the q quantile (0 < q < 1) of the pipeline's last LatencyWindow times
 // to first content for choosing a hedge delay (resilience.Hedge.Delay), and false when it has
-// fewer than MinLatencySamples. Unlike LatencyQuantile, a call cut off ranks above every
-// complete one whatever the time it had waited: that time is only a lower bound, and one the
-// cut itself chose (a hedge that won after the hedge delay), which must not feed back into the
-// delay. The quantile is the complete time at its rank when one is there, else the longest
-// complete time (the tail beyond it is known only to be slower), else the shortest cut-off.
+// fewer than MinLatencySamples.
+//
+// The window holds right-censored data: a try cut off — cancelled because another try of its
+// call won, stopped by a first-token limit, or raced by a hedge and without first content
+// within a median time after the hedge went out (LatencySample.Raced) — is known only to
+// take longer than where it was cut. The quantile is the product-limit (Kaplan–Meier)
+// estimate: walking the times from the shortest, each complete time removes 1/(at risk) of
+// the remaining share and each cut-off leaves the risk set without removing any, so its share
+// goes to the longer times as they come. Without cut-offs this is the order statistic at rank
+// ⌈q·n⌉. When the cut-offs hold more than 1−q of the share beyond the longest complete time,
+// the quantile lies beyond it and the window cannot say where: the estimate is then that
+// longest complete time (with no complete time at all, the shortest cut-off).
+//
+// Why so: a straggler raced by a hedge ends either cut off, when its hedge wins, or, when its
+// hedge straggles too, complete at its full time, long after the delay; counted so, 5 %
+// stragglers put about one such time in a window of 128, and the 0.95 quantile on it, which
+// sent the delay to its ceiling. Cut off a median time after the hedge's send, a straggler
+// (many median times long) never enters at its full time, so stragglers, however many, cannot
+// lift the delay above the complete times — not even from the ceiling, where twice the delay
+// could exceed a straggler's time; yet a raced try that answers soon after the send still
+// counts in full, so the estimate also learns times beyond the delay and does not drift down.
+// A route slowed down as a whole lifts it: its raced tries complete within the horizon, or,
+// once its cut-offs are all the window holds, the shortest cut-off is the estimate and the
+// horizon grows with it.
 func (p *Pipeline) HedgeQuantile(q float64) (time.Duration, bool) {
 	return p.lat.quantile(q, true)
 }
@@ -175,32 +227,57 @@ func (l *latency) quantile(q float64, hedge bool) (time.Duration, bool) {
 	if c.of == qi && l.n-c.at < 8 && c.v > 0 {
 		return time.Duration(c.v), true
 	}
-	var tmp [LatencyWindow]int32
 	k := int(min(l.n, LatencyWindow))
-	u, shortestCut := tmp[:0], int32(math.MaxInt32)
-	for _, v := range l.ring[:k] {
-		switch {
-		case v > 0:
-			u = append(u, v)
-		case hedge:
-			shortestCut = min(shortestCut, -v)
-		default:
-			u = append(u, -v)
-		}
-	}
-	slices.Sort(u)
 	var us int32
-	switch r := min(int(math.Ceil(q*float64(k))), k); {
-	case r <= len(u):
-		us = u[r-1]
-	case len(u) > 0:
-		us = u[len(u)-1]
-	default:
-		us = shortestCut
+	if hedge {
+		us = productLimit(l.ring[:k], q)
+	} else {
+		var tmp [LatencyWindow]int32
+		u := tmp[:k]
+		for i, v := range l.ring[:k] {
+			u[i] = max(v, -v)
+		}
+		slices.Sort(u)
+		us = u[min(int(math.Ceil(q*float64(k))), k)-1]
 	}
 	v := int64(us) * int64(time.Microsecond)
 	c.v, c.at, c.of = v, l.n, qi
 	return time.Duration(v), true
+}
+
+// productLimit returns the q quantile of the window w (complete times above 0, cut-offs below)
+// by the product-limit estimate, as HedgeQuantile describes.
+func productLimit(w []int32, q float64) int32 {
+	// Each time sorts as twice its value, a cut-off one more: at equal times the complete one
+	// comes first, as the product-limit estimate wants (a cut-off at t was still at risk at t).
+	var tmp [LatencyWindow]int64
+	keys := tmp[:len(w)]
+	for i, v := range w {
+		if v > 0 {
+			keys[i] = 2 * int64(v)
+		} else {
+			keys[i] = 2*int64(-v) + 1
+		}
+	}
+	slices.Sort(keys)
+	// surv is the estimated share of tries still without first content; done when it falls to
+	// 1−q (a tolerance for rounding, so that without cut-offs the rank is exactly ⌈q·n⌉).
+	surv, longest := 1.0, int32(0)
+	for i, key := range keys {
+		if key&1 == 1 {
+			continue // a cut-off: leaves the risk set, which shrinks with i
+		}
+		atRisk := float64(len(keys) - i)
+		surv *= (atRisk - 1) / atRisk
+		longest = int32(key / 2)
+		if surv <= 1-q+1e-9 {
+			return longest
+		}
+	}
+	if longest > 0 {
+		return longest
+	}
+	return int32(keys[0] / 2) // only cut-offs: the shortest
 }
 
 // LatencyInfo is what a pipeline measured of its calls' speed (Pipeline.Latency).

@@ -3,6 +3,7 @@ package resilience
 import (
 	"context"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -117,7 +118,7 @@ func TestLatency_WindowKeepsMicroseconds(t *testing.T) {
 	}
 }
 
-// Recording a sample and asking for a cached quantile take no allocation.
+// Recording a sample (a raced one too) and asking for a quantile take no allocation.
 func TestLatency_NoAllocations(t *testing.T) {
 	p, _ := New(testOptions())
 	for range 20 {
@@ -125,7 +126,9 @@ func TestLatency_NoAllocations(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() {
 		p.ObserveLatency(LatencySample{FirstContent: time.Millisecond, Stream: true})
+		p.ObserveLatency(LatencySample{FirstContent: 5 * time.Millisecond, Stream: true, Raced: time.Millisecond})
 		_, _ = p.LatencyQuantile(0.95)
+		_, _ = p.HedgeQuantile(0.95)
 	}); n != 0 {
 		t.Fatalf("%v allocations", n)
 	}
@@ -224,5 +227,139 @@ func TestHeadroom_AReadingFollowsEveryChange(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { _ = p.HeadroomAt(clock.Now()) }); n != 0 {
 		t.Fatalf("%v allocations", n)
+	}
+}
+
+// hedgeSim races one route's tries, as the client does, against hedges whose times come from
+// the same distribution, with a learnt delay (HedgeQuantile 0.95 between 2 ms and 100 ms):
+// first-token times of 9–11 ms, and with probability 5 % a straggler's 200 ms, drawn from a
+// seeded source; after calls, slow (if not 0) becomes every try's first-token time for as
+// many calls again. raced says whether a try still waiting when its hedge went out is
+// reported as raced (LatencySample.Raced), as the client does, or at its full time, as it did
+// before. It returns the share of the first calls (after their first fifth, which may find
+// the delay where the first samples put it) whose delay sat at its ceiling, the share
+// hedged, their p95 and p99 first-token times, and the delay at the end.
+func hedgeSim(seed uint64, calls int, raced bool, slow time.Duration) (atCeiling, hedged float64, p95, p99, last time.Duration) {
+	return hedgeSimAfter(seed, 0, calls, raced, slow)
+}
+
+// hedgeSimAfter is hedgeSim after a prelude of calls whose every try waits 150 ms (a route
+// overloaded for a while), which lifts the delay to its ceiling; the figures are of the calls
+// after it.
+func hedgeSimAfter(seed uint64, prelude, calls int, raced bool, slow time.Duration) (atCeiling, hedged float64, p95, p99, last time.Duration) {
+	h := Hedge{After: 100 * time.Millisecond, Quantile: 0.95, MinDelay: 2 * time.Millisecond, Max: 1}
+	return hedgeSimWith(h, seed, prelude, calls, raced, slow)
+}
+
+// hedgeSimWith is hedgeSimAfter under hedging h; atCeiling is then the share of calls whose
+// delay was above h.MinDelay + 10 ms when h.MinDelay is above 10 ms.
+func hedgeSimWith(h Hedge, seed uint64, prelude, calls int, raced bool, slow time.Duration) (atCeiling, hedged float64, p95, p99, last time.Duration) {
+	p, _ := New(testOptions())
+	rng := rand.New(rand.NewPCG(seed, 36))
+	draw := func(i int) time.Duration {
+		switch {
+		case i < 0:
+			return 150 * time.Millisecond
+		case i >= calls:
+			return slow
+		case rng.Float64() < 0.05:
+			return 200 * time.Millisecond
+		}
+		return 9*time.Millisecond + time.Duration(rng.Int64N(int64(2*time.Millisecond)))
+	}
+	ttft := make([]time.Duration, 0, calls)
+	var ceiling, hedges int
+	total := calls
+	if slow > 0 {
+		total *= 2
+	}
+	for i := -prelude; i < total; i++ {
+		d := h.Delay(p)
+		high := d == h.After || h.MinDelay > 10*time.Millisecond && d > h.MinDelay+10*time.Millisecond
+		if high && i >= calls/5 && i < calls {
+			ceiling++
+		}
+		first, took := draw(i), time.Duration(0)
+		s := LatencySample{FirstContent: first, Stream: true}
+		if first > d {
+			if i >= 0 && i < calls {
+				hedges++
+			}
+			if raced {
+				s.Raced = d
+			}
+			if second := draw(i); d+second < first { // the hedge won: the first try is cancelled then
+				s.FirstContent, s.Censored = d+second, true
+			}
+		}
+		took = s.FirstContent
+		p.ObserveLatency(s)
+		if i >= 0 && i < calls {
+			ttft = append(ttft, took)
+		}
+	}
+	slices.Sort(ttft)
+	n := len(ttft)
+	return float64(ceiling) / float64(calls-calls/5), float64(hedges) / float64(calls),
+		ttft[int(math.Ceil(0.95*float64(n)))-1], ttft[int(math.Ceil(0.99*float64(n)))-1], h.Delay(p)
+}
+
+// With random stragglers — 5 % at 20 times the usual first-token time, the share the
+// quantile 0.95 sits on — a straggler whose hedge straggles too still finishes; reported as
+// raced, it is cut off at twice the hedge's send, so the learnt delay never climbs to its
+// ceiling, the hedges stay near 5 % (a window that happens to hold fewer stragglers puts the
+// delay a little into the usual times) and p99 stays within twice p95. Reported at its full
+// time (as before), the same seeds put the delay at its ceiling for a good share of the calls.
+func TestLatency_HedgeQuantileWithRandomStragglers(t *testing.T) {
+	for seed := range uint64(5) {
+		atCeiling, hedged, p95, p99, _ := hedgeSim(seed, 5000, true, 0)
+		if atCeiling != 0 || hedged > 0.07 || p99 > 2*p95 {
+			t.Errorf("seed %d: delay at its ceiling for %.1f%% of calls, %.1f%% hedged, p95 %v p99 %v",
+				seed, 100*atCeiling, 100*hedged, p95, p99)
+		}
+	}
+	worst := 0.0
+	for seed := range uint64(5) {
+		atCeiling, _, _, _, _ := hedgeSim(seed, 5000, false, 0)
+		worst = max(worst, atCeiling)
+	}
+	if worst < 0.05 {
+		t.Errorf("at full times, the delay sat at its ceiling for at most %.1f%% of calls: the test no longer shows the flaw", 100*worst)
+	}
+}
+
+// After a spell of overload that lifted the delay to its ceiling (100 ms, where twice the
+// delay would reach a straggler's 200 ms), the delay comes down and stays off the ceiling: a
+// raced straggler is cut off a median time after the hedge's send, not at twice the delay.
+func TestLatency_HedgeQuantileLeavesTheCeiling(t *testing.T) {
+	for seed := range uint64(3) {
+		if atCeiling, hedged, _, _, _ := hedgeSimAfter(seed, 300, 5000, true, 0); atCeiling > 0.01 || hedged > 0.07 {
+			t.Errorf("seed %d: after an overload, the delay sat at its ceiling for %.1f%% of calls, %.1f%% hedged",
+				seed, 100*atCeiling, 100*hedged)
+		}
+	}
+}
+
+// With a floor on the delay at half a straggler's time (MinDelay 100 ms, stragglers at
+// 200 ms), a straggler whose hedge straggles too would complete within twice the delay; cut
+// off a median time after the hedge's send instead, it never enters at its full time, and the
+// delay stays at its floor instead of climbing to where stragglers are no longer hedged.
+func TestLatency_HedgeQuantileWithAHighFloor(t *testing.T) {
+	h := Hedge{After: 300 * time.Millisecond, Quantile: 0.95, MinDelay: 100 * time.Millisecond, Max: 1}
+	for seed := range uint64(3) {
+		if above, _, _, _, _ := hedgeSimWith(h, seed, 0, 5000, true, 0); above != 0 {
+			t.Errorf("seed %d: the delay was above its floor for %.1f%% of calls", seed, 100*above)
+		}
+	}
+}
+
+// A route slowed down as a whole (every first token after 30 ms, three times the delay it
+// had learnt) lifts the delay to its new times: its raced tries complete within twice the
+// delay, or are cut off there, and either lifts the estimate.
+func TestLatency_HedgeQuantileFollowsASlowdown(t *testing.T) {
+	for _, slow := range []time.Duration{30 * time.Millisecond, 80 * time.Millisecond} {
+		if _, _, _, _, last := hedgeSim(1, 2000, true, slow); last < slow {
+			t.Errorf("after every try took %v, the hedge delay is %v", slow, last)
+		}
 	}
 }

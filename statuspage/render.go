@@ -133,8 +133,8 @@ func view(s Snapshot) pageView {
 		if pr.Pipeline {
 			pv.Summary += " · a bare pipeline"
 		} else {
-			pv.Summary += " · hedges " + strconv.FormatInt(pr.Hedges, 10) + " (" + strconv.FormatInt(pr.HedgesWon, 10) +
-				" won) · failovers " + strconv.FormatInt(pr.Failovers, 10)
+			pv.Summary += " · hedges " + hedgeText(pr.Hedges, pr.HedgesWon, pr.HedgesUnsent) + " · failovers " +
+				strconv.FormatInt(pr.Failovers, 10)
 		}
 		for _, d := range pr.Deployments {
 			r := row(d.Name, d.Name, string(d.Status), d.State, at)
@@ -144,7 +144,7 @@ func view(s Snapshot) pageView {
 			}
 			r.Hedges, r.Failovers = "—", "—"
 			if !pr.Pipeline {
-				r.Hedges = strconv.FormatInt(d.Hedges, 10) + " (" + strconv.FormatInt(d.HedgesWon, 10) + " won)"
+				r.Hedges = hedgeText(d.Hedges, d.HedgesWon, d.HedgesUnsent)
 				r.Failovers = strconv.FormatInt(d.Failovers, 10)
 			}
 			pv.Rows = append(pv.Rows, r)
@@ -344,3 +344,13 @@ var stateTemplate = template.Must(template.New("state").Parse(`<div class="top">
 {{if .Events}}<table id="events"><thead><tr><th>time (UTC, pipeline clock)</th><th>where</th><th>what</th><th>detail</th></tr></thead><tbody>
 {{range .Events}}<tr><td>{{.Time}}</td><td>{{.Where}}</td><td>{{.Type}}</td><td class="wrap">{{.Detail}}</td></tr>
 {{end}}</tbody></table>{{else}}<p class="mute" id="events">None yet: failed attempts, retries, give-ups, timeouts, circuit changes, pauses and probes show here.</p>{{end}}`))
+
+// hedgeText is how the page shows hedges: those sent, those of them that won, and, when some
+// were, the hedges cancelled before their request went out.
+func hedgeText(sent, won, unsent int64) string {
+	s := strconv.FormatInt(sent, 10) + " (" + strconv.FormatInt(won, 10) + " won"
+	if unsent > 0 {
+		s += ", " + strconv.FormatInt(unsent, 10) + " cancelled unsent"
+	}
+	return s + ")"
+}

@@ -57,10 +57,11 @@ type Provider struct {
 	// Pipeline marks a bare pipeline (WithPipeline): it has no hedges or failovers, which are
 	// the client's.
 	Pipeline bool `json:"pipeline,omitempty"`
-	// Hedges, HedgesWon and Failovers add up those of its deployments.
-	Hedges    int64 `json:"hedges"`
-	HedgesWon int64 `json:"hedgesWon"`
-	Failovers int64 `json:"failovers"`
+	// Hedges, HedgesWon, HedgesUnsent and Failovers add up those of its deployments.
+	Hedges       int64 `json:"hedges"`
+	HedgesWon    int64 `json:"hedgesWon"`
+	HedgesUnsent int64 `json:"hedgesUnsent"`
+	Failovers    int64 `json:"failovers"`
 	// Deployments are its deployments in their configured order (one for a provider of one).
 	Deployments []Deployment `json:"deployments"`
 }
@@ -79,11 +80,14 @@ type Deployment struct {
 	InFlight int `json:"inFlight"`
 	Limit    int `json:"limit"`
 	Waiting  int `json:"waiting"`
-	// Hedges is how many hedges were sent to it and HedgesWon how many of them served;
-	// Failovers how many calls failed on it and went on to another route.
-	Hedges    int64 `json:"hedges"`
-	HedgesWon int64 `json:"hedgesWon"`
-	Failovers int64 `json:"failovers"`
+	// Hedges is how many hedges were sent to it that reached the wire, HedgesWon how many of
+	// them served, HedgesUnsent how many more were cancelled before their request went out
+	// (client.DeploymentInfo); Failovers how many calls failed on it and went on to another
+	// route.
+	Hedges       int64 `json:"hedges"`
+	HedgesWon    int64 `json:"hedgesWon"`
+	HedgesUnsent int64 `json:"hedgesUnsent"`
+	Failovers    int64 `json:"failovers"`
 	// Routes are the models it has served or been asked for, by model.
 	Routes []Route `json:"routes,omitempty"`
 }
@@ -220,7 +224,7 @@ func (p *Page) Snapshot() Snapshot {
 			pr := Provider{Name: p.scrub.Text(name, maxName)}
 			for _, d := range p.c.Deployments(name) {
 				dep := Deployment{Name: p.scrub.Text(d.Name, maxName), Status: status[d.Name], InFlight: d.Concurrency.InFlight,
-					Limit: d.Concurrency.Limit, Hedges: d.Hedges, HedgesWon: d.HedgesWon, Failovers: d.Failovers}
+					Limit: d.Concurrency.Limit, Hedges: d.Hedges, HedgesWon: d.HedgesWon, HedgesUnsent: d.HedgesUnsent, Failovers: d.Failovers}
 				for _, w := range d.Concurrency.Waiting {
 					dep.Waiting += w
 				}
@@ -240,6 +244,7 @@ func (p *Page) Snapshot() Snapshot {
 				}
 				pr.Hedges += d.Hedges
 				pr.HedgesWon += d.HedgesWon
+				pr.HedgesUnsent += d.HedgesUnsent
 				pr.Failovers += d.Failovers
 				pr.Deployments = append(pr.Deployments, dep)
 			}
