@@ -105,6 +105,9 @@ func (op *operation) streamTry(ctx context.Context, t try) (*Stream, *resilience
 		pol = pol.WithFirstTokenTimeout(*o.firstToken)
 		s.call.Policy = pol
 	}
+	// The pipeline holds the try to TimeoutSeconds until its first content, and to the stall
+	// limit after it: the stream reports its content (FirstToken).
+	s.call.WatchStream()
 	limit := d.firstContent // without a first-token limit: the total timeout bounds the wait
 	// A request that asks for reasoning may think for minutes before its first token on
 	// models that stream no reasoning (OpenAI's): it waits as without a limit, unless the

@@ -128,6 +128,26 @@ type Options struct {
 	// answer from the fallback within about 10 s plus the fallback's own time. 0 disables it.
 	// Allowed: 0..86400.
 	FirstTokenTimeoutSeconds float64 `json:"FirstTokenTimeoutSeconds"`
+	// StreamStallFactor turns stall detection on (0 turns it off): once a stream's first
+	// content has arrived, a silence on the wire longer than this many times the 99th
+	// percentile of the route's recent waits between bytes (see Pipeline.StreamRhythm),
+	// within StreamStallMinSeconds and StreamStallMaxSeconds, cuts the stream as stalled —
+	// a timeout, rescued by StreamRescue like any failure after content, or ended with the
+	// partial answer — long before StreamIdleTimeoutSeconds would. Until a route has seen a
+	// few dozen such waits (its own streams', the running one's included) only the idle
+	// limit applies; the idle limit always applies too, the shorter wins. Only the steady
+	// client's streams are watched (they report their first content); the pauses before the
+	// first content are the first-token limit's, never this one's. The default, 8, with a
+	// floor of 1 s, cuts a stream that delivered a token every 15 ms about 1 s into its
+	// stall. Allowed: 0, or 2..1000.
+	StreamStallFactor float64 `json:"StreamStallFactor"`
+	// StreamStallMinSeconds is the shortest stall limit (default 1): a route whose tokens
+	// come every few milliseconds still has this long to pause. Allowed: 0.05..3600.
+	StreamStallMinSeconds float64 `json:"StreamStallMinSeconds"`
+	// StreamStallMaxSeconds is the longest stall limit (default 10): a route whose streams
+	// pause long and often is cut after this long at most (or StreamIdleTimeoutSeconds, when
+	// shorter). Allowed: StreamStallMinSeconds..86400.
+	StreamStallMaxSeconds float64 `json:"StreamStallMaxSeconds"`
 	// StreamRescue says what a stream that fails after content has reached the caller does:
 	// "off" (the default) ends it with an error carrying the partial text; "restart" asks the
 	// next route for the whole answer again and delivers it after a delta marked Restart
@@ -265,6 +285,9 @@ func DefaultOptions() Options {
 		AttemptTimeoutSeconds:             0,
 		StreamIdleTimeoutSeconds:          20,
 		FirstTokenTimeoutSeconds:          10,
+		StreamStallFactor:                 8,
+		StreamStallMinSeconds:             1,
+		StreamStallMaxSeconds:             10,
 		StreamRescue:                      RescueOff,
 		BulkheadMaxConcurrency:            10,
 		BulkheadMaxQueue:                  100,
@@ -375,6 +398,20 @@ func (o Options) Validate() error {
 	}
 	v.secRange("StreamIdleTimeoutSeconds", o.StreamIdleTimeoutSeconds, 0, 86400)
 	v.secRange("FirstTokenTimeoutSeconds", o.FirstTokenTimeoutSeconds, 0, 86400)
+	if f := o.StreamStallFactor; f != 0 {
+		if !isFinite(f) || f < 2 || f > 1000 {
+			v.add("StreamStallFactor", f, "must be 0 (no stall detection) or a number between 2 and 1000")
+		}
+		minOK := v.secRange("StreamStallMinSeconds", o.StreamStallMinSeconds, 0.05, 3600)
+		if v.secRange("StreamStallMaxSeconds", o.StreamStallMaxSeconds, 0.05, 86400) && minOK &&
+			o.StreamStallMaxSeconds < o.StreamStallMinSeconds {
+			v.add("StreamStallMaxSeconds", o.StreamStallMaxSeconds,
+				fmt.Sprintf("must be at least StreamStallMinSeconds (%g)", o.StreamStallMinSeconds))
+		}
+	} else {
+		v.finite("StreamStallMinSeconds", o.StreamStallMinSeconds) // unused, but never NaN
+		v.finite("StreamStallMaxSeconds", o.StreamStallMaxSeconds)
+	}
 	switch o.StreamRescue {
 	case RescueOff, RescueRestart, RescueBuffer:
 	default:

@@ -61,6 +61,7 @@ type Call struct {
 	// firstToken: the call awaits a first token (AwaitFirstToken); rec is the pipeline's
 	// record of the call, set when its first-token limit is armed, for FirstToken to stop it.
 	firstToken bool
+	watch      bool // WatchStream
 	rec        atomic.Pointer[call]
 }
 
@@ -105,6 +106,15 @@ func (c *Call) Value(key any) any {
 // pipeline, whether the headers had come or not. Set it before the call starts; a call
 // without it, or a policy without the limit, waits as before.
 func (c *Call) AwaitFirstToken() { c.firstToken = true }
+
+// WatchStream tells the pipeline that the call's answer is a stream whose first content the
+// reader reports with FirstToken (the steady client's ChatStream does): TimeoutSeconds then
+// bounds the call until that content, not until the stream's headers — a server that answers
+// 200 and sends keep-alives but no content is held to it — and once content has begun, the
+// stall limit (Options.StreamStallFactor) bounds each silence of the stream, learnt from its
+// route's rhythm. AwaitFirstToken implies it. Set it before the call starts; a call without
+// it is timed as before.
+func (c *Call) WatchStream() { c.watch = true }
 
 // FirstToken tells the pipeline that the call's first content arrived: its first-token limit
 // (AwaitFirstToken) no longer applies. Calling it again, or for a call that awaits none, does
