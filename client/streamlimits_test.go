@@ -3,6 +3,7 @@ package client_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -95,43 +96,50 @@ func TestChainError_NamesARepeatedFailureOnce(t *testing.T) {
 
 // A stream that delivered a token every 15 ms and then stalls for good is cut by its route's
 // rhythm — at the stall limit's floor, 1 s — and rescued, although its idle limit is 30 s (the
-// scorecard's baseline). Real time (a real stall over loopback): the check is that the rescue
-// comes well before the idle limit would have (10 s), and the measured gap is logged.
+// scorecard's baseline); with or without a first-token limit (a call without one, a request
+// for reasoning, is watched all the same). Real time (a real stall over loopback): the check is
+// that the rescue comes well before the idle limit would have (10 s), and the measured gap is
+// logged.
 func TestChatStream_AStallAt15msATokenIsRescuedByTheRhythm(t *testing.T) {
-	stall := mocks.Reply(words("p", 80)).WithChunkDelay(15 * time.Millisecond)
-	stall.StallAfter = 40 // for good
-	primary := mocks.NewServer(mocks.WithScript(stall.Always()))
-	defer primary.Close()
-	secondary := mocks.NewServer(mocks.WithReply(words("s", 60)))
-	defer secondary.Close()
-	o := policy()
-	o.StreamIdleTimeoutSeconds = 30
-	c := newClient(t, openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, o),
-		client.WithFallback("primary", "secondary"))
-	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueRestart))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	var last time.Time
-	var gap time.Duration
-	var after strings.Builder
-	for d, err := range st.Deltas() {
-		if err != nil {
-			t.Fatal(err)
-		}
-		if d.Restart {
-			gap = time.Since(last)
-			after.Reset()
-		}
-		after.WriteString(d.Text)
-		last = time.Now()
-	}
-	t.Logf("rescued %v after the last token before the stall", gap.Round(time.Millisecond))
-	if after.String() != words("s", 60) || st.Provider() != "secondary" {
-		t.Fatalf("after the restart %q from %s", after.String(), st.Provider())
-	}
-	if gap <= 0 || gap > 10*time.Second {
-		t.Fatalf("rescued %v after the stall, want about the stall limit's floor (1 s), far from the idle limit (30 s)", gap)
+	for _, firstToken := range []float64{10, 0} {
+		t.Run(fmt.Sprintf("first-token limit %gs", firstToken), func(t *testing.T) {
+			t.Parallel()
+			stall := mocks.Reply(words("p", 80)).WithChunkDelay(15 * time.Millisecond)
+			stall.StallAfter = 40 // for good
+			primary := mocks.NewServer(mocks.WithScript(stall.Always()))
+			defer primary.Close()
+			secondary := mocks.NewServer(mocks.WithReply(words("s", 60)))
+			defer secondary.Close()
+			o := policy()
+			o.StreamIdleTimeoutSeconds, o.FirstTokenTimeoutSeconds = 30, firstToken
+			c := newClient(t, openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, o),
+				client.WithFallback("primary", "secondary"))
+			st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueRestart))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			var last time.Time
+			var gap time.Duration
+			var after strings.Builder
+			for d, err := range st.Deltas() {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d.Restart {
+					gap = time.Since(last)
+					after.Reset()
+				}
+				after.WriteString(d.Text)
+				last = time.Now()
+			}
+			t.Logf("rescued %v after the last token before the stall", gap.Round(time.Millisecond))
+			if after.String() != words("s", 60) || st.Provider() != "secondary" {
+				t.Fatalf("after the restart %q from %s", after.String(), st.Provider())
+			}
+			if gap <= 0 || gap > 10*time.Second {
+				t.Fatalf("rescued %v after the stall, want about the stall limit's floor (1 s), far from the idle limit (30 s)", gap)
+			}
+		})
 	}
 }

@@ -92,8 +92,12 @@ type Options struct {
 
 	// TimeoutSeconds bounds the whole logical call through the pipeline — with the steady
 	// client, one route's try: every attempt, every backoff and reading an ordinary response
-	// body. For an event stream it ends when the stream's headers arrive. 0 disables it. To
-	// bound a client call across its fallbacks, see CallTimeoutSeconds. Allowed: 0..86400.
+	// body. For an event stream whose reader reports its first content (Call.WatchStream, as the
+	// steady client's ChatStream does) it ends with that content, so a server that sends
+	// headers and keep-alives but nothing else is held to it; for any other event stream it ends
+	// when the stream's headers arrive. With FirstTokenTimeoutSeconds too, the tighter of the two
+	// ends a stream without content. 0 disables it. To bound a client call across its fallbacks,
+	// see CallTimeoutSeconds. Allowed: 0..86400.
 	TimeoutSeconds float64 `json:"TimeoutSeconds"`
 	// CallTimeoutSeconds is the whole-call deadline of the steady client (client.Client): it
 	// bounds one call — every try of every route, their retries, backoffs and hedges, and the
@@ -117,13 +121,16 @@ type Options struct {
 	// (Content-Type text/event-stream). The default, 20 s, cuts a stream that stalls for 30 s
 	// after content (so a rescue can answer it) while leaving room for providers that pause
 	// between chunks (they send pings meanwhile); raise it for servers that run long tools
-	// in the middle of a stream without a word. 0 disables it. Allowed: 0..86400.
+	// in the middle of a stream without a word. After a client stream's first content, the
+	// stall limit (StreamStallFactor) usually cuts a stall sooner. 0 disables it.
+	// Allowed: 0..86400.
 	StreamIdleTimeoutSeconds float64 `json:"StreamIdleTimeoutSeconds"`
 	// FirstTokenTimeoutSeconds bounds, for a streamed call (Call.AwaitFirstToken: the client's
 	// ChatStream), the time from sending to the first content — not to the headers, which a
 	// provider sends before it has produced anything. When it runs out the attempt is
 	// abandoned (its connection closed) with a timeout, never retried on the same pipeline, so
-	// the client moves to the next route at once with the rest of the deadline. The default,
+	// the client moves to the next route at once with the rest of the deadline (it asks the
+	// same route again only when no other can serve and RetryCount is above 0). The default,
 	// 10 s, turns a provider that answers its first token after 20 s — or never — into an
 	// answer from the fallback within about 10 s plus the fallback's own time. 0 disables it.
 	// Allowed: 0..86400.
@@ -133,9 +140,9 @@ type Options struct {
 	// percentile of the route's recent waits between bytes (see Pipeline.StreamRhythm),
 	// within StreamStallMinSeconds and StreamStallMaxSeconds, cuts the stream as stalled —
 	// a timeout, rescued by StreamRescue like any failure after content, or ended with the
-	// partial answer — long before StreamIdleTimeoutSeconds would. Until a route has seen a
-	// few dozen such waits (its own streams', the running one's included) only the idle
-	// limit applies; the idle limit always applies too, the shorter wins. Only the steady
+	// partial answer — long before StreamIdleTimeoutSeconds would. Until a route has seen 16
+	// such waits (its own streams', the running one's included) the limit is
+	// StreamStallMaxSeconds; the idle limit always applies too, the shorter wins. Only the steady
 	// client's streams are watched (they report their first content); the pauses before the
 	// first content are the first-token limit's, never this one's. The default, 8, with a
 	// floor of 1 s, cuts a stream that delivered a token every 15 ms about 1 s into its
@@ -144,9 +151,11 @@ type Options struct {
 	// StreamStallMinSeconds is the shortest stall limit (default 1): a route whose tokens
 	// come every few milliseconds still has this long to pause. Allowed: 0.05..3600.
 	StreamStallMinSeconds float64 `json:"StreamStallMinSeconds"`
-	// StreamStallMaxSeconds is the longest stall limit (default 10): a route whose streams
-	// pause long and often is cut after this long at most (or StreamIdleTimeoutSeconds, when
-	// shorter). Allowed: StreamStallMinSeconds..86400.
+	// StreamStallMaxSeconds is the longest stall limit (default 10), and the limit while a
+	// route's rhythm is still unknown: a stream silent this long after its first content is
+	// stalled, whatever its route's rhythm (StreamIdleTimeoutSeconds cuts first when shorter).
+	// Raise it, or set StreamStallFactor 0, for servers that pause longer mid-stream without
+	// a byte. Allowed: StreamStallMinSeconds..86400.
 	StreamStallMaxSeconds float64 `json:"StreamStallMaxSeconds"`
 	// StreamRescue says what a stream that fails after content has reached the caller does:
 	// "off" (the default) ends it with an error carrying the partial text; "restart" asks the

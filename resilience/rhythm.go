@@ -19,9 +19,11 @@ import (
 // whenever rhythmWindow samples were added since the last halving: the percentile is that of
 // the recent streams, weighted to the newest. Recording a wait is two atomic additions (the
 // percentile is recomputed every rhythmEvery samples), with no lock and no allocation: it runs
-// for every Read of every stream. Before the route has minRhythmGaps samples, its streams have
-// only the idle limit, as before; the samples of the stream that is running count too, so a
-// new route's first long stream learns its own rhythm after its first few dozen tokens.
+// for every Read of every stream. Before the route has minRhythmGaps samples, a stream silent
+// after content is cut at the ceiling (StreamStallMaxSeconds), which no rhythm could raise, or
+// the idle limit when shorter; the samples of the stream that is running count too, so a new
+// route's first long stream learns its own rhythm after its first few dozen reads. (A stream
+// whose tokens arrive in bursts takes few reads, and so gives few samples.)
 
 const (
 	// rhythmBuckets is the number of buckets: the first holds waits below 1 ms, then two per
@@ -132,11 +134,15 @@ type stallLimits struct {
 // on reports whether the stall limit applies at all.
 func (s stallLimits) on() bool { return s.factor > 0 }
 
-// of returns the stall limit for a route whose rhythm's percentile is p99 (0: untrusted, no
-// stall limit).
+// of returns the stall limit for a route whose rhythm's percentile is p99: the factor times
+// it, within the bounds; the ceiling while the rhythm is untrusted (p99 0), since no rhythm
+// could raise the limit past it; 0 when stall detection is off.
 func (s stallLimits) of(p99 time.Duration) time.Duration {
-	if p99 <= 0 || s.factor <= 0 {
+	if s.factor <= 0 {
 		return 0
+	}
+	if p99 <= 0 {
+		return s.max
 	}
 	return min(max(time.Duration(s.factor*float64(p99)), s.min), s.max)
 }

@@ -285,10 +285,14 @@ func TestRhythm_BucketsAndPercentile(t *testing.T) {
 	if p := time.Duration(r.p99.Load()); p > 5*time.Millisecond {
 		t.Fatalf("p99 %v after many waits of 2 ms", p)
 	}
-	// The limit: the factor times the percentile, within its bounds.
+	// The limit: the factor times the percentile, within its bounds; the ceiling while
+	// untrusted; none when off.
+	if got := (stallLimits{min: time.Second, max: 10 * time.Second}).of(time.Second); got != 0 {
+		t.Fatalf("limit %v with the factor 0", got)
+	}
 	sl := stallLimits{factor: 8, min: time.Second, max: 10 * time.Second}
 	for _, c := range []struct{ p99, want time.Duration }{
-		{0, 0}, {16 * time.Millisecond, time.Second}, {500 * time.Millisecond, 4 * time.Second}, {5 * time.Second, 10 * time.Second},
+		{0, 10 * time.Second}, {16 * time.Millisecond, time.Second}, {500 * time.Millisecond, 4 * time.Second}, {5 * time.Second, 10 * time.Second},
 	} {
 		if got := sl.of(c.p99); got != c.want {
 			t.Fatalf("limit of p99 %v: %v, want %v", c.p99, got, c.want)
@@ -325,5 +329,32 @@ func TestOptions_StallValidation(t *testing.T) {
 	o.StreamStallFactor, o.StreamStallMinSeconds = 0, -1 // off: the bounds are unused
 	if err := o.Validate(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// A route that has not learnt its rhythm yet (too few waits) cuts a stream silent after its
+// content at the ceiling, StreamStallMaxSeconds (10 s), which no rhythm could raise: before
+// an idle limit of 30 s.
+func TestStall_AnUnknownRhythmCutsAtTheCeiling(t *testing.T) {
+	next := make(chan struct{})
+	defer close(next)
+	s := newScript(t, ticker(next))
+	clock := newManualClock()
+	o := stallOptions()
+	o.StreamIdleTimeoutSeconds = 30
+	c, p := client(t, o, WithClock(clock))
+	call := watching()
+	resp := open(t, c, s.url(), call)
+	call.FirstToken()
+	got, errc := readEach(resp.Body)
+	next <- struct{}{}
+	<-got
+	if _, ok := p.StreamRhythm(); ok {
+		t.Fatal("a rhythm trusted after one wait")
+	}
+	err, moved := advanceUntil(t, clock, errc, time.Second, 40*time.Second)
+	var te *TimeoutError
+	if !errors.As(err, &te) || te.Limit != TimeoutStreamStall || te.After != 10*time.Second || moved > 12*time.Second {
+		t.Fatalf("%v after %v, want the stall limit's ceiling (10 s)", err, moved)
 	}
 }

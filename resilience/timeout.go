@@ -8,14 +8,16 @@ import (
 )
 
 // timeoutTransport bounds the whole logical call by TimeoutSeconds, and each read of an
-// event stream by StreamIdleTimeoutSeconds.
+// event stream by StreamIdleTimeoutSeconds (or, after a watched stream's first content, by the
+// stall limit its route's rhythm sets: see rhythm.go).
 //
 // The deadline lives in the call's context (see call), which stays alive until the response
 // body is read to EOF or closed; one shared timer per pipeline fires the deadlines (see
 // deadlines). Cancelling it when RoundTrip returns, as a naive context.WithTimeout + defer
 // cancel does, would cut the body the caller has not read yet. For an event stream the
-// total limit stops when the stream's headers arrive; from then on only the idle limit
-// applies, re-armed on every read.
+// total limit stops when the stream's headers arrive — for a watched one (Call.WatchStream),
+// when its first content does; from then on only the idle (and stall) limit applies,
+// re-armed on every read.
 //
 // Only the pipeline's own expiry becomes a *TimeoutError. When the caller's context ends
 // first, the caller's error comes back unchanged.
