@@ -63,6 +63,9 @@ type Call struct {
 	firstToken bool
 	watch      bool // WatchStream
 	rec        atomic.Pointer[call]
+	// seen is set by FirstToken: a later request of the same call (a provider resuming a cut
+	// stream) continues an answer whose content has begun.
+	seen atomic.Bool
 }
 
 // Init makes c a Call over ctx. With reportFailures, the circuit breaker settles the call's
@@ -117,9 +120,12 @@ func (c *Call) AwaitFirstToken() { c.firstToken = true }
 func (c *Call) WatchStream() { c.watch = true }
 
 // FirstToken tells the pipeline that the call's first content arrived: its first-token limit
-// (AwaitFirstToken) no longer applies. Calling it again, or for a call that awaits none, does
-// nothing.
+// (AwaitFirstToken) no longer applies, nor does TimeoutSeconds to a watched stream
+// (WatchStream), whose stall limit now does — also for a later request made with the same Call
+// (a provider that resumes a cut stream continues an answer already begun). Calling it again,
+// or for a call that awaits none, does nothing.
 func (c *Call) FirstToken() {
+	c.seen.Store(true)
 	if r := c.rec.Load(); r != nil {
 		r.firstArrived()
 	}

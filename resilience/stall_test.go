@@ -358,3 +358,26 @@ func TestStall_AnUnknownRhythmCutsAtTheCeiling(t *testing.T) {
 		t.Fatalf("%v after %v, want the stall limit's ceiling (10 s)", err, moved)
 	}
 }
+
+// A later request made with a Call whose content has begun (a provider resuming a cut
+// stream) continues that answer: neither TimeoutSeconds nor the first-token limit cuts it
+// while it waits for more.
+func TestWatchStream_AResumeContinuesAnAnswerBegun(t *testing.T) {
+	next := make(chan struct{})
+	defer close(next)
+	s := newScript(t, ticker(next), ticker(next))
+	clock := newManualClock()
+	o := stallOptions()
+	o.FirstTokenTimeoutSeconds = 1
+	c, _ := client(t, o, WithClock(clock))
+	call := watching()
+	call.AwaitFirstToken()
+	first := open(t, c, s.url(), call)
+	call.FirstToken()
+	_ = first.Body.Close() // cut: the provider asks for the rest
+	resumed := open(t, c, s.url(), call)
+	_, errc := readEach(resumed.Body)
+	if err, moved := advanceUntil(t, clock, errc, 500*time.Millisecond, 5*time.Second); err != nil {
+		t.Fatalf("the resumed stream was cut after %v: %v", moved, err)
+	}
+}

@@ -82,7 +82,10 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	// watched: the reader reports the stream's first content (Call.WatchStream), so the total
 	// limit runs until it rather than until the headers, and the stall limit applies after it.
 	watched := rc != nil && (rc.firstToken || rc.watch)
-	first := watched && rc.firstToken && pol.firstToken > 0
+	if watched && rc.seen.Load() {
+		c.firstDone.Store(true) // a request that continues an answer already begun (a resume)
+	}
+	first := watched && rc.firstToken && pol.firstToken > 0 && !c.firstDone.Load()
 	if pol.total > 0 || pol.idle > 0 || first || (watched && pol.stall.on()) {
 		c.Context, c.cancel = context.WithCancelCause(parent)
 		if first {
