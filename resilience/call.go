@@ -52,8 +52,8 @@ type call struct {
 	// How the idle timer learns the silence of the wire (see wire.go): tracing is set when the
 	// call answers its context's lookups of an httptrace.ClientTrace itself (see conntrace.go);
 	// wire is set for an HTTP/1 event stream, whose connection carries nothing else; trace
-	// notes the connection each attempt got. (The two flags sit in the padding after reading:
-	// the record stays in its allocation size class.)
+	// notes the connection each attempt got. (The flags, watched too, sit in the padding after
+	// reading: the record stays in its allocation size class.)
 	tracing bool
 	wire    bool
 	// watched is set for a stream whose reader reports its first content (Call.WatchStream):
@@ -62,7 +62,7 @@ type call struct {
 	readSince atomic.Int64
 	trace     atomic.Pointer[connTrace]
 	// totalOff is set once the total timeout no longer applies: the call ended, or its
-	// stream's headers arrived. The pipeline's deadlines queue skips such calls.
+	// stream's headers arrived (a watched stream's first content). The pipeline's deadlines queue skips such calls.
 	totalOff atomic.Bool
 	reported atomic.Bool // the timeout has been reported
 
@@ -134,7 +134,7 @@ func (c *call) Read(b []byte) (int, error) {
 		c.reading.Store(false)
 		c.idle.Stop()
 		if learn && n > 0 && c.pol.stall.on() {
-			c.t.rhythm.add(time.Duration(c.t.ev.clock.Now().UnixNano() - since))
+			c.t.learnt().add(time.Duration(c.t.ev.clock.Now().UnixNano() - since))
 		}
 	}
 	if err != nil {

@@ -120,8 +120,24 @@ func (r *rhythm) update() {
 // a minute), and false while the pipeline has too few samples to trust it: what its stall
 // limit is learnt from (Options.StreamStallFactor).
 func (p *Pipeline) StreamRhythm() (time.Duration, bool) {
-	d := time.Duration(p.timeouts.rhythm.p99.Load())
+	r := p.timeouts.rhythm.Load()
+	if r == nil {
+		return 0, false
+	}
+	d := time.Duration(r.p99.Load())
 	return d, d > 0
+}
+
+// learnt returns the pipeline's rhythm, made at its first use: one allocation per route, by
+// its first watched stream.
+func (t *timeouts) learnt() *rhythm {
+	if r := t.rhythm.Load(); r != nil {
+		return r
+	}
+	if r := new(rhythm); t.rhythm.CompareAndSwap(nil, r) {
+		return r
+	}
+	return t.rhythm.Load()
 }
 
 // stallLimits are a policy's stall limit: Options.StreamStallFactor, StreamStallMinSeconds

@@ -222,7 +222,7 @@ func TestStall_NotBeforeContentNorWhenOff(t *testing.T) {
 		o.TimeoutSeconds, o.StreamStallFactor = 0, tc.factor
 		c, p := client(t, o, WithClock(clock))
 		for range 100 {
-			p.timeouts.rhythm.add(15 * time.Millisecond)
+			p.timeouts.learnt().add(15 * time.Millisecond)
 		}
 		call := watching()
 		resp := open(t, c, s.url(), call)

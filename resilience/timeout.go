@@ -44,8 +44,9 @@ type timeouts struct {
 	// firsts fires the first-token limits of the calls under the pipeline's own limit.
 	firsts deadlines
 	// rhythm is what the pipeline (a route) learnt of its streams' waits for bytes after
-	// their first content, for the stall limit (see rhythm.go).
-	rhythm rhythm
+	// their first content, for the stall limit (see rhythm.go); made by the first watched
+	// stream, so that a pipeline whose streams nobody watches holds none.
+	rhythm atomic.Pointer[rhythm]
 	// kernel: the idle timer may ask the kernel how long a connection has been silent (see
 	// wire.go). Its answer is in real time, so only a pipeline on the wall clock asks.
 	kernel bool
@@ -183,7 +184,11 @@ func (c *call) firstArrived() {
 func (c *call) readLimit() (limit time.Duration, stall bool) {
 	limit = c.pol.idle
 	if c.watched && c.firstDone.Load() {
-		if s := c.pol.stall.of(time.Duration(c.t.rhythm.p99.Load())); s > 0 && (limit == 0 || s < limit) {
+		var p99 time.Duration
+		if r := c.t.rhythm.Load(); r != nil {
+			p99 = time.Duration(r.p99.Load())
+		}
+		if s := c.pol.stall.of(p99); s > 0 && (limit == 0 || s < limit) {
 			return s, true
 		}
 	}
