@@ -143,3 +143,50 @@ func TestChatStream_AStallAt15msATokenIsRescuedByTheRhythm(t *testing.T) {
 		})
 	}
 }
+
+// Without rescue, a stall after content ends the stream on every wire with kind timeout
+// (limit stream-stall) and the text delivered in Partial — well before the idle limit (30 s).
+// Real time, logged; the bound checked is 10 s.
+func TestChatStream_AStallEndsWithPartialOnEveryWire(t *testing.T) {
+	wires := []struct {
+		name    string
+		route   string
+		provide func(name string, s *mocks.Server, o resilience.Options) client.Option
+	}{
+		{"openai", mocks.RouteChat, openAIProvider},
+		{"responses", mocks.RouteResponses, func(name string, s *mocks.Server, o resilience.Options) client.Option {
+			return responsesProvider(name, "", s, o)
+		}},
+		{"anthropic", mocks.RouteMessages, anthropicProvider},
+	}
+	for _, w := range wires {
+		t.Run(w.name, func(t *testing.T) {
+			t.Parallel()
+			stall := mocks.Reply(words("p", 80)).WithChunkDelay(15 * time.Millisecond)
+			stall.StallAfter = 40
+			s := mocks.NewServer(mocks.WithRouteScript(w.route, stall.Always()))
+			defer s.Close()
+			o := policy()
+			o.StreamIdleTimeoutSeconds = 30
+			c := newClient(t, w.provide("only", s, o))
+			st, err := c.ChatStream(context.Background(), hello())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			start := time.Now()
+			r := readAll(st)
+			took := time.Since(start)
+			t.Logf("ended %v after the stream began: %v", took.Round(time.Millisecond), r.err)
+			var pe *providers.Error
+			var te *resilience.TimeoutError
+			if !errors.As(r.err, &pe) || pe.Kind != providers.KindTimeout || !errors.As(r.err, &te) ||
+				te.Limit != resilience.TimeoutStreamStall || pe.Partial != words("p", 40) {
+				t.Fatalf("got %v (partial %q), want a stream-stall timeout with the 40 words", r.err, partialOf(r.err))
+			}
+			if took > 10*time.Second {
+				t.Fatalf("the stall ended the stream after %v, want about 1 s", took)
+			}
+		})
+	}
+}
