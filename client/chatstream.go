@@ -16,9 +16,15 @@ import (
 // ChatStream starts a streamed answer along the fallback chain. It waits for the first
 // content (text, reasoning, a tool call, or the end of the stream) before returning, so that every
 // failure before that point — an error status, an error event inside the 200 stream, a
-// stream that ends early, no first token within FirstTokenTimeoutSeconds (headers or not) —
-// can still be retried by the pipeline or answered by the next route. A route whose first token
-// did not come in time is not tried again when another route can serve.
+// stream that ends early, no first token within FirstTokenTimeoutSeconds or TimeoutSeconds,
+// whichever is tighter (headers and keep-alives or not) — can still be retried by the pipeline
+// or answered by the next route. A route whose first token did not come in time is not tried
+// again when another route can serve, nor when the policy allows no retries (RetryCount 0).
+//
+// After content, a stream silent for longer than its route's rhythm allows (StreamStallFactor
+// times the 99th percentile of its recent waits for bytes, within StreamStallMinSeconds and
+// StreamStallMaxSeconds) has stalled: a timeout (resilience.TimeoutStreamStall), long before
+// StreamIdleTimeoutSeconds.
 //
 // What a failure after content does is the call's StreamRescue (its policy's, or WithRescue):
 //   - "continue" (the default): the next route that can continue an answer — an assistant
@@ -124,6 +130,9 @@ func (op *operation) streamTry(ctx context.Context, t try) (*Stream, *resilience
 		pol = pol.WithFirstTokenTimeout(*o.firstToken)
 		s.call.Policy = pol
 	}
+	// The pipeline holds the try to TimeoutSeconds until its first content, and to the stall
+	// limit after it: the stream reports its content (FirstToken).
+	s.call.WatchStream()
 	limit := d.firstContent // without a first-token limit: the total timeout bounds the wait
 	// A request that asks for reasoning may think for minutes before its first token on
 	// models that stream no reasoning (OpenAI's): it waits as without a limit, unless the

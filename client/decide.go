@@ -70,9 +70,10 @@ func (w *walk) decide(perr *providers.Error, a *attempt) (verb, []string) {
 	if !perr.Kind.FallsBack() {
 		return stop, nil
 	}
-	if firstTokenTimeout(perr) && !a.hedge && !slices.Contains(w.retried, a.d) && !w.elsewhere() {
+	if firstTokenTimeout(perr) && !a.hedge && !slices.Contains(w.retried, a.d) && !w.elsewhere() && w.retries(a.d) > 0 {
 		// Silent routes go to the next route first; the same route again only when no other
-		// route can serve now (once: a route silent twice is down).
+		// route can serve now (once: a route silent twice is down), and only when the call's
+		// policy allows a retry at all.
 		return again, nil
 	}
 	return goOn, nil
@@ -114,4 +115,14 @@ func (w *walk) restartsGone() bool {
 func firstTokenTimeout(perr *providers.Error) bool {
 	var te *resilience.TimeoutError
 	return perr.Kind == providers.KindTimeout && errors.As(perr, &te) && te.Limit == resilience.TimeoutFirstToken
+}
+
+// retries returns how many retries the call's policy allows on route d (RetryCount): a route
+// abandoned at its first-token limit is asked again only when it allows one.
+func (w *walk) retries(d *deployment) int {
+	pol := w.op.pl.policyFor(d, w.op.o)
+	if pol == nil {
+		pol = d.pipeline.Policy()
+	}
+	return pol.Retries()
 }

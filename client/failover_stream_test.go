@@ -270,20 +270,35 @@ func TestChatStream_AStallAfterContentIsRescued(t *testing.T) {
 }
 
 // A route abandoned at its first-token limit is asked once more when no other route can serve
-// (silent routes go to the next route first, a same-route retry only when there is none).
+// (silent routes go to the next route first, a same-route retry only when there is none) —
+// and only when the policy allows retries: with RetryCount 0 the call fails at the limit, its
+// error naming the failure once.
 func TestChatStream_TheOnlyRouteIsRetriedOnceAfterItsFirstTokenLimit(t *testing.T) {
-	s := mocks.NewServer(mocks.WithReply("second time lucky"), mocks.WithScript(mocks.SlowFirstToken(time.Hour)))
-	defer s.Close()
-	clock := backend.NewManualClock()
-	o := policy()
-	o.TimeoutSeconds, o.StreamIdleTimeoutSeconds = 30, 60
-	c := newClient(t, client.WithClock(clock), openAIProvider("only", s, o))
-	done := streamInBackground(context.Background(), c, hello())
-	waitFor(t, "the first try", func() bool { return s.Journal().Len() == 1 })
-	clock.Advance(10 * time.Second)
-	r := <-done
-	if r.err != nil || r.all != "second time lucky" || s.Journal().Len() != 2 {
-		t.Fatalf("%q %v after %d requests", r.all, r.err, s.Journal().Len())
+	for _, retries := range []int{3, 0} {
+		t.Run(fmt.Sprintf("RetryCount %d", retries), func(t *testing.T) {
+			s := mocks.NewServer(mocks.WithReply("second time lucky"), mocks.WithScript(mocks.SlowFirstToken(time.Hour)))
+			defer s.Close()
+			clock := backend.NewManualClock()
+			o := policy()
+			o.TimeoutSeconds, o.StreamIdleTimeoutSeconds, o.RetryCount = 30, 60, retries
+			c := newClient(t, client.WithClock(clock), openAIProvider("only", s, o))
+			done := streamInBackground(context.Background(), c, hello())
+			waitFor(t, "the first try", func() bool { return s.Journal().Len() == 1 })
+			clock.Advance(10 * time.Second)
+			r := <-done
+			if retries > 0 {
+				if r.err != nil || r.all != "second time lucky" || s.Journal().Len() != 2 {
+					t.Fatalf("%q %v after %d requests", r.all, r.err, s.Journal().Len())
+				}
+				return
+			}
+			if !firstTokenTimedOut(r.err) || s.Journal().Len() != 1 {
+				t.Fatalf("got %v after %d requests, want the first-token timeout after one", r.err, s.Journal().Len())
+			}
+			if n := strings.Count(r.err.Error(), "first-token timeout"); n != 1 {
+				t.Fatalf("the error names its failure %d times: %v", n, r.err)
+			}
+		})
 	}
 }
 

@@ -105,6 +105,9 @@ type ChainError struct {
 //
 //	b: timeout: …; gave up after 1 attempt: deadline (led by failure 2 of 2; also failed: 1. a: overloaded (HTTP 503): …)
 //
+// A failure that repeats an earlier one (a route asked again failed the same way; only the
+// server's request ID differs) is named by its number: "2. the same as 1 [request …]".
+//
 // A Cause that is none of the Failures (the deadline's) is followed by all of them.
 func (e *ChainError) Error() string {
 	var b strings.Builder
@@ -125,6 +128,14 @@ func (e *ChainError) Error() string {
 		if others.Len() > 0 {
 			others.WriteString("; ")
 		}
+		if j := e.sameAs(i, lead); j >= 0 {
+			// The same failure again (a route asked twice): named once, its request told apart.
+			fmt.Fprintf(&others, "%d. the same as %d", i+1, j+1)
+			if f.RequestID != "" {
+				fmt.Fprintf(&others, " [request %s]", f.RequestID)
+			}
+			continue
+		}
 		fmt.Fprintf(&others, "%d. %s", i+1, f.Error())
 	}
 	switch {
@@ -143,6 +154,27 @@ func (e *ChainError) Error() string {
 		b.WriteString(")")
 	}
 	return b.String()
+}
+
+// sameAs returns the place of the first failure before i, or the lead (whose text comes
+// first), that failed as failure i did — the same text but for the server's request ID —
+// and -1 when none did.
+func (e *ChainError) sameAs(i, lead int) int {
+	text := func(f *providers.Error) string {
+		cp := *f
+		cp.RequestID = ""
+		return cp.Error()
+	}
+	mine := text(e.Failures[i])
+	if lead >= 0 && text(e.Failures[lead]) == mine {
+		return lead
+	}
+	for j := range i {
+		if j != lead && text(e.Failures[j]) == mine {
+			return j
+		}
+	}
+	return -1
 }
 
 // Temporary reports whether the call may succeed if tried again later: Cause's Temporary.

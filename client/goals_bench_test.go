@@ -27,6 +27,10 @@ func BenchmarkStreamFailures(b *testing.B) {
 	cut.Cut, cut.CutAfter, cut.CountContent = mocks.CutAbort, 40, true
 	stall := mocks.Reply(words("p", 60))
 	stall.StallAfter, stall.StallFor = 40, 30*time.Second
+	// A stream that delivers a token every 15 ms and stalls for good after 40, under the idle
+	// limit of the scorecard's baseline (30 s): the route's rhythm cuts it, not the idle limit.
+	rhythm := mocks.Reply(words("p", 60)).WithChunkDelay(15 * time.Millisecond)
+	rhythm.StallAfter = 40
 	malformed := mocks.Reply(words("p", 60))
 	malformed.MalformedAt = 10
 	long := &providers.ChatRequest{Messages: []providers.Message{{Role: providers.RoleUser, Content: strings.Repeat("word ", 400)}}}
@@ -39,11 +43,14 @@ func BenchmarkStreamFailures(b *testing.B) {
 		// continues: the fallback takes a prefill and would give the primary's answer, which
 		// it continues (StreamRescue "continue", the default).
 		continues bool
+		idle      float64 // StreamIdleTimeoutSeconds, when not the default
 	}{
 		{name: "silent", primary: []mocks.Option{mocks.WithScript(mocks.Stall().Always())}},
 		{name: "first-token-after-20s", primary: []mocks.Option{mocks.WithScript(mocks.SlowFirstToken(20 * time.Second).Always())}},
 		{name: "cut-after-40-of-60", primary: []mocks.Option{mocks.WithScript(cut.Always())}, rescue: resilience.RescueRestart},
 		{name: "stall-30s-after-content", primary: []mocks.Option{mocks.WithScript(stall.Always())}, rescue: resilience.RescueRestart},
+		{name: "stall-at-15ms-per-token-idle-30s", primary: []mocks.Option{mocks.WithScript(rhythm.Always())},
+			rescue: resilience.RescueRestart, idle: 30},
 		{name: "malformed-10th-event", primary: []mocks.Option{mocks.WithScript(malformed.Always())}, rescue: resilience.RescueRestart},
 		{name: "cut-after-40-of-60/continue", primary: []mocks.Option{mocks.WithScript(cut.Always())}, continues: true},
 		{name: "stall-30s-after-content/continue", primary: []mocks.Option{mocks.WithScript(stall.Always())}, continues: true},
@@ -62,6 +69,9 @@ func BenchmarkStreamFailures(b *testing.B) {
 					secondary = mocks.NewServer(mocks.WithReply(words("p", 60)))
 				}
 				o := resilience.DefaultOptions()
+				if tc.idle > 0 {
+					o.StreamIdleTimeoutSeconds = tc.idle
+				}
 				c, err := client.New(append([]client.Option{openAIProvider("primary", primary, o),
 					anthropicProvider("secondary", secondary, o), client.WithFallback("primary", "secondary")}, tc.opts...)...)
 				if err != nil {

@@ -291,3 +291,34 @@ func TestMalformedAt_CountsThinkingDeltasAsContent(t *testing.T) {
 		t.Errorf("%+v, err %v", got, err)
 	}
 }
+
+// KeepAlive and Trickle fill a stream's wait for its first token with SSE comments — whole, or
+// a byte at a time — and the answer that follows is whole: a trickled line left half sent is
+// ended before the first event, which no comment swallows.
+func TestKeepAliveAndTrickle_FillTheWaitAndTheAnswerFollowsWhole(t *testing.T) {
+	for _, w := range wires() {
+		for name, st := range map[string]mocks.Step{
+			"keep-alive": mocks.SlowFirstToken(60 * time.Millisecond).WithKeepAlive(10 * time.Millisecond),
+			"trickle":    mocks.SlowFirstToken(60 * time.Millisecond).WithTrickle(3 * time.Millisecond),
+		} {
+			t.Run(w.name+"/"+name, func(t *testing.T) {
+				s := newServer(t, mocks.WithScript(st, st))
+				got, _, err := readStream(t, s, w, w.body)
+				if err != nil || got.text != "one two three four" || !got.terminal || got.finish == "" {
+					t.Fatalf("%+v, err %v", got, err)
+				}
+				res, err := do(t, context.Background(), s, "POST", w.path, w.header, w.body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				raw, err := readAllClose(res)
+				if err != nil || strings.Count(string(raw), ": keep-alive\n\n") < 2 {
+					t.Fatalf("%v; the wait sent no comments:\n%s", err, raw)
+				}
+				if last, _ := s.Journal().Last(); !strings.Contains(last.Step, name+"=") {
+					t.Errorf("journal step %q", last.Step)
+				}
+			})
+		}
+	}
+}

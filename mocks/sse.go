@@ -16,6 +16,8 @@ type sseWriter struct {
 	content int  // content events written so far
 	waited  bool // the first-token delay is over
 	stalled bool // the mid-stream stall is over
+	// trickled is where the keep-alive comment a trickling step sends stands (see waitAlive).
+	trickled int
 
 	latWaited bool // the latency profile's first-token delay is over (HeadersFirst)
 }

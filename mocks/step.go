@@ -127,6 +127,17 @@ type Step struct {
 	// goes away or the server closes, when the connection drops. Without StallAfter it does
 	// nothing.
 	StallFor time.Duration
+	// KeepAlive, when positive, fills a stream's waits for content — FirstTokenDelay, the
+	// StallAfter silence, a latency profile's first token — with an SSE comment line
+	// (": keep-alive") every KeepAlive: a server that keeps the connection busy without
+	// producing anything, as providers and proxies do with pings. A client that counts any byte
+	// as progress never sees the stream idle. 0 or negative: the waits are silent.
+	KeepAlive time.Duration
+	// Trickle, when positive, fills the same waits with one byte every Trickle, of comment
+	// lines (": keep-alive") sent a byte at a time: a server or proxy that dribbles, so that a
+	// read blocked in the middle of a line keeps receiving bytes but never a whole event. It
+	// wins over KeepAlive. 0 or negative: no trickle.
+	Trickle time.Duration
 	// MalformedAt, when positive, sends the stream's MalformedAt-th content event (counting
 	// from 1) with its JSON cut in half, and goes on with the rest of the stream, finish
 	// reason and terminal event included: a client that skips the bad event presents an
@@ -353,6 +364,12 @@ func (st Step) String() string {
 			stall = st.StallFor.String()
 		}
 		parts = append(parts, fmt.Sprintf("stall-after=%d for=%s", st.StallAfter, stall))
+	}
+	switch {
+	case st.Trickle > 0:
+		parts = append(parts, "trickle="+st.Trickle.String())
+	case st.KeepAlive > 0:
+		parts = append(parts, "keep-alive="+st.KeepAlive.String())
 	}
 	if st.MalformedAt > 0 {
 		parts = append(parts, fmt.Sprintf("malformed-at=%d", st.MalformedAt))

@@ -89,7 +89,7 @@ const (
 	KeyModel   = attribute.Key("model")
 	KeyAttempt = attribute.Key("attempt") // the attempt that failed
 	KeyState   = attribute.Key("state")   // closed, half-open, open, isolated
-	KeyTimeout = attribute.Key("timeout") // total, attempt, stream-idle
+	KeyTimeout = attribute.Key("timeout") // total, attempt, stream-idle, stream-stall, first-token, call
 	KeyReason  = attribute.Key("reason")  // why the retry layer gave up
 	KeyOutcome = attribute.Key("outcome") // success, closed, or a providers.ErrorKind
 	// KeyPriority is the class of a call (resilience.Priority): interactive, default, batch.

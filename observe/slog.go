@@ -18,7 +18,7 @@ const (
 	LogDelayMs     = "delay_ms"     // the wait, hint, limit or time to the next probe
 	LogServerHint  = "server_hint"  // the delay came from Retry-After or retry-after-ms
 	LogReason      = "reason"       // why a retry (text), or why the retry layer gave up (a resilience.GaveUp code)
-	LogTimeout     = "timeout"      // total, attempt, stream-idle, first-token or probe
+	LogTimeout     = "timeout"      // total, attempt, stream-idle, stream-stall, first-token or probe
 	LogFrom        = "from"         // circuit state before a transition
 	LogTo          = "to"           // circuit state after a transition, or when it rejected
 	LogDurationMs  = "duration_ms"  // how long the attempt took, or the caller queued

@@ -52,14 +52,17 @@ type call struct {
 	// How the idle timer learns the silence of the wire (see wire.go): tracing is set when the
 	// call answers its context's lookups of an httptrace.ClientTrace itself (see conntrace.go);
 	// wire is set for an HTTP/1 event stream, whose connection carries nothing else; trace
-	// notes the connection each attempt got. (The two flags sit in the padding after reading:
-	// the record stays in its allocation size class.)
-	tracing   bool
-	wire      bool
+	// notes the connection each attempt got. (The flags, watched too, sit in the padding after
+	// reading: the record stays in its allocation size class.)
+	tracing bool
+	wire    bool
+	// watched is set for a stream whose reader reports its first content (Call.WatchStream):
+	// its total limit lasts until that content, its stall limit applies after it.
+	watched   bool
 	readSince atomic.Int64
 	trace     atomic.Pointer[connTrace]
 	// totalOff is set once the total timeout no longer applies: the call ended, or its
-	// stream's headers arrived. The pipeline's deadlines queue skips such calls.
+	// stream's headers arrived (a watched stream's first content). The pipeline's deadlines queue skips such calls.
 	totalOff atomic.Bool
 	reported atomic.Bool // the timeout has been reported
 
@@ -115,15 +118,24 @@ func (c *call) deadline() (time.Time, bool) {
 }
 
 func (c *call) Read(b []byte) (int, error) {
+	var since int64
+	var learn bool // the wait is a sample of the route's rhythm: content has begun
 	if c.idle != nil {
-		c.readSince.Store(c.t.ev.clock.Now().UnixNano())
-		c.reading.Store(true)
-		c.idle.Reset(c.pol.idle)
+		since = c.t.ev.clock.Now().UnixNano()
+		c.readSince.Store(since)
+		learn = c.watched && c.firstDone.Load()
+		if limit, _ := c.readLimit(); limit > 0 {
+			c.reading.Store(true)
+			c.idle.Reset(limit)
+		}
 	}
 	n, err := c.rc.Read(b)
 	if c.idle != nil {
 		c.reading.Store(false)
 		c.idle.Stop()
+		if learn && n > 0 && c.pol.stall.on() {
+			c.t.learnt().add(time.Duration(c.t.ev.clock.Now().UnixNano() - since))
+		}
 	}
 	if err != nil {
 		if err == io.EOF {

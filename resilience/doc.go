@@ -27,8 +27,11 @@
 //     higher class than a waiter, which is then shed. With AdaptiveConcurrency the limit is
 //     found from the provider's overload signals instead (see Pipeline.Concurrency).
 //   - Timeout: TimeoutSeconds bounds the whole call, backoffs and body included; for an event
-//     stream it ends when the headers arrive and StreamIdleTimeoutSeconds bounds each silence
-//     of the wire (a Read that lasts longer while bytes keep coming is not idle; see Wrap).
+//     stream it ends when the headers arrive (when its reader reports content, Call.WatchStream,
+//     with its first content) and StreamIdleTimeoutSeconds bounds each silence of the wire (a
+//     Read that lasts longer while bytes keep coming is not idle; see Wrap). After a watched
+//     stream's first content, a silence longer than its route's learnt rhythm allows
+//     (StreamStallFactor) is a stall, cut before the idle limit.
 //     Only the pipeline's own expiry is ErrTimeout; the caller's cancellation is returned as it is.
 //     (CallTimeoutSeconds is the steady client's deadline across a whole call and its
 //     fallbacks, which the pipelines below see as their context's deadline; a bare pipeline

@@ -172,6 +172,9 @@ const (
 	TimeoutAttempt    TimeLimit = "attempt"     // AttemptTimeoutSeconds
 	TimeoutStreamIdle TimeLimit = "stream-idle" // StreamIdleTimeoutSeconds
 	TimeoutFirstToken TimeLimit = "first-token" // FirstTokenTimeoutSeconds (Call.AwaitFirstToken)
+	// TimeoutStreamStall is a stream silent, after its first content, for longer than its
+	// route's rhythm allows (StreamStallFactor, Call.WatchStream).
+	TimeoutStreamStall TimeLimit = "stream-stall"
 	// TimeoutCall is the steady client's whole-call deadline (CallTimeoutSeconds,
 	// client.WithCallTimeout), across every try and fallback of a call; its TimeoutError
 	// names no pipeline.

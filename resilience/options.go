@@ -100,8 +100,12 @@ type Options struct {
 
 	// TimeoutSeconds bounds the whole logical call through the pipeline — with the steady
 	// client, one route's try: every attempt, every backoff and reading an ordinary response
-	// body. For an event stream it ends when the stream's headers arrive. 0 disables it. To
-	// bound a client call across its fallbacks, see CallTimeoutSeconds. Allowed: 0..86400.
+	// body. For an event stream whose reader reports its first content (Call.WatchStream, as the
+	// steady client's ChatStream does) it ends with that content, so a server that sends
+	// headers and keep-alives but nothing else is held to it; for any other event stream it ends
+	// when the stream's headers arrive. With FirstTokenTimeoutSeconds too, the tighter of the two
+	// ends a stream without content. 0 disables it. To bound a client call across its fallbacks,
+	// see CallTimeoutSeconds. Allowed: 0..86400.
 	TimeoutSeconds float64 `json:"TimeoutSeconds"`
 	// CallTimeoutSeconds is the whole-call deadline of the steady client (client.Client): it
 	// bounds one call — every try of every route, their retries, backoffs and hedges, and the
@@ -125,17 +129,42 @@ type Options struct {
 	// (Content-Type text/event-stream). The default, 20 s, cuts a stream that stalls for 30 s
 	// after content (so a rescue can answer it) while leaving room for providers that pause
 	// between chunks (they send pings meanwhile); raise it for servers that run long tools
-	// in the middle of a stream without a word. 0 disables it. Allowed: 0..86400.
+	// in the middle of a stream without a word. After a client stream's first content, the
+	// stall limit (StreamStallFactor) usually cuts a stall sooner. 0 disables it.
+	// Allowed: 0..86400.
 	StreamIdleTimeoutSeconds float64 `json:"StreamIdleTimeoutSeconds"`
 	// FirstTokenTimeoutSeconds bounds, for a streamed call (Call.AwaitFirstToken: the client's
 	// ChatStream), the time from sending to the first content — not to the headers, which a
 	// provider sends before it has produced anything. When it runs out the attempt is
 	// abandoned (its connection closed) with a timeout, never retried on the same pipeline, so
-	// the client moves to the next route at once with the rest of the deadline. The default,
+	// the client moves to the next route at once with the rest of the deadline (it asks the
+	// same route again only when no other can serve and RetryCount is above 0). The default,
 	// 10 s, turns a provider that answers its first token after 20 s — or never — into an
 	// answer from the fallback within about 10 s plus the fallback's own time. 0 disables it.
 	// Allowed: 0..86400.
 	FirstTokenTimeoutSeconds float64 `json:"FirstTokenTimeoutSeconds"`
+	// StreamStallFactor turns stall detection on (0 turns it off): once a stream's first
+	// content has arrived, a silence on the wire longer than this many times the 99th
+	// percentile of the route's recent waits between bytes (see Pipeline.StreamRhythm),
+	// within StreamStallMinSeconds and StreamStallMaxSeconds, cuts the stream as stalled —
+	// a timeout, rescued by StreamRescue like any failure after content, or ended with the
+	// partial answer — long before StreamIdleTimeoutSeconds would. Until a route has seen 16
+	// such waits (its own streams', the running one's included) the limit is
+	// StreamStallMaxSeconds; the idle limit always applies too, the shorter wins. Only the steady
+	// client's streams are watched (they report their first content); the pauses before the
+	// first content are the first-token limit's, never this one's. The default, 8, with a
+	// floor of 1 s, cuts a stream that delivered a token every 15 ms about 1 s into its
+	// stall. Allowed: 0, or 2..1000.
+	StreamStallFactor float64 `json:"StreamStallFactor"`
+	// StreamStallMinSeconds is the shortest stall limit (default 1): a route whose tokens
+	// come every few milliseconds still has this long to pause. Allowed: 0.05..3600.
+	StreamStallMinSeconds float64 `json:"StreamStallMinSeconds"`
+	// StreamStallMaxSeconds is the longest stall limit (default 10), and the limit while a
+	// route's rhythm is still unknown: a stream silent this long after its first content is
+	// stalled, whatever its route's rhythm (StreamIdleTimeoutSeconds cuts first when shorter).
+	// Raise it, or set StreamStallFactor 0, for servers that pause longer mid-stream without
+	// a byte. Allowed: StreamStallMinSeconds..86400.
+	StreamStallMaxSeconds float64 `json:"StreamStallMaxSeconds"`
 	// StreamRescue says what a stream that fails after content has reached the caller does:
 	// "continue" (the default) asks the next route that can continue an answer for the rest
 	// of it (see RescueContinue), and ends like "off" where none can — right for every
@@ -283,6 +312,9 @@ func DefaultOptions() Options {
 		AttemptTimeoutSeconds:             0,
 		StreamIdleTimeoutSeconds:          20,
 		FirstTokenTimeoutSeconds:          10,
+		StreamStallFactor:                 8,
+		StreamStallMinSeconds:             1,
+		StreamStallMaxSeconds:             10,
 		StreamRescue:                      RescueContinue,
 		BulkheadMaxConcurrency:            10,
 		BulkheadMaxQueue:                  100,
@@ -393,6 +425,20 @@ func (o Options) Validate() error {
 	}
 	v.secRange("StreamIdleTimeoutSeconds", o.StreamIdleTimeoutSeconds, 0, 86400)
 	v.secRange("FirstTokenTimeoutSeconds", o.FirstTokenTimeoutSeconds, 0, 86400)
+	if f := o.StreamStallFactor; f != 0 {
+		if !isFinite(f) || f < 2 || f > 1000 {
+			v.add("StreamStallFactor", f, "must be 0 (no stall detection) or a number between 2 and 1000")
+		}
+		minOK := v.secRange("StreamStallMinSeconds", o.StreamStallMinSeconds, 0.05, 3600)
+		if v.secRange("StreamStallMaxSeconds", o.StreamStallMaxSeconds, 0.05, 86400) && minOK &&
+			o.StreamStallMaxSeconds < o.StreamStallMinSeconds {
+			v.add("StreamStallMaxSeconds", o.StreamStallMaxSeconds,
+				fmt.Sprintf("must be at least StreamStallMinSeconds (%g)", o.StreamStallMinSeconds))
+		}
+	} else {
+		v.finite("StreamStallMinSeconds", o.StreamStallMinSeconds) // unused, but never NaN
+		v.finite("StreamStallMaxSeconds", o.StreamStallMaxSeconds)
+	}
 	switch o.StreamRescue {
 	case RescueOff, RescueContinue, RescueContinueOrBuffer, RescueRestart, RescueBuffer:
 	default:

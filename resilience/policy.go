@@ -30,6 +30,7 @@ type Policy struct {
 	idle      time.Duration // StreamIdleTimeoutSeconds, 0 for none
 	// firstToken is FirstTokenTimeoutSeconds, 0 for none; rescue is StreamRescue.
 	firstToken time.Duration
+	stall      stallLimits // StreamStallFactor and its bounds
 	rescue     string
 	hedge      Hedge
 	// class is the class of the calls that name none (Options.Priority).
@@ -85,7 +86,9 @@ func newPolicy(name string, o Options) *Policy {
 		idle:    seconds(o.StreamIdleTimeoutSeconds),
 
 		firstToken: seconds(o.FirstTokenTimeoutSeconds),
-		rescue:     o.StreamRescue,
+		stall: stallLimits{factor: o.StreamStallFactor, min: seconds(o.StreamStallMinSeconds),
+			max: seconds(o.StreamStallMaxSeconds)},
+		rescue: o.StreamRescue,
 		hedge: Hedge{After: seconds(o.HedgeAfterSeconds), Quantile: o.HedgeQuantile,
 			MinDelay: seconds(o.HedgeMinDelaySeconds), Max: max(o.MaxHedges, 1)},
 		class: o.Priority.class(),

@@ -61,7 +61,11 @@ type Call struct {
 	// firstToken: the call awaits a first token (AwaitFirstToken); rec is the pipeline's
 	// record of the call, set when its first-token limit is armed, for FirstToken to stop it.
 	firstToken bool
+	watch      bool // WatchStream
 	rec        atomic.Pointer[call]
+	// seen is set by FirstToken: a later request of the same call (a provider resuming a cut
+	// stream) continues an answer whose content has begun.
+	seen atomic.Bool
 }
 
 // Init makes c a Call over ctx. With reportFailures, the circuit breaker settles the call's
@@ -106,10 +110,22 @@ func (c *Call) Value(key any) any {
 // without it, or a policy without the limit, waits as before.
 func (c *Call) AwaitFirstToken() { c.firstToken = true }
 
+// WatchStream tells the pipeline that the call's answer is a stream whose first content the
+// reader reports with FirstToken (the steady client's ChatStream does): TimeoutSeconds then
+// bounds the call until that content, not until the stream's headers — a server that answers
+// 200 and sends keep-alives but no content is held to it — and once content has begun, the
+// stall limit (Options.StreamStallFactor) bounds each silence of the stream, learnt from its
+// route's rhythm. AwaitFirstToken implies it. Set it before the call starts; a call without
+// it is timed as before.
+func (c *Call) WatchStream() { c.watch = true }
+
 // FirstToken tells the pipeline that the call's first content arrived: its first-token limit
-// (AwaitFirstToken) no longer applies. Calling it again, or for a call that awaits none, does
-// nothing.
+// (AwaitFirstToken) no longer applies, nor does TimeoutSeconds to a watched stream
+// (WatchStream), whose stall limit now does — also for a later request made with the same Call
+// (a provider that resumes a cut stream continues an answer already begun). Calling it again,
+// or for a call that awaits none, does nothing.
 func (c *Call) FirstToken() {
+	c.seen.Store(true)
 	if r := c.rec.Load(); r != nil {
 		r.firstArrived()
 	}

@@ -4,17 +4,20 @@ import (
 	"context"
 	"net/http"
 	"sync/atomic"
+	"time"
 )
 
 // timeoutTransport bounds the whole logical call by TimeoutSeconds, and each read of an
-// event stream by StreamIdleTimeoutSeconds.
+// event stream by StreamIdleTimeoutSeconds (or, after a watched stream's first content, by the
+// stall limit its route's rhythm sets: see rhythm.go).
 //
 // The deadline lives in the call's context (see call), which stays alive until the response
 // body is read to EOF or closed; one shared timer per pipeline fires the deadlines (see
 // deadlines). Cancelling it when RoundTrip returns, as a naive context.WithTimeout + defer
 // cancel does, would cut the body the caller has not read yet. For an event stream the
-// total limit stops when the stream's headers arrive; from then on only the idle limit
-// applies, re-armed on every read.
+// total limit stops when the stream's headers arrive — for a watched one (Call.WatchStream),
+// when its first content does; from then on only the idle (and stall) limit applies,
+// re-armed on every read.
 //
 // Only the pipeline's own expiry becomes a *TimeoutError. When the caller's context ends
 // first, the caller's error comes back unchanged.
@@ -40,6 +43,10 @@ type timeouts struct {
 	deadlines deadlines
 	// firsts fires the first-token limits of the calls under the pipeline's own limit.
 	firsts deadlines
+	// rhythm is what the pipeline (a route) learnt of its streams' waits for bytes after
+	// their first content, for the stall limit (see rhythm.go); made by the first watched
+	// stream, so that a pipeline whose streams nobody watches holds none.
+	rhythm atomic.Pointer[rhythm]
 	// kernel: the idle timer may ask the kernel how long a connection has been silent (see
 	// wire.go). Its answer is in real time, so only a pipeline on the wall clock asks.
 	kernel bool
@@ -73,8 +80,14 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	}
 	pol := c.pol
 	c.totalOff.Store(true)
-	first := rc != nil && rc.firstToken && pol.firstToken > 0
-	if pol.total > 0 || pol.idle > 0 || first {
+	// watched: the reader reports the stream's first content (Call.WatchStream), so the total
+	// limit runs until it rather than until the headers, and the stall limit applies after it.
+	watched := rc != nil && (rc.firstToken || rc.watch)
+	if watched && rc.seen.Load() {
+		c.firstDone.Store(true) // a request that continues an answer already begun (a resume)
+	}
+	first := watched && rc.firstToken && pol.firstToken > 0 && !c.firstDone.Load()
+	if pol.total > 0 || pol.idle > 0 || first || (watched && pol.stall.on()) {
 		c.Context, c.cancel = context.WithCancelCause(parent)
 		if first {
 			c.now()
@@ -83,6 +96,9 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 			} else {
 				c.first = t.ev.clock.AfterFunc(pol.firstToken, c.expireFirst)
 			}
+		}
+		if watched {
+			c.watched = true
 			rc.rec.Store(c)
 		}
 		if pol.total > 0 {
@@ -94,7 +110,7 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 				c.own = t.ev.clock.AfterFunc(pol.total, c.expireTotal)
 			}
 		}
-		if pol.idle > 0 {
+		if pol.idle > 0 || c.watched {
 			c.traceConn() // any answer may turn out to be an event stream
 		}
 	}
@@ -106,12 +122,17 @@ func (tt *timeoutTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		return nil, err
 	}
 	if isEventStream(resp) {
-		c.stopTotal()
-		if pol.idle > 0 {
+		if !c.watched || c.firstDone.Load() {
+			// The headers end the total limit; a watched stream's first content ends it
+			// (firstArrived): a server that sends headers and keep-alives but no content
+			// is held to TimeoutSeconds all the same.
+			c.stopTotal()
+		}
+		if pol.idle > 0 || (c.watched && pol.stall.on()) {
 			// The Read itself measures an HTTP/2 stream's silence; the connection of an
 			// HTTP/1 stream carries nothing else, so its silence is the stream's.
 			c.wire = resp.ProtoMajor < 2
-			c.idle = t.ev.clock.AfterFunc(pol.idle, c.expireIdle)
+			c.idle = t.ev.clock.AfterFunc(max(pol.idle, pol.stall.max), c.expireIdle) // armed by each Read
 			c.idle.Stop()
 		}
 	}
@@ -146,26 +167,61 @@ func (c *call) expireFirst() {
 	c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: TimeoutFirstToken, After: c.pol.firstToken})
 }
 
-// firstArrived ends the call's first-token limit: its first content arrived.
+// firstArrived ends the call's first-token limit, and the total limit of a watched stream:
+// its first content arrived.
 func (c *call) firstArrived() {
-	if c.firstDone.CompareAndSwap(false, true) && c.first != nil {
-		c.first.Stop()
+	if c.firstDone.CompareAndSwap(false, true) {
+		c.stopTotal()
+		if c.first != nil {
+			c.first.Stop()
+		}
 	}
 }
 
-// expireIdle runs when a Read of an event stream has waited StreamIdleTimeoutSeconds. It
-// cuts the stream only if the wire was silent all that time: when the connection received
-// bytes meanwhile (a Read blocked in the middle of an HTTP chunk), it re-arms for the rest of
-// the limit, counted from the last bytes (see wire.go).
+// readLimit returns how long a Read of the call's event stream may wait for bytes: the idle
+// limit, or once a watched stream's content has begun and its route knows its rhythm, the
+// stall limit when it is shorter (stall says so); 0 for no limit.
+func (c *call) readLimit() (limit time.Duration, stall bool) {
+	limit = c.pol.idle
+	if c.watched && c.firstDone.Load() {
+		var p99 time.Duration
+		if r := c.t.rhythm.Load(); r != nil {
+			p99 = time.Duration(r.p99.Load())
+		}
+		if s := c.pol.stall.of(p99); s > 0 && (limit == 0 || s < limit) {
+			return s, true
+		}
+	}
+	return limit, false
+}
+
+// expireIdle runs when a Read of an event stream has waited its limit (readLimit): the idle
+// limit, or the stall limit. It cuts the stream only if the wire was silent all that time:
+// when the connection received bytes meanwhile (a Read blocked in the middle of an HTTP
+// chunk), it re-arms for the rest of the limit, counted from the last bytes (see wire.go).
 func (c *call) expireIdle() {
 	if !c.reading.Load() {
 		return // the Read ended as the timer fired
 	}
-	if quiet, ok := c.wireQuiet(); ok && quiet < c.pol.idle {
-		c.idle.Reset(c.pol.idle - quiet)
+	// The limit as it stands now: a stall limit learnt meanwhile from other streams may be
+	// longer than the one the Read was armed with, and then the Read has the rest of it.
+	limit, stall := c.readLimit()
+	if limit <= 0 {
 		return
 	}
-	c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: TimeoutStreamIdle, After: c.pol.idle})
+	quiet, ok := c.wireQuiet()
+	if !ok {
+		quiet = time.Duration(c.t.ev.clock.Now().UnixNano() - c.readSince.Load())
+	}
+	if quiet < limit {
+		c.idle.Reset(limit - quiet)
+		return
+	}
+	which := TimeoutStreamIdle
+	if stall {
+		which = TimeoutStreamStall
+	}
+	c.cancel(&TimeoutError{Pipeline: c.t.ev.name, Limit: which, After: limit})
 }
 
 // stopTotal ends the total timeout of the call: the pipeline's deadlines queue skips it from
