@@ -18,16 +18,40 @@ import (
 // BenchmarkCallPath measures what each way through the client's call path allocates, over an
 // in-memory transport (no network, no server): a plain Chat, ChatStream read to its end and
 // Embed; Chat with call options, under a hedging policy that never fires, with a whole-call
-// deadline, priced and budgeted; and a chain of two providers whose first is skipped. Its
+// deadline, priced and budgeted; and a chain of two providers whose first is skipped. The
+// cancellable-caller rows make their calls under a context that can be cancelled (as a server
+// handler's), the others under context.Background(). Its
 // allocs/op are the guard of a change to the call path: they must not grow.
 func BenchmarkCallPath(b *testing.B) {
-	chat := func(opts ...client.CallOption) func(*client.Client) error {
+	// caller is a context that can be cancelled, as a server handler's: a call under it pays
+	// for what propagates its cancellation.
+	caller, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	chatIn := func(ctx context.Context, opts ...client.CallOption) func(*client.Client) error {
 		return func(c *client.Client) error {
-			resp, err := c.Chat(context.Background(), benchHello(), opts...)
+			resp, err := c.Chat(ctx, benchHello(), opts...)
 			if err == nil && resp.Message.Content != "Hello from memory." {
 				b.Fatalf("%+v", resp)
 			}
 			return err
+		}
+	}
+	chat := func(opts ...client.CallOption) func(*client.Client) error {
+		return chatIn(context.Background(), opts...)
+	}
+	streamIn := func(ctx context.Context) func(*client.Client) error {
+		return func(c *client.Client) error {
+			st, err := c.ChatStream(ctx, benchHello())
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			for _, err := range st.Deltas() {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
 		}
 	}
 	stream := func(c *client.Client) error {
@@ -68,6 +92,10 @@ func BenchmarkCallPath(b *testing.B) {
 		{"Chat/options", benchPolicy(), nil, chat(client.WithRequestID("req-1"), client.WithPolicy("fast"))},
 		{"Chat/hedging-armed", hedged, nil, chat()},
 		{"ChatStream/hedging-armed", hedged, nil, stream},
+		{"Chat/cancellable-caller", benchPolicy(), nil, chatIn(caller)},
+		{"ChatStream/cancellable-caller", benchPolicy(), nil, streamIn(caller)},
+		{"Chat/hedging-armed/cancellable-caller", hedged, nil, chatIn(caller)},
+		{"ChatStream/hedging-armed/cancellable-caller", hedged, nil, streamIn(caller)},
 		{"Chat/call-timeout", deadline, nil, chat()},
 		{"Chat/priced", benchPolicy(), []client.Option{client.WithPrices(prices)}, chat()},
 		{"Chat/budgeted", benchPolicy(), []client.Option{client.WithPrices(prices), client.WithBudgets(cost.LedgerOptions{},

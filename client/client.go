@@ -50,6 +50,9 @@ type Client struct {
 	dice *dice
 	// cost is the cost accounting (WithPrices, WithBudgets); nil: calls are not priced.
 	cost *costing
+	// races are the hedge races of calls that sent no hedge, for the next hedged call (see
+	// race).
+	races sync.Pool
 	// warnings are what New found suspicious in the configuration, without refusing it
 	// (Warnings).
 	warnings []string

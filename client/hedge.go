@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http/httptrace"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -78,6 +79,13 @@ type raced struct {
 
 // race is a hedged try: the tries out on their routes, and what the walk waits for. It holds
 // no pointer to the walk, which its goroutines must not keep from staying where it was made.
+//
+// A race that never sends a hedge costs no allocation: it comes from its client's pool (see
+// raceOf) with its channels, its room for the tries, its timer and the functions its timer
+// and its first try's goroutine run, all made once, and goes back there when it ends — or,
+// for a stream, when the stream is closed. Its first try runs under a context of the race's
+// own (tryContext) when the caller's cannot be cancelled, reused until a race cancels it. A
+// race that sent a hedge is not reused: a try that lost may still be out.
 type race struct {
 	ctx context.Context // the walk's
 	c   *Client
@@ -91,6 +99,137 @@ type race struct {
 	timer   resilience.Timer
 	routes  []attempt
 	pending int
+
+	// due is when the hedge armed last falls due: a fire read before it is a stale one, of
+	// a timer stopped too late in an earlier use of the race, and is ignored.
+	due time.Time
+	// room holds the tries (routes), at most the first and maxHedges hedges.
+	room [maxHedges + 1]attempt
+	// fired is the timer's function; runFirst runs the first try (firstTry, under firstCtx)
+	// on a goroutine of its own; release ends the race once a stream that won is closed.
+	fired, runFirst, release func()
+	firstTry                 try
+	firstCtx                 context.Context
+	// own is the race's context for a first try whose caller's context cannot be cancelled,
+	// made on first need; uses counts the calls the race served, which bounds what a
+	// transport that leaves a context derived from own uncancelled can pile up in it (put
+	// drops the race after maxRaceUses calls).
+	own      *tryContext
+	ownFirst bool // the first try runs under own
+	uses     int
+}
+
+// maxHedges is the most hedges one call may send (resilience.Options.MaxHedges, WithHedge).
+const maxHedges = 3
+
+// maxRaceUses is how many races one pooled race serves before it is dropped.
+const maxRaceUses = 64
+
+// newRace makes a race of client c, for its pool.
+func newRace(c *Client) *race {
+	r := &race{c: c, results: make(chan raced, maxHedges+1), fire: make(chan struct{}, 1)}
+	r.fired = func() {
+		select {
+		case r.fire <- struct{}{}:
+		default: // a fire is already waiting: the walk reads it when it falls due
+		}
+	}
+	r.runFirst = func() {
+		resp, info, err := r.op.try(r.firstCtx, r.firstTry)
+		r.results <- raced{resp: resp, info: info, err: err, n: 0}
+	}
+	r.release = r.put
+	return r
+}
+
+// raceOf returns a race of client c from its pool.
+func (c *Client) raceOf() *race {
+	if r, ok := c.races.Get().(*race); ok {
+		return r
+	}
+	return newRace(c)
+}
+
+// put ends race r and, when it can be reused, returns it to its client's pool: when it sent
+// no hedge and its one try ended. A race that sent a hedge is left to the collector untouched:
+// a try that lost may still be out, reading it.
+func (r *race) put() {
+	if len(r.routes) != 1 || r.pending != 0 {
+		return
+	}
+	r.ctx, r.op, r.first, r.firstTry, r.firstCtx, r.source = nil, operation{}, attempt{}, try{}, nil, nil
+	clear(r.room[:])
+	r.routes = nil
+	if r.own != nil {
+		r.own.serve(nil)
+		if r.own.ctx.Err() != nil {
+			r.own = nil // cancelled: the next race makes another
+		}
+	}
+	r.uses++
+	if r.uses < maxRaceUses {
+		r.c.races.Put(r)
+	}
+}
+
+// tryContext is the context of the first try of a hedged call whose caller's context cannot be
+// cancelled: a context.WithCancelCause, which the race makes once and reuses for as long as no
+// race cancelled it, so that arming a hedge allocates no context. It is made over a base that
+// is never cancelled and has the values (and deadline) of the caller's context of the call it
+// serves (parent).
+type tryContext struct {
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	mu     sync.Mutex
+	parent context.Context // nil between calls
+}
+
+// tryBase is what a tryContext's context is made over.
+type tryBase struct{ t *tryContext }
+
+func (b tryBase) caller() context.Context {
+	b.t.mu.Lock()
+	defer b.t.mu.Unlock()
+	return b.t.parent
+}
+
+func (b tryBase) Deadline() (time.Time, bool) {
+	if p := b.caller(); p != nil {
+		return p.Deadline()
+	}
+	return time.Time{}, false
+}
+func (tryBase) Done() <-chan struct{} { return nil }
+func (tryBase) Err() error            { return nil }
+func (b tryBase) Value(key any) any {
+	if p := b.caller(); p != nil {
+		return p.Value(key)
+	}
+	return nil
+}
+
+// serve makes t serve the call whose context is parent (nil: none).
+func (t *tryContext) serve(parent context.Context) {
+	t.mu.Lock()
+	t.parent = parent
+	t.mu.Unlock()
+}
+
+// firstContext returns the context of the first try, under the walk's context ctx, and what
+// cancels it: the race's own (own set) when ctx cannot be cancelled, else a
+// context.WithCancelCause of ctx.
+func (r *race) firstContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
+	r.ownFirst = ctx.Done() == nil
+	if !r.ownFirst {
+		return context.WithCancelCause(ctx)
+	}
+	if r.own == nil {
+		t := &tryContext{}
+		t.ctx, t.cancel = context.WithCancelCause(tryBase{t})
+		r.own = t
+	}
+	r.own.serve(ctx)
+	return r.own.ctx, r.own.cancel
 }
 
 // hedged makes the try t of route first under hedging h: after h's delay without first
@@ -101,20 +240,31 @@ type race struct {
 // when every try failed, is the last and is not recorded yet (the walk records it, as an
 // unhedged try's).
 func (w *walk) hedged(h resilience.Hedge, first attempt, t try) (any, *resilience.CallInfo, error, attempt) {
-	r := &race{ctx: w.ctx, c: w.c, op: w.op, h: h, source: first.d.pipeline.Route(first.key), first: first,
-		results: make(chan raced, h.Max+1), fire: make(chan struct{}, 1), routes: make([]attempt, 0, h.Max+1)}
+	r := w.c.raceOf()
+	r.ctx, r.op, r.h, r.source, r.first = w.ctx, w.op, h, first.d.pipeline.Route(first.key), first
+	r.routes, r.pending = r.room[:0], 0
 	r.launch(first, t)
 	r.arm()
+	held := false // a stream that won holds the race until it is closed
 	defer func() {
 		r.timer.Stop()
 		r.tally(w)
+		if !held {
+			r.put()
+		}
 	}()
 	for {
 		select {
 		case <-r.fire:
+			if wait := r.due.Sub(r.c.now()); wait > 0 {
+				// A fire of an earlier use of the race, whose timer was stopped too late (or
+				// a timer a hair early): the hedge is due later.
+				r.timer.Reset(wait)
+				continue
+			}
 			r.hedge(w)
 		case res := <-r.results:
-			if at, over := r.ended(w, res); over {
+			if at, over := r.ended(w, res, &held); over {
 				return res.resp, res.info, res.err, at
 			}
 		}
@@ -123,8 +273,9 @@ func (w *walk) hedged(h resilience.Hedge, first attempt, t try) (any, *resilienc
 
 // launch sends try t on route a, on a goroutine of its own under a context the race cancels.
 func (r *race) launch(a attempt, t try) {
-	ctx, cancel := context.WithCancelCause(r.ctx)
+	var ctx context.Context
 	if a.hedge {
+		ctx, a.cancel = context.WithCancelCause(r.ctx)
 		wrote := new(atomic.Bool)
 		a.wrote = wrote
 		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(i httptrace.WroteRequestInfo) {
@@ -132,8 +283,10 @@ func (r *race) launch(a attempt, t try) {
 				wrote.Store(true)
 			}
 		}})
+	} else {
+		ctx, a.cancel = r.firstContext(r.ctx)
 	}
-	a.cancel, a.start = cancel, r.c.now()
+	a.start = r.c.now()
 	for i := range r.routes {
 		if p := &r.routes[i]; !p.done && p.raced == 0 {
 			p.raced = max(a.start.Sub(p.start), 1) // raced from now on
@@ -142,16 +295,27 @@ func (r *race) launch(a attempt, t try) {
 	n := len(r.routes)
 	r.routes = append(r.routes, a)
 	r.pending++
+	if n == 0 {
+		r.firstCtx, r.firstTry = ctx, t
+		go r.runFirst() // made with the race: no closure to allocate
+		return
+	}
 	go func() {
 		resp, info, err := r.op.try(ctx, t)
 		r.results <- raced{resp: resp, info: info, err: err, n: n}
 	}()
 }
 
-// arm sets the timer of the next hedge, a hedge delay from now.
+// arm sets the timer of the next hedge, a hedge delay from now: the race's own timer, made
+// once and reset for each hedge of each call it serves.
 func (r *race) arm() {
-	fire := r.fire
-	r.timer = r.c.afterFunc(r.h.Delay(r.source), func() { fire <- struct{}{} })
+	d := r.h.Delay(r.source)
+	r.due = r.c.now().Add(d)
+	if r.timer == nil {
+		r.timer = r.c.afterFunc(d, r.fired)
+		return
+	}
+	r.timer.Reset(d)
 }
 
 // hedge sends the next hedge of walk w, when the call may still send one and a route can take
@@ -205,7 +369,7 @@ func (r *race) tally(w *walk) {
 // the attempt it ended on: the first success (the others cancelled), or the last failure, or a
 // failure every other try would meet too (the request's own fault, or the caller gave up). A
 // failure while another try is out is the walk's failure there; the race goes on.
-func (r *race) ended(w *walk, res raced) (attempt, bool) {
+func (r *race) ended(w *walk, res raced, held *bool) (attempt, bool) {
 	r.pending--
 	r.routes[res.n].done = true
 	if w := r.routes[res.n].wrote; w != nil && (res.err == nil || res.info != nil && res.info.Attempts > 0) {
@@ -218,15 +382,24 @@ func (r *race) ended(w *walk, res raced) (attempt, bool) {
 			a.d.hedgesWon.Add(1)
 		}
 		cancelLosers(w, r.routes, res.n, r.pending, r.results)
-		if k, ok := res.resp.(interface{ hold(func()) }); ok {
+		k, stream := res.resp.(interface{ hold(func()) })
+		switch {
+		case r.alone() && stream:
+			k.hold(r.release) // the stream reads under the race's context: kept until it is closed
+			*held = true
+		case r.alone():
+			// The race's own context, not cancelled, serves the next race.
+		case stream:
 			k.hold(func() { a.cancel(nil) }) // the stream's reads go on under its context
-		} else {
+		default:
 			a.cancel(nil)
 		}
 		return a, true
 	}
 	if r.pending == 0 {
-		a.cancel(nil)
+		if !r.alone() {
+			a.cancel(nil)
+		}
 		return a, true
 	}
 	if !classify(w.ctx, a.d.name, res.err, res.info).Kind.FallsBack() {
@@ -239,6 +412,10 @@ func (r *race) ended(w *walk, res raced) (attempt, bool) {
 	a.cancel(nil)
 	return a, false
 }
+
+// alone reports whether the race sent no hedge and its first try runs under the race's own
+// context, which it does not cancel: the context serves the next race (put).
+func (r *race) alone() bool { return len(r.routes) == 1 && r.ownFirst }
 
 // cancelLosers cancels every try of routes still out but the one that won (-1: none won),
 // reports each as lost, records on its route the time it had waited (a lower bound of its time

@@ -349,5 +349,19 @@ func (c *armClock) AfterFunc(d time.Duration, f func()) resilience.Timer {
 	if d == c.d {
 		c.armed <- struct{}{}
 	}
-	return t
+	return armTimer{t, c}
+}
+
+// armTimer is a timer of an armClock: a hedge race arms its next hedge by resetting its timer.
+type armTimer struct {
+	resilience.Timer
+	c *armClock
+}
+
+func (t armTimer) Reset(d time.Duration) bool {
+	was := t.Timer.Reset(d)
+	if d == t.c.d {
+		t.c.armed <- struct{}{}
+	}
+	return was
 }
