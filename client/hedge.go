@@ -106,7 +106,8 @@ type race struct {
 	// room holds the tries (routes), at most the first and maxHedges hedges.
 	room [maxHedges + 1]attempt
 	// fired is the timer's function; runFirst runs the first try (firstTry, under firstCtx)
-	// on a goroutine of its own; release ends the race once a stream that won is closed.
+	// on a goroutine of its own; release ends the race of a stream that won alone once the
+	// stream is closed.
 	fired, runFirst, release func()
 	firstTry                 try
 	firstCtx                 context.Context
@@ -138,7 +139,12 @@ func newRace(c *Client) *race {
 		resp, info, err := r.op.try(r.firstCtx, r.firstTry)
 		r.results <- raced{resp: resp, info: info, err: err, n: 0}
 	}
-	r.release = r.put
+	r.release = func() {
+		if !r.ownFirst {
+			r.routes[0].cancel(nil)
+		}
+		r.put()
+	}
 	return r
 }
 
@@ -384,8 +390,10 @@ func (r *race) ended(w *walk, res raced, held *bool) (attempt, bool) {
 		cancelLosers(w, r.routes, res.n, r.pending, r.results)
 		k, stream := res.resp.(interface{ hold(func()) })
 		switch {
-		case r.alone() && stream:
-			k.hold(r.release) // the stream reads under the race's context: kept until it is closed
+		case len(r.routes) == 1 && stream:
+			// The stream reads under the first try's context: the race keeps it until the
+			// stream is closed (release).
+			k.hold(r.release)
 			*held = true
 		case r.alone():
 			// The race's own context, not cancelled, serves the next race.

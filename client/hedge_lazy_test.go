@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"sync"
 	"testing"
@@ -143,5 +144,69 @@ func TestHedge_AReusedRaceCancelsItsFirstTryWhenTheHedgeWins(t *testing.T) {
 			t.Fatalf("call %d: %+v", i, resp)
 		}
 		waitFor(t, "the first try to be cancelled", func() bool { return primary.Journal().InFlight() == 0 })
+	}
+}
+
+// ctxProvider streams one word and keeps the context of the last stream it was asked for.
+type ctxProvider struct {
+	embedOnly
+	mu  sync.Mutex
+	ctx context.Context
+}
+
+func (p *ctxProvider) ChatStream(ctx context.Context, _ *providers.ChatRequest) (providers.Stream, error) {
+	p.mu.Lock()
+	p.ctx = ctx
+	p.mu.Unlock()
+	return &wordStream{}, nil
+}
+
+func (p *ctxProvider) Describe() providers.Description {
+	return providers.Description{System: "custom", Capabilities: providers.CapChat | providers.CapStreaming}
+}
+
+// wordStream delivers one word and its final event, then ends.
+type wordStream struct{ sent int }
+
+func (s *wordStream) Recv() (providers.Delta, error) {
+	s.sent++
+	switch s.sent {
+	case 1:
+		return providers.Delta{Text: "hello"}, nil
+	case 2:
+		return providers.Delta{Done: true, FinishReason: providers.FinishStop}, nil
+	}
+	return providers.Delta{}, io.EOF
+}
+func (*wordStream) Close() error { return nil }
+
+// A hedged stream whose hedge never went out reads under its first try's context until it is
+// closed, and a caller's context that can be cancelled no longer holds that context after: the
+// stream's Close ends it.
+func TestHedge_AStreamThatWonAloneEndsItsContextAtClose(t *testing.T) {
+	p := &ctxProvider{}
+	o := policy()
+	o.HedgeAfterSeconds = 60
+	c := newClient(t, client.WithProvider("llm", o, func(*http.Client) (providers.Provider, error) { return p, nil }))
+	caller, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	st, err := c.ChatStream(caller, hello())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, err := range st.Deltas() {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.mu.Lock()
+	ctx := p.ctx
+	p.mu.Unlock()
+	if ctx.Err() != nil {
+		t.Fatalf("the stream's context ended before its Close: %v", ctx.Err())
+	}
+	_ = st.Close()
+	if ctx.Err() == nil {
+		t.Fatal("the stream's context outlived its Close")
 	}
 }
