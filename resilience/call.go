@@ -69,10 +69,12 @@ type call struct {
 	waitClose bool // settle at Close, not at EOF (the caller reports failures)
 	settled   atomic.Bool
 
-	// The bulkhead's part: the slot to free at the body's end, and the generation of its
-	// adaptive limit when the call got it (see limiter.overload).
-	slot *bulkhead
-	gen  uint64
+	// The bulkhead's part: the slot to free at the body's end, whether it is counted among the
+	// batch calls' (bulkhead.free), and the generation of its adaptive limit when the call got
+	// it (see limiter.overload).
+	slot  *bulkhead
+	batch bool
+	gen   uint64
 
 	rc   io.ReadCloser
 	done atomic.Bool
@@ -177,7 +179,7 @@ func (c *call) end() {
 		c.release()
 		if c.slot != nil {
 			c.overloaded()
-			c.slot.finish(nil)
+			c.slot.free(c.batch)
 		}
 	}
 }
