@@ -67,14 +67,15 @@ type call struct {
 	brk       *breaker
 	tk        ticket
 	waitClose bool // settle at Close, not at EOF (the caller reports failures)
-	settled   atomic.Bool
+	// batch is the bulkhead's (see slot), here where it fills the padding after waitClose.
+	batch   bool
+	settled atomic.Bool
 
 	// The bulkhead's part: the slot to free at the body's end, whether it is counted among the
-	// batch calls' (bulkhead.free), and the generation of its adaptive limit when the call got
-	// it (see limiter.overload).
-	slot  *bulkhead
-	batch bool
-	gen   uint64
+	// batch calls' (batch, above; bulkhead.free), and the generation of its adaptive limit when
+	// the call got it (see limiter.overload).
+	slot *bulkhead
+	gen  uint64
 
 	rc   io.ReadCloser
 	done atomic.Bool

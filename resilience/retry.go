@@ -363,8 +363,8 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	requeued := s.through && resp != nil
 	through := requeued && resp.StatusCode == http.StatusTooManyRequests
 	// A retry after a 429 for too many at once is the limit catching up with the provider,
-	// not the call failing: it does not count against RetryCount (but a call allowed no retry gets none,
-	// and no call makes more than maxRetryCount attempts; see requeue).
+	// not the call failing: it does not count against RetryCount (but a call allowed no
+	// retry gets none, and no call makes more than maxRetryCount attempts; see requeue).
 	free := through && pol.count > 0
 	switch {
 	case through:
@@ -451,8 +451,8 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 // requeue is the end of decide for a retry through the adaptive limit: the call gives its
 // bulkhead slot back, waits for delay (after a 429 for too many at once the server's hint, 0
 // for none; after a 529 or a 503 the backoff or the hint), for the pipeline's budgets, then
-// for a slot again — first within its class, for it was admitted before the
-// calls that wait — and retries. A call the bulkhead turns away now (shed for a higher class,
+// for a slot again — first within its class, for it was admitted before the calls that wait
+// — and retries. A call the bulkhead turns away now (shed for a higher class,
 // the queue timeout, a call that never waits) fails with that *BulkheadRejectedError, with
 // GaveUpBulkhead; one whose context ends, with its error. Either way it holds a slot again
 // when it returns, for the bulkhead layer above frees one when the call ends.
