@@ -23,9 +23,9 @@ import (
 // concurrency (an OpenAI-compatible server or gateway): the fake serves 10 calls at once in 50
 // ms each (200 a second) and answers a bare 429 to the next (mocks.ConcurrencyLimit with
 // OpenAIStatus 429: no retry hint, rate-limit headers with room); calls arrive at twice that,
-// 400 a second, one in five interactive and the rest batch, through the pipeline of
-// docs/capacity.md's example (adaptive limit from 10 within 1..100, 100 queue places, the batch
-// reserve and minimum share at 10 %). After a phase the fake's limit halves to 5 for a second
+// 400 a second, one in five interactive (one in fifty in the sparse runs) and the rest batch,
+// through the pipeline of docs/capacity.md's example (adaptive limit from 10 within 1..100,
+// 100 queue places, the batch reserve and minimum share at 10 %). After a phase the fake's limit halves to 5 for a second
 // phase. The retry delays are the defaults (1 s, doubling, up to 30 s) or short ones (50 ms).
 //
 // The pipeline learns no budget from the fake's rate-limit headers (PaceFromHeaders off): they
@@ -78,13 +78,14 @@ func (r *result429) String() string {
 // service time, the arrivals, the short delays) as runPriorityLoadScaled does, and the retry
 // delays at their defaults or short.
 func run429(tb testing.TB, d time.Duration, slow int, defaultDelays bool) *result429 {
-	return runOverStatus(tb, http.StatusTooManyRequests, d, slow, defaultDelays, 10)
+	return runOverStatus(tb, http.StatusTooManyRequests, d, slow, defaultDelays, 10, 5)
 }
 
 // runOverStatus is run429 against a fake that answers status (429, 529 or 503) above its
 // limit — 529 is the control, the overload signal the adaptive limit always knew — with
-// PriorityReservePercent reserve (the example's 10).
-func runOverStatus(tb testing.TB, status int, d time.Duration, slow int, defaultDelays bool, reserve float64) *result429 {
+// PriorityReservePercent reserve (the example's 10), and one call in every interactive (the
+// example's 5).
+func runOverStatus(tb testing.TB, status int, d time.Duration, slow int, defaultDelays bool, reserve float64, every int) *result429 {
 	service := time.Duration(slow) * 50 * time.Millisecond
 	s := mocks.NewServer(mocks.WithConcurrencyLimit(mocks.ConcurrencyLimit{Max: 10, OpenAIStatus: status}),
 		mocks.WithScript(mocks.OK().WithDelay(service).Always()), mocks.WithReply("ok"))
@@ -121,7 +122,7 @@ func runOverStatus(tb testing.TB, status int, d time.Duration, slow int, default
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	rate := 400 / float64(slow)
-	every := time.Duration(float64(time.Second) / rate)
+	gap := time.Duration(float64(time.Second) / rate)
 	start := time.Now()
 	ends := [2]time.Time{start.Add(d), start.Add(2 * d)}
 	limits := [2]int{10, 5}
@@ -156,7 +157,7 @@ func runOverStatus(tb testing.TB, status int, d time.Duration, slow int, default
 		}
 	}()
 	for i := 0; ; i++ {
-		at := start.Add(time.Duration(i) * every)
+		at := start.Add(time.Duration(i) * gap)
 		if !at.Before(ends[1]) {
 			break
 		}
@@ -167,7 +168,7 @@ func runOverStatus(tb testing.TB, status int, d time.Duration, slow int, default
 		if wait := time.Until(at); wait > 0 {
 			time.Sleep(wait)
 		}
-		interactive := i%5 == 0
+		interactive := i%every == 0
 		arrival := phaseOf(time.Now())
 		if arrival < 0 {
 			break
@@ -257,20 +258,28 @@ func TestAdaptive_A429AboveTheConcurrencyNeverPausesTheRoute(t *testing.T) {
 // BenchmarkAdaptive429 states, for docs/capacity.md, the interactive calls' waits and the
 // goodput against a provider that answers 429 above its concurrency, in each phase (before and
 // after the fake's limit halves), with the retry delays short and at their defaults.
+//
+// Each case's variants are named with a "+" (429/default-delays+no-reserve), so that
+// -bench 'Adaptive429/^429$/^default-delays$' runs the one case alone.
 func BenchmarkAdaptive429(b *testing.B) {
 	// The batch reserve (PriorityReservePercent, 10 % in the example) keeps one slot of ten
-	// from batch calls, free for an interactive arrival: the run without it shows what that
-	// slot costs in goodput and saves in interactive waits.
+	// from batch calls while the interactive calls hold none: the runs without it show what
+	// that slot costs in goodput and saves in interactive waits, with one call in five
+	// interactive (they hold about four slots, more than the reserve) and one in fifty (they
+	// hold none most of the time).
 	for _, tc := range []struct {
 		name    string
 		status  int
 		reserve float64
-	}{{"429/short-delays", 429, 10}, {"429/default-delays", 429, 10}, {"429/default-delays/no-reserve", 429, 0},
-		{"529/default-delays", 529, 10}} {
+		every   int
+	}{{"429/short-delays", 429, 10, 5}, {"429/default-delays", 429, 10, 5}, {"429/default-delays+no-reserve", 429, 0, 5},
+		{"529/default-delays", 529, 10, 5},
+		{"429/default-delays+sparse-interactive", 429, 10, 50}, {"429/default-delays+sparse-interactive+no-reserve", 429, 0, 50}} {
 		b.Run(tc.name, func(b *testing.B) {
 			var r *result429
 			for range b.N {
-				r = runOverStatus(b, tc.status, *overload429Phase, max(*overload429Slow, 1), strings.Contains(tc.name, "default-delays"), tc.reserve)
+				r = runOverStatus(b, tc.status, *overload429Phase, max(*overload429Slow, 1), strings.Contains(tc.name, "default-delays"),
+					tc.reserve, tc.every)
 			}
 			for p, ph := range r.phases {
 				b.ReportMetric(float64(ph.interactive.p(0.99))/1e6, fmt.Sprintf("p%d-interactive-p99-wait-ms", p+1))

@@ -99,18 +99,20 @@ func (l *limiter) current() int64 {
 // observe takes the answer of an attempt sent when the generation was gen, whose 429 (if it is
 // one) signals rl: an overload signal, or one more answer towards a clean round. An attempt
 // that got no answer tells nothing, nor does a 429 for a spent quota or a spent rate budget:
-// fewer calls at once would not refill it. It reports whether the answer was a 429 for too
-// many at once met above the limit's floor: one the limit absorbs, whose retry goes through
-// it (see callState.requeue); at the floor there is nothing left to give back.
+// fewer calls at once would not refill it. It reports whether the answer was an overload
+// signal (a 529, a 503, a 429 for too many at once) met above the limit's floor: one the limit
+// absorbs, whose retry goes through it without holding a slot while it waits (see
+// callState.requeue); at the floor there is nothing left to give back, and the retry of a 529
+// or a 503 holds its slot through its backoff, which keeps that load off the provider.
 func (l *limiter) observe(resp *http.Response, err error, gen uint64, rl rateLimit) bool {
 	if err != nil || resp == nil {
 		return false
 	}
 	switch resp.StatusCode {
 	case 529:
-		l.overload(gen, reasonStatus529)
+		return l.overload(gen, reasonStatus529)
 	case http.StatusServiceUnavailable:
-		l.overload(gen, reasonStatus503)
+		return l.overload(gen, reasonStatus503)
 	case http.StatusTooManyRequests:
 		if rl == limitConcurrency {
 			return l.overload(gen, reasonStatus429)

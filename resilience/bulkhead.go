@@ -13,21 +13,31 @@ import (
 // mutex and joins the queue of its class (see Priority). A freed slot passes straight to the
 // waiter chosen for it — never to a newcomer while calls wait, so nobody barges — chosen by
 // class, first come first served within a class, with a minimum share for the lower classes
-// (see pick). Batch calls may not take the last PriorityReservePercent of the slots; when the
-// queue is full, a call of a higher class takes the place of the newest waiter of the lowest
-// class, which is shed. The limit is BulkheadMaxConcurrency, or the adaptive limit
+// (see pick). Batch calls may not hold more than the slots outside the reserve
+// (PriorityReservePercent), so the higher classes always have the reserve, held or free; when
+// the queue is full, a call of a higher class takes the place of the newest waiter of the
+// lowest class, which is shed. The limit is BulkheadMaxConcurrency, or the adaptive limit
 // (adaptive.go), which moves while calls run.
+//
+// The reserve is counted against the batch calls in flight, not against every call in flight:
+// a reserve counted against all of them would be kept free while the higher classes already
+// hold slots, idle between their arrivals, and would cost up to its share of the throughput
+// however busy they are. Counted against the batch calls, it is the room the higher classes
+// have whatever the batch calls do: a call of a higher class finds a free slot as long as its
+// classes hold fewer slots than the reserve; once they hold more, the rest of the slots go to
+// whoever waits, and such a call waits for the next slot that frees, which is its own first.
 type bulkhead struct {
 	ev  *emitter
 	pol *Policy // the pipeline's, for the class of calls that name none
-	// inflight is the number of slots taken; limit is the number of slots, and open the number
-	// every class may take (limit less the batch reserve). waiting is the number of calls in
-	// the queues, changed under mu but read without it.
-	inflight, limit, open, waiting atomic.Int64
-	maxQueue                       int64
-	queueTimeout                   time.Duration
-	reserve                        float64 // PriorityReservePercent
-	credit                         float64 // what a waiting lower class earns per turn it misses (shareCredit)
+	// inflight is the number of slots taken, batch the number of them batch calls hold
+	// (counted only while there is a reserve: reserve > 0); limit is the number of slots, and
+	// open the number batch calls may hold (limit less the reserve). waiting is the number of
+	// calls in the queues, changed under mu but read without it.
+	inflight, batch, limit, open, waiting atomic.Int64
+	maxQueue                              int64
+	queueTimeout                          time.Duration
+	reserve                               float64 // PriorityReservePercent
+	credit                                float64 // what a waiting lower class earns per turn it misses (shareCredit)
 	// adaptive moves the limit (AdaptiveConcurrency); nil for a fixed limit.
 	adaptive *limiter
 
@@ -67,11 +77,11 @@ func (b *bulkhead) setLimit(n int64) {
 	}
 }
 
-// finish releases a slot; it makes *bulkhead a finisher for doneBody. When calls wait, the
-// slot goes to the one pick chooses.
+// finish releases a slot that is not counted among the batch calls' (see free); it makes
+// *bulkhead a finisher for doneBody. When calls wait, the slot goes to the one pick chooses.
 func (b *bulkhead) finish(error) {
 	b.inflight.Add(-1)
-	// A waiter joins the queue before its last look at the count, and this looks at the queue
+	// A waiter joins the queue before its last look at the counts, and this looks at the queue
 	// after freeing the slot, so one of the two always sees the other (atomics are sequentially
 	// consistent in Go): no slot is left free while a call waits for it.
 	if b.waiting.Load() > 0 {
@@ -82,61 +92,111 @@ func (b *bulkhead) finish(error) {
 	}
 }
 
+// batchSlot is a bulkhead seen as the finisher of a slot counted among the batch calls'.
+type batchSlot bulkhead
+
+func (s *batchSlot) finish(error) { (*bulkhead)(s).free(true) }
+
+// free releases a slot; batch says it was counted among the batch calls' (acquire's answer).
+func (b *bulkhead) free(batch bool) {
+	if batch {
+		b.batch.Add(-1) // before the slot itself, so a waiter that sees the slot free sees this too
+	}
+	b.finish(nil)
+}
+
+// finisher returns what frees a slot at a body's end; batch as for free.
+func (b *bulkhead) finisher(batch bool) finisher {
+	if batch {
+		return (*batchSlot)(b)
+	}
+	return b
+}
+
+// counts reports whether a call of class cls holds a slot counted among the batch calls'.
+func (b *bulkhead) counts(cls class) bool { return cls == classBatch && b.reserve > 0 }
+
 // take takes a slot if fewer than below are taken.
-func (b *bulkhead) take(below int64) bool {
+func (b *bulkhead) take(below int64) bool { return takeBelow(&b.inflight, below) }
+
+// takeBelow adds one to n if it is below below, and reports whether it did.
+func takeBelow(n *atomic.Int64, below int64) bool {
 	for {
-		n := b.inflight.Load()
-		if n >= below {
+		v := n.Load()
+		if v >= below {
 			return false
 		}
-		if b.inflight.CompareAndSwap(n, n+1) {
+		if n.CompareAndSwap(v, v+1) {
 			return true
 		}
 	}
 }
 
-// release gives back the slot of a call that goes on: a retry through the adaptive limit
-// (callState.requeue), which takes one again with reacquire, or hold when it cannot.
-func (b *bulkhead) release() { b.finish(nil) }
+// takeAs takes a free slot for a call of class cls, if the reserve lets it: any free slot,
+// but for a batch call only while the batch calls hold fewer than open. The batch count is
+// taken first and given back if no slot is free, so the batch calls never hold more than open
+// however many race for the last one; a call refused meanwhile by that passing count goes on
+// to queue, whose look under the mutex comes after it.
+func (b *bulkhead) takeAs(cls class) bool {
+	if !b.counts(cls) {
+		return b.take(b.limit.Load())
+	}
+	if !takeBelow(&b.batch, b.open.Load()) {
+		return false
+	}
+	if b.take(b.limit.Load()) {
+		return true
+	}
+	b.batch.Add(-1)
+	return false
+}
 
-// hold takes a slot back whatever the limit, for a call that released its own and could not
-// get one again: the bulkhead layer frees a slot when that call ends, at once.
-func (b *bulkhead) hold() { b.inflight.Add(1) }
+// release gives back the slot of a call that goes on: a retry through the adaptive limit
+// (callState.requeue), which takes one again with reacquire, or hold when it cannot. batch is
+// as for free.
+func (b *bulkhead) release(batch bool) { b.free(batch) }
+
+// hold takes a slot back whatever the limit and the reserve, for a call that released its own
+// and could not get one again: the bulkhead layer frees a slot when that call ends, at once.
+func (b *bulkhead) hold(batch bool) {
+	if batch {
+		b.batch.Add(1)
+	}
+	b.inflight.Add(1)
+}
 
 // reacquire is acquire for a call that held a slot and gave it back to retry (release): it
 // waits first among the calls of its class, for it was admitted before them, and a full queue
 // does not refuse it — it is no new load, and there are never more of them than slots.
-func (b *bulkhead) reacquire(ctx context.Context) error { return b.acquireAs(ctx, true) }
+func (b *bulkhead) reacquire(ctx context.Context) (bool, error) { return b.acquireAs(ctx, true) }
 
-// acquire takes a slot, waiting in the queue if there is room. It returns a
+// acquire takes a slot, waiting in the queue if there is room. It reports whether the slot is
+// counted among the batch calls' (to tell free, finisher, release and hold). It returns a
 // *BulkheadRejectedError when the queue is full, the queue timeout passes or the call is shed
 // for one of a higher class, and the context's error when the caller gives up first.
-func (b *bulkhead) acquire(ctx context.Context) error { return b.acquireAs(ctx, false) }
+func (b *bulkhead) acquire(ctx context.Context) (bool, error) { return b.acquireAs(ctx, false) }
 
 // acquireAs is acquire, or reacquire when again is set.
-func (b *bulkhead) acquireAs(ctx context.Context, again bool) error {
+func (b *bulkhead) acquireAs(ctx context.Context, again bool) (bool, error) {
 	cls := classUnknown
-	if b.waiting.Load() == 0 {
-		if b.take(b.open.Load()) {
-			if b.ev.on(EventBulkheadAdmitted) {
-				b.admitted(ctx, cls, 0)
-			}
-			return nil
+	if b.reserve > 0 {
+		// The reserve counts the batch calls in flight: every call's class is needed, also
+		// those that meet no pressure.
+		cls = classOf(ctx, b.pol)
+	}
+	if b.waiting.Load() == 0 && b.takeAs(cls) {
+		if b.ev.on(EventBulkheadAdmitted) {
+			b.admitted(ctx, cls, 0)
 		}
-		// Only the reserve is left: the call's class decides.
-		if lim := b.limit.Load(); b.open.Load() < lim {
-			if cls = classOf(ctx, b.pol); cls != classBatch && b.take(lim) {
-				if b.ev.on(EventBulkheadAdmitted) {
-					b.admitted(ctx, cls, 0)
-				}
-				return nil
-			}
-		}
+		return b.counts(cls), nil
 	}
 	if cls == classUnknown {
 		cls = classOf(ctx, b.pol)
 	}
-	return b.queue(ctx, cls, again)
+	if err := b.queue(ctx, cls, again); err != nil {
+		return false, err
+	}
+	return b.counts(cls), nil
 }
 
 // queue is acquire's slow path, for a call of class cls that found no free slot, or found
@@ -144,7 +204,7 @@ func (b *bulkhead) acquireAs(ctx context.Context, again bool) error {
 func (b *bulkhead) queue(ctx context.Context, cls class, again bool) error {
 	b.mu.Lock()
 	b.dispatch() // the calls that wait come first, as far as their class allows
-	if b.take(b.capFor(cls, false)) {
+	if b.takeAs(cls) {
 		b.mu.Unlock()
 		if b.ev.on(EventBulkheadAdmitted) {
 			b.admitted(ctx, cls, 0)
@@ -286,7 +346,8 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		closeRequestBody(req)
 		return t.fail(req, err)
 	}
-	if err := b.acquire(req.Context()); err != nil {
+	batch, err := b.acquire(req.Context())
+	if err != nil {
 		closeRequestBody(req)
 		return t.fail(req, err)
 	}
@@ -299,20 +360,20 @@ func (t *bulkheadTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		err = refuseRedirect(b.ev.name, resp)
 	}
 	if err != nil {
-		b.finish(err)
+		b.free(batch)
 		return t.fail(req, err)
 	}
 	if t.p != nil {
 		t.p.answered(resp)
 	}
 	if c, ok := resp.Body.(*call); ok && t.p != nil && c.t == &t.p.timeouts && c.slot == nil {
-		c.slot, c.gen = b, gen // the call's record frees the slot at the body's end
+		c.slot, c.gen, c.batch = b, gen, batch // the call's record frees the slot at the body's end
 		return resp, nil
 	}
 	if resp.Body == nil {
 		resp.Body = http.NoBody
 	}
-	resp.Body = &doneBody{rc: resp.Body, f: b}
+	resp.Body = &doneBody{rc: resp.Body, f: b.finisher(batch)}
 	return resp, nil
 }
 

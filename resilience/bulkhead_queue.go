@@ -75,38 +75,47 @@ func (l *waitList) unlink(w *waiter) {
 	l.n--
 }
 
-// capFor is the number of slots below which a call of class cls may take one: every slot, but
-// for a batch call that is not owed a turn, the slots outside the reserve.
-func (b *bulkhead) capFor(cls class, owed bool) int64 {
-	if cls == classBatch && !owed {
-		return b.open.Load()
+// room reports whether a call of class cls may take a slot when n are taken, nb of them by
+// batch calls: any free slot, but a batch call that is not owed a turn only while the batch
+// calls hold fewer than the slots outside the reserve.
+func (b *bulkhead) room(cls class, owed bool, n, nb int64) bool {
+	if n >= b.limit.Load() {
+		return false
 	}
-	return b.limit.Load()
+	return owed || !b.counts(cls) || nb < b.open.Load()
 }
 
 // dispatch hands free slots to the waiters pick chooses, until no slot is free or no waiter
-// may take one.
+// may take one. A batch waiter's slot is counted among the batch calls' first, so the count
+// never passes what pick allowed.
 func (b *bulkhead) dispatch() {
 	for b.waiting.Load() > 0 {
-		n := b.inflight.Load()
-		w, owed := b.pick(n)
+		n, nb := b.inflight.Load(), b.batch.Load()
+		w, owed := b.pick(n, nb)
 		if w == nil {
 			return
 		}
+		counted := b.counts(w.class)
+		if counted && !b.batch.CompareAndSwap(nb, nb+1) {
+			continue // a batch call took or freed a slot meanwhile: look again
+		}
 		if !b.inflight.CompareAndSwap(n, n+1) {
+			if counted {
+				b.batch.Add(-1)
+			}
 			continue // a slot freed or taken meanwhile: look again
 		}
 		b.grant(w, owed)
 	}
 }
 
-// pick chooses the waiter that gets a slot when n are taken, nil when none may take one. A
-// lower class that is owed a turn comes first (the one owed most); otherwise the highest class
-// that may take a slot, its oldest waiter. A class earns credit each time a slot goes to a
-// higher class while it waits (see grant), and a turn costs one credit, so a waiting lower
-// class gets at least PriorityMinSharePercent of the slots handed over — also from the reserve,
-// so a batch call is never kept out for ever by it.
-func (b *bulkhead) pick(n int64) (*waiter, bool) {
+// pick chooses the waiter that gets a slot when n are taken, nb of them by batch calls; nil
+// when none may take one. A lower class that is owed a turn comes first (the one owed most);
+// otherwise the highest class that may take a slot, its oldest waiter. A class earns credit
+// each time a slot goes to a higher class while it waits (see grant), and a turn costs one
+// credit, so a waiting lower class gets at least PriorityMinSharePercent of the slots handed
+// over — also past the reserve, so a batch call is never kept out for ever by it.
+func (b *bulkhead) pick(n, nb int64) (*waiter, bool) {
 	if n >= b.limit.Load() {
 		return nil, false
 	}
@@ -120,7 +129,7 @@ func (b *bulkhead) pick(n int64) (*waiter, bool) {
 		return b.queues[best].head, true
 	}
 	for c := classInteractive; c < numClasses; c++ {
-		if b.queues[c].head != nil && n < b.capFor(c, false) {
+		if b.queues[c].head != nil && b.room(c, false, n, nb) {
 			return b.queues[c].head, false
 		}
 	}

@@ -70,10 +70,13 @@ type call struct {
 	brk       *breaker
 	tk        ticket
 	waitClose bool // settle at Close, not at EOF (the caller reports failures)
-	settled   atomic.Bool
+	// batch is the bulkhead's (see slot), here where it fills the padding after waitClose.
+	batch   bool
+	settled atomic.Bool
 
-	// The bulkhead's part: the slot to free at the body's end, and the generation of its
-	// adaptive limit when the call got it (see limiter.overload).
+	// The bulkhead's part: the slot to free at the body's end, whether it is counted among the
+	// batch calls' (batch, above; bulkhead.free), and the generation of its adaptive limit when
+	// the call got it (see limiter.overload).
 	slot *bulkhead
 	gen  uint64
 
@@ -189,7 +192,7 @@ func (c *call) end() {
 		c.release()
 		if c.slot != nil {
 			c.overloaded()
-			c.slot.finish(nil)
+			c.slot.free(c.batch)
 		}
 	}
 }

@@ -254,9 +254,11 @@ type Options struct {
 	// PriorityReservePercent is the share of the bulkhead's slots and of each per-minute
 	// budget that batch calls may not take, kept for interactive and default calls: with 10
 	// (the default) and 20 slots, batch calls hold at most 18 at once, and they leave the last
-	// tenth of a requests-per-minute limit to the others. Batch calls that wait long enough
-	// still get their minimum share (PriorityMinSharePercent) of the reserve. 0 reserves
-	// nothing. Allowed: 0..90.
+	// tenth of a requests-per-minute limit to the others. The slots are counted against the
+	// batch calls in flight, so the reserve is kept free only while the other classes hold
+	// fewer slots than it: once they hold more, batch calls may fill every other slot. Batch
+	// calls that wait long enough still get their minimum share (PriorityMinSharePercent) of
+	// the reserve. 0 reserves nothing. Allowed: 0..90.
 	PriorityReservePercent float64 `json:"PriorityReservePercent"`
 	// PriorityMinSharePercent is the least share of the freed bulkhead slots (and of the
 	// reserved budget) that calls of a lower class get while they wait, however many calls of

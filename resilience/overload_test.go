@@ -320,9 +320,9 @@ func TestBulkhead_RetriesThroughTheLimitWaitFirstInTheirClass(t *testing.T) {
 	order := make(chan string, 3)
 	wait := func(ctx context.Context, name string, again bool) {
 		go func() {
-			if err := bh.acquireAs(ctx, again); err == nil {
+			if batch, err := bh.acquireAs(ctx, again); err == nil {
 				order <- name
-				bh.finish(nil)
+				bh.free(batch)
 			}
 		}()
 	}
@@ -337,5 +337,72 @@ func TestBulkhead_RetriesThroughTheLimitWaitFirstInTheirClass(t *testing.T) {
 		if got := <-order; got != want {
 			t.Fatalf("served %s, want %s", got, want)
 		}
+	}
+}
+
+// A batch call's slot stays counted among the batch calls' through a retry through the limit
+// (given back, taken again, freed at the end), after a 429 for too many at once and after a
+// 529 alike.
+func TestAdaptive_ARetryThroughTheLimitKeepsTheBatchCount(t *testing.T) {
+	for _, code := range []int{429, 529} {
+		s := newScript(t, status(code, `{}`), ok())
+		o := adaptiveOptions(10, 1, 100)
+		o.RetryCount = 3
+		o.PriorityReservePercent = 20
+		var rec recorder
+		c, p := client(t, o, OnEvent(rec.observe))
+		if got, err := doCallCtx(WithPriority(context.Background(), PriorityBatch), c, s.url()); got != 200 || err != nil {
+			t.Fatalf("%d: status %d, %v", code, got, err)
+		}
+		if r := rec.kind(EventRetryScheduled); len(r) != 1 || !strings.Contains(r[0].Reason, "retried through the lowered limit") {
+			t.Fatalf("%d: retries %+v, want one through the limit", code, r)
+		}
+		if p.InFlight() != 0 || p.bh.batch.Load() != 0 {
+			t.Fatalf("%d: %d in flight, %d of them batch, after the call ended", code, p.InFlight(), p.bh.batch.Load())
+		}
+	}
+}
+
+// The retry after a 529 under an adaptive limit waits its backoff without its slot: the
+// lowered limit lets another call have it meanwhile. It still counts against RetryCount.
+func TestAdaptive_A529RetryGivesItsSlotBackForTheBackoff(t *testing.T) {
+	h := newHeldServer(t, 529)
+	o := adaptiveOptions(2, 1, 100)
+	o.RetryCount, o.RetryBaseDelaySeconds, o.RetryMaxDelaySeconds = 1, 30, 30
+	o.TimeoutSeconds = 120 // the call's total time: room for the backoff
+	var rec recorder
+	c, p := client(t, o, OnEvent(rec.observe))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := doCallCtx(ctx, c, h.url()); done <- err }()
+	eventually(t, "the retry to be scheduled", func() bool { return len(rec.kind(EventRetryScheduled)) == 1 })
+	eventually(t, "the slot given back for the backoff of 30 s", func() bool { return p.InFlight() == 0 })
+	if r := rec.kind(EventRetryScheduled)[0]; r.Status != 529 || r.Delay != 30*time.Second || !strings.Contains(r.Reason, "slot given back") {
+		t.Fatalf("retry %+v, want the backoff waited without the slot", r)
+	}
+	held := holdCall(t, c, h) // the only slot of the lowered limit
+	if cc := p.Concurrency(); cc.Limit != 1 || cc.InFlight != 1 {
+		t.Fatalf("%+v, want the limit at 1 and the slot to the new call", cc)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("%v, want the retry's wait cancelled", err)
+	}
+	h.free()
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if cc := p.Concurrency(); cc.InFlight != 0 || cc.Waiting != [3]int{} {
+		t.Fatalf("%+v, want every slot free", cc)
+	}
+
+	s := newScript(t, status(529, `{}`), status(529, `{}`), ok())
+	o.RetryBaseDelaySeconds = 0.001
+	c, _ = client(t, o)
+	call := &Call{}
+	call.Init(context.Background(), false)
+	if got, _ := doCallCtx(call, c, s.url()); got != 529 || call.Info.Attempts != 2 || call.Info.GaveUp != GaveUpExhausted {
+		t.Fatalf("status %d, %+v: want RetryCount 1 to allow one retry", got, call.Info)
 	}
 }

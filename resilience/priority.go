@@ -15,10 +15,11 @@ import (
 //   - "default": the class of every call that names none, so a pipeline whose calls name no
 //     class behaves as a plain first-come, first-served bulkhead.
 //   - "batch": a job that can come back later. Served after the others, may not take the share
-//     of slots and budgets kept for them (Options.PriorityReservePercent), and the first to be
-//     shed: evicted from a full queue by a higher class, refused at once when it cannot wait,
-//     always with a RetryAfter estimate so that a job queue can bring it back (package
-//     deferral).
+//     of slots and budgets kept for them (Options.PriorityReservePercent: batch calls never
+//     hold more slots than those outside it, so a call of a higher class finds one free while
+//     its classes hold fewer than the reserve), and the first to be shed: evicted from a
+//     full queue by a higher class, refused at once when it cannot wait, always with a
+//     RetryAfter estimate so that a job queue can bring it back (package deferral).
 //
 // No class starves: while calls of a lower class wait, they get at least
 // Options.PriorityMinSharePercent of the slots handed over, whatever the higher classes ask;

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -317,5 +318,137 @@ func TestParsePriority(t *testing.T) {
 	}
 	if _, err := ParsePriority("urgent"); err == nil {
 		t.Error("urgent parsed")
+	}
+}
+
+// neverBatch is the context of a batch call that never waits: a slot at once, or a refusal.
+func neverBatch() context.Context {
+	c := &Call{}
+	c.Init(WithPriority(context.Background(), PriorityBatch), false)
+	c.MaxWait = -1
+	return c
+}
+
+// The reserve is counted against the batch calls in flight, not against every call: while an
+// interactive call holds a slot, batch calls take every other one; once they hold the slots
+// outside the reserve, the last one stays free for the higher classes.
+func TestBulkhead_TheReserveIsCountedAgainstTheBatchCalls(t *testing.T) {
+	s := newScript(t, ok())
+	o := priorityOptions(5, 10, 0)
+	o.PriorityReservePercent = 20 // batch calls hold at most 4 of the 5 slots
+	c, p := client(t, o)
+	interactive, err := postCtx(WithPriority(context.Background(), PriorityInteractive), c, s.url(), `{}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var held []*http.Response
+	for i := range 4 {
+		resp, err := postCtx(neverBatch(), c, s.url(), `{}`)
+		if err != nil {
+			t.Fatalf("batch call %d: %v, want a slot: the interactive call holds the reserve", i, err)
+		}
+		held = append(held, resp)
+	}
+	var be *BulkheadRejectedError
+	if _, err := postCtx(neverBatch(), c, s.url(), `{}`); !errors.As(err, &be) || be.Reason != RejectedFull {
+		t.Fatalf("a batch call with every slot taken: %v, want a refusal", err)
+	}
+	readAll(t, interactive)
+	if _, err := postCtx(neverBatch(), c, s.url(), `{}`); !errors.As(err, &be) || be.Reason != RejectedFull {
+		t.Fatalf("a batch call with only the reserve free: %v, want a refusal", err)
+	}
+	if p.InFlight() != 4 || p.bh.batch.Load() != 4 {
+		t.Fatalf("%d in flight, %d of them batch", p.InFlight(), p.bh.batch.Load())
+	}
+	resp, err := postCtx(WithPriority(context.Background(), PriorityInteractive), c, s.url(), `{}`)
+	if err != nil {
+		t.Fatalf("an interactive call: %v, want the reserved slot", err)
+	}
+	readAll(t, resp)
+	for _, resp := range held {
+		readAll(t, resp)
+	}
+	if p.InFlight() != 0 || p.bh.batch.Load() != 0 {
+		t.Fatalf("%d in flight, %d of them batch, after every call ended", p.InFlight(), p.bh.batch.Load())
+	}
+}
+
+// A slot a higher class frees goes to a waiting batch call while the batch calls hold fewer
+// than the slots outside the reserve, though the higher classes still hold the others.
+func TestBulkhead_AWaitingBatchCallGetsTheSlotAHigherClassFrees(t *testing.T) {
+	var a arrivals
+	s := newScript(t, a.handler)
+	o := priorityOptions(2, 10, 0)
+	o.PriorityReservePercent = 50 // batch calls hold at most 1 of the 2 slots
+	c, p := client(t, o)
+	var held []*http.Response
+	for range 2 {
+		resp, err := postCtx(WithPriority(context.Background(), PriorityInteractive), c, s.url(), `{}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, resp)
+	}
+	outs := queueInOrder(t, c, p, s.url(), []string{"b1", "b2"}, classOfTag)
+	readAll(t, held[0])
+	for _, tag := range []string{"b1", "b2"} {
+		select {
+		case err := <-outs[tag]:
+			if err != nil {
+				t.Fatalf("%s: %v", tag, err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s still waits with a slot free and no batch call in flight: the reserve kept it", tag)
+		}
+	}
+	if got := a.order(); got != "  b1 b2" {
+		t.Fatalf("served %q", got)
+	}
+	readAll(t, held[1])
+	if p.InFlight() != 0 || p.bh.batch.Load() != 0 {
+		t.Fatalf("%d in flight, %d of them batch, after every call ended", p.InFlight(), p.bh.batch.Load())
+	}
+}
+
+// Batch and interactive calls racing for the slots: the batch calls never hold more than the
+// slots outside the reserve, and every slot and every count is given back.
+func TestBulkhead_TheBatchCountHoldsUnderRaces(t *testing.T) {
+	o := priorityOptions(4, 1000, 0)
+	o.PriorityReservePercent = 25 // batch calls hold at most 3 of the 4 slots
+	p, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bh := p.bh
+	var over atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			prio := PriorityBatch
+			if g%4 == 0 {
+				prio = PriorityInteractive
+			}
+			bounded, cancel := context.WithTimeout(context.Background(), 10*time.Second) // a lost slot fails, not hangs
+			defer cancel()
+			ctx := WithPriority(bounded, prio)
+			for range 2000 {
+				batch, err := bh.acquire(ctx)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if bh.batch.Load() > bh.open.Load() {
+					over.Add(1)
+				}
+				bh.free(batch)
+			}
+		}()
+	}
+	wg.Wait()
+	if over.Load() != 0 || bh.inflight.Load() != 0 || bh.batch.Load() != 0 || bh.waiting.Load() != 0 {
+		t.Fatalf("%d looks saw more batch calls than %d; at the end %d in flight, %d batch, %d waiting",
+			over.Load(), bh.open.Load(), bh.inflight.Load(), bh.batch.Load(), bh.waiting.Load())
 	}
 }

@@ -95,9 +95,10 @@ type callState struct {
 	// (GaveUpDeadline): what CallInfo reports.
 	refused time.Duration
 	dl      time.Time
-	// through is set when the last attempt met a 429 for too many at once that the adaptive
-	// limit absorbed: its retry goes through the limit (see requeue). throughs counts the
-	// retries made so that RetryCount does not count.
+	// through is set when the last attempt met an overload signal (a 529, a 503, a 429 for
+	// too many at once) that the adaptive limit absorbed: its retry goes through the limit
+	// (see requeue). throughs counts the retries after a 429 for too many at once, which
+	// RetryCount does not count.
 	through  bool
 	throughs int
 	getBody  func() (io.ReadCloser, error)
@@ -357,19 +358,27 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 	}
 	now := r.ev.clock.Now()
 	delay, fromServer := pol.delay(s.attempt-s.throughs, resp, now)
-	through := s.through && resp != nil && resp.StatusCode == http.StatusTooManyRequests
-	// A retry through the limit is the limit catching up with the provider, not the call
-	// failing: it does not count against RetryCount (but a call allowed no retry gets none,
-	// and no call makes more than maxRetryCount attempts; see requeue).
+	// requeued: the limit absorbed the attempt's overload signal, and the retry waits without
+	// its slot (see requeue); through: that signal was a 429 for too many at once.
+	requeued := s.through && resp != nil
+	through := requeued && resp.StatusCode == http.StatusTooManyRequests
+	// A retry after a 429 for too many at once is the limit catching up with the provider,
+	// not the call failing: it does not count against RetryCount (but a call allowed no
+	// retry gets none, and no call makes more than maxRetryCount attempts; see requeue).
 	free := through && pol.count > 0
-	if through {
+	switch {
+	case through:
 		// Too many at once: the lowered limit is the backoff. Only the server's own (short)
 		// hint is waited for, without the slot.
 		reason += ", too many at once: retried through the lowered limit"
 		if !fromServer {
 			delay = 0
 		}
-	} else if resp != nil && resp.StatusCode == http.StatusTooManyRequests && r.cool != nil {
+	case requeued:
+		// An overload: the backoff is waited for as always, but without the slot, which the
+		// lowered limit lets another call use; the retry then waits for one under that limit.
+		reason += ", the slot given back for the wait: retried through the lowered limit"
+	case resp != nil && resp.StatusCode == http.StatusTooManyRequests && r.cool != nil:
 		r.cool.extend(s.Context, r.ev.now(), delay, fromServer) // nobody sends before the hint
 	}
 	if s.attempt > maxRetryCount || (!free && s.attempt-s.throughs > pol.count) {
@@ -409,7 +418,7 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 		e.Status = resp.StatusCode
 	}
 	r.ev.emit(e)
-	if through {
+	if requeued {
 		if free {
 			s.throughs++
 		}
@@ -440,18 +449,21 @@ func (s *callState) decide(resp *http.Response, err error, reason string) (bool,
 }
 
 // requeue is the end of decide for a retry through the adaptive limit: the call gives its
-// bulkhead slot back, waits for the server's hint (delay, 0 for none), for the pipeline's
-// budgets, then for a slot again — first within its class, for it was admitted before the
-// calls that wait — and retries. A call the bulkhead turns away now (shed for a higher class,
+// bulkhead slot back, waits for delay (after a 429 for too many at once the server's hint, 0
+// for none; after a 529 or a 503 the backoff or the hint), for the pipeline's budgets, then
+// for a slot again — first within its class, for it was admitted before the calls that wait
+// — and retries. A call the bulkhead turns away now (shed for a higher class,
 // the queue timeout, a call that never waits) fails with that *BulkheadRejectedError, with
 // GaveUpBulkhead; one whose context ends, with its error. Either way it holds a slot again
 // when it returns, for the bulkhead layer above frees one when the call ends.
 func (s *callState) requeue(resp *http.Response, delay time.Duration, giveUp func(GaveUp, time.Duration) (bool, error)) (bool, error) {
 	r := s.r
 	b := r.adaptive.b
-	b.release()
+	// The slot was taken at the bulkhead layer for the same context, by the same class.
+	batch := b.counts(classOf(s, b.pol))
+	b.release(batch)
 	fail := func(err error) (bool, error) {
-		b.hold()
+		b.hold(batch)
 		if resp != nil {
 			_ = resp.Body.Close()
 		}
@@ -461,19 +473,19 @@ func (s *callState) requeue(resp *http.Response, delay time.Duration, giveUp fun
 		return fail(err)
 	}
 	if r.circuit.blocked(s.Context) {
-		b.hold()
+		b.hold(batch)
 		return giveUp(GaveUpCircuitOpen, 0)
 	}
 	if r.cool != nil {
 		if err := r.cool.budget(s.Context); err != nil {
 			if errors.Is(err, ErrCoolingDown) {
-				b.hold()
+				b.hold(batch)
 				return giveUp(GaveUpWaitTooLong, 0)
 			}
 			return fail(err)
 		}
 	}
-	if err := b.reacquire(s); err != nil {
+	if _, err := b.reacquire(s); err != nil {
 		var be *BulkheadRejectedError
 		if errors.As(err, &be) {
 			s.gaveUp = GaveUpBulkhead
