@@ -2,6 +2,7 @@ package client
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/steadyllm/steady/providers"
@@ -287,7 +288,7 @@ func WithTokenEncoding(name, encoding string, models ...string) Option {
 // checkEncodings reports the encodings WithTokenEncoding names that no package registered.
 func (c *Client) checkEncodings() []error {
 	var errs []error
-	for _, name := range sortedNames(c.encodings) {
+	for _, name := range slices.Sorted(maps.Keys(c.encodings)) {
 		ch := c.encodings[name]
 		check := func(model, enc string) {
 			if enc == "" || enc == TokenEncodingNone {
@@ -307,21 +308,11 @@ func (c *Client) checkEncodings() []error {
 			errs = append(errs, fmt.Errorf("client: WithTokenEncoding: %s: encoding %q is not registered (%s)", what, enc, hint))
 		}
 		check("", ch.all)
-		for _, m := range sortedNames(ch.byModel) {
+		for _, m := range slices.Sorted(maps.Keys(ch.byModel)) {
 			check(m, ch.byModel[m])
 		}
 	}
 	return errs
-}
-
-// sortedNames returns m's keys, sorted.
-func sortedNames[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // EstimateTokens returns the estimate of req's tokens on the route the call would be sent to
