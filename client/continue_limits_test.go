@@ -22,14 +22,7 @@ func TestChatStream_ContinueCarriesABoundedAnswer(t *testing.T) {
 	defer primary.Close()
 	claude := mocks.NewServer(mocks.WithReply(answer))
 	defer claude.Close()
-	c := newClient(t, openAIProvider("primary", primary, policy()), anthropicProvider("claude", claude, policy()),
-		client.WithFallback("primary", "claude"))
-	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueContinue))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	r := readContinued(st)
+	_, r := continueToClaude(t, primary, claude)
 	if len(r.text) <= 64<<10 {
 		t.Fatalf("the cut came after %d bytes: the test needs more than the bound", len(r.text))
 	}
@@ -146,14 +139,7 @@ func TestChatStream_AContinuationCountsTheAnswerItCarries(t *testing.T) {
 	defer primary.Close()
 	claude := mocks.NewServer(mocks.WithReply(answer))
 	defer claude.Close()
-	c := newClient(t, openAIProvider("primary", primary, policy()), anthropicProvider("claude", claude, policy()),
-		client.WithContextWindow("claude", client.EstimateTokens(hello())+5, nil), client.WithFallback("primary", "claude"))
-	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueContinue))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	if r := readContinued(st); partialOf(r.err) != words("p", 40) || claude.Journal().Len() != 0 {
+	if _, r := continueToClaude(t, primary, claude, client.WithContextWindow("claude", client.EstimateTokens(hello())+5, nil)); partialOf(r.err) != words("p", 40) || claude.Journal().Len() != 0 {
 		t.Fatalf("err %v, claude asked %d times", r.err, claude.Journal().Len())
 	}
 }

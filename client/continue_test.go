@@ -145,14 +145,7 @@ func TestChatStream_ContinueKeepsTheWhitespaceThePrefillLeftOut(t *testing.T) {
 	defer primary.Close()
 	secondary := mocks.NewServer(mocks.WithReply(answer))
 	defer secondary.Close()
-	c := newClient(t, openAIProvider("primary", primary, policy()), anthropicProvider("claude", secondary, policy()),
-		client.WithFallback("primary", "claude"))
-	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueContinue))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	r := readContinued(st)
+	st, r := continueToClaude(t, primary, secondary)
 	if r.err != nil || r.text != answer || st.Text() != answer {
 		t.Fatalf("err %v, text %q, Text() %q, want %q", r.err, r.text, st.Text(), answer)
 	}
@@ -172,14 +165,7 @@ func TestChatStream_ContinueAfterAStallOrAnErrorEvent(t *testing.T) {
 		defer primary.Close()
 		secondary := mocks.NewServer(mocks.WithReply(answer))
 		defer secondary.Close()
-		c := newClient(t, openAIProvider("primary", primary, policy()), anthropicProvider("claude", secondary, policy()),
-			client.WithFallback("primary", "claude"))
-		st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueContinue))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer st.Close()
-		if r := readContinued(st); r.err != nil || r.text != answer || r.continues != 1 {
+		if _, r := continueToClaude(t, primary, secondary); r.err != nil || r.text != answer || r.continues != 1 {
 			t.Fatalf("err %v, continued %d, text %q", r.err, r.continues, r.text)
 		}
 	})
@@ -385,3 +371,18 @@ func TestChatStream_ContinueIsTheDefault(t *testing.T) {
 // An answer that streamed reasoning is not continued: a prefill cannot carry the reasoning,
 // and a new answer would reason again in front of the caller. The stream ends with the cut and
 // The continuation's prompt holds the answer so far, and a route whose declared context window
+
+// continueToClaude streams hello() from primary with rescue "continue", an Anthropic provider on
+// claude its fallback (with opts), and returns the stream, closed when the test ends, and what
+// the caller read of it.
+func continueToClaude(t *testing.T, primary, claude *mocks.Server, opts ...client.Option) (*client.Stream, continued) {
+	t.Helper()
+	c := newClient(t, append([]client.Option{openAIProvider("primary", primary, policy()), anthropicProvider("claude", claude, policy()),
+		client.WithFallback("primary", "claude")}, opts...)...)
+	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueContinue))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close() })
+	return st, readContinued(st)
+}

@@ -112,10 +112,10 @@ func (cn *counting) count(ctx context.Context, req *providers.ChatRequest) (int,
 // budgets: a try of its provider and model uses it instead of counting again. tr hears of
 // every count it made when it is a CountTracker (on the goroutine of the try: a hedge's own).
 func (c *Client) preflight(ctx context.Context, t try, req *providers.ChatRequest, prior *priorCount, tr CallTracker) (int, estimate) {
-	if !c.counts(t.route) {
+	d, pipe := t.d, t.d.pipeline.Route(t.key)
+	if !c.counts(pipe) {
 		return 0, estimate{}
 	}
-	d, pipe := t.d, t.d.pipeline.Route(t.key)
 	e := c.estimatePrompt(t.route, req)
 	answer := answerTokens(req)
 	cn := d.count

@@ -22,7 +22,7 @@ func (c *Client) Embed(ctx context.Context, req *providers.EmbedRequest, opts ..
 func (op *operation) embedTry(ctx context.Context, t try) (*providers.EmbedResponse, *resilience.CallInfo, error) {
 	call := new(resilience.Call)
 	var est estimate
-	if op.c.counts(t.route) {
+	if op.c.counts(t.d.pipeline.Route(t.key)) {
 		est = op.c.estimateEmbed(t.route, op.embed)
 	}
 	t.setUp(call, ctx, false, op.pl.policyFor(t.d, op.o), op.o, est.n)

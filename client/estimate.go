@@ -223,11 +223,12 @@ func (e estimate) learnt() resilience.TokenModel {
 	return e.model
 }
 
-// counts reports whether a try of route r estimates its prompt: to debit it from the route's
-// tokens-per-minute limit, or, for a client that keeps budgets or declares context windows,
-// so that the route learns the ratio its next estimates need (and Deployments shows it).
-func (c *Client) counts(r route) bool {
-	return c.estimating || r.d.pipeline.Route(r.key).PacesTokens()
+// counts reports whether a try on the route whose pipeline is pipe estimates its prompt: to
+// debit it from the route's tokens-per-minute limit, or, for a client that keeps budgets or
+// declares context windows, so that the route learns what its next estimates need (and
+// Deployments shows it).
+func (c *Client) counts(pipe *resilience.Pipeline) bool {
+	return c.estimating || pipe.PacesTokens()
 }
 
 // learn teaches route r's pipeline, from an answer whose usage billed input tokens, what its

@@ -8,7 +8,7 @@ import (
 	"testing"
 )
 
-// memoryTarget is the most one pipeline may hold (DESIGN.md §5, docs/performance.md): a client
+// memoryTarget is the most one pipeline may hold (docs/performance.md): a client
 // keeps one per deployment and one per route of it, each model the deployment serves.
 const memoryTarget = 4096
 
