@@ -84,8 +84,9 @@ type raced struct {
 // raceOf) with its channels, its room for the tries, its timer and the functions its timer
 // and its first try's goroutine run, all made once, and goes back there when it ends — or,
 // for a stream, when the stream is closed. Its first try runs under a context of the race's
-// own (tryContext) when the caller's cannot be cancelled, reused until a race cancels it. A
-// race that sent a hedge is not reused: a try that lost may still be out.
+// own (tryContext), reused until a race cancels it; when the caller's context can be
+// cancelled, the race passes its end on (see watchCaller). A race that sent a hedge is not
+// reused: a try that lost may still be out.
 type race struct {
 	ctx context.Context // the walk's
 	c   *Client
@@ -107,17 +108,20 @@ type race struct {
 	room [maxHedges + 1]attempt
 	// fired is the timer's function; runFirst runs the first try (firstTry, under firstCtx)
 	// on a goroutine of its own; release ends the race of a stream that won alone once the
-	// stream is closed.
-	fired, runFirst, release func()
-	firstTry                 try
-	firstCtx                 context.Context
-	// own is the race's context for a first try whose caller's context cannot be cancelled,
-	// made on first need; uses counts the calls the race served, which bounds what a
-	// transport that leaves a context derived from own uncancelled can pile up in it (put
-	// drops the race after maxRaceUses calls).
-	own      *tryContext
-	ownFirst bool // the first try runs under own
-	uses     int
+	// stream is closed; watch passes the caller's end on to a stream's first try (watchCaller).
+	fired, runFirst, release, watch func()
+	firstTry                        try
+	firstCtx                        context.Context
+	// own is the race's context for its first try, made on first need; uses counts the calls
+	// the race served, which bounds what a transport that leaves a context derived from own
+	// uncancelled can pile up in it (put drops the race after maxRaceUses calls).
+	own  *tryContext
+	uses int
+	// callerDone is the Done channel of the walk's context, nil when it cannot be cancelled;
+	// watching says a watch runs, which put stops (unwatch) and waits for (unwatched).
+	callerDone         <-chan struct{}
+	watching           bool
+	unwatch, unwatched chan struct{}
 }
 
 // maxHedges is the most hedges one call may send (resilience.Options.MaxHedges, WithHedge).
@@ -128,7 +132,8 @@ const maxRaceUses = 64
 
 // newRace makes a race of client c, for its pool.
 func newRace(c *Client) *race {
-	r := &race{c: c, results: make(chan raced, maxHedges+1), fire: make(chan struct{}, 1)}
+	r := &race{c: c, results: make(chan raced, maxHedges+1), fire: make(chan struct{}, 1),
+		unwatch: make(chan struct{}, 1), unwatched: make(chan struct{}, 1)}
 	r.fired = func() {
 		select {
 		case r.fire <- struct{}{}:
@@ -139,11 +144,16 @@ func newRace(c *Client) *race {
 		resp, info, err := r.op.try(r.firstCtx, r.firstTry)
 		r.results <- raced{resp: resp, info: info, err: err, n: 0}
 	}
-	r.release = func() {
-		if !r.ownFirst {
-			r.routes[0].cancel(nil)
+	r.release = r.put
+	r.watch = func() {
+		t := r.own
+		select {
+		case <-r.callerDone:
+			t.end(r.ctx)
+		case <-t.ctx.Done(): // the race cancelled the try itself
+		case <-r.unwatch:
 		}
-		r.put()
+		r.unwatched <- struct{}{}
 	}
 	return r
 }
@@ -163,7 +173,18 @@ func (r *race) put() {
 	if len(r.routes) != 1 || r.pending != 0 {
 		return
 	}
-	r.ctx, r.op, r.first, r.firstTry, r.firstCtx, r.source = nil, operation{}, attempt{}, try{}, nil, nil
+	if r.watching {
+		// The watch must be over before the race serves another call: its own context and
+		// the caller's are the next call's then.
+		r.unwatch <- struct{}{}
+		<-r.unwatched
+		select {
+		case <-r.unwatch: // the watch had ended on the caller's end: the stop was not read
+		default:
+		}
+		r.watching = false
+	}
+	r.ctx, r.callerDone, r.op, r.first, r.firstTry, r.firstCtx, r.source = nil, nil, operation{}, attempt{}, try{}, nil, nil
 	clear(r.room[:])
 	r.routes = nil
 	if r.own != nil {
@@ -178,16 +199,47 @@ func (r *race) put() {
 	}
 }
 
-// tryContext is the context of the first try of a hedged call whose caller's context cannot be
-// cancelled: a context.WithCancelCause, which the race makes once and reuses for as long as no
-// race cancelled it, so that arming a hedge allocates no context. It is made over a base that
-// is never cancelled and has the values (and deadline) of the caller's context of the call it
-// serves (parent).
+// tryContext is the context of the first try of a hedged call: a context.WithCancelCause,
+// which the race makes once and reuses for as long as no race cancelled it, so that arming a
+// hedge allocates no context. It is made over a base that is never cancelled and has the
+// values (and deadline) of the caller's context of the call it serves (parent); the race
+// passes the caller's end on (end, watchCaller).
 type tryContext struct {
-	ctx    context.Context
+	ctx    context.Context // a tryView of inner
+	inner  context.Context
 	cancel context.CancelCauseFunc
 	mu     sync.Mutex
 	parent context.Context // nil between calls
+	ended  error           // the caller's Err, when its end cancelled ctx
+}
+
+// end cancels t for the end of the caller's context caller, with its cause.
+func (t *tryContext) end(caller context.Context) {
+	t.mu.Lock()
+	t.ended = caller.Err()
+	t.mu.Unlock()
+	t.cancel(context.Cause(caller))
+}
+
+// tryView is what a first try sees of its tryContext: its cancel context, whose Err is the
+// caller's when the caller's end cancelled it, as on a context derived from the caller's, so
+// that a caller's deadline reads as context.DeadlineExceeded, not context.Canceled. (The
+// contexts a transport derives from it get its cause, which net/http reports.)
+type tryView struct {
+	context.Context
+	t *tryContext
+}
+
+func (v tryView) Err() error {
+	err := v.Context.Err()
+	if err != nil {
+		v.t.mu.Lock()
+		defer v.t.mu.Unlock()
+		if v.t.ended != nil {
+			return v.t.ended
+		}
+	}
+	return err
 }
 
 // tryBase is what a tryContext's context is made over.
@@ -222,20 +274,31 @@ func (t *tryContext) serve(parent context.Context) {
 }
 
 // firstContext returns the context of the first try, under the walk's context ctx, and what
-// cancels it: the race's own (own set) when ctx cannot be cancelled, else a
-// context.WithCancelCause of ctx.
+// cancels it: the race's own (see tryContext), made on first need.
 func (r *race) firstContext(ctx context.Context) (context.Context, context.CancelCauseFunc) {
-	r.ownFirst = ctx.Done() == nil
-	if !r.ownFirst {
-		return context.WithCancelCause(ctx)
-	}
+	r.callerDone = ctx.Done()
 	if r.own == nil {
 		t := &tryContext{}
-		t.ctx, t.cancel = context.WithCancelCause(tryBase{t})
+		t.inner, t.cancel = context.WithCancelCause(tryBase{t})
+		t.ctx = tryView{t.inner, t}
 		r.own = t
 	}
 	r.own.serve(ctx)
 	return r.own.ctx, r.own.cancel
+}
+
+// watchCaller passes the end of the caller's context on to the first try, whose context (the
+// race's own) does not derive from it, for as long as the try's stream is read after the walk
+// returned: on a goroutine of its own (made with the race: no closure to allocate), which
+// ends when the caller's context does, cancelling the try with its cause (so that the
+// transport fails with context.DeadlineExceeded when the caller's deadline passed), when the
+// race cancels the try, or when put stops it. While the walk waits for its tries, it passes
+// the caller's end on itself (hedged).
+func (r *race) watchCaller() {
+	if r.callerDone != nil && !r.watching {
+		r.watching = true
+		go r.watch()
+	}
 }
 
 // hedged makes the try t of route first under hedging h: after h's delay without first
@@ -252,6 +315,7 @@ func (w *walk) hedged(h resilience.Hedge, first attempt, t try) (any, *resilienc
 	r.launch(first, t)
 	r.arm()
 	held := false // a stream that won holds the race until it is closed
+	done := r.callerDone
 	defer func() {
 		r.timer.Stop()
 		r.tally(w)
@@ -269,6 +333,11 @@ func (w *walk) hedged(h resilience.Hedge, first attempt, t try) (any, *resilienc
 				continue
 			}
 			r.hedge(w)
+		case <-done:
+			// The caller's end (its cancellation, its deadline) ends the first try, whose
+			// context does not derive from the caller's; the tries still end through results.
+			done = nil
+			r.own.end(w.ctx)
 		case res := <-r.results:
 			if at, over := r.ended(w, res, &held); over {
 				return res.resp, res.info, res.err, at
@@ -395,10 +464,14 @@ func (r *race) ended(w *walk, res raced, held *bool) (attempt, bool) {
 			// stream is closed (release).
 			k.hold(r.release)
 			*held = true
+			r.watchCaller()
 		case r.alone():
 			// The race's own context, not cancelled, serves the next race.
 		case stream:
 			k.hold(func() { a.cancel(nil) }) // the stream's reads go on under its context
+			if res.n == 0 {
+				r.watchCaller() // ends with the first try's context, cancelled at the close
+			}
 		default:
 			a.cancel(nil)
 		}
@@ -421,9 +494,9 @@ func (r *race) ended(w *walk, res raced, held *bool) (attempt, bool) {
 	return a, false
 }
 
-// alone reports whether the race sent no hedge and its first try runs under the race's own
-// context, which it does not cancel: the context serves the next race (put).
-func (r *race) alone() bool { return len(r.routes) == 1 && r.ownFirst }
+// alone reports whether the race sent no hedge: its first try's context, the race's own, is
+// not cancelled and serves the next race (put).
+func (r *race) alone() bool { return len(r.routes) == 1 }
 
 // cancelLosers cancels every try of routes still out but the one that won (-1: none won),
 // reports each as lost, records on its route the time it had waited (a lower bound of its time

@@ -2,8 +2,11 @@ package client_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -31,16 +34,20 @@ func TestHedge_ArmedCostsNothingUntilItFires(t *testing.T) {
 				Model: "gpt-4o-mini"})
 		}), client.WithBaseTransport(pathTransport{}))
 	}
-	chat := func(c *client.Client) func() {
+	// A server handler's context can be cancelled: what passes its end on to the try is
+	// counted too.
+	handler, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	chat := func(ctx context.Context, c *client.Client) func() {
 		return func() {
-			if _, err := c.Chat(context.Background(), benchHello()); err != nil {
+			if _, err := c.Chat(ctx, benchHello()); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	stream := func(c *client.Client) func() {
+	stream := func(ctx context.Context, c *client.Client) func() {
 		return func() {
-			st, err := c.ChatStream(context.Background(), benchHello())
+			st, err := c.ChatStream(ctx, benchHello())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -55,11 +62,14 @@ func TestHedge_ArmedCostsNothingUntilItFires(t *testing.T) {
 	plain, armed := newOn(benchPolicy()), newOn(hedged)
 	for _, tc := range []struct {
 		name string
-		run  func(*client.Client) func()
+		run  func(context.Context, *client.Client) func()
 	}{{"Chat", chat}, {"ChatStream", stream}} {
-		want := testing.AllocsPerRun(200, tc.run(plain))
-		if got := testing.AllocsPerRun(200, tc.run(armed)); got > want {
-			t.Errorf("%s: %v allocations with hedging armed, %v without", tc.name, got, want)
+		for _, ctx := range []context.Context{context.Background(), handler} {
+			want := testing.AllocsPerRun(200, tc.run(ctx, plain))
+			if got := testing.AllocsPerRun(200, tc.run(ctx, armed)); got > want {
+				t.Errorf("%s (caller's context cancellable: %v): %v allocations with hedging armed, %v without", tc.name,
+					ctx.Done() != nil, got, want)
+			}
 		}
 	}
 }
@@ -180,33 +190,170 @@ func (s *wordStream) Recv() (providers.Delta, error) {
 }
 func (*wordStream) Close() error { return nil }
 
-// A hedged stream whose hedge never went out reads under its first try's context until it is
-// closed, and a caller's context that can be cancelled no longer holds that context after: the
-// stream's Close ends it.
-func TestHedge_AStreamThatWonAloneEndsItsContextAtClose(t *testing.T) {
+// A hedged stream whose hedge never went out reads under its first try's context, the race's
+// own, until it is closed: the caller's cancellation ends that context while the stream is
+// read, and once the stream is closed the caller's end no longer reaches it, so the call that
+// reuses the race streams on (its context alive until its own Close).
+func TestHedge_AStreamThatWonAloneFollowsItsCallerUntilClose(t *testing.T) {
+	p := &ctxProvider{}
+	o := policy()
+	o.HedgeAfterSeconds = 60
+	c := newClient(t, client.WithProvider("llm", o, func(*http.Client) (providers.Provider, error) { return p, nil }))
+	streamCtx := func(caller context.Context) (*client.Stream, context.Context) {
+		t.Helper()
+		st, err := c.ChatStream(caller, hello())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return st, p.ctx
+	}
+	readAllOf := func(st *client.Stream) {
+		t.Helper()
+		for _, err := range st.Deltas() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	// Cancelled while read: the stream's context ends, with the caller's cause.
+	gone := errors.New("the caller's handler returned")
+	caller, cancel := context.WithCancelCause(context.Background())
+	st, ctx := streamCtx(caller)
+	cancel(gone)
+	waitFor(t, "the caller's end to reach the stream", func() bool { return ctx.Err() != nil })
+	if cause := context.Cause(ctx); cause != gone {
+		t.Fatalf("the stream's context ended with %v, not the caller's cause", cause)
+	}
+	_ = st.Close()
+
+	// Closed, then the caller ends: the calls after are not touched.
+	for range 20 {
+		caller, cancel := context.WithCancel(context.Background())
+		st, ctx := streamCtx(caller)
+		readAllOf(st)
+		_ = st.Close()
+		cancel()
+		next, stop := context.WithCancel(context.Background())
+		st, ctx = streamCtx(next)
+		readAllOf(st)
+		if ctx.Err() != nil {
+			t.Fatalf("the next call's stream context ended before its Close: %v", context.Cause(ctx))
+		}
+		_ = st.Close()
+		stop()
+	}
+}
+
+// The caller's end reaches a first try that runs under the race's own context as it reaches
+// one that does not: with hedging armed (never firing) and without, a caller's deadline that
+// passes before a Chat's answer, before a stream's first token or in the middle of the stream fails the call as the caller's
+// end (KindCanceled, 499) matching context.DeadlineExceeded and not context.Canceled, a
+// cancellation as one matching context.Canceled only; the server sees its request end.
+func TestHedge_AnArmedTryEndsWithItsCallerAsAnUnhedgedOne(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		step     mocks.Step
+		deadline time.Duration
+		reads    int // content deltas read before the end
+		chat     bool
+	}{
+		{"chat", mocks.Reply("late").WithDelay(time.Minute), 200 * time.Millisecond, 0, true},
+		{"before-first-token", mocks.SlowFirstToken(time.Minute), 200 * time.Millisecond, 0, false},
+		{"mid-stream", mocks.StallAfter(2, time.Minute), time.Second, 2, false},
+	} {
+		for _, end := range []string{"deadline", "cancel"} {
+			for _, armed := range []bool{false, true} {
+				t.Run(fmt.Sprintf("%s/%s/armed=%v", tc.name, end, armed), func(t *testing.T) {
+					s := mocks.NewServer(mocks.WithScript(tc.step.Always()))
+					defer s.Close()
+					o := policy()
+					if armed {
+						o.HedgeAfterSeconds = 60
+					}
+					c := newClient(t, openAIProvider("llm", s, o))
+					var ctx context.Context
+					var cancel context.CancelFunc
+					if end == "deadline" {
+						ctx, cancel = context.WithTimeout(context.Background(), tc.deadline)
+					} else {
+						ctx, cancel = context.WithCancel(context.Background())
+					}
+					defer cancel()
+					if end == "cancel" && tc.reads == 0 {
+						go func() {
+							waitFor(t, "the request", func() bool { return s.Journal().InFlight() == 1 })
+							cancel()
+						}()
+					}
+					err := func() error {
+						if tc.chat {
+							_, err := c.Chat(ctx, hello())
+							return err
+						}
+						st, err := c.ChatStream(ctx, hello())
+						if err != nil {
+							return err
+						}
+						defer st.Close()
+						n := 0
+						for d, err := range st.Deltas() {
+							if err != nil {
+								return err
+							}
+							if d.Text != "" {
+								if n++; n == tc.reads && end == "cancel" {
+									cancel()
+								}
+							}
+						}
+						return nil
+					}()
+					want, other := context.Canceled, context.DeadlineExceeded
+					if end == "deadline" {
+						want, other = other, want
+					}
+					if !errors.Is(err, want) || errors.Is(err, other) {
+						t.Fatalf("got %v, want %v", err, want)
+					}
+					var pe *providers.Error
+					if !errors.As(err, &pe) || pe.Kind != providers.KindCanceled {
+						t.Fatalf("got %#v, want a %s failure", err, providers.KindCanceled)
+					}
+					if status, _ := client.HTTPStatus(err); status != 499 {
+						t.Fatalf("status %d, want 499 (a caller's own deadline is the caller's end)", status)
+					}
+					waitFor(t, "the server to see the request end", func() bool { return s.Journal().InFlight() == 0 })
+				})
+			}
+		}
+	}
+}
+
+// A stream whose first try ran under the race's own context, its caller's context cancellable
+// and never cancelled, leaves no goroutine behind once closed: what passes the caller's end on
+// to the stream stops at the Close.
+func TestHedge_WatchingTheCallerEndsAtClose(t *testing.T) {
 	p := &ctxProvider{}
 	o := policy()
 	o.HedgeAfterSeconds = 60
 	c := newClient(t, client.WithProvider("llm", o, func(*http.Client) (providers.Provider, error) { return p, nil }))
 	caller, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	st, err := c.ChatStream(caller, hello())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, err := range st.Deltas() {
+	before := runtime.NumGoroutine()
+	for range 50 {
+		st, err := c.ChatStream(caller, hello())
 		if err != nil {
 			t.Fatal(err)
 		}
+		for _, err := range st.Deltas() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = st.Close()
 	}
-	p.mu.Lock()
-	ctx := p.ctx
-	p.mu.Unlock()
-	if ctx.Err() != nil {
-		t.Fatalf("the stream's context ended before its Close: %v", ctx.Err())
-	}
-	_ = st.Close()
-	if ctx.Err() == nil {
-		t.Fatal("the stream's context outlived its Close")
-	}
+	waitFor(t, "the goroutines to end", func() bool { return runtime.NumGoroutine() <= before+2 })
 }
