@@ -92,6 +92,7 @@ func BenchmarkCallPath(b *testing.B) {
 		{"Chat/options", benchPolicy(), nil, chat(client.WithRequestID("req-1"), client.WithPolicy("fast"))},
 		{"Chat/hedging-armed", hedged, nil, chat()},
 		{"ChatStream/hedging-armed", hedged, nil, stream},
+		{"Chat/hedging-armed/without-hedge", hedged, nil, chat(client.WithoutHedge())},
 		{"Chat/cancellable-caller", benchPolicy(), nil, chatIn(caller)},
 		{"ChatStream/cancellable-caller", benchPolicy(), nil, streamIn(caller)},
 		{"Chat/hedging-armed/cancellable-caller", hedged, nil, chatIn(caller)},

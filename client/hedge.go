@@ -34,8 +34,15 @@ func WithHedge(delay time.Duration, max int) CallOption {
 // WithoutHedge never hedges this call, whatever the policy says: for a call that acts on the
 // world when the provider runs it (a server-side tool, a connector), which must not run twice.
 func WithoutHedge() CallOption {
-	return func(o *callOptions) { o.hedge = &resilience.Hedge{} }
+	return withoutHedge
 }
+
+// withoutHedge is WithoutHedge's option: made once, as the hedging it sets (none), which no
+// one changes.
+var (
+	noHedge      resilience.Hedge
+	withoutHedge CallOption = func(o *callOptions) { o.hedge = &noHedge }
+)
 
 // HedgeTracker is a CallTracker that also hears of the hedges the retry budget refused
 // (*observe.Telemetry's trackers are).
