@@ -131,8 +131,9 @@ func BenchmarkHedgeStragglers(b *testing.B) {
 				var worst hedgeRun
 				for run := range runs {
 					r := hedgeStragglers(b, hedge, uint64(2*run), calls, callers, answerWords)
-					b.Logf("run %d: p50 %v p95 %v p99 %v p99/p95 %.2f hedges %.1f%% (won %d, cancelled unsent %d) extra requests %.1f%% extra output %.2f%%; route a: %.1f%% stragglers, delay at its ceiling %.1f%%",
-						run, r.p50, r.p95, r.p99, r.ratio(), r.hedgePct, r.won, r.unsent, r.extraReqPct, r.extraOutPct, r.stragglerPct, r.ceilingPct)
+					b.Logf("run %d: p50 %v p95 %v p99 %v p99/p95 %.2f hedges %.1f%% (won %d, cancelled unsent %d) extra requests %.1f%% extra output %.2f%%; route a: %.1f%% stragglers, delay at its ceiling %.1f%%, mean delay %v; calls a hedge won: median %v",
+						run, r.p50, r.p95, r.p99, r.ratio(), r.hedgePct, r.won, r.unsent, r.extraReqPct, r.extraOutPct, r.stragglerPct, r.ceilingPct,
+						r.meanDelay.Round(10*time.Microsecond), r.wonP50.Round(10*time.Microsecond))
 					if hedge && (r.ratio() > 2 || r.hedgePct > 6 || r.extraOutPct > 1) {
 						b.Errorf("run %d misses the goal (p99 ≤ 2×p95, hedges ≤ 6 %%, extra output ≤ 1 %%)", run)
 					}
@@ -162,6 +163,9 @@ type hedgeRun struct {
 	// stragglerPct is the share of route a's requests that straggled; ceilingPct the share of
 	// the samples of its learnt delay that found it at its ceiling.
 	stragglerPct, ceilingPct float64
+	// meanDelay is the mean of those samples; wonP50 the median time to first token of the
+	// calls a hedge won, about the delay plus a hedge's own time to first token: the p99.
+	meanDelay, wonP50 time.Duration
 }
 
 func (r hedgeRun) ratio() float64 {
@@ -193,6 +197,7 @@ func hedgeStragglers(b *testing.B, hedge bool, seed uint64, calls, callers, answ
 	defer c.CloseIdleConnections()
 	// A sampler reads the learnt delay of route a every 2 ms while the calls run.
 	var atCeiling, samples int
+	var delays time.Duration
 	stop, sampled := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(sampled)
@@ -206,14 +211,16 @@ func hedgeStragglers(b *testing.B, hedge bool, seed uint64, calls, callers, answ
 			if hedge {
 				if _, ok := route.HedgeQuantile(h.Quantile); ok {
 					samples++
-					if h.Delay(route) == h.After {
+					d := h.Delay(route)
+					delays += d
+					if d == h.After {
 						atCeiling++
 					}
 				}
 			}
 		}
 	}()
-	ttft := make([]time.Duration, calls)
+	ttft, wonAt := make([]time.Duration, calls), make([]bool, calls)
 	var next, hedges, won, unsent atomic.Int64
 	var wg sync.WaitGroup
 	for range callers {
@@ -243,6 +250,7 @@ func hedgeStragglers(b *testing.B, hedge bool, seed uint64, calls, callers, answ
 				unsent.Add(int64(acct.HedgesUnsent))
 				if acct.HedgeWon {
 					won.Add(1)
+					wonAt[i] = true
 				}
 			}
 		}()
@@ -250,14 +258,26 @@ func hedgeStragglers(b *testing.B, hedge bool, seed uint64, calls, callers, answ
 	wg.Wait()
 	close(stop)
 	<-sampled
+	var wonT []time.Duration
+	for i, w := range wonAt {
+		if w {
+			wonT = append(wonT, ttft[i])
+		}
+	}
+	slices.Sort(wonT)
 	slices.Sort(ttft)
 	q := func(p float64) time.Duration { return ttft[int(p*float64(calls))-1] }
 	sent := a.Journal().Len() + bs.Journal().Len()
 	content := a.Journal().Stats().ContentEvents + bs.Journal().Stats().ContentEvents
-	return hedgeRun{p50: q(0.5), p95: q(0.95), p99: q(0.99), hedgePct: 100 * float64(hedges.Load()) / float64(calls),
+	r := hedgeRun{p50: q(0.5), p95: q(0.95), p99: q(0.99), hedgePct: 100 * float64(hedges.Load()) / float64(calls),
 		extraReqPct: 100 * float64(sent-calls) / float64(calls),
 		extraOutPct: 100 * float64(content-int64(calls*answerWords)) / float64(calls*answerWords),
 		won:         won.Load(), unsent: unsent.Load(),
 		stragglerPct: 100 * float64(a.Journal().Stats().Stragglers) / float64(max(a.Journal().Len(), 1)),
-		ceilingPct:   100 * float64(atCeiling) / float64(max(samples, 1))}
+		ceilingPct:   100 * float64(atCeiling) / float64(max(samples, 1)),
+		meanDelay:    delays / time.Duration(max(samples, 1))}
+	if len(wonT) > 0 {
+		r.wonP50 = wonT[len(wonT)/2]
+	}
+	return r
 }
