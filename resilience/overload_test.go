@@ -363,6 +363,45 @@ func TestAdaptive_ARetryThroughTheLimitKeepsTheBatchCount(t *testing.T) {
 	}
 }
 
+// At the adaptive limit's floor there is nothing left to give back: the retry after a 529 holds
+// its slot through its backoff, so that the provider that said it is overloaded gets no more
+// load from this route meanwhile; a new call waits for the slot.
+func TestAdaptive_A529RetryAtTheFloorKeepsItsSlot(t *testing.T) {
+	h := newHeldServer(t, 529)
+	o := adaptiveOptions(1, 1, 100)
+	o.RetryCount, o.RetryBaseDelaySeconds, o.RetryMaxDelaySeconds = 1, 30, 30
+	o.TimeoutSeconds = 120
+	var rec recorder
+	c, p := client(t, o, OnEvent(rec.observe))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { _, err := doCallCtx(ctx, c, h.url()); done <- err }()
+	eventually(t, "the retry to be scheduled", func() bool { return len(rec.kind(EventRetryScheduled)) == 1 })
+	if r := rec.kind(EventRetryScheduled)[0]; r.Status != 529 || strings.Contains(r.Reason, "slot given back") {
+		t.Fatalf("retry %+v, want the backoff waited holding the slot", r)
+	}
+	if cc := p.Concurrency(); cc.Limit != 1 || cc.InFlight != 1 {
+		t.Fatalf("%+v, want the limit at its floor 1 and the slot held by the retry's wait", cc)
+	}
+	queued := make(chan error, 1)
+	go func() { _, err := doCallCtx(context.Background(), c, h.url()); queued <- err }()
+	eventually(t, "the new call to wait for the slot", func() bool { return p.Concurrency().Waiting != [3]int{} })
+	if n := h.others.Load(); n != 1 {
+		t.Fatalf("the server saw %d calls during the backoff, want the first attempt only", n)
+	}
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("%v, want the retry's wait cancelled", err)
+	}
+	if err := <-queued; err != nil {
+		t.Fatalf("%v, want the waiting call served once the slot is free", err)
+	}
+	if cc := p.Concurrency(); cc.InFlight != 0 || cc.Waiting != [3]int{} {
+		t.Fatalf("%+v, want every slot free", cc)
+	}
+}
+
 // The retry after a 529 under an adaptive limit waits its backoff without its slot: the
 // lowered limit lets another call have it meanwhile. It still counts against RetryCount.
 func TestAdaptive_A529RetryGivesItsSlotBackForTheBackoff(t *testing.T) {
