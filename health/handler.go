@@ -39,6 +39,8 @@ type check struct {
 	LatencyP95     string `json:"latencyP95,omitempty"`
 	ErrorRate      string `json:"errorRate,omitempty"`
 	LatencySamples int64  `json:"latencySamples,omitempty"`
+	StreamGapP99   string `json:"streamGapP99,omitempty"`
+	StallAfter     string `json:"stallAfter,omitempty"`
 	// TokenText and TokenFrame are the weights a route learnt of the client's estimates of a
 	// prompt's text and chat-format frame ("1.18"), from TokenSamples answers; absent before
 	// any (resilience.TokenModel).
@@ -95,8 +97,10 @@ func servingText(serving, probing, total int, what string) string {
 // once known: firstToken and perOutputToken, the moving averages of a stream's time to first
 // token and of a whole answer's time per output token, latencyP50 and latencyP95 over its
 // last resilience.LatencyWindow times to first content (durations as nextProbeIn), errorRate,
-// the moving share of its calls that failed ("0.05"), and latencySamples, the times measured;
-// they never change a status; concurrencyLimit, the limit a pipeline with AdaptiveConcurrency
+// the moving share of its calls that failed ("0.05"), latencySamples, the times measured,
+// streamGapP99, the 99th percentile of its streams' waits for bytes after their first content
+// once trusted, and stallAfter, the silence that cuts such a stream now (absent when stall
+// detection is off); they never change a status; concurrencyLimit, the limit a pipeline with AdaptiveConcurrency
 // has found, when it has one. A shared-state store
 // (AddSharedState) is the check "<name>:shared-state" of componentType "datastore", observed
 // "up" (pass) or "down" (warn: never fail, since calls go on with local state); its error is
@@ -165,7 +169,8 @@ func addLatency(ck *check, l resilience.LatencyInfo) {
 	for _, f := range []struct {
 		to *string
 		d  time.Duration
-	}{{&ck.FirstToken, l.FirstToken}, {&ck.PerOutputToken, l.PerOutputToken}, {&ck.LatencyP50, l.P50}, {&ck.LatencyP95, l.P95}} {
+	}{{&ck.FirstToken, l.FirstToken}, {&ck.PerOutputToken, l.PerOutputToken}, {&ck.LatencyP50, l.P50}, {&ck.LatencyP95, l.P95},
+		{&ck.StreamGapP99, l.StreamGap}, {&ck.StallAfter, l.StallAfter}} {
 		if f.d > 0 {
 			*f.to = formatLatency(f.d)
 		}

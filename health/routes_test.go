@@ -87,6 +87,35 @@ func TestChecker_ShowsEachRoutesLatency(t *testing.T) {
 	}
 }
 
+// A source whose streams were watched shows the 99th percentile of their waits for bytes after
+// first content and the silence that cuts one now; a source without shows neither.
+func TestChecker_ShowsTheStreamRhythm(t *testing.T) {
+	c := NewChecker()
+	c.Add("streams", latencyOnly{resilience.LatencyInfo{StreamGap: 120 * time.Millisecond, StallAfter: time.Second}})
+	c.Add("learning", latencyOnly{resilience.LatencyInfo{StallAfter: 10 * time.Second}})
+	c.Add("none", latencyOnly{})
+	rep := c.Report()
+	b, _ := rep.MarshalJSON()
+	var doc struct {
+		Checks map[string][]map[string]any `json:"checks"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string][2]any{"streams": {"120ms", "1s"}, "learning": {nil, "10s"}, "none": {nil, nil}} {
+		ck := doc.Checks[name+":circuit"][0]
+		if ck["streamGapP99"] != want[0] || ck["stallAfter"] != want[1] || ck["status"] != "pass" {
+			t.Errorf("%s: %v, want streamGapP99 %v, stallAfter %v, status pass", name, ck, want[0], want[1])
+		}
+	}
+}
+
+// latencyOnly is a closed circuit that measured l.
+type latencyOnly struct{ l resilience.LatencyInfo }
+
+func (latencyOnly) CircuitState() resilience.CircuitState { return resilience.CircuitClosed }
+func (s latencyOnly) Latency() resilience.LatencyInfo     { return s.l }
+
 // A route that learnt what its prompts' tokens are worth shows the weights and their samples;
 // one that learnt nothing shows none, and neither changes a status.
 func TestChecker_ShowsWhatEachRouteLearntOfItsTokens(t *testing.T) {

@@ -296,6 +296,13 @@ type LatencyInfo struct {
 	// ErrorRate is the moving average of the share of calls that failed, 0 to 1: 0 before any
 	// failure, and a failure moves it a quarter of the way to 1.
 	ErrorRate float64
+	// StreamGap is the 99th percentile of the waits for bytes of the pipeline's streams after
+	// their first content (StreamRhythm), 0 until it is trusted; StallAfter the silence that
+	// cuts such a stream now (Options.StreamStallFactor times StreamGap, within its bounds; the
+	// ceiling until the rhythm is trusted), 0 when stall detection is off or before the
+	// pipeline's first watched stream (a client's ChatStream). Latency fills them,
+	// LatencyAverages does not.
+	StreamGap, StallAfter time.Duration
 }
 
 // Latency returns what the pipeline measured of its calls' speed.
@@ -303,6 +310,10 @@ func (p *Pipeline) Latency() LatencyInfo {
 	info := p.LatencyAverages()
 	info.P50, _ = p.LatencyQuantile(0.5)
 	info.P95, _ = p.LatencyQuantile(0.95)
+	if p.timeouts.rhythm.Load() != nil { // a stream was watched
+		info.StreamGap, _ = p.StreamRhythm()
+		info.StallAfter = p.timeouts.pol.stall.of(info.StreamGap)
+	}
 	return info
 }
 

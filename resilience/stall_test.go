@@ -181,6 +181,9 @@ func TestStall_AStreamSilentAfterItsRhythmIsCutAtTheStallLimit(t *testing.T) {
 	clock := newManualClock()
 	var rec recorder
 	c, p := client(t, stallOptions(), WithClock(clock), OnEvent(rec.observe))
+	if l := p.Latency(); l.StreamGap != 0 || l.StallAfter != 0 {
+		t.Fatalf("%+v before any stream, want no rhythm and no stall limit shown", l)
+	}
 	call := watching()
 	resp := open(t, c, s.url(), call)
 	call.FirstToken()
@@ -190,8 +193,12 @@ func TestStall_AStreamSilentAfterItsRhythmIsCutAtTheStallLimit(t *testing.T) {
 		next <- struct{}{}
 		<-got
 	}
-	if r, ok := p.StreamRhythm(); !ok || r < 15*time.Millisecond || r > 32*time.Millisecond {
+	r, ok := p.StreamRhythm()
+	if !ok || r < 15*time.Millisecond || r > 32*time.Millisecond {
 		t.Fatalf("rhythm %v (%t) after 40 waits of 15 ms", r, ok)
+	}
+	if l := p.Latency(); l.StreamGap != r || l.StallAfter != time.Second {
+		t.Fatalf("latency shows gap %v and stall after %v, want %v and the floor 1 s", l.StreamGap, l.StallAfter, r)
 	}
 	err, moved := advanceUntil(t, clock, errc, 100*time.Millisecond, 12*time.Second)
 	var te *TimeoutError
@@ -351,6 +358,9 @@ func TestStall_AnUnknownRhythmCutsAtTheCeiling(t *testing.T) {
 	<-got
 	if _, ok := p.StreamRhythm(); ok {
 		t.Fatal("a rhythm trusted after one wait")
+	}
+	if l := p.Latency(); l.StreamGap != 0 || l.StallAfter != 10*time.Second {
+		t.Fatalf("latency shows gap %v and stall after %v, want none and the ceiling 10 s while learning", l.StreamGap, l.StallAfter)
 	}
 	err, moved := advanceUntil(t, clock, errc, time.Second, 40*time.Second)
 	var te *TimeoutError

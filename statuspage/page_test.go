@@ -499,3 +499,45 @@ func TestPage_ShowsARouteFailingForItsConfiguration(t *testing.T) {
 		t.Fatalf("backup %+v, its route %+v: want failing for not_found, 3 calls, no circuit open, serving nothing", backup, r)
 	}
 }
+
+// A route whose streams were read shows when a silent stream is cut: the stall limit and the
+// 99th percentile of the waits for bytes it was learnt from (or "learning" before enough
+// waits); a route that streamed nothing shows "—".
+func TestPage_ShowsWhenAStreamIsCutForItsSilence(t *testing.T) {
+	s := mocks.NewServer(mocks.WithReply(strings.Repeat("word ", 30)))
+	defer s.Close()
+	c := newClient(t, client.WithProvider("openai", policy(), openAIOn("openai", s)))
+	page := newPage(t, c)
+	srv := serve(t, page)
+	if _, _, html := get(t, srv.URL+"/debug/steady"); !strings.Contains(html, "<th>stream stall</th>") {
+		t.Fatalf("no stream stall column:\n%s", html)
+	}
+	hello := func() *providers.ChatRequest {
+		return &providers.ChatRequest{Model: "gpt-4o-mini", Messages: []providers.Message{{Role: providers.RoleUser, Content: "hi"}}}
+	}
+	if _, err := c.Chat(context.Background(), hello()); err != nil {
+		t.Fatal(err)
+	}
+	if rt := page.Snapshot().Providers[0].Deployments[0].Routes; len(rt) != 1 || rt[0].Latency.StallAfterMs != 0 {
+		t.Fatalf("routes %+v after a Chat alone, want no stall limit shown", rt)
+	}
+	for range 3 {
+		st, err := c.ChatStream(context.Background(), hello())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, err := range st.Deltas() {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		_ = st.Close()
+	}
+	rt := page.Snapshot().Providers[0].Deployments[0].Routes
+	if len(rt) != 1 || rt[0].Latency.StreamGapMs <= 0 || rt[0].Latency.StallAfterMs < 1000 || rt[0].Latency.StallAfterMs > 10000 {
+		t.Fatalf("routes %+v after 3 streams of 30 words, want a learnt gap and a stall limit within 1–10 s", rt)
+	}
+	if _, _, html := get(t, srv.URL+"/debug/steady"); !strings.Contains(html, "(gaps ≤ ") {
+		t.Fatalf("the page does not show the route's stall limit:\n%s", html)
+	}
+}

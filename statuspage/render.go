@@ -109,6 +109,7 @@ type rowView struct {
 	PauseAt               int64
 	Requests, Tokens      string
 	Latency, Errors       string
+	Stall                 string // when a stream is cut for its silence
 	Spark                 template.HTML
 	InFlight              string
 	Hedges, Failovers     string
@@ -190,7 +191,7 @@ func estimateText(t *Tokens) string {
 func row(key, name, status string, st State, at int64) rowView {
 	r := rowView{Key: key, Name: name, Status: status, State: st.Circuit, Circuit: st.Circuit, Probe: "—", Pause: "—",
 		Requests: share(st.RequestsLeft, st.RequestsPerMinute), Tokens: share(st.TokensLeft, st.TokensPerMinute),
-		Latency: "—", Errors: "—", Estimate: "—", Spark: sparkline(st.Latency.RecentMs)}
+		Latency: "—", Errors: "—", Estimate: "—", Spark: sparkline(st.Latency.RecentMs), Stall: stallText(st.Latency)}
 	switch st.Circuit {
 	case "closed":
 		r.CircuitClass = "pass"
@@ -242,6 +243,19 @@ func row(key, name, status string, st State, at int64) rowView {
 		r.Errors = strconv.FormatFloat(100*st.Latency.ErrorRate, 'f', 0, 64) + "%"
 	}
 	return r
+}
+
+// stallText says when a stream of the row is cut for its silence after its first content:
+// "1.0s (gaps ≤ 120ms)" once the rhythm is learnt (its 99th percentile of waits for bytes),
+// "10s (learning)" before; "—" before any stream, or without stall detection.
+func stallText(l Latency) string {
+	switch {
+	case l.StallAfterMs <= 0:
+		return "—"
+	case l.StreamGapMs <= 0:
+		return formatLatency(msDuration(l.StallAfterMs)) + " (learning)"
+	}
+	return formatLatency(msDuration(l.StallAfterMs)) + " (gaps ≤ " + formatLatency(msDuration(l.StreamGapMs)) + ")"
 }
 
 // deadline is the moment, in milliseconds since the epoch, left ms after at, rounded to a
@@ -331,13 +345,13 @@ var stateTemplate = template.Must(template.New("state").Parse(`<div class="top">
 	`{{with .Error}} <span class="mute">{{.}}</span>{{end}}{{end}}{{else}}<span class="mute">none</span>{{end}}</span></div>
 {{range .Providers}}<h2 data-provider="{{.Name}}"><span class="badge {{.Status}}">{{.Status}}</span> {{.Name}} <small>{{.Summary}}</small></h2>
 <table><thead><tr><th>deployment · model</th><th>circuit</th><th>next probe</th><th>pause</th><th>requests left</th>` +
-	`<th>tokens left</th><th>p50 · p95</th><th>errors</th><th>recent latency</th><th>in flight</th><th>hedges</th><th>failovers</th><th>token estimate</th></tr></thead><tbody>
+	`<th>tokens left</th><th>p50 · p95</th><th>errors</th><th>recent latency</th><th>stream stall</th><th>in flight</th><th>hedges</th><th>failovers</th><th>token estimate</th></tr></thead><tbody>
 {{range .Rows}}<tr{{if .Route}} class="route"{{end}} data-name="{{.Key}}" data-status="{{.Status}}" data-circuit="{{.State}}"` +
 	` data-pause="{{if .PauseAt}}on{{else}}off{{end}}"{{if .Failing}} data-failing="on"{{end}}><td>{{.Name}}</td>` +
 	`<td class="{{.CircuitClass}}">{{.Circuit}}{{with .Failing}}<br><span class="fail wrap">failing: {{.}}</span>{{end}}</td>` +
 	`<td>{{if .ProbeAt}}<span data-until="{{.ProbeAt}}">{{.Probe}}</span>{{else}}{{.Probe}}{{end}}</td>` +
 	`<td>{{if .PauseAt}}<span class="warn" data-until="{{.PauseAt}}">{{.Pause}}</span>{{else}}{{.Pause}}{{end}}</td>` +
-	`<td>{{.Requests}}</td><td>{{.Tokens}}</td><td>{{.Latency}}</td><td>{{.Errors}}</td><td>{{.Spark}}</td>` +
+	`<td>{{.Requests}}</td><td>{{.Tokens}}</td><td>{{.Latency}}</td><td>{{.Errors}}</td><td>{{.Spark}}</td><td>{{.Stall}}</td>` +
 	`<td>{{.InFlight}}</td><td>{{.Hedges}}</td><td>{{.Failovers}}</td><td>{{.Estimate}}</td></tr>
 {{end}}</tbody></table>
 {{end}}{{template "budgets" .Budgets}}<h2>Recent events <small>{{.Kept}} kept of {{.Seen}} seen</small></h2>

@@ -166,6 +166,11 @@ type Latency struct {
 	// RecentMs are the latest SparkPoints times to first content, oldest first, in
 	// milliseconds: what the sparkline draws.
 	RecentMs []float64 `json:"recentMs,omitempty"`
+	// StreamGapMs is the 99th percentile of its streams' waits for bytes after their first
+	// content, 0 until trusted; StallAfterMs the silence that cuts such a stream now, 0 when
+	// stall detection is off (resilience.LatencyInfo.StreamGap, StallAfter).
+	StreamGapMs  float64 `json:"streamGapMs,omitempty"`
+	StallAfterMs float64 `json:"stallAfterMs,omitempty"`
 }
 
 // SharedState is the state of the store the client shares its state through.
@@ -324,7 +329,7 @@ func state(ci resilience.CircuitInfo, h resilience.Headroom, l resilience.Latenc
 	s := State{Circuit: ci.State.String(), RequestsLeft: round3(h.Requests), TokensLeft: round3(h.Tokens),
 		RequestsPerMinute: h.RequestsPerMinute, TokensPerMinute: h.TokensPerMinute,
 		Latency: Latency{Samples: l.Samples, P50Ms: ms(l.P50), P95Ms: ms(l.P95), FirstTokenMs: ms(l.FirstToken),
-			ErrorRate: round3(l.ErrorRate)}}
+			ErrorRate: round3(l.ErrorRate), StreamGapMs: ms(l.StreamGap), StallAfterMs: ms(l.StallAfter)}}
 	switch ci.State {
 	case resilience.CircuitOpen:
 		s.NextProbeMs = max(ci.NextProbeIn, 0).Milliseconds()
