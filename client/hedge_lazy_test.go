@@ -211,10 +211,8 @@ func TestHedge_AStreamThatWonAloneFollowsItsCallerUntilClose(t *testing.T) {
 	}
 	readAllOf := func(st *client.Stream) {
 		t.Helper()
-		for _, err := range st.Deltas() {
-			if err != nil {
-				t.Fatal(err)
-			}
+		if r := readAll(st); r.err != nil {
+			t.Fatal(r.err)
 		}
 	}
 
@@ -348,10 +346,8 @@ func TestHedge_WatchingTheCallerEndsAtClose(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, err := range st.Deltas() {
-			if err != nil {
-				t.Fatal(err)
-			}
+		if r := readAll(st); r.err != nil {
+			t.Fatal(r.err)
 		}
 		_ = st.Close()
 	}

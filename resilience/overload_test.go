@@ -363,21 +363,31 @@ func TestAdaptive_ARetryThroughTheLimitKeepsTheBatchCount(t *testing.T) {
 	}
 }
 
+// a529Retry starts a call through an adaptive limit starting at start (floor 1) against a
+// server that answers it 529, then holds what it is asked to (newHeldServer), and returns once
+// the call's one retry is scheduled, 30 s later: the server, the client, its pipeline, its
+// events, the call's end and what cancels it.
+func a529Retry(t *testing.T, start int) (*heldServer, *http.Client, *Pipeline, *recorder, <-chan error, context.CancelFunc) {
+	t.Helper()
+	h := newHeldServer(t, 529)
+	o := adaptiveOptions(start, 1, 100)
+	o.RetryCount, o.RetryBaseDelaySeconds, o.RetryMaxDelaySeconds = 1, 30, 30
+	o.TimeoutSeconds = 120 // the call's total time: room for the backoff
+	rec := &recorder{}
+	c, p := client(t, o, OnEvent(rec.observe))
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { _, err := doCallCtx(ctx, c, h.url()); done <- err }()
+	eventually(t, "the retry to be scheduled", func() bool { return len(rec.kind(EventRetryScheduled)) == 1 })
+	return h, c, p, rec, done, cancel
+}
+
 // At the adaptive limit's floor there is nothing left to give back: the retry after a 529 holds
 // its slot through its backoff, so that the provider that said it is overloaded gets no more
 // load from this route meanwhile; a new call waits for the slot.
 func TestAdaptive_A529RetryAtTheFloorKeepsItsSlot(t *testing.T) {
-	h := newHeldServer(t, 529)
-	o := adaptiveOptions(1, 1, 100)
-	o.RetryCount, o.RetryBaseDelaySeconds, o.RetryMaxDelaySeconds = 1, 30, 30
-	o.TimeoutSeconds = 120
-	var rec recorder
-	c, p := client(t, o, OnEvent(rec.observe))
-	ctx, cancel := context.WithCancel(context.Background())
+	h, c, p, rec, done, cancel := a529Retry(t, 1)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { _, err := doCallCtx(ctx, c, h.url()); done <- err }()
-	eventually(t, "the retry to be scheduled", func() bool { return len(rec.kind(EventRetryScheduled)) == 1 })
 	if r := rec.kind(EventRetryScheduled)[0]; r.Status != 529 || strings.Contains(r.Reason, "slot given back") {
 		t.Fatalf("retry %+v, want the backoff waited holding the slot", r)
 	}
@@ -405,17 +415,8 @@ func TestAdaptive_A529RetryAtTheFloorKeepsItsSlot(t *testing.T) {
 // The retry after a 529 under an adaptive limit waits its backoff without its slot: the
 // lowered limit lets another call have it meanwhile. It still counts against RetryCount.
 func TestAdaptive_A529RetryGivesItsSlotBackForTheBackoff(t *testing.T) {
-	h := newHeldServer(t, 529)
-	o := adaptiveOptions(2, 1, 100)
-	o.RetryCount, o.RetryBaseDelaySeconds, o.RetryMaxDelaySeconds = 1, 30, 30
-	o.TimeoutSeconds = 120 // the call's total time: room for the backoff
-	var rec recorder
-	c, p := client(t, o, OnEvent(rec.observe))
-	ctx, cancel := context.WithCancel(context.Background())
+	h, c, p, rec, done, cancel := a529Retry(t, 2)
 	defer cancel()
-	done := make(chan error, 1)
-	go func() { _, err := doCallCtx(ctx, c, h.url()); done <- err }()
-	eventually(t, "the retry to be scheduled", func() bool { return len(rec.kind(EventRetryScheduled)) == 1 })
 	eventually(t, "the slot given back for the backoff of 30 s", func() bool { return p.InFlight() == 0 })
 	if r := rec.kind(EventRetryScheduled)[0]; r.Status != 529 || r.Delay != 30*time.Second || !strings.Contains(r.Reason, "slot given back") {
 		t.Fatalf("retry %+v, want the backoff waited without the slot", r)
@@ -437,7 +438,8 @@ func TestAdaptive_A529RetryGivesItsSlotBackForTheBackoff(t *testing.T) {
 	}
 
 	s := newScript(t, status(529, `{}`), status(529, `{}`), ok())
-	o.RetryBaseDelaySeconds = 0.001
+	o := adaptiveOptions(2, 1, 100)
+	o.RetryCount, o.RetryBaseDelaySeconds = 1, 0.001
 	c, _ = client(t, o)
 	call := &Call{}
 	call.Init(context.Background(), false)
