@@ -504,7 +504,8 @@ func TestPage_ShowsARouteFailingForItsConfiguration(t *testing.T) {
 // 99th percentile of the waits for bytes it was learnt from (or "learning" before enough
 // waits); a route that streamed nothing shows "—".
 func TestPage_ShowsWhenAStreamIsCutForItsSilence(t *testing.T) {
-	s := mocks.NewServer(mocks.WithReply(strings.Repeat("word ", 30)))
+	// Words a millisecond apart: each read of the stream waits, and the route learns.
+	s := mocks.NewServer(mocks.WithReply(strings.Repeat("word ", 30)), mocks.WithLatency(mocks.LatencyProfile{ChunkDelay: time.Millisecond}))
 	defer s.Close()
 	c := newClient(t, client.WithProvider("openai", policy(), openAIOn("openai", s)))
 	page := newPage(t, c)
@@ -521,7 +522,11 @@ func TestPage_ShowsWhenAStreamIsCutForItsSilence(t *testing.T) {
 	if rt := page.Snapshot().Providers[0].Deployments[0].Routes; len(rt) != 1 || rt[0].Latency.StallAfterMs != 0 {
 		t.Fatalf("routes %+v after a Chat alone, want no stall limit shown", rt)
 	}
-	for range 3 {
+	learnt := func() bool {
+		rt := page.Snapshot().Providers[0].Deployments[0].Routes
+		return len(rt) == 1 && rt[0].Latency.StreamGapMs > 0
+	}
+	for i := 0; i < 50 && !learnt(); i++ { // a few: 16 waits are enough
 		st, err := c.ChatStream(context.Background(), hello())
 		if err != nil {
 			t.Fatal(err)
@@ -535,7 +540,7 @@ func TestPage_ShowsWhenAStreamIsCutForItsSilence(t *testing.T) {
 	}
 	rt := page.Snapshot().Providers[0].Deployments[0].Routes
 	if len(rt) != 1 || rt[0].Latency.StreamGapMs <= 0 || rt[0].Latency.StallAfterMs < 1000 || rt[0].Latency.StallAfterMs > 10000 {
-		t.Fatalf("routes %+v after 3 streams of 30 words, want a learnt gap and a stall limit within 1–10 s", rt)
+		t.Fatalf("routes %+v after streams of 30 words, want a learnt gap and a stall limit within 1–10 s", rt)
 	}
 	if _, _, html := get(t, srv.URL+"/debug/steady"); !strings.Contains(html, "(gaps ≤ ") {
 		t.Fatalf("the page does not show the route's stall limit:\n%s", html)
