@@ -2,6 +2,7 @@ package resilience
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -37,11 +39,14 @@ func rawStream(t *testing.T, write func(conn net.Conn) error) string {
 			return
 		}
 		_, _ = io.Copy(io.Discard, req.Body)
-		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+		_, _ = io.WriteString(conn, streamHead)
 		_ = write(conn)
 	}()
 	return "http://" + ln.Addr().String() + "/v1/chat/completions"
 }
+
+// streamHead is the head of rawStream's answer, written before write runs.
+const streamHead = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"
 
 // chunk frames data as one HTTP/1.1 chunk.
 func chunk(data string) string { return fmt.Sprintf("%x\r\n%s\r\n", len(data), data) }
@@ -59,21 +64,63 @@ func trickle(conn net.Conn, s string, piece int, pause time.Duration) error {
 	return nil
 }
 
-// Rule 9, reproduced: one event in one big HTTP chunk arrives over 1.5 s in pieces every
-// 20 ms. Go's chunked reader blocks inside a single Read until the chunk completes, so a
-// per-Read timer of 0.5 s would cut a stream whose bytes never stop. Only real silence on
-// the wire may trip StreamIdleTimeoutSeconds.
+// Rule 9, reproduced: one event in one big HTTP chunk arrives in pieces of 20 bytes, 100 ms
+// apart on the pipeline's clock, over 7.5 s. Go's chunked reader blocks inside a single Read
+// until the chunk completes, so a per-Read timer of 0.5 s would cut a stream whose bytes never
+// stop. Only real silence on the wire may trip StreamIdleTimeoutSeconds.
+//
+// The clock is the test's, and it moves only once the client has read every byte sent so far
+// and waits for more: however late the server's or the reader's goroutine runs, the wire is
+// never silent for more than 100 ms of the clock. (On the wall clock, with pieces 20 ms apart,
+// the test failed once on a loaded machine: a goroutine held back for 0.5 s, the server's or
+// the reader's, is a silence of 0.5 s to the timer.)
 func TestStream_IdleTimeoutMeasuresTheWireNotOneRead(t *testing.T) {
 	event := "data: " + strings.Repeat("x", 1500) + "\n\n"
+	body := chunk(event) + chunk("data: [DONE]\n\n") + "0\r\n\r\n"
+	clock := newManualClock()
+	reads := make(chan int64, 1<<12) // more than the answer has bytes: a Read returns one at least
+	read := make(chan struct{})      // closed when the test ends: the server waits no more
+	defer close(read)
 	url := rawStream(t, func(conn net.Conn) error {
-		body := chunk(event) + chunk("data: [DONE]\n\n") + "0\r\n\r\n"
-		// Pieces straddle the chunk boundaries: 20 bytes every 20 ms.
-		return trickle(conn, body, 20, 20*time.Millisecond)
+		sent := int64(len(streamHead))
+		// Pieces straddle the chunk boundaries.
+		for rest := body; len(rest) > 0; {
+			n := min(20, len(rest))
+			if _, err := io.WriteString(conn, rest[:n]); err != nil {
+				return err
+			}
+			rest, sent = rest[n:], sent+int64(n)
+			// Wait for the client to read all of it and ask for more: its watched
+			// connection has noted the bytes on the clock.
+			for caught := false; !caught; {
+				select {
+				case got := <-reads:
+					caught = got == sent
+				case <-read:
+					return nil
+				}
+			}
+			clock.Advance(100 * time.Millisecond)
+		}
+		return nil
 	})
 	o := testOptions()
 	o.RetryCount = 0
 	o.StreamIdleTimeoutSeconds = 0.5
-	c, _ := client(t, o)
+	p, err := New(o, WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &net.Dialer{}
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &readsConn{Conn: conn, reads: reads}, nil
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: p.Wrap(tr)}
 	resp, err := post(t, c, url, `{}`)
 	if err != nil {
 		t.Fatal(err)
@@ -86,6 +133,25 @@ func TestStream_IdleTimeoutMeasuresTheWireNotOneRead(t *testing.T) {
 	if string(got) != event+"data: [DONE]\n\n" {
 		t.Fatalf("body %q", got)
 	}
+}
+
+// readsConn tells, as each Read on the connection begins, how many bytes the earlier ones
+// returned: when that is all the server sent, whoever reads through it (the pipeline's
+// watchedConn) is done with those bytes and waits for more.
+type readsConn struct {
+	net.Conn
+	n     atomic.Int64
+	reads chan<- int64
+}
+
+func (c *readsConn) Read(p []byte) (int, error) {
+	select {
+	case c.reads <- c.n.Load():
+	default: // never: the channel holds more than the answer has bytes
+	}
+	n, err := c.Conn.Read(p)
+	c.n.Add(int64(n))
+	return n, err
 }
 
 // Real silence in the middle of a chunk still trips it.

@@ -165,7 +165,11 @@ func TestFirstService_FallsBackWhileOpenAIIsDownAndComesBack(t *testing.T) {
 	fake := mocks.NewServer()
 	defer fake.Close()
 	setenv(t, fake)
-	t.Setenv("LLM__Resilience__CircuitBreakerMinDurationSeconds", "0.1") // the guide's 5 s break, shortened
+	// The guide's 5 s break, shortened to 2 s: the checks below that read the circuit open
+	// must all run within it, and they take tens of milliseconds (a 0.1 s break could run out
+	// under them on a loaded machine: the status page then read half-open). The reset then
+	// waits it out.
+	t.Setenv("LLM__Resilience__CircuitBreakerMinDurationSeconds", "2")
 	base, logs := service(t, devFiles)
 	if p := chatFrom(t, base); p != "openai" {
 		t.Fatalf("before the outage %s answered, want openai", p)
