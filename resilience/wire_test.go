@@ -182,30 +182,66 @@ func TestStream_IdleTimeoutCutsSilenceInsideAChunk(t *testing.T) {
 	}
 }
 
-// The same over TLS: the watched connection sits under the TLS one.
+// The same over TLS: the watched connection sits under the TLS one. As above, the clock moves
+// 100 ms only once the client has read every byte the server wrote (on the wire: the records
+// TLS made of them), so no goroutine held back can make a silence.
 func TestStream_IdleTimeoutMeasuresTheWireUnderTLS(t *testing.T) {
 	event := "data: " + strings.Repeat("y", 1200) + "\n\n"
-	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	clock := newManualClock()
+	reads := make(chan int64, 1<<14)
+	read := make(chan struct{}) // closed when the test ends: the server waits no more
+	defer close(read)
+	var written atomic.Int64 // the bytes the server wrote on the wire, TLS's own included
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		conn, buf, err := w.(http.Hijacker).Hijack()
 		if err != nil {
 			return
 		}
 		defer conn.Close()
 		_ = buf.Flush()
-		_, _ = io.WriteString(conn, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
-		_ = trickle(conn, chunk(event)+"0\r\n\r\n", 16, 20*time.Millisecond)
+		_, _ = io.WriteString(conn, streamHead)
+		for rest := chunk(event) + "0\r\n\r\n"; len(rest) > 0; {
+			n := min(16, len(rest))
+			if _, err := io.WriteString(conn, rest[:n]); err != nil {
+				return
+			}
+			rest = rest[n:]
+			for caught := false; !caught; {
+				select {
+				case got := <-reads:
+					caught = got == written.Load()
+				case <-read:
+					return
+				}
+			}
+			clock.Advance(100 * time.Millisecond)
+		}
 	}))
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv.Listener = writesListener{Listener: ln, n: &written}
+	srv.StartTLS()
 	defer srv.Close()
 	o := testOptions()
 	o.RetryCount = 0
 	o.StreamIdleTimeoutSeconds = 0.4
-	p, err := New(o)
+	p, err := New(o, WithClock(clock))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := srv.Client().Transport.(*http.Transport)
+	tr := srv.Client().Transport.(*http.Transport).Clone()
+	d := &net.Dialer{}
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &readsConn{Conn: conn, reads: reads}, nil
+	}
+	defer tr.CloseIdleConnections()
 	c := &http.Client{Transport: p.Wrap(tr)}
-	defer c.CloseIdleConnections()
 	resp, err := post(t, c, srv.URL, `{}`)
 	if err != nil {
 		t.Fatal(err)
@@ -214,4 +250,29 @@ func TestStream_IdleTimeoutMeasuresTheWireUnderTLS(t *testing.T) {
 	if got, err := io.ReadAll(resp.Body); err != nil || string(got) != event {
 		t.Fatalf("a trickling TLS stream was cut: %d bytes, %v", len(got), err)
 	}
+}
+
+// writesListener counts in n the bytes written on the connections it accepts.
+type writesListener struct {
+	net.Listener
+	n *atomic.Int64
+}
+
+func (l writesListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return writesConn{Conn: conn, n: l.n}, nil
+}
+
+type writesConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c writesConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	c.n.Add(int64(n))
+	return n, err
 }
