@@ -73,3 +73,22 @@ func TestCached_RemembersABoundedNumberOfPrompts(t *testing.T) {
 		t.Error("want the newest prompts remembered and the oldest forgotten")
 	}
 }
+
+// A request whose reading of the clock is older than the bucket's last (it read the clock
+// before another request took the bucket) finds no time passed: the level neither drops nor
+// is the same moment refilled twice when a later request comes.
+func TestBucket_AnEarlierReadingOfTheClockChangesNothing(t *testing.T) {
+	start := time.Unix(1_800_000_000, 0)
+	b := &bucket{limit: 60}
+	b.refill(start, time.Minute)
+	b.level = 30
+	b.refill(start.Add(10*time.Second), time.Minute) // 10 more
+	b.refill(start.Add(5*time.Second), time.Minute)  // late: read before the one above
+	if b.level != 40 {
+		t.Fatalf("level %v after a late reading, want 40", b.level)
+	}
+	b.refill(start.Add(20*time.Second), time.Minute) // 10 s after the latest: 10 more
+	if b.level != 50 {
+		t.Fatalf("level %v, want 50: the 5 s before the late reading refilled twice", b.level)
+	}
+}

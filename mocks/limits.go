@@ -79,6 +79,11 @@ func (b *bucket) refill(now time.Time, minute time.Duration) {
 		b.level, b.last = float64(b.limit), now
 		return
 	}
+	if now.Before(b.last) {
+		// A request that read the clock before another took the bucket first: no time
+		// passed for the bucket, which neither drains nor refills the same moment twice.
+		return
+	}
 	b.level = math.Min(float64(b.limit), b.level+float64(b.limit)*float64(now.Sub(b.last))/float64(minute))
 	b.last = now
 }
