@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,11 @@ type pacer struct {
 	// time than before moves its own clock back and refills the overlap twice; calls that read
 	// the clock concurrently would do that, so every time passes through monotonic.
 	last atomic.Int64
+	// order is held from a reading of the clock to the change of a bucket made at it (at), so
+	// that the buckets are changed in the order of their times: a call that read the clock
+	// and was held back before its change would otherwise hand the bucket a time earlier than
+	// the one a later call gave it.
+	order sync.Mutex
 	// gen changes after every change to the buckets, so a reading of what they hold left
 	// (Pipeline.HeadroomAt) knows when it is out of date.
 	gen atomic.Uint64
@@ -52,6 +58,22 @@ type pacer struct {
 	// reserve keeps the last of each budget from batch calls (see pace_priority.go).
 	reserve budgetReserve
 }
+
+// at reads the pacer's clock and runs change, which changes the buckets at that time, in
+// the order of those times (see order). What a bucket is only asked (TokensAt) needs no order.
+func (p *pacer) at(change func(now time.Time)) {
+	p.order.Lock()
+	defer p.order.Unlock()
+	now := p.monotonic()
+	if h := testHookPaceRead.Load(); h != nil {
+		(*h)() // a test holds the call up here, as the scheduler may
+	}
+	change(now)
+}
+
+// testHookPaceRead, when a test sets it, runs between a reading of the pacer's clock and the
+// change of a budget made at it.
+var testHookPaceRead atomic.Pointer[func()]
 
 // monotonic returns the pacer's clock, never earlier than a time it returned before.
 func (p *pacer) monotonic() time.Time {
@@ -98,7 +120,6 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 		return nil
 	}
 	defer p.gen.Add(1)
-	now := p.monotonic()
 	req, tok := p.req.Load(), p.tok.Load()
 	if tokens <= 0 {
 		tok = nil
@@ -109,15 +130,18 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 		// is a debt the next calls wait for (settle).
 		n = min(tokens, tok.Burst())
 	}
-	if p.reserve.percent > 0 && p.reserve.short(now, req, tok, n) {
+	if p.reserve.percent > 0 && p.reserve.short(p.monotonic(), req, tok, n) {
 		// Only the reserve is left: the call's class decides whether it may take from it.
 		if err := p.holdBack(ctx, req, tok, n, limit); err != nil {
 			return err
 		}
-		now = p.monotonic()
 	}
-	if req != nil && !req.AllowN(now, 1) {
-		if err := p.slow(ctx, now, req, tok, n, limit()); err != nil {
+	allowed := true
+	if req != nil {
+		p.at(func(t time.Time) { allowed = req.AllowN(t, 1) })
+	}
+	if !allowed {
+		if err := p.slow(ctx, req, tok, n, limit()); err != nil {
 			return err
 		}
 		return p.debited(info, n, p.fleetAdmit(ctx, req, tok, n, limit))
@@ -126,10 +150,13 @@ func (p *pacer) admit(ctx context.Context, tokens int, limit func() time.Duratio
 	if tok != nil {
 		credit = p.takeCredit(n)
 	}
-	if tok != nil && n > credit && !tok.AllowN(now, n-credit) {
+	if tok != nil && n > credit {
+		p.at(func(t time.Time) { allowed = tok.AllowN(t, n-credit) })
+	}
+	if !allowed {
 		// The request is debited already; if the call ends up refused, that request is lost
 		// to the budget: the pacer errs on the side of sending less.
-		if err := p.slow(ctx, now, nil, tok, n-credit, limit()); err != nil {
+		if err := p.slow(ctx, nil, tok, n-credit, limit()); err != nil {
 			p.credit.Add(int64(credit)) // not spent: the call was not sent
 			return err
 		}
@@ -166,10 +193,12 @@ func (p *pacer) fleetAdmit(ctx context.Context, req, tok *rate.Limiter, n int, l
 
 // slow reserves room in the budgets that lacked it (req for one request, tok for n tokens;
 // nil for a budget not to reserve) and waits for it, or cancels and refuses the call.
-func (p *pacer) slow(ctx context.Context, now time.Time, req, tok *rate.Limiter, n int, limit time.Duration) error {
+func (p *pacer) slow(ctx context.Context, req, tok *rate.Limiter, n int, limit time.Duration) error {
 	var rs [2]*rate.Reservation
 	var wait time.Duration
 	budget := "requests"
+	p.order.Lock() // see at
+	now := p.monotonic()
 	if req != nil {
 		rs[0] = req.ReserveN(now, 1)
 		wait = delayOf(rs[0], now)
@@ -180,21 +209,25 @@ func (p *pacer) slow(ctx context.Context, now time.Time, req, tok *rate.Limiter,
 			wait, budget = d, "tokens"
 		}
 	}
-	cancel := func(at time.Time) {
+	p.order.Unlock()
+	cancel := func() {
+		p.order.Lock()
+		defer p.order.Unlock()
+		now := p.monotonic()
 		for _, r := range rs {
 			if r != nil {
-				r.CancelAt(at)
+				r.CancelAt(now)
 			}
 		}
 	}
 	if wait > limit {
-		cancel(now)
+		cancel()
 		p.ev.emit(Event{Type: EventCooldownRejected, Delay: wait, Reason: budget + " per minute", Context: ctx})
 		return &CooldownError{Pipeline: p.ev.name, RetryAfter: wait, Budget: budget}
 	}
 	p.ev.emit(Event{Type: EventCooldownWaited, Delay: wait, Reason: budget + " per minute", Context: ctx})
 	if err := sleep(ctx, p.ev.clock, wait); err != nil {
-		cancel(p.monotonic())
+		cancel()
 		return err
 	}
 	return nil
@@ -225,8 +258,8 @@ func (p *pacer) observe(h http.Header) {
 	if !tokens.HasLimit && rl.InputTokens.HasLimit {
 		tokens = rl.InputTokens
 	}
-	p.align(&p.req, rl.Requests, p.ceilReq, now)
-	p.align(&p.tok, tokens, p.ceilTok, now)
+	p.align(&p.req, rl.Requests, p.ceilReq)
+	p.align(&p.tok, tokens, p.ceilTok)
 	if tokens.HasRemaining {
 		// The server states its budget: that, not our estimates, is the truth.
 		if !p.stated.Load() {
@@ -239,7 +272,7 @@ func (p *pacer) observe(h http.Header) {
 // align makes the budget at slot agree with the budget b the server stated: a new limit
 // starts a new bucket, and the bucket never holds more than the server says remains. A
 // configured limit ceil (0: none) is a ceiling: a stated limit above it counts as ceil.
-func (p *pacer) align(slot *atomic.Pointer[rate.Limiter], b signals.Budget, ceil int, now time.Time) {
+func (p *pacer) align(slot *atomic.Pointer[rate.Limiter], b signals.Budget, ceil int) {
 	defer p.gen.Add(1)
 	lim := slot.Load()
 	limit := b.Limit
@@ -252,9 +285,11 @@ func (p *pacer) align(slot *atomic.Pointer[rate.Limiter], b signals.Budget, ceil
 		p.known.Store(true)
 	}
 	if lim != nil && b.HasRemaining {
-		if over := lim.TokensAt(now) - float64(b.Remaining); over >= 1 {
-			lim.AllowN(now, int(over)) // the server has spent more than we counted
-		}
+		p.at(func(now time.Time) {
+			if over := lim.TokensAt(now) - float64(b.Remaining); over >= 1 {
+				lim.AllowN(now, int(over)) // the server has spent more than we counted
+			}
+		})
 	}
 }
 
@@ -315,7 +350,7 @@ func (p *pacer) settle(debited, used int) {
 	}
 	if used > debited {
 		// A reservation that is never waited for or cancelled: the bucket owes the rest.
-		tok.ReserveN(p.monotonic(), min(used-debited, tok.Burst()))
+		p.at(func(now time.Time) { tok.ReserveN(now, min(used-debited, tok.Burst())) })
 		return
 	}
 	limit := int64(tok.Burst())

@@ -173,3 +173,65 @@ func TestPace_TheDebitIsOnTheCallInfo(t *testing.T) {
 		t.Fatalf("a call of 50 covered by the credit was debited %d (%v), want 50", n, err)
 	}
 }
+
+// A call that read the clock, then was held up while a later call changed the budget, does
+// not hand the budget its earlier time: the budget would move its own clock back and refill
+// the time between twice. Calls change the budgets in the order of their times, so after
+// 20 s of a 60-a-minute budget drained at the start, exactly 20 calls go through.
+func TestPace_ABudgetIsChangedInTheOrderOfItsTimes(t *testing.T) {
+	clock := newManualClock()
+	o := testOptions()
+	o.PaceRequestsPerMinute = 60
+	o.PriorityReservePercent = 0
+	p, err := New(o, WithClock(clock))
+	if err != nil {
+		t.Fatal(err)
+	}
+	never := func() time.Duration { return 0 } // a call that would wait is refused
+	admitted := func() int {
+		n := 0
+		for p.pace.admit(context.Background(), 0, never) == nil {
+			n++
+		}
+		return n
+	}
+	if n := admitted(); n != 60 {
+		t.Fatalf("%d calls through a full budget of 60", n)
+	}
+	clock.Advance(10 * time.Second)
+	var hold atomic.Bool
+	hold.Store(true)
+	reading, release := make(chan struct{}), make(chan struct{})
+	hook := func() {
+		if hold.CompareAndSwap(true, false) {
+			close(reading)
+			<-release
+		}
+	}
+	testHookPaceRead.Store(&hook)
+	defer testHookPaceRead.Store(nil)
+	held := make(chan error, 1)
+	go func() { held <- p.pace.admit(context.Background(), 0, never) }() // reads 10 s, is held up
+	<-reading
+	clock.Advance(10 * time.Second)
+	later := make(chan error, 1)
+	go func() { later <- p.pace.admit(context.Background(), 0, never) }() // at 20 s
+	select {
+	case err := <-later: // it did not wait for the held call
+		close(release)
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(100 * time.Millisecond): // it waits for the held call, as it should
+		close(release)
+		if err := <-later; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if n := admitted(); n != 18 {
+		t.Fatalf("%d more calls through after 20 s of a budget of 60 a minute and 2 calls, want 18", n)
+	}
+}
