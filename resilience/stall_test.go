@@ -69,6 +69,24 @@ func readEach(body io.Reader) (got chan int, errc chan error) {
 	return got, errc
 }
 
+// readWaiting returns a report of whether a Read of the pipeline's body is waiting for bytes,
+// its limit armed on the clock: a test moves a manual clock once it is, so that the wait is
+// the Read's whichever goroutine ran first.
+func readWaiting(t *testing.T, body io.ReadCloser) func() bool {
+	t.Helper()
+	for {
+		switch b := body.(type) {
+		case *call:
+			return b.reading.Load
+		case *doneBody:
+			body = b.rc
+		default:
+			t.Fatalf("a body of type %T: no pipeline call inside", body)
+			return nil
+		}
+	}
+}
+
 // open sends a watched call through c to url and returns its answer.
 func open(t *testing.T, c *http.Client, url string, call *Call) *http.Response {
 	t.Helper()
@@ -188,7 +206,11 @@ func TestStall_AStreamSilentAfterItsRhythmIsCutAtTheStallLimit(t *testing.T) {
 	resp := open(t, c, s.url(), call)
 	call.FirstToken()
 	got, errc := readEach(resp.Body)
+	waiting := readWaiting(t, resp.Body)
 	for range 40 {
+		// The wait is measured from the Read's start: the clock moves only once the Read is
+		// waiting, or the route learns a wait of nothing.
+		eventually(t, "the read to wait", waiting)
 		clock.Advance(15 * time.Millisecond)
 		next <- struct{}{}
 		<-got
