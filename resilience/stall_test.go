@@ -222,6 +222,8 @@ func TestStall_AStreamSilentAfterItsRhythmIsCutAtTheStallLimit(t *testing.T) {
 	if l := p.Latency(); l.StreamGap != r || l.StallAfter != time.Second {
 		t.Fatalf("latency shows gap %v and stall after %v, want %v and the floor 1 s", l.StreamGap, l.StallAfter, r)
 	}
+	// The silence is counted from the next Read's start: the clock moves once it waits.
+	eventually(t, "the read to wait", waiting)
 	err, moved := advanceUntil(t, clock, errc, 100*time.Millisecond, 12*time.Second)
 	var te *TimeoutError
 	if !errors.As(err, &te) || te.Limit != TimeoutStreamStall || te.After != time.Second {
@@ -384,6 +386,8 @@ func TestStall_AnUnknownRhythmCutsAtTheCeiling(t *testing.T) {
 	if l := p.Latency(); l.StreamGap != 0 || l.StallAfter != 10*time.Second {
 		t.Fatalf("latency shows gap %v and stall after %v, want none and the ceiling 10 s while learning", l.StreamGap, l.StallAfter)
 	}
+	// The silence is counted from the next Read's start: the clock moves once it waits.
+	eventually(t, "the read to wait", readWaiting(t, resp.Body))
 	err, moved := advanceUntil(t, clock, errc, time.Second, 40*time.Second)
 	var te *TimeoutError
 	if !errors.As(err, &te) || te.Limit != TimeoutStreamStall || te.After != 10*time.Second || moved > 12*time.Second {
