@@ -56,6 +56,21 @@ func (c *manualClock) Advance(d time.Duration) {
 	}
 }
 
+// armed returns how many of the clock's timers are armed: a test that moves the clock for a
+// call that waits on it first waits for the call's timer, which a call armed after the move
+// would count from the later time.
+func (c *manualClock) armed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, t := range c.timers {
+		if t.active {
+			n++
+		}
+	}
+	return n
+}
+
 func (t *manualTimer) Stop() bool {
 	t.c.mu.Lock()
 	defer t.c.mu.Unlock()

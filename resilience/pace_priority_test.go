@@ -70,12 +70,17 @@ func TestPace_WaitingBatchCallGetsItsShareOfTheReserve(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	armed := clock.armed()
 	batch := make(chan error, 1)
 	go func() {
 		_, err := doCallCtx(WithPriority(context.Background(), PriorityBatch), c, s.url())
 		batch <- err
 	}()
-	eventually(t, "the batch call to wait", func() bool { return p.pace.reserve.waiting.Load() == 1 })
+	// The batch call sleeps on the clock before the others earn it a turn: its timer armed
+	// after the move below would count its wait from the later time, and never fire.
+	eventually(t, "the batch call to sleep", func() bool {
+		return p.pace.reserve.waiting.Load() == 1 && clock.armed() > armed
+	})
 	for range 2 {
 		if _, err := doCallCtx(neverWaits(PriorityInteractive), c, s.url()); err != nil {
 			t.Fatal(err)
@@ -84,8 +89,13 @@ func TestPace_WaitingBatchCallGetsItsShareOfTheReserve(t *testing.T) {
 	// A second later the budget holds 29, still inside the reserve of 30; the batch call's
 	// turns earned meanwhile let it through.
 	clock.Advance(time.Second)
-	if err := <-batch; err != nil {
-		t.Fatalf("batch call: %v", err)
+	select {
+	case err := <-batch:
+		if err != nil {
+			t.Fatalf("batch call: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the batch call still waits a second later: its turns earned meanwhile were not taken")
 	}
 	if s.hits.Load() != 33 {
 		t.Fatalf("%d requests sent", s.hits.Load())
