@@ -241,7 +241,12 @@ func TestChatStream_AStallAfterContentIsRescued(t *testing.T) {
 	clock := backend.NewManualClock()
 	o := policy()
 	o.StreamIdleTimeoutSeconds = 5
-	c := newClient(t, client.WithClock(clock), openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, o),
+	// The clock moves 5 s a step until the answer ends, the fallback's part too: the fallback's
+	// own limits are not on trial, and a step taken before its first content (the total limit)
+	// or during one of its Reads (idle, stall) would cut it as well.
+	fallback := policy()
+	fallback.TimeoutSeconds, fallback.StreamIdleTimeoutSeconds, fallback.StreamStallFactor = 0, 0, 0
+	c := newClient(t, client.WithClock(clock), openAIProvider("primary", primary, o), openAIProvider("secondary", secondary, fallback),
 		client.WithFallback("primary", "secondary"))
 	st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueRestart))
 	if err != nil {
