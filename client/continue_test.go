@@ -179,7 +179,11 @@ func TestChatStream_ContinueAfterAStallOrAnErrorEvent(t *testing.T) {
 		clock := backend.NewManualClock()
 		o := policy()
 		o.StreamIdleTimeoutSeconds = 5
-		c := newClient(t, client.WithClock(clock), openAIProvider("primary", primary, o), anthropicProvider("claude", secondary, o),
+		// The clock moves 5 s a step until the answer ends, the continuation's part too: its
+		// route's own limits are not on trial (as in TestChatStream_AStallAfterContentIsRescued).
+		fallback := policy()
+		fallback.TimeoutSeconds, fallback.StreamIdleTimeoutSeconds, fallback.StreamStallFactor = 0, 0, 0
+		c := newClient(t, client.WithClock(clock), openAIProvider("primary", primary, o), anthropicProvider("claude", secondary, fallback),
 			client.WithFallback("primary", "claude"))
 		st, err := c.ChatStream(context.Background(), hello(), client.WithRescue(resilience.RescueContinue))
 		if err != nil {
