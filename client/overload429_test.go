@@ -201,22 +201,7 @@ func runOverStatus(tb testing.TB, status int, d time.Duration, slow int, default
 					r.phases[arrival].failures[fmt.Sprintf("%v %s/%s", interactive, pe.Kind, pe.GaveUp)]++
 				}
 			}
-			var pe *providers.Error
-			switch {
-			case err == nil:
-				cr.served++
-				cr.waits = append(cr.waits, w.d)
-			case !errors.As(err, &pe):
-				cr.other++
-			case pe.Kind == providers.KindBulkheadFull:
-				cr.shed++
-			case pe.Kind == providers.KindRateLimited:
-				cr.limited++
-			case pe.Kind == providers.KindOverloaded, pe.Kind == providers.KindUnavailable:
-				cr.overloaded++
-			default:
-				cr.other++
-			}
+			cr.add(err, w.d)
 		}()
 	}
 	wg.Wait()

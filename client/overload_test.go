@@ -44,6 +44,27 @@ type classResult struct {
 	waits                                          []time.Duration // each served call's wait for a slot or a budget
 }
 
+// add counts a call of the class that ended with err, having waited wait for a slot or a
+// budget.
+func (r *classResult) add(err error, wait time.Duration) {
+	var pe *providers.Error
+	switch {
+	case err == nil:
+		r.served++
+		r.waits = append(r.waits, wait) // on the pipeline's clock: as long as against a real minute
+	case !errors.As(err, &pe):
+		r.other++
+	case pe.Kind == providers.KindBulkheadFull:
+		r.shed++
+	case pe.Kind == providers.KindRateLimited:
+		r.limited++
+	case pe.Kind == providers.KindOverloaded, pe.Kind == providers.KindUnavailable:
+		r.overloaded++
+	default:
+		r.other++
+	}
+}
+
 func (r *classResult) p(q float64) time.Duration {
 	if len(r.waits) == 0 {
 		return 0
@@ -207,22 +228,7 @@ func runPriorityLoadScaled(tb testing.TB, scenario string, classes bool, d time.
 				r = &res.interactive
 			}
 			r.sent++
-			var pe *providers.Error
-			switch {
-			case err == nil:
-				r.served++
-				r.waits = append(r.waits, w.d) // on the pipeline's clock: as long as against a real minute
-			case !errors.As(err, &pe):
-				r.other++
-			case pe.Kind == providers.KindBulkheadFull:
-				r.shed++
-			case pe.Kind == providers.KindRateLimited:
-				r.limited++
-			case pe.Kind == providers.KindOverloaded, pe.Kind == providers.KindUnavailable:
-				r.overloaded++
-			default:
-				r.other++
-			}
+			r.add(err, w.d)
 		}()
 	}
 	wg.Wait()

@@ -14,6 +14,20 @@ import (
 	"github.com/steadyllm/steady/resilience"
 )
 
+// streamWires are the three wires a stream can take, each with the fake's route for it and
+// how a client adds a provider of it.
+var streamWires = []struct {
+	name    string
+	route   string
+	provide func(name string, s *mocks.Server, o resilience.Options) client.Option
+}{
+	{"openai", mocks.RouteChat, openAIProvider},
+	{"responses", mocks.RouteResponses, func(name string, s *mocks.Server, o resilience.Options) client.Option {
+		return responsesProvider(name, "", s, o)
+	}},
+	{"anthropic", mocks.RouteMessages, anthropicProvider},
+}
+
 // TimeoutSeconds bounds a stream's try until its first content, not until its headers: a
 // server that answers 200 and then never sends content — keep-alive comments forever, or one
 // byte of a line every 50 ms, so that no idle limit ever sees silence — is abandoned when
@@ -23,22 +37,11 @@ import (
 // real server that keeps talking); the bound checked is 5 s, ten times the limit, and the
 // times are logged.
 func TestChatStream_TimeoutSecondsBoundsAStreamWithoutContent(t *testing.T) {
-	wires := []struct {
-		name    string
-		route   string
-		provide func(name string, s *mocks.Server, o resilience.Options) client.Option
-	}{
-		{"openai", mocks.RouteChat, openAIProvider},
-		{"responses", mocks.RouteResponses, func(name string, s *mocks.Server, o resilience.Options) client.Option {
-			return responsesProvider(name, "", s, o)
-		}},
-		{"anthropic", mocks.RouteMessages, anthropicProvider},
-	}
 	noise := map[string]mocks.Step{
 		"keep-alive": mocks.SlowFirstToken(time.Hour).WithKeepAlive(20 * time.Millisecond),
 		"trickle":    mocks.SlowFirstToken(time.Hour).WithTrickle(50 * time.Millisecond),
 	}
-	for _, w := range wires {
+	for _, w := range streamWires {
 		for kind, step := range noise {
 			t.Run(w.name+"/"+kind, func(t *testing.T) {
 				t.Parallel()
@@ -148,18 +151,7 @@ func TestChatStream_AStallAt15msATokenIsRescuedByTheRhythm(t *testing.T) {
 // (limit stream-stall) and the text delivered in Partial — well before the idle limit (30 s).
 // Real time, logged; the bound checked is 10 s.
 func TestChatStream_AStallEndsWithPartialOnEveryWire(t *testing.T) {
-	wires := []struct {
-		name    string
-		route   string
-		provide func(name string, s *mocks.Server, o resilience.Options) client.Option
-	}{
-		{"openai", mocks.RouteChat, openAIProvider},
-		{"responses", mocks.RouteResponses, func(name string, s *mocks.Server, o resilience.Options) client.Option {
-			return responsesProvider(name, "", s, o)
-		}},
-		{"anthropic", mocks.RouteMessages, anthropicProvider},
-	}
-	for _, w := range wires {
+	for _, w := range streamWires {
 		t.Run(w.name, func(t *testing.T) {
 			t.Parallel()
 			stall := mocks.Reply(words("p", 80)).WithChunkDelay(15 * time.Millisecond)
