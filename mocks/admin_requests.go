@@ -211,7 +211,7 @@ func (s *Server) adminLatency(body []byte) []Problem {
 	var p LatencyProfile
 	if len(req.Profile) > 0 && string(req.Profile) != "null" {
 		if err := json.Unmarshal(req.Profile, &p); err != nil {
-			return append(ps, jsonProblem(err, "profile.", "firstTokenMs, jitterMs, stragglerRate, stragglerEvery, stragglerMs, chunkDelayMs, headersFirst, seed"))
+			return append(ps, jsonProblem(err, "profile.", "firstTokenMs, jitterMs, spread, stragglerRate, stragglerEvery, stragglerMs, chunkDelayMs, headersFirst, seed"))
 		}
 		ps = append(ps, problemsOf(p.problems("profile."))...)
 	}

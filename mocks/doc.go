@@ -116,8 +116,9 @@
 // # Latency profiles
 //
 // For tests and benchmarks of hedged requests and latency-aware routing, a [LatencyProfile]
-// gives requests a time to first token drawn per request (a base delay, a jitter, and a
-// fraction of stragglers that wait longer) and a pace between the words of a stream:
+// gives requests a time to first token drawn per request (a base delay, a log-normal spread
+// around it and a jitter, and a fraction of stragglers that wait longer) and a pace between
+// the words of a stream:
 //
 //	s := mocks.NewServer(
 //		mocks.WithKeyLatency("sk-east", mocks.LatencyProfile{FirstToken: 80 * time.Millisecond,

@@ -1,7 +1,6 @@
 package mocks
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -21,11 +20,13 @@ import (
 //
 // Each request the profile delays draws its first-token delay: with probability
 // StragglerRate (or, with StragglerEvery, every n-th request exactly) it is a straggler and
-// waits Straggler; otherwise it waits FirstToken plus a jitter drawn uniformly from
-// [0, Jitter]. Draws come from a source seeded with Seed, so the same seed and the same order
-// of requests give the same delays; StragglerEvery makes the count of stragglers exact
-// whatever the order. The [Journal] records each request's delay and whether it straggled
-// ([Request].FirstTokenDelay, [Request].Straggler, [JournalStats].Stragglers).
+// waits Straggler; otherwise it waits FirstToken, spread log-normally around it when Spread is
+// set (real times to first token are skewed to the right: a long tail of slow answers and a
+// short one of fast ones), plus a jitter drawn uniformly from [0, Jitter]. Draws come from a
+// source seeded with Seed, so the same seed and the same order of requests give the same
+// delays; StragglerEvery makes the count of stragglers exact whatever the order. The
+// [Journal] records each request's delay and whether it straggled ([Request].FirstTokenDelay,
+// [Request].Straggler, [JournalStats].Stragglers).
 //
 // Where the delay falls: a JSON answer is held back whole (no header, no byte); a stream is
 // too, unless HeadersFirst, when its 200 headers and preamble go out at once and the delay
@@ -41,14 +42,26 @@ import (
 // server closes: a hedge's cancelled loser frees its handler without waiting its delay out.
 //
 // The zero LatencyProfile delays nothing. Durations must lie in [0, [MaxLatencyDelay]],
-// StragglerRate in [0, 1], StragglerEvery in [0, math.MaxInt32], and StragglerRate and
-// StragglerEvery cannot both be set: [LatencyProfile.Validate] names the field, its value and
-// the allowed range.
+// StragglerRate in [0, 1], Spread in [0, [MaxLatencySpread]], StragglerEvery in
+// [0, math.MaxInt32], and StragglerRate and StragglerEvery cannot both be set:
+// [LatencyProfile.Validate] names the field, its value and the allowed range.
 type LatencyProfile struct {
 	// FirstToken is the time to first token of a request that does not straggle.
 	FirstToken time.Duration
-	// Jitter, when positive, adds to FirstToken a delay drawn uniformly from [0, Jitter].
+	// Jitter, when positive, adds to FirstToken a delay drawn uniformly from [0, Jitter]
+	// (after Spread, when both are set).
 	Jitter time.Duration
+	// Spread, when positive, makes a request that does not straggle wait
+	// FirstToken × exp(Spread × Z) instead of FirstToken, Z drawn from a standard normal
+	// distribution with the seeded source: a log-normal delay whose median is FirstToken and
+	// whose logarithm has the standard deviation Spread. 0.25 puts the 95th percentile at
+	// about 1.51 × FirstToken and the 99th at 1.79 ×; 0.85 puts them at 4.05 × and 7.2 ×.
+	// The spread delay is cut at [MaxLatencyDelay], and Jitter, when set too, adds to it. A
+	// straggler waits Straggler whatever the Spread (so a request that does not straggle may
+	// wait longer than one that does). 0 spreads nothing and takes nothing from the source; a
+	// positive Spread takes one draw per request that does not straggle, after the
+	// straggler's draw and before the jitter's. At most [MaxLatencySpread].
+	Spread float64
 	// StragglerRate is the fraction of requests, from 0 to 1, that straggle, drawn from the
 	// seeded source: a rate of 0.05 gives about one straggler in twenty, 1 makes every
 	// request a straggler.
@@ -57,8 +70,8 @@ type LatencyProfile struct {
 	// delays a straggler (the n-th, the 2n-th, …, counted from when the profile was set), for
 	// benchmarks that need exact counts; it takes no draw. 0: see StragglerRate.
 	StragglerEvery int
-	// Straggler is how long a straggler waits for its first token, instead of FirstToken and
-	// the jitter.
+	// Straggler is how long a straggler waits for its first token, instead of FirstToken, the
+	// spread and the jitter.
 	Straggler time.Duration
 	// ChunkDelay waits this long before each content event of a stream after the first (the
 	// words of the answer, see [Step]); a JSON answer ignores it.
@@ -66,7 +79,8 @@ type LatencyProfile struct {
 	// HeadersFirst sends a stream's 200 headers and preamble at once and waits before its
 	// first content event, instead of holding the whole stream back. A JSON answer ignores it.
 	HeadersFirst bool
-	// Seed seeds the source of the jitter and of StragglerRate (0 is a seed like any other).
+	// Seed seeds the source of the jitter, of Spread and of StragglerRate (0 is a seed like
+	// any other).
 	Seed uint64
 }
 
@@ -74,62 +88,9 @@ type LatencyProfile struct {
 // waits (a wait ends with its client anyway), and small enough that no sum of them overflows.
 const MaxLatencyDelay = 24 * time.Hour
 
-// Validate reports every value of p out of its range, naming the field, the value and the
-// range, or nil. Options panic with its error, the Server's setters return it.
-func (p LatencyProfile) Validate() error { return p.validate(false) }
-
-// validate is Validate, naming the fields as a scenario file does when file is set.
-func (p LatencyProfile) validate(file bool) error {
-	prefix := ""
-	if !file {
-		prefix = "Go:"
-	}
-	return joinProblems(p.problems(prefix))
-}
-
-// problems lists what is wrong with p: its fields named as a scenario file names them after
-// prefix, or, for the prefix "Go:", as the Go fields (the durations in Go's notation).
-func (p LatencyProfile) problems(prefix string) []*Problem {
-	var out []*Problem
-	goNames := prefix == "Go:"
-	if goNames {
-		prefix = ""
-	}
-	for _, f := range []struct {
-		name, key string
-		d         time.Duration
-	}{
-		{"FirstToken", "firstTokenMs", p.FirstToken},
-		{"Jitter", "jitterMs", p.Jitter},
-		{"Straggler", "stragglerMs", p.Straggler},
-		{"ChunkDelay", "chunkDelayMs", p.ChunkDelay},
-	} {
-		if f.d >= 0 && f.d <= MaxLatencyDelay {
-			continue
-		}
-		if goNames {
-			out = append(out, &Problem{Field: f.name, Value: f.d, Allowed: fmt.Sprintf("out of range [0s, %v]", MaxLatencyDelay)})
-		} else {
-			out = append(out, &Problem{Field: prefix + f.key, Value: json.Number(msText(toMs(f.d))),
-				Allowed: fmt.Sprintf("out of range [0, %s]", msText(toMs(MaxLatencyDelay)))})
-		}
-	}
-	rate, every := "StragglerRate", "StragglerEvery"
-	if !goNames {
-		rate, every = prefix+"stragglerRate", prefix+"stragglerEvery"
-	}
-	if !(p.StragglerRate >= 0 && p.StragglerRate <= 1) { // NaN included
-		out = append(out, &Problem{Field: rate, Value: p.StragglerRate, Allowed: "out of range [0, 1]"})
-	}
-	if p.StragglerEvery < 0 || p.StragglerEvery > math.MaxInt32 {
-		out = append(out, &Problem{Field: every, Value: p.StragglerEvery, Allowed: fmt.Sprintf("out of range [0, %d]", math.MaxInt32)})
-	}
-	if p.StragglerRate > 0 && p.StragglerEvery > 0 {
-		out = append(out, &Problem{Field: rate, Value: p.StragglerRate,
-			Allowed: fmt.Sprintf("and %s %d both set: give one", every, p.StragglerEvery)})
-	}
-	return out
-}
+// MaxLatencySpread bounds [LatencyProfile].Spread: at 4 the 99th percentile is already
+// 11,000 times the median, more than a test of latency has use for.
+const MaxLatencySpread = 4.0
 
 // WithLatency gives every request the profile p (see [LatencyProfile]), unless a profile of
 // its API key or its model applies. NewServer panics for an invalid profile.
@@ -365,10 +326,28 @@ func (l *latencyState) draw() latencyDraw {
 		return d
 	}
 	d.firstToken = p.FirstToken
+	if p.Spread > 0 {
+		// Drawn only with a Spread, and after the straggler's draw: a profile without one keeps
+		// the sequence of delays its seed gave before Spread existed.
+		d.firstToken = spreadDelay(p.FirstToken, p.Spread, l.rng.NormFloat64())
+	}
 	if p.Jitter > 0 {
 		d.firstToken += time.Duration(l.rng.Int64N(int64(p.Jitter) + 1))
 	}
 	return d
+}
+
+// spreadDelay is median × exp(spread × z), cut at MaxLatencyDelay. It multiplies in floating
+// point: a long tail of a long median (a day × e^16, say) is beyond what a Duration holds.
+func spreadDelay(median time.Duration, spread, z float64) time.Duration {
+	if median <= 0 {
+		return 0 // and not 0 × +Inf, which is NaN
+	}
+	f := float64(median) * math.Exp(spread*z)
+	if !(f < float64(MaxLatencyDelay)) {
+		return MaxLatencyDelay
+	}
+	return time.Duration(math.Round(f))
 }
 
 // delayable reports whether a latency profile applies to the call answered with st: an

@@ -53,8 +53,8 @@ import (
 // "keyLatency" and "routeLatency" are latency profiles ([LatencyProfile], [WithLatency]),
 // objects with these optional keys:
 //
-//	firstTokenMs, jitterMs, stragglerRate (0 to 1), stragglerEvery, stragglerMs, chunkDelayMs,
-//	headersFirst, seed
+//	firstTokenMs, jitterMs, spread (0 to 4), stragglerRate (0 to 1), stragglerEvery,
+//	stragglerMs, chunkDelayMs, headersFirst, seed
 //
 // durations from 0 to 86400000 (a day), stragglerRate or stragglerEvery but not both.
 //
