@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"runtime"
 	"testing"
+	"time"
 )
 
 // memoryTarget is the most one pipeline may hold (docs/performance.md): a client
@@ -78,10 +79,22 @@ func TestPipeline_Memory(t *testing.T) {
 		{"New+Wrap", none, func(i int) { kept[i] = newPipeline().Wrap(unusedBase{}) }},
 		{"Route", deployments, func(i int) { pipes[i] = parents[i].Route("gpt-4o-mini-2024-07-18") }},
 		{"Route+chain", deployments, func(i int) { kept[i] = rts[i].routed("gpt-4o-mini-2024-07-18") }},
+		// A pipeline allocates its window of first-content times with its first sample: the
+		// same, measured once (the largest a pipeline gets).
+		{"New+Wrap+measured", none, func(i int) {
+			p := newPipeline()
+			p.ObserveLatency(LatencySample{FirstContent: time.Millisecond, Stream: true})
+			kept[i] = p.Wrap(unusedBase{})
+		}},
+		{"Route+measured", deployments, func(i int) {
+			r := parents[i].Route("gpt-4o-mini-2024-07-18")
+			r.ObserveLatency(LatencySample{FirstContent: time.Millisecond, Stream: true})
+			pipes[i] = r
+		}},
 	}
 	for _, c := range cases {
 		b := allocated(n, c.prepare, c.build)
-		t.Logf("%-12s %5.0f B", c.name, b)
+		t.Logf("%-18s %5.0f B", c.name, b)
 		if b >= memoryTarget {
 			t.Errorf("%s: %.0f B, want under %d B", c.name, b, memoryTarget)
 		}
