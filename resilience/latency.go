@@ -20,7 +20,8 @@ import (
 // 1−q, on the window's longest usual time, which a usual try outlasts about one time in n+1;
 // below, that much further into the usual times. Both errors shrink with the window: in the
 // seeded simulation (latency_test.go) hedges went from 5.7–6.7 % of calls with 128 to
-// 5.0–6.1 % with 512, against a server 4.7–5.6 % hedges (BenchmarkHedgeStragglers). The
+// 5.0–6.1 % with 512; against the fake server with skewed usual times they were 0.2–0.8
+// points above the share that straggled (BenchmarkHedgeStragglers, docs/capacity.md). The
 // price: a route slowed as a whole, three times its usual time, is followed after about 530
 // calls instead of 130 (until then its calls are hedged, as far as the retry budget allows),
 // and a quantile costs a sort of 512 keys every 32 samples. Kept in 16 bits a time, the window
@@ -275,8 +276,8 @@ func (p *Pipeline) LatencyQuantile(q float64) (time.Duration, bool) {
 //
 // Why so: a straggler raced by a hedge ends either cut off, when its hedge wins, or, when its
 // hedge straggles too, complete at its full time, long after the delay; counted so, 5 %
-// stragglers put about one such time in a window of 128 (four in 512), and the 0.95 quantile
-// on it, which sent the delay to its ceiling. Cut off a median time after the hedge's send, a straggler
+// stragglers put one or two such times in a window of 512, and the 0.95 quantile on them,
+// which sent the delay to its ceiling. Cut off a median time after the hedge's send, a straggler
 // (many median times long) never enters at its full time, so stragglers, however many, cannot
 // lift the delay above the complete times — not even from the ceiling, where twice the delay
 // could exceed a straggler's time; yet a raced try that answers soon after the send still
