@@ -123,6 +123,16 @@ func ringMicros(code int16) int64 {
 // and still be hedged (productLimit).
 const tieErrors = 1.5
 
+// satAdd is a+b for durations above 0, at most the longest Duration.
+func satAdd(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// refreshEvery is how many samples a cached quantile of a window holding k times serves
+// before it is computed again: a sixteenth of the window, at least eight.
 func refreshEvery(k int64) int64 { return max(8, k/16) }
 
 // quantileCache is the last quantile computed (v), of which quantile (of: its float64 bits),
@@ -156,7 +166,8 @@ type LatencySample struct {
 }
 
 // ObserveLatency records s for the pipeline (a route: Pipeline.Route), for LatencyQuantile and
-// Latency. It is cheap and takes no allocation.
+// Latency. It is cheap and takes no allocation, but for a pipeline's first sample, which
+// allocates its window (1 KiB, see LatencyWindow).
 func (p *Pipeline) ObserveLatency(s LatencySample) {
 	l := &p.lat
 	if s.Failed {
@@ -174,7 +185,7 @@ func (p *Pipeline) ObserveLatency(s LatencySample) {
 		l.ring = new([LatencyWindow]int16)
 	}
 	if s.Raced > 0 && s.FirstContent > s.Raced {
-		if h := s.Raced + l.medianLocked(s.Raced); s.FirstContent > h {
+		if h := satAdd(s.Raced, l.medianLocked(s.Raced)); s.FirstContent > h {
 			cut, code = true, ringTime(h)
 		}
 	}
@@ -206,7 +217,7 @@ func (l *latency) medianLocked(def time.Duration) time.Duration {
 	}
 	c := &l.median
 	if k := min(l.n, LatencyWindow); l.n-c.at >= refreshEvery(k) || c.v <= 0 {
-		c.v, c.at = int64(ringDuration(productLimit(l.ring[:k], 0.5))), l.n
+		c.v, c.at = int64(ringDuration(productLimit(l.ring[:k], 0.5, false))), l.n
 	}
 	return time.Duration(c.v)
 }
@@ -266,8 +277,9 @@ func (p *Pipeline) LatencyQuantile(q float64) (time.Duration, bool) {
 //
 // A tie across a gap: when the quantile lies beyond a gap — a complete time more than twice
 // the one before it — and the share of tries beyond the gap exceeds 1−q by no more than 1.5
-// standard errors of a share of 1−q in the window (1.4 points for 0.95 and 512 tries), the
-// estimate is the time before the gap. The window cannot tell whether those tries are more
+// standard errors of a share of 1−q in the window (1.4 points for 0.95 and 512 tries; in a
+// young window the error is wide — with 10 tries, 10 points), the estimate is the time before
+// the gap. The median that sets a raced try's horizon takes no such tie. The window cannot tell whether those tries are more
 // than 1−q of all, and the side before the gap is the one from which they are hedged. Without
 // it, a delay that once reached the stragglers — at the start, when the ceiling is the delay
 // and they complete at their full time — let the next ones complete too and stayed on them
@@ -309,7 +321,7 @@ func (l *latency) quantile(q float64, hedge bool) (time.Duration, bool) {
 	}
 	var code int16
 	if hedge {
-		code = productLimit(l.ring[:k], q)
+		code = productLimit(l.ring[:k], q, true)
 	} else {
 		var tmp [LatencyWindow]int16
 		u := tmp[:k]
@@ -325,8 +337,10 @@ func (l *latency) quantile(q float64, hedge bool) (time.Duration, bool) {
 }
 
 // productLimit returns the q quantile of the window w (codes of complete times above 0,
-// cut-offs below) by the product-limit estimate, as HedgeQuantile describes.
-func productLimit(w []int16, q float64) int16 {
+// cut-offs below) by the product-limit estimate, as HedgeQuantile describes; with tie, a tie
+// across a gap is the time before the gap (HedgeQuantile; not for the median, whose job is to
+// say how long a hedge usually takes, and which a tie would only shorten).
+func productLimit(w []int16, q float64, tie bool) int16 {
 	// Each time sorts as twice its code, a cut-off one more: at equal times the complete one
 	// comes first, as the product-limit estimate wants (a cut-off at t was still at risk at t).
 	// Codes are below 2^15, so the keys fit 16 bits unsigned.
@@ -346,30 +360,35 @@ func productLimit(w []int16, q float64) int16 {
 	// gapLow is the last complete time before the latest gap (a complete time more than
 	// twice the one before it), gapSurv the share still waiting at that time.
 	gapLow, gapSurv := int16(0), 1.0
+	// tied reports a tie across the latest gap, when the quantile lies beyond it: the share
+	// beyond the gap exceeds 1−q by at most tieErrors standard errors of such a share in the
+	// window, which then cannot tell whether the tries beyond it are more than 1−q of all; the
+	// time before the gap is the answer, the side from which those tries are hedged.
+	tied := func() bool {
+		return tie && gapLow > 0 && gapSurv-(1-q) <= tieErrors*math.Sqrt(q*(1-q)/float64(len(keys)))
+	}
 	for i, key := range keys {
 		if key&1 == 1 {
 			continue // a cut-off: leaves the risk set, which shrinks with i
 		}
 		t := int16(key / 2)
-		if longest > 0 && ringDuration(t) > 2*ringDuration(longest) {
+		if longest > 0 && ringMicros(t) > 2*ringMicros(longest) {
 			gapLow, gapSurv = longest, surv
 		}
 		atRisk := float64(len(keys) - i)
 		surv *= (atRisk - 1) / atRisk
 		longest = t
 		if surv <= 1-q+1e-9 {
-			// A tie across a gap: the quantile lies beyond a gap, and the share beyond the
-			// gap exceeds 1−q by less than the window's standard error of such a share: the
-			// window cannot tell whether the tries beyond it are more than 1−q of all. The
-			// time before the gap is the answer, the side from which those tries are hedged
-			// (see HedgeQuantile).
-			if gapLow > 0 && gapSurv-(1-q) <= tieErrors*math.Sqrt(q*(1-q)/float64(len(keys))) {
+			if tied() {
 				return gapLow
 			}
 			return longest
 		}
 	}
-	if longest > 0 {
+	if longest > 0 { // the quantile lies beyond the longest complete time
+		if tied() {
+			return gapLow
+		}
 		return longest
 	}
 	return int16(keys[0] / 2) // only cut-offs: the shortest

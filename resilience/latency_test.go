@@ -177,9 +177,9 @@ func TestLatency_NoAllocations(t *testing.T) {
 	}
 }
 
-// BenchmarkLatency_ObserveAndQuantile records a time and asks for a quantile, as a hedged call
-// does (the hedge quantile, with one try in 20 raced and one in 20 cut off) and as a view does
-// (the plain one).
+// BenchmarkLatency_ObserveAndQuantile records a time (10–20 ms) and asks for a quantile, as a
+// hedged call does (the hedge quantile, with one try in 20 raced and one in 20 cut off) and as a
+// view does (the plain one).
 func BenchmarkLatency_ObserveAndQuantile(b *testing.B) {
 	for _, hedge := range []bool{false, true} {
 		name := "plain"
@@ -190,7 +190,7 @@ func BenchmarkLatency_ObserveAndQuantile(b *testing.B) {
 			p, _ := New(testOptions())
 			b.ReportAllocs()
 			for i := range b.N {
-				s := LatencySample{FirstContent: time.Duration(i%1000) * time.Microsecond, Stream: true}
+				s := LatencySample{FirstContent: 10*time.Millisecond + time.Duration(i%1000)*10*time.Microsecond, Stream: true}
 				if hedge {
 					switch i % 20 {
 					case 7:
@@ -436,6 +436,55 @@ func TestLatency_HedgeQuantileTieAcrossAGap(t *testing.T) {
 		if q, _ := p.LatencyQuantile(0.95); q != kept(c.plain) {
 			t.Errorf("%d of %d at %v: p95 %v, want %v", c.n, LatencyWindow, c.slow, q, c.plain)
 		}
+	}
+	// Beyond every complete time: 3 complete at 200 ms and 28 cut off later (6.05 % beyond the
+	// gap) still tie; with 37 cut off (7.8 %), the longest complete time.
+	for _, c := range []struct {
+		cut  int
+		want time.Duration
+	}{{28, 10 * time.Millisecond}, {37, 200 * time.Millisecond}} {
+		p, _ := New(testOptions())
+		for i := range LatencyWindow {
+			s := LatencySample{FirstContent: 10 * time.Millisecond, Stream: true}
+			switch {
+			case i < 3:
+				s.FirstContent = 200 * time.Millisecond
+			case i < 3+c.cut:
+				s.FirstContent, s.Censored = 310*time.Millisecond, true
+			}
+			p.ObserveLatency(s)
+		}
+		if q, _ := p.HedgeQuantile(0.95); q != c.want {
+			t.Errorf("3 complete at 200 ms, %d cut off at 310 ms: hedge p95 %v, want %v", c.cut, q, c.want)
+		}
+	}
+	// The median that sets a raced try's horizon takes no tie: 53 % at 500 ms is the median.
+	p, _ := New(testOptions())
+	for i := range LatencyWindow {
+		d := 5 * time.Millisecond
+		if i%2 == 0 || i < 32 {
+			d = 500 * time.Millisecond
+		}
+		p.ObserveLatency(LatencySample{FirstContent: d, Stream: true})
+	}
+	p.lat.mu.Lock()
+	median := p.lat.medianLocked(0)
+	p.lat.mu.Unlock()
+	if median != 500*time.Millisecond {
+		t.Errorf("median %v, want 500ms", median)
+	}
+	if q, _ := p.HedgeQuantile(0.5); q != 5*time.Millisecond {
+		t.Errorf("hedge p50 %v: the tie is the hedge quantile's", q)
+	}
+}
+
+// A raced time so long that adding the median would overflow is cut off at the longest time,
+// not wrapped into a short one.
+func TestLatency_RacedNeverOverflows(t *testing.T) {
+	p, _ := New(testOptions())
+	p.ObserveLatency(LatencySample{FirstContent: math.MaxInt64, Raced: math.MaxInt64/2 + 1, Stream: true})
+	if got := p.RecentLatencies(nil); len(got) != 1 || got[0] != kept(maxRingTime*time.Microsecond) {
+		t.Fatalf("%v", got)
 	}
 }
 
