@@ -86,6 +86,19 @@ func (r *recorder) observe(e resilience.Event) {
 	r.mu.Unlock()
 }
 
+// timeoutCount returns the number of timeouts of any limit.
+func (r *recorder) timeoutCount() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, e := range r.ev {
+		if e.Type == resilience.EventTimeout {
+			n++
+		}
+	}
+	return n
+}
+
 func (r *recorder) timeouts(limit resilience.TimeLimit) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()

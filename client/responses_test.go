@@ -2,8 +2,10 @@ package client_test
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -223,18 +225,31 @@ func TestResponses_CutBackgroundStreamResumesBeforeAnyRescue(t *testing.T) {
 
 // A background stream that goes silent is cut at the idle limit and read on from where it
 // stopped, on the same route: the whole answer, no restart, the fallback never asked.
+//
+// The clock moves once, by the idle limit, and only once the Read after the 20th word waits
+// with its limit armed (readGate): a Read not yet armed when it moved would wait for good, and
+// a clock moved again while the resume runs would cut the resume by the route's own limits
+// (the total limit before its headers, the idle limit during one of its Reads) and send the
+// call to the fallback — the test passed only when the resume beat the next 100 ms step.
 func TestResponses_StalledBackgroundStreamResumesAtTheIdleLimit(t *testing.T) {
+	const silentAfter = 20
 	stall := mocks.Reply(words("p", 60))
-	stall.StallAfter = 20 // silent until the client goes away
+	stall.StallAfter = silentAfter // silent until the client goes away
 	primary := mocks.NewServer(mocks.WithRouteScript(mocks.RouteResponses, stall))
 	defer primary.Close()
 	secondary := mocks.NewServer(mocks.WithReply(words("s", 60)))
 	defer secondary.Close()
 	clock := backend.NewManualClock()
+	var rec recorder
+	gate := newReadGate(t)
 	o := policy()
 	o.StreamIdleTimeoutSeconds = 5
-	c := newClient(t, client.WithClock(clock), responsesProvider("primary", "", primary, o),
-		responsesProvider("secondary", "org-other", secondary, o), client.WithFallback("primary", "secondary"))
+	// The idle limit alone: read on a clock that stands still, the first 20 words may teach
+	// the route a rhythm of no wait at all, whose stall limit (its 1 s floor) then cuts first.
+	o.StreamStallFactor = 0
+	c := newClient(t, client.WithClock(clock), client.WithObserver(rec.observe), client.WithBaseTransport(gate),
+		responsesProvider("primary", "", primary, o), responsesProvider("secondary", "org-other", secondary, o),
+		client.WithFallback("primary", "secondary"))
 	req := hello()
 	req.Background = true
 	st, err := c.ChatStream(context.Background(), req, client.WithRescue(resilience.RescueRestart))
@@ -242,23 +257,90 @@ func TestResponses_StalledBackgroundStreamResumesAtTheIdleLimit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
+	// The reader notes how many Reads had begun on the wire when the last word before the
+	// silence came: a Read begun after it waits in the silence.
+	var silent, ended atomic.Bool
+	var begun atomic.Int64
 	done := make(chan read, 1)
-	go func() { done <- readAll(st) }()
-	waitFor(t, "the stream to reach the primary", func() bool { return primary.Journal().Len() == 1 })
-	for range 50 {
-		clock.Advance(5 * time.Second)
-		select {
-		case r := <-done:
-			if r.err != nil || r.restarts != 0 || r.all != words("p", 60) || secondary.Journal().Len() != 0 {
-				t.Fatalf("err %v, restarts %d, text %q, secondary asked %d times", r.err, r.restarts, r.all, secondary.Journal().Len())
+	go func() {
+		var r read
+		var all strings.Builder
+		n := 0
+		for d, err := range st.Deltas() {
+			if err != nil {
+				r.err = err
+				break
 			}
-			if reqs := primary.Journal().Requests(); len(reqs) < 2 || reqs[1].Method != http.MethodGet {
-				t.Fatalf("%d requests to the primary: no resume", len(reqs))
+			if d.Restart {
+				r.restarts++
 			}
-			return
-		case <-time.After(100 * time.Millisecond):
+			if d.Text != "" {
+				if n++; n == silentAfter {
+					begun.Store(gate.reads.Load())
+					silent.Store(true)
+				}
+			}
+			all.WriteString(d.Text)
 		}
+		r.all = all.String()
+		ended.Store(true)
+		done <- r
+	}()
+	waitFor(t, "a Read to wait in the silence", func() bool {
+		return ended.Load() || silent.Load() && gate.reads.Load() > begun.Load() && gate.waiting.Load() > 0
+	})
+	if n := primary.Journal().Len(); ended.Load() || n != 1 {
+		t.Fatalf("before the clock moved: the stream ended %v, %d requests to the primary (want the stream alone)", ended.Load(), n)
 	}
-	r := <-done
-	t.Fatalf("the stall was not resumed: %+v", r)
+	clock.Advance(5 * time.Second)
+	var r read
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the silent stream was not cut at the idle limit")
+	}
+	if r.err != nil || r.restarts != 0 || r.all != words("p", 60) || secondary.Journal().Len() != 0 {
+		t.Fatalf("err %v, restarts %d, text %q, secondary asked %d times", r.err, r.restarts, r.all, secondary.Journal().Len())
+	}
+	if reqs := primary.Journal().Requests(); len(reqs) != 2 || reqs[1].Method != http.MethodGet {
+		t.Fatalf("%d requests to the primary: want the stream and one resume", len(reqs))
+	}
+	if n, all := rec.timeouts(resilience.TimeoutStreamIdle), rec.timeoutCount(); n != 1 || all != 1 {
+		t.Fatalf("%d idle timeouts of %d, want the one cut", n, all)
+	}
+}
+
+// readGate is a base transport (client.WithBaseTransport) that counts the Reads of the answers'
+// bodies, begun and under way. It sits under the pipeline, whose Read arms its time limits
+// before it reads on: a Read under way here is armed, so a test may move the clock.
+type readGate struct {
+	rt      http.RoundTripper
+	reads   atomic.Int64
+	waiting atomic.Int64
+}
+
+func newReadGate(t *testing.T) *readGate {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	t.Cleanup(tr.CloseIdleConnections)
+	return &readGate{rt: tr}
+}
+
+func (g *readGate) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := g.rt.RoundTrip(req)
+	if err == nil {
+		resp.Body = gateBody{resp.Body, g}
+	}
+	return resp, err
+}
+
+type gateBody struct {
+	io.ReadCloser
+	g *readGate
+}
+
+func (b gateBody) Read(p []byte) (int, error) {
+	b.g.reads.Add(1)
+	b.g.waiting.Add(1)
+	defer b.g.waiting.Add(-1)
+	return b.ReadCloser.Read(p)
 }
