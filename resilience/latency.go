@@ -22,10 +22,11 @@ import (
 // seeded simulation (latency_test.go) hedges went from 5.7–6.7 % of calls with 128 to
 // 5.0–6.1 % with 512; against the fake server with skewed usual times they were 0.2–0.8
 // points above the share that straggled (BenchmarkHedgeStragglers, docs/capacity.md). The
-// price: a route slowed as a whole, three times its usual time, is followed after about 530
-// calls instead of 130 (until then its calls are hedged, as far as the retry budget allows),
-// and a quantile costs a sort of 512 keys every 32 samples. Kept in 16 bits a time, the window
-// is 1 KiB per route that has measured a call.
+// price: a quantile costs a sort of 512 keys every 32 samples, and the usual times stay in the
+// window four times longer — which alone would have a route slowed as a whole to three times
+// its usual time followed only after about 530 calls; the latest tries lift the estimate
+// sooner (latency.lifted). Kept in 16 bits a time, the window is 1 KiB per route that has
+// measured a call.
 const LatencyWindow = 512
 
 // MinLatencySamples is how many first-content times a pipeline needs before it states a
@@ -295,8 +296,9 @@ func (p *Pipeline) LatencyQuantile(q float64) (time.Duration, bool) {
 // could exceed a straggler's time; yet a raced try that answers soon after the send still
 // counts in full, so the estimate also learns times beyond the delay and does not drift down.
 // A route slowed down as a whole lifts it: its raced tries complete within the horizon, or,
-// once its cut-offs are all the window holds, the shortest cut-off is the estimate and the
-// horizon grows with it.
+// when more than half of its latest 32 tries outlast the estimate (complete or cut off), the
+// estimate is at least the shortest of those, and the horizon grows with it — a route slowed
+// from 10 to 30 ms is followed within about 55 calls, to 80 ms within about 210.
 func (p *Pipeline) HedgeQuantile(q float64) (time.Duration, bool) {
 	return p.lat.quantile(q, true)
 }
@@ -321,7 +323,7 @@ func (l *latency) quantile(q float64, hedge bool) (time.Duration, bool) {
 	}
 	var code int16
 	if hedge {
-		code = productLimit(l.ring[:k], q, true)
+		code = l.lifted(productLimit(l.ring[:k], q, true))
 	} else {
 		var tmp [LatencyWindow]int16
 		u := tmp[:k]
@@ -334,6 +336,41 @@ func (l *latency) quantile(q float64, hedge bool) (time.Duration, bool) {
 	v := int64(ringDuration(code))
 	c.v, c.at, c.of = v, l.n, qi
 	return time.Duration(v), true
+}
+
+// recentTries is how many of a window's latest tries tell whether a route has slowed as a
+// whole (latency.lifted).
+const recentTries = 32
+
+// lifted returns the hedge estimate code, or, when more than half of the window's latest
+// recentTries tries took longer than it (complete or cut off), the shortest of those: a
+// route slowed as a whole. l.mu is held and the window holds at least MinLatencySamples.
+//
+// Why: a try of a route that slowed to more than about twice its usual time is raced by a
+// hedge and cut off a median time after it (LatencySample.Raced), beyond every complete time;
+// the product-limit estimate then stays at the longest usual time until the usual times have
+// left the window — 512 tries. The latest tries say it sooner: when most of them outlast the
+// estimate, it is no longer the route's tail but its body, and the delay rises at least to
+// where they were seen or cut, from where the next ones complete within their horizon and the
+// estimate proper follows. Stragglers never make half of 32 tries; a route that got faster
+// is followed by the estimate itself.
+func (l *latency) lifted(code int16) int16 {
+	r := min(l.n, recentTries)
+	beyond, shortest := int64(0), int16(math.MaxInt16)
+	for i := l.n - r; i < l.n; i++ {
+		v := l.ring[i%LatencyWindow]
+		if v < 0 {
+			v = -v
+		}
+		if v > code {
+			beyond++
+			shortest = min(shortest, v)
+		}
+	}
+	if 2*beyond > r {
+		return shortest
+	}
+	return code
 }
 
 // productLimit returns the q quantile of the window w (codes of complete times above 0,

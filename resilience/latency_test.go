@@ -516,13 +516,57 @@ func TestLatency_HedgeQuantileWithAHighFloor(t *testing.T) {
 	}
 }
 
-// A route slowed down as a whole (every first token after 30 ms, three times the delay it
-// had learnt) lifts the delay to its new times: its raced tries complete within twice the
-// delay, or are cut off there, and either lifts the estimate.
+// A route slowed down as a whole (every first token after 15, 30 or 80 ms, where it took 10)
+// lifts the delay to its new times within a few hundred calls: when most of its latest tries
+// outlast the estimate, the estimate rises to the shortest of them (latency.lifted), from
+// where the next ones complete within their horizon; it waited for the usual times to leave
+// the window before (534 calls at 30 ms, 1,078 at 80 ms).
 func TestLatency_HedgeQuantileFollowsASlowdown(t *testing.T) {
-	for _, slow := range []time.Duration{30 * time.Millisecond, 80 * time.Millisecond} {
-		if _, _, _, _, last := hedgeSim(1, 2000, true, slow); last < slow {
-			t.Errorf("after every try took %v, the hedge delay is %v", slow, last)
+	for _, c := range []struct {
+		slow   time.Duration
+		within int
+	}{{15 * time.Millisecond, 60}, {30 * time.Millisecond, 120}, {80 * time.Millisecond, 300}} {
+		for seed := range uint64(3) {
+			if lag := slowdownLag(seed, c.slow); lag < 0 || lag > c.within {
+				t.Errorf("seed %d: every try took %v from call 2,000; the delay reached 90 %% of it after %d calls, want within %d",
+					seed, c.slow, lag, c.within)
+			}
+		}
+		if _, _, _, _, last := hedgeSim(1, 2000, true, c.slow); last < c.slow {
+			t.Errorf("after every try took %v, the hedge delay is %v", c.slow, last)
 		}
 	}
+}
+
+// slowdownLag runs hedgeSim's route for 2,000 calls with 5 % stragglers, then makes every try
+// take slow, and returns after how many slow calls the hedge delay reached 90 % of slow (-1:
+// not within 4,000).
+func slowdownLag(seed uint64, slow time.Duration) int {
+	h := Hedge{After: 100 * time.Millisecond, Quantile: 0.95, MinDelay: 2 * time.Millisecond, Max: 1}
+	p, _ := New(testOptions())
+	rng := rand.New(rand.NewPCG(seed, 36))
+	draw := func(i int) time.Duration {
+		switch {
+		case i >= 2000:
+			return slow
+		case rng.Float64() < 0.05:
+			return 200 * time.Millisecond
+		}
+		return 9*time.Millisecond + time.Duration(rng.Int64N(int64(2*time.Millisecond)))
+	}
+	for i := range 6000 {
+		d := h.Delay(p)
+		if i >= 2000 && d >= slow*9/10 {
+			return i - 2000
+		}
+		s := LatencySample{FirstContent: draw(i), Stream: true}
+		if s.FirstContent > d {
+			s.Raced = d
+			if second := draw(i); d+second < s.FirstContent {
+				s.FirstContent, s.Censored = d+second, true
+			}
+		}
+		p.ObserveLatency(s)
+	}
+	return -1
 }
